@@ -1,0 +1,73 @@
+#pragma once
+/** @file Output comparison: shape, dtype, non-finite values and values under dtype-aware
+ *  tolerances (torch.allclose semantics: |actual - expected| <= atol + rtol * |expected|), with the
+ *  precision statistics a kernel author needs to see how close a wrong answer came. Works on host
+ *  copies of the tensors, so it is testable without a GPU or Python. */
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kjudge/core/dtype.hpp>
+
+namespace kj::check {
+
+struct tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-4;
+};
+
+/** KernelBench's defaults: 1e-4 for fp32/fp64, 1e-2 for fp16/bf16, exact (0, 0) for integer and
+ *  bool outputs. */
+[[nodiscard]] tolerance default_tolerance(dtype t) noexcept;
+
+/** A contiguous row-major host array. Does not own `data`. */
+struct host_tensor {
+  dtype type = dtype::f32;
+  std::vector<std::int64_t> shape;  ///< empty for a 0-dim (scalar) tensor
+  const void* data = nullptr;
+  [[nodiscard]] std::size_t numel() const noexcept;
+};
+
+struct mismatch {
+  std::vector<std::int64_t> index;  ///< multi-dimensional index into the output
+  double expected = 0;
+  double actual = 0;
+  double abs_err = 0;
+};
+
+struct output_comparison {
+  bool passed = false;
+  bool shape_ok = false;
+  bool dtype_ok = false;
+  std::vector<std::int64_t> expected_shape, actual_shape;
+  dtype expected_dtype = dtype::f32, actual_dtype = dtype::f32;
+  tolerance tol;
+  std::size_t numel = 0;
+  std::size_t nan_count = 0;  ///< NaN in the candidate where the reference is not NaN
+  std::size_t inf_count = 0;  ///< +-Inf in the candidate where the reference is not the same Inf
+  std::size_t mismatch_count = 0;  ///< elements outside tolerance (non-finite ones included)
+  double max_abs_err = 0;   ///< over elements where both sides are finite
+  double mean_abs_err = 0;
+  /** |a - e| / |e| over elements with |e| > 0 (finite on both sides); elements with e == 0 count
+   *  only toward the absolute error. */
+  double max_rel_err = 0;
+  double mean_rel_err = 0;
+  std::vector<std::int64_t> worst_index;  ///< index of the largest |a - e| (excess over tolerance)
+  std::vector<mismatch> mismatches;       ///< the first few out-of-tolerance elements, in order
+  bool constant_output = false;  ///< every element of the candidate's output equal (numel > 1)
+  std::uint64_t actual_hash = 0;  ///< FNV-1a of the candidate's bytes, to spot repeated outputs
+  std::string message;  ///< one line: why it failed, or empty
+};
+
+/** Compares the candidate's output with the reference's. Reference NaN/Inf at a position count as
+ *  matching when the candidate has the same non-finite value there (torch's equal_nan=True). */
+[[nodiscard]] output_comparison compare(const host_tensor& expected, const host_tensor& actual,
+                                        tolerance tol, std::size_t max_mismatches = 5);
+
+/** FNV-1a 64-bit over bytes. */
+[[nodiscard]] std::uint64_t fnv1a64(const void* data, std::size_t bytes) noexcept;
+
+}  // namespace kj::check

@@ -1,0 +1,57 @@
+#pragma once
+/** @file Sample statistics for timing: robust centre and spread, the relative standard error used
+ *  by the stopping rule, and a bootstrap confidence interval for a ratio of medians. Values are in
+ *  whatever unit the caller passes (the timing engine passes microseconds). */
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kj::stats {
+
+/** Summary of one figure's samples. All values share the unit of the input samples. */
+struct summary {
+  std::size_t n = 0;
+  double median = 0;
+  double q1 = 0;  ///< 25th percentile (linear interpolation between order statistics)
+  double q3 = 0;  ///< 75th percentile
+  double mean = 0;
+  double stddev = 0;  ///< sample standard deviation (n - 1)
+  double min = 0;
+  double max = 0;
+  /** Relative standard error of the median, in percent: 1.2533 * sigma / sqrt(n) / median, with
+   *  sigma estimated robustly as 1.4826 * MAD (falls back to stddev when MAD is 0). 0 when n < 2. */
+  double rse_pct = 0;
+};
+
+/** Quantile q in [0, 1] of already sorted values (type-7 linear interpolation). Precondition:
+ *  sorted is non-empty. */
+[[nodiscard]] double quantile_sorted(std::span<const double> sorted, double q);
+
+[[nodiscard]] double median(std::span<const double> values);
+
+/** Summary of the samples; an empty input gives a zero summary with n = 0. */
+[[nodiscard]] summary summarize(std::span<const double> samples);
+
+/** Relative standard error of the median in percent (see summary::rse_pct). */
+[[nodiscard]] double median_rse_pct(std::span<const double> samples);
+
+/** Ratio of medians numerator / denominator with a percentile-bootstrap confidence interval. */
+struct ratio_ci {
+  double ratio = 0;
+  double lo = 0;
+  double hi = 0;
+  double confidence = 0.95;
+  std::size_t resamples = 0;
+};
+
+/** Resamples each side independently with replacement (deterministic for a given seed). When
+ *  either side is empty or a median is 0, returns ratio = lo = hi = 0. */
+[[nodiscard]] ratio_ci bootstrap_ratio_of_medians(std::span<const double> numerator,
+                                                  std::span<const double> denominator,
+                                                  std::size_t resamples = 2000,
+                                                  double confidence = 0.95,
+                                                  std::uint64_t seed = 0x6b6a75646765ULL);
+
+}  // namespace kj::stats

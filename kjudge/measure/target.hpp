@@ -1,0 +1,25 @@
+#pragma once
+/** @file What the timing engine times: one side of a comparison (the reference or the candidate).
+ *  The engine never knows whether a target is a PyTorch module or a native kernel. */
+
+#include <cstddef>
+#include <string>
+
+namespace kj::measure {
+
+class target {
+ public:
+  virtual ~target() = default;
+  /** Makes input set `sample_index` (the engine rotates through input_sets()) current for the next
+   *  run(). Called outside any timed region; may enqueue work on the stream (the engine
+   *  synchronises afterwards). */
+  virtual void prepare(std::size_t sample_index) = 0;
+  /** Issues one forward on the timing stream. May block when the forward synchronises with the
+   *  host (the engine detects that). Throws on failure (e.g. a CUDA error in the candidate). */
+  virtual void run() = 0;
+  /** Number of distinct input sets available for rotation (>= 1). */
+  [[nodiscard]] virtual std::size_t input_sets() const = 0;
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+
+}  // namespace kj::measure

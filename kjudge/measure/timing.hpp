@@ -1,0 +1,111 @@
+#pragma once
+/** @file The timing engine (measurement.md, rules 1-9): warm-up, cold L2, rotating inputs,
+ *  interleaved reference/candidate samples, three figures per side (device, stream, host wall),
+ *  stopping on a noise target within a wall-clock budget per side, throttle-aware, and the speedup
+ *  as a ratio of medians with a bootstrap confidence interval. All sample values are microseconds. */
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kjudge/core/stats.hpp>
+#include <kjudge/core/units.hpp>
+#include <kjudge/measure/target.hpp>
+
+namespace kj::measure {
+
+enum class figure_kind { device, stream, host_wall };
+[[nodiscard]] const char* to_string(figure_kind k) noexcept;
+
+struct timing_options {
+  /** Wall-clock budget per side; the loop stops when a side's spent time passes it. */
+  seconds budget_per_side{1.0};
+  std::size_t min_samples = 20;
+  std::size_t max_samples = 100000;
+  /** Stop once every enabled figure of both sides has median_rse_pct below this (and min_samples). */
+  double target_rse_pct = 0.5;
+  /** Minimum wall time spent sampling before the noise rule may stop the loop. */
+  seconds min_time{0.0};
+  /** Flush L2 (write >= 2x L2 size) before each sample. */
+  bool cold = true;
+  std::size_t warmup_runs = 3;
+  seconds warmup_min_time{0.02};
+  /** GPU figures; on a CPU-only run both are off and only host_wall is taken. */
+  bool gpu = true;
+  /** Samples taken with the SM clock under this fraction of the default clock are discarded. */
+  double throttle_fraction = 0.75;
+  /** Bootstrap settings for the speedup CI. */
+  std::size_t bootstrap_resamples = 2000;
+  double confidence = 0.95;
+  /** How long the blocking kernel holds the stream before declaring a host synchronisation. */
+  milliseconds blocking_timeout{200.0};
+};
+
+/** One figure of one side. */
+struct figure {
+  figure_kind kind = figure_kind::device;
+  std::string method;  ///< "blocking-kernel+events", "events-as-issued", "host-steady-clock+sync"
+  bool cold = true;
+  bool valid = false;        ///< false: not taken or unusable; see note
+  std::string note;          ///< why invalid, or remarks ("host sync in forward")
+  bool noisy = false;        ///< budget ran out before the noise target
+  std::vector<double> samples_us;  ///< kept samples, in order taken
+  stats::summary summary;          ///< of samples_us
+  std::size_t discarded_throttled = 0;
+};
+
+struct side_result {
+  std::string name;
+  figure device, stream, host_wall;
+  bool host_sync_detected = false;  ///< the forward waited for the host; device figure invalid
+  std::size_t warmup_runs = 0;
+  double warmup_first_call_ms = 0;  ///< the very first call (JIT, autotune, module load)
+  double spent_s = 0;               ///< wall time spent measuring this side
+  std::size_t input_sets = 0;
+};
+
+struct speedup {
+  figure_kind kind = figure_kind::device;
+  bool valid = false;
+  stats::ratio_ci ci;  ///< reference median / candidate median
+};
+
+struct clock_record {
+  bool available = false;  ///< NVML present and answering
+  std::string source;      ///< "nvml" or why not
+  double default_sm_mhz = 0;  ///< the clock samples are judged against (default applications clock, else max)
+  double max_sm_mhz = 0;
+  double median_sm_mhz = 0;   ///< over the samples taken
+  double min_sm_mhz = 0;
+  std::vector<std::string> throttle_reasons;  ///< active during sampling (names), if any
+};
+
+struct comparison {
+  side_result reference, candidate;
+  std::vector<speedup> speedups;  ///< one per figure kind valid on both sides
+  clock_record clocks;
+  bool interleaved = true;
+  std::size_t l2_flush_bytes = 0;  ///< 0 when warm
+  std::string stopped_by;          ///< "noise-target", "budget", "max-samples"
+};
+
+/** Device facts the engine needs, filled from cudaGetDeviceProperties by the caller. */
+struct device_facts {
+  int ordinal = 0;
+  std::size_t l2_bytes = 0;
+};
+
+/** Times `reference` and `candidate` with the same method, interleaved (A B A B ...). `stream` is
+ *  the cudaStream_t (as void*) both targets issue their work on; ignored when !options.gpu. Throws
+ *  kj::error on CUDA failures outside the targets; a target's own exception propagates with the
+ *  side's name attached. */
+[[nodiscard]] comparison time_pair(target& reference, target& candidate, void* stream,
+                                   const device_facts& device, const timing_options& options);
+
+/** Times a single target (used by `kjudge eval` when there is no candidate to compare). */
+[[nodiscard]] side_result time_single(target& t, void* stream, const device_facts& device,
+                                      const timing_options& options);
+
+}  // namespace kj::measure

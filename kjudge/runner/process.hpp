@@ -1,0 +1,72 @@
+#pragma once
+/** @file Child processes with a wall-clock limit. The orchestrator runs every evaluation in a
+ *  fresh child (`kjudge worker`), and the worker runs nvcc the same way; a crash, hang, exit() or
+ *  runaway output in the child ends only the child and comes back as a value, never an exception
+ *  (only a failure to create pipes or to fork throws). POSIX only. */
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kj::runner {
+
+struct spawn_options {
+  /** argv[0] is the program; searched on PATH when it has no slash. */
+  std::vector<std::string> argv;
+  /** Written to the child's stdin, which is then closed. */
+  std::string stdin_data;
+  /** Wall-clock limit; the child's whole process group gets SIGTERM, then SIGKILL 1 s later. */
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  /** The last this many bytes of the child's combined stdout and stderr are kept. */
+  std::size_t output_tail_bytes = 64 * 1024;
+  /** When >= 3, the child gets a pipe on this fd whose data is returned whole in
+   *  process_result::channel (the worker's result protocol). -1: none. */
+  int channel_fd = -1;
+  /** Extra environment variables (NAME, value) on top of the parent's environment. */
+  std::vector<std::pair<std::string, std::string>> env;
+  /** Working directory; empty keeps the parent's. */
+  std::filesystem::path cwd;
+  /** When true, the child's output is also copied to the parent's stderr as it arrives. */
+  bool echo_output = false;
+};
+
+enum class exit_kind {
+  exited,        ///< normal exit; see exit_code
+  signaled,      ///< killed by a signal it did not handle (SIGSEGV, SIGABRT, SIGKILL by the OOM killer)
+  timed_out,     ///< killed by us at the wall-clock limit
+  spawn_failed,  ///< exec failed (program missing, not executable); see error
+};
+
+struct process_result {
+  exit_kind how = exit_kind::spawn_failed;
+  int exit_code = -1;  ///< when how == exited
+  int signal = 0;      ///< when how == signaled
+  std::string channel;      ///< everything the child wrote to channel_fd
+  std::string output_tail;  ///< last output_tail_bytes of stdout+stderr, interleaved as written
+  std::size_t output_bytes = 0;  ///< total bytes of stdout+stderr seen
+  std::chrono::duration<double> wall{0};
+  std::size_t max_rss_kb = 0;  ///< peak resident set of the child, from wait4's rusage
+  std::string error;           ///< for spawn_failed: why
+  [[nodiscard]] bool ok() const noexcept { return how == exit_kind::exited && exit_code == 0; }
+  /** "exited with code 3", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s", ... */
+  [[nodiscard]] std::string describe() const;
+};
+
+/** Runs a child to completion (or to its limit). Thread-compatible; SIGPIPE is ignored while
+ *  writing stdin. */
+[[nodiscard]] process_result run_process(const spawn_options& options);
+
+/** The path of the running executable (/proc/self/exe). */
+[[nodiscard]] std::filesystem::path self_executable();
+
+/** The last `max_lines` lines of text (for error tails in results). */
+[[nodiscard]] std::string last_lines(const std::string& text, std::size_t max_lines);
+
+/** Name of a signal ("SIGSEGV"), or "signal N". */
+[[nodiscard]] std::string signal_name(int sig);
+
+}  // namespace kj::runner
