@@ -1,1 +1,79 @@
-int main() { return 0; }
+// kjudge's entry point: parses the command line, dispatches, and translates errors into exit
+// codes. Help text comes from docs/cli.md (help.cpp).
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <kjudge/config.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/exit_codes.hpp>
+
+#include "commands.hpp"
+#include "help.hpp"
+
+namespace {
+
+bool wants_help(int argc, char** argv, std::string& command) {
+  bool help = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") help = true;
+    else if (command.empty() && !a.starts_with("-")) command = a;
+  }
+  return help;
+}
+
+int print_help(const std::string& command) {
+  const auto text = kj::app::help_section(command);
+  if (text.empty()) {
+    std::fprintf(stderr, "kjudge: no help for '%s'\n", command.c_str());
+    return kj::exit_code::usage;
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) return kj::app::run_worker_command();
+
+  std::string command;
+  if (wants_help(argc, argv, command)) return print_help(command);
+  if (argc < 2) {
+    print_help("");
+    return kj::exit_code::usage;
+  }
+
+  CLI::App app{"kjudge"};
+  app.set_help_flag();
+  app.set_version_flag("--version", std::string("kjudge ") + KJ_VERSION);
+  app.require_subcommand(1);
+  kj::app::eval_args eval_args;
+  auto* eval_cmd = kj::app::add_eval_command(app, eval_args);
+  auto* version_cmd = app.add_subcommand("version", "versions");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success&) {
+    std::printf("kjudge %s\n", KJ_VERSION);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", e.what(),
+                 command.empty() ? "" : (command + " ").c_str());
+    return kj::exit_code::usage;
+  }
+  try {
+    if (eval_cmd->parsed()) return kj::app::run_eval(eval_args);
+    if (version_cmd->parsed()) return kj::app::run_version();
+  } catch (const kj::error& e) {
+    std::fprintf(stderr, "kjudge: %s\n", e.message().c_str());
+    return e.kind() == kj::error_kind::usage ? kj::exit_code::usage : kj::exit_code::internal_error;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kjudge: internal error: %s\n", e.what());
+    return kj::exit_code::internal_error;
+  }
+  return kj::exit_code::usage;
+}

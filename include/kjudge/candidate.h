@@ -81,7 +81,7 @@ typedef struct kj_call {
  *  writing call->error). Called many times with the same or other shapes. */
 KJ_EXPORT int kj_forward(const kj_call* call);
 
-/** Optional. Scratch bytes needed for the shapes in `call` (data pointers and workspace are NULL
+/** Optional. Scratch bytes needed for the shapes in `call` (its workspace pointer is NULL
  *  here). Without it kjudge provides 16 MiB. */
 KJ_EXPORT uint64_t kj_workspace_bytes(const kj_call* call);
 

@@ -1,1 +1,222 @@
-// placeholder
+#include <kjudge/check/compare.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <kjudge/core/error.hpp>
+
+namespace kj::check {
+
+namespace {
+
+std::vector<std::int64_t> unravel(std::size_t flat, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> index(shape.size(), 0);
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    const auto extent = static_cast<std::size_t>(shape[d]);
+    if (extent == 0) continue;
+    index[d] = static_cast<std::int64_t>(flat % extent);
+    flat /= extent;
+  }
+  return index;
+}
+
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+/** Every element has the bit pattern of the first (so -0.0 and 0.0 differ, and NaN equals NaN). */
+bool all_same_bits(const host_tensor& t) noexcept {
+  const std::size_t n = t.numel();
+  const std::size_t size = element_size(t.type);
+  if (n < 2 || t.data == nullptr) return false;
+  const auto* bytes = static_cast<const unsigned char*>(t.data);
+  for (std::size_t i = 1; i < n; ++i)
+    if (std::memcmp(bytes, bytes + i * size, size) != 0) return false;
+  return true;
+}
+
+/** Running sums over the element loop; turned into an output_comparison at the end. */
+struct accumulator {
+  std::size_t finite_pairs = 0;
+  std::size_t relative_pairs = 0;
+  double abs_sum = 0;
+  double rel_sum = 0;
+  // The finite pair with the largest excess |a - e| - (atol + rtol |e|), passing or not.
+  double worst_excess = -std::numeric_limits<double>::infinity();
+  std::size_t worst_flat = 0;
+  double worst_expected = 0;
+  double worst_actual = 0;
+  std::optional<std::size_t> first_nan, first_inf, first_non_finite;
+  std::size_t finite_for_non_finite = 0;  ///< finite candidate where the reference is NaN/Inf
+  std::optional<std::size_t> first_finite_for_non_finite;
+};
+
+void compare_values(const host_tensor& expected, const host_tensor& actual,
+                    std::size_t max_mismatches, output_comparison& out) {
+  accumulator acc;
+  const double atol = out.tol.atol;
+  const double rtol = out.tol.rtol;
+  const auto reject = [&](std::size_t i, double e, double a) {
+    ++out.mismatch_count;
+    if (out.mismatches.size() < max_mismatches)
+      out.mismatches.push_back({unravel(i, actual.shape), e, a, std::abs(a - e)});
+  };
+
+  for (std::size_t i = 0; i < out.numel; ++i) {
+    const double e = load_as_double(expected.data, expected.type, i);
+    const double a = load_as_double(actual.data, actual.type, i);
+    if (std::isfinite(e) && std::isfinite(a)) {
+      const double err = std::abs(a - e);
+      ++acc.finite_pairs;
+      acc.abs_sum += err;
+      out.max_abs_err = std::max(out.max_abs_err, err);
+      if (e != 0) {
+        const double rel = err / std::abs(e);
+        ++acc.relative_pairs;
+        acc.rel_sum += rel;
+        out.max_rel_err = std::max(out.max_rel_err, rel);
+      }
+      const double allowed = atol + rtol * std::abs(e);
+      if (err - allowed > acc.worst_excess) {
+        acc.worst_excess = err - allowed;
+        acc.worst_flat = i;
+        acc.worst_expected = e;
+        acc.worst_actual = a;
+      }
+      if (!(err <= allowed)) reject(i, e, a);
+      continue;
+    }
+    // At least one side is NaN or Inf: equal_nan semantics, same-signed Inf matches.
+    const bool same = (std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e);
+    if (same) continue;
+    if (std::isnan(a)) {
+      ++out.nan_count;
+      if (!acc.first_nan) acc.first_nan = i;
+    }
+    if (std::isinf(a)) {
+      ++out.inf_count;
+      if (!acc.first_inf) acc.first_inf = i;
+    }
+    if (std::isfinite(a)) {
+      ++acc.finite_for_non_finite;
+      if (!acc.first_finite_for_non_finite) acc.first_finite_for_non_finite = i;
+    }
+    if (!acc.first_non_finite) acc.first_non_finite = i;
+    reject(i, e, a);
+  }
+
+  if (acc.finite_pairs > 0) out.mean_abs_err = acc.abs_sum / static_cast<double>(acc.finite_pairs);
+  if (acc.relative_pairs > 0)
+    out.mean_rel_err = acc.rel_sum / static_cast<double>(acc.relative_pairs);
+  // The worst index points at a finite value out of tolerance when there is one (the NaN and Inf
+  // counts name their first position in the message), else at the first non-finite mismatch,
+  // else at the finite value closest to its limit.
+  const bool finite_failure = acc.finite_pairs > 0 && acc.worst_excess > 0;
+  if (finite_failure || (acc.finite_pairs > 0 && !acc.first_non_finite))
+    out.worst_index = unravel(acc.worst_flat, actual.shape);
+  else if (acc.first_non_finite)
+    out.worst_index = unravel(*acc.first_non_finite, actual.shape);
+  out.passed = out.mismatch_count == 0;
+  if (out.passed) return;
+
+  std::vector<std::string> parts;
+  if (out.nan_count > 0)
+    parts.push_back(fmt::format("{} NaN in output (first at {})", out.nan_count,
+                                shape_string(unravel(*acc.first_nan, actual.shape))));
+  if (out.inf_count > 0)
+    parts.push_back(fmt::format("{} Inf in output (first at {})", out.inf_count,
+                                shape_string(unravel(*acc.first_inf, actual.shape))));
+  if (acc.finite_for_non_finite > 0)
+    parts.push_back(fmt::format(
+        "{} finite where the reference is NaN or Inf (first at {})", acc.finite_for_non_finite,
+        shape_string(unravel(*acc.first_finite_for_non_finite, actual.shape))));
+  std::string outside = fmt::format("{} of {} elements outside atol={:g} rtol={:g}",
+                                    out.mismatch_count, out.numel, atol, rtol);
+  if (finite_failure)
+    outside += fmt::format(" (max abs err {:.3g}; worst at {}: expected {:.6g}, got {:.6g})",
+                           out.max_abs_err, shape_string(out.worst_index), acc.worst_expected,
+                           acc.worst_actual);
+  parts.push_back(std::move(outside));
+  if (out.constant_output)
+    parts.push_back(
+        fmt::format("every output element is {:.6g}", load_as_double(actual.data, actual.type, 0)));
+  out.message = fmt::format("{}", fmt::join(parts, "; "));
+}
+
+}  // namespace
+
+tolerance default_tolerance(dtype t) noexcept {
+  switch (t) {
+    case dtype::f32:
+    case dtype::f64:
+      return {1e-4, 1e-4};
+    case dtype::f16:
+    case dtype::bf16:
+      return {1e-2, 1e-2};
+    case dtype::i8:
+    case dtype::u8:
+    case dtype::i16:
+    case dtype::i32:
+    case dtype::i64:
+    case dtype::boolean:
+      return {0.0, 0.0};
+  }
+  return {};
+}
+
+std::size_t host_tensor::numel() const noexcept {
+  std::size_t n = 1;
+  for (const std::int64_t d : shape) n *= d > 0 ? static_cast<std::size_t>(d) : 0;
+  return n;
+}
+
+output_comparison compare(const host_tensor& expected, const host_tensor& actual, tolerance tol,
+                          std::size_t max_mismatches) {
+  KJ_EXPECTS(expected.data != nullptr || expected.numel() == 0);
+  KJ_EXPECTS(actual.data != nullptr || actual.numel() == 0);
+  output_comparison out;
+  out.expected_shape = expected.shape;
+  out.actual_shape = actual.shape;
+  out.expected_dtype = expected.type;
+  out.actual_dtype = actual.type;
+  out.tol = tol;
+  out.numel = expected.numel();
+  out.shape_ok = expected.shape == actual.shape;
+  out.dtype_ok = expected.type == actual.type;
+  if (actual.data != nullptr)
+    out.actual_hash = fnv1a64(actual.data, actual.numel() * element_size(actual.type));
+  out.constant_output = all_same_bits(actual);
+
+  if (!out.shape_ok || !out.dtype_ok) {
+    std::vector<std::string> parts;
+    if (!out.shape_ok)
+      parts.push_back(fmt::format("shape mismatch: expected {}, got {}",
+                                  shape_string(expected.shape), shape_string(actual.shape)));
+    if (!out.dtype_ok)
+      parts.push_back(fmt::format("dtype mismatch: expected {}, got {}", to_string(expected.type),
+                                  to_string(actual.type)));
+    out.message = fmt::format("{}", fmt::join(parts, "; "));
+    return out;
+  }
+  compare_values(expected, actual, max_mismatches, out);
+  return out;
+}
+
+std::uint64_t fnv1a64(const void* data, std::size_t bytes) noexcept {
+  constexpr std::uint64_t offset_basis = 0xcbf29ce484222325ULL;
+  constexpr std::uint64_t prime = 0x100000001b3ULL;
+  std::uint64_t h = offset_basis;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    h ^= p[i];
+    h *= prime;
+  }
+  return h;
+}
+
+}  // namespace kj::check

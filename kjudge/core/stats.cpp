@@ -1,1 +1,212 @@
-// placeholder
+#include <kjudge/core/stats.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <numeric>
+#include <random>
+
+#include <kjudge/core/error.hpp>
+
+namespace kj::stats {
+
+namespace {
+
+// Scale factors of the robust spread estimate (see summary::rse_pct): 1.4826 * MAD estimates the
+// standard deviation of a normal sample; 1.2533 = sqrt(pi / 2) is the asymptotic standard error
+// of the median relative to that of the mean.
+constexpr double mad_to_sigma = 1.4826;
+constexpr double median_se_factor = 1.2533;
+
+double mean_of(std::span<const double> v) noexcept {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double sample_stddev(std::span<const double> v, double mean) noexcept {
+  if (v.size() < 2) return 0.0;
+  double ss = 0.0;
+  for (const double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1));
+}
+
+/** rse_pct from the sorted samples and their median. */
+double rse_pct_sorted(std::span<const double> sorted, double med) {
+  const std::size_t n = sorted.size();
+  if (n < 2) return 0.0;
+  std::vector<double> dev(n);
+  std::transform(sorted.begin(), sorted.end(), dev.begin(),
+                 [med](double x) { return std::abs(x - med); });
+  std::sort(dev.begin(), dev.end());
+  double sigma = mad_to_sigma * quantile_sorted(dev, 0.5);
+  if (sigma == 0.0) sigma = sample_stddev(sorted, mean_of(sorted));
+  if (sigma == 0.0) return 0.0;
+  // A zero centre with a non-zero spread has no finite relative error; saying "infinitely noisy"
+  // keeps a stopping rule sampling instead of stopping on a meaningless 0.
+  if (med == 0.0) return std::numeric_limits<double>::infinity();
+  return 100.0 * median_se_factor * sigma / std::sqrt(static_cast<double>(n)) / std::abs(med);
+}
+
+// --- Bootstrap sampling -------------------------------------------------------------------------
+// A bootstrap resample of n values draws n indices uniformly from the sorted sample; because the
+// sorted sample is monotone, the resample's median is sorted[I_(k)] (or the mean of sorted[I_(k)]
+// and sorted[I_(k+1)]), where I_(k) is the k-th smallest of the n drawn indices. With
+// I = floor(n U) for U uniform on [0, 1), I_(k) = floor(n U_(k)), and the k-th order statistic of
+// n uniforms is Beta(k, n + 1 - k). Given U_(k) = u, the remaining n - k uniforms are uniform on
+// (u, 1), so U_(k+1) = u + (1 - u) * Beta(1, n - k). Drawing these directly is exact and costs
+// O(1) per resample instead of O(n) index draws plus a selection (which took ~0.7 s for 2000
+// resamples of 10,000 values).
+//
+// Uniforms, normals and gammas are derived here from std::mt19937_64 (whose output the standard
+// fixes) rather than from std::*_distribution (whose algorithms it does not), so a seed gives the
+// same interval with every standard library.
+
+class sampler {
+ public:
+  explicit sampler(std::uint64_t seed) : m_rng(seed) {}
+
+  /** Uniform on [0, 1) with 53 random bits. */
+  double uniform() noexcept { return static_cast<double>(m_rng() >> 11) * 0x1.0p-53; }
+
+  /** Uniform on (0, 1], safe for log(). */
+  double uniform_open0() noexcept { return 1.0 - uniform(); }
+
+  /** Standard normal (Box-Muller; the second value is kept for the next call). */
+  double normal() noexcept {
+    if (m_has_spare) {
+      m_has_spare = false;
+      return m_spare;
+    }
+    const double r = std::sqrt(-2.0 * std::log(uniform_open0()));
+    const double theta = 2.0 * std::numbers::pi * uniform();
+    m_spare = r * std::sin(theta);
+    m_has_spare = true;
+    return r * std::cos(theta);
+  }
+
+  /** Gamma(shape, 1) for shape >= 1 (Marsaglia and Tsang, 2000). */
+  double gamma(double shape) noexcept {
+    const double d = shape - 1.0 / 3.0;
+    const double c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+      const double x = normal();
+      double v = 1.0 + c * x;
+      if (v <= 0.0) continue;
+      v = v * v * v;
+      const double u = uniform_open0();
+      if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
+    }
+  }
+
+  /** Beta(a, b) for a, b >= 1. */
+  double beta(double a, double b) noexcept {
+    const double x = gamma(a);
+    const double y = gamma(b);
+    return x / (x + y);
+  }
+
+ private:
+  std::mt19937_64 m_rng;
+  double m_spare = 0.0;
+  bool m_has_spare = false;
+};
+
+std::size_t to_index(double u, std::size_t n) noexcept {
+  const auto i = static_cast<std::size_t>(u * static_cast<double>(n));
+  return std::min(i, n - 1);  // u * n can round up to n when u is within an ulp of 1
+}
+
+/** Median of one bootstrap resample of `sorted` (see the comment above). */
+double resampled_median(std::span<const double> sorted, sampler& rng) noexcept {
+  const std::size_t n = sorted.size();
+  if (n == 1) return sorted[0];
+  const std::size_t k = (n + 1) / 2;  // 1-based rank of the (lower) middle element
+  const double u_k = rng.beta(static_cast<double>(k), static_cast<double>(n + 1 - k));
+  const double lower = sorted[to_index(u_k, n)];
+  if (n % 2 == 1) return lower;
+  const double min_of_rest = 1.0 - std::pow(rng.uniform_open0(), 1.0 / static_cast<double>(n - k));
+  const double u_k1 = u_k + (1.0 - u_k) * min_of_rest;
+  return 0.5 * (lower + sorted[to_index(u_k1, n)]);
+}
+
+}  // namespace
+
+double quantile_sorted(std::span<const double> sorted, double q) {
+  KJ_EXPECTS(!sorted.empty());
+  q = std::isnan(q) ? 0.5 : std::clamp(q, 0.0, 1.0);  // NaN would make the index undefined
+  const double h = static_cast<double>(sorted.size() - 1) * q;
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  if (lo + 1 >= sorted.size()) return sorted.back();
+  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[lo + 1] - sorted[lo]);
+}
+
+double median(std::span<const double> values) {
+  if (values.empty()) return 0.0;
+  std::vector<double> v(values.begin(), values.end());
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return 0.5 * (lower + upper);
+}
+
+summary summarize(std::span<const double> samples) {
+  summary s;
+  if (samples.empty()) return s;
+  std::vector<double> sorted(samples.begin(), samples.end());
+  std::sort(sorted.begin(), sorted.end());
+  s.n = sorted.size();
+  s.median = quantile_sorted(sorted, 0.5);
+  s.q1 = quantile_sorted(sorted, 0.25);
+  s.q3 = quantile_sorted(sorted, 0.75);
+  s.mean = mean_of(sorted);
+  s.stddev = sample_stddev(sorted, s.mean);
+  s.min = sorted.front();
+  s.max = sorted.back();
+  s.rse_pct = rse_pct_sorted(sorted, s.median);
+  return s;
+}
+
+double median_rse_pct(std::span<const double> samples) {
+  if (samples.size() < 2) return 0.0;
+  std::vector<double> sorted(samples.begin(), samples.end());
+  std::sort(sorted.begin(), sorted.end());
+  return rse_pct_sorted(sorted, quantile_sorted(sorted, 0.5));
+}
+
+ratio_ci bootstrap_ratio_of_medians(std::span<const double> numerator,
+                                    std::span<const double> denominator, std::size_t resamples,
+                                    double confidence, std::uint64_t seed) {
+  ratio_ci out;
+  out.confidence = confidence;
+  if (numerator.empty() || denominator.empty()) return out;
+  std::vector<double> num(numerator.begin(), numerator.end());
+  std::vector<double> den(denominator.begin(), denominator.end());
+  std::sort(num.begin(), num.end());
+  std::sort(den.begin(), den.end());
+  const double num_med = quantile_sorted(num, 0.5);
+  const double den_med = quantile_sorted(den, 0.5);
+  if (num_med == 0.0 || den_med == 0.0) return out;
+  out.ratio = num_med / den_med;
+  out.lo = out.hi = out.ratio;
+
+  sampler rng(seed);
+  std::vector<double> ratios;
+  ratios.reserve(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    const double a = resampled_median(num, rng);
+    const double b = resampled_median(den, rng);
+    const double q = a / b;
+    if (std::isfinite(q)) ratios.push_back(q);  // a resample whose median is 0 says nothing
+  }
+  out.resamples = ratios.size();
+  if (ratios.empty()) return out;
+  std::sort(ratios.begin(), ratios.end());
+  const double tail = std::clamp((1.0 - confidence) / 2.0, 0.0, 0.5);
+  out.lo = quantile_sorted(ratios, tail);
+  out.hi = quantile_sorted(ratios, 1.0 - tail);
+  return out;
+}
+
+}  // namespace kj::stats

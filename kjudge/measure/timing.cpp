@@ -1,1 +1,173 @@
-// placeholder
+#include <kjudge/measure/timing.hpp>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/cuda/check.hpp>
+#include <kjudge/measure/clock_monitor.hpp>
+#include <kjudge/measure/side_sampler.hpp>
+
+namespace kj::measure {
+
+// to_string(figure_kind) lives in kjudge/core/result.cpp with the rest of the result's names.
+
+namespace {
+
+using detail::gpu_tools;
+using detail::round_samples;
+using detail::side_role;
+using detail::side_sampler;
+
+/** The figures of a side that are still sampled and judged by the stopping rule. */
+std::vector<const figure*> active_figures(const side_sampler& s, bool gpu) {
+  std::vector<const figure*> out;
+  const side_result& r = s.result();
+  if (gpu && r.device.valid) out.push_back(&r.device);
+  if (gpu && r.stream.valid) out.push_back(&r.stream);
+  if (r.host_wall.valid) out.push_back(&r.host_wall);
+  return out;
+}
+
+bool noise_target_met(const std::vector<side_sampler*>& sides, const timing_options& o) {
+  for (const side_sampler* s : sides) {
+    if (s->spent() < o.min_time) return false;
+    for (const figure* f : active_figures(*s, o.gpu)) {
+      if (f->samples_us.size() < std::max<std::size_t>(o.min_samples, 2)) return false;
+      if (!(stats::median_rse_pct(f->samples_us) < o.target_rse_pct)) return false;
+    }
+  }
+  return true;
+}
+
+bool max_samples_reached(const std::vector<side_sampler*>& sides, const timing_options& o) {
+  for (const side_sampler* s : sides) {
+    for (const figure* f : active_figures(*s, o.gpu)) {
+      if (f->samples_us.size() < o.max_samples) return false;
+    }
+  }
+  return true;
+}
+
+bool budget_spent(const std::vector<side_sampler*>& sides, const timing_options& o) {
+  return std::any_of(sides.begin(), sides.end(),
+                     [&](const side_sampler* s) { return s->spent() > o.budget_per_side; });
+}
+
+/** Per-run CUDA state: made current on the device, the engine's own kernels loaded. */
+std::unique_ptr<gpu_tools> make_gpu_tools(void* stream, const device_facts& device,
+                                          const timing_options& o) {
+  if (!o.gpu) return nullptr;
+  KJ_CUDA_CHECK(cudaSetDevice(device.ordinal));
+  std::size_t l2_bytes = device.l2_bytes;
+  if (l2_bytes == 0 && o.cold) {
+    int attr = 0;
+    KJ_CUDA_CHECK(cudaDeviceGetAttribute(&attr, cudaDevAttrL2CacheSize, device.ordinal));
+    l2_bytes = static_cast<std::size_t>(attr);
+  }
+  auto tools = std::make_unique<gpu_tools>(static_cast<cudaStream_t>(stream), l2_bytes, o.cold,
+                                           o.blocking_timeout);
+  // Load the blocking kernel and the memset path now (lazy module loading), outside any sample.
+  tools->blocker.hold(tools->stream, o.blocking_timeout);
+  tools->blocker.release();
+  if (o.cold) tools->flusher.flush(tools->stream);
+  KJ_CUDA_CHECK(cudaStreamSynchronize(tools->stream));
+  return tools;
+}
+
+/** The sampling loop shared by time_pair and time_single. `sides` has one or two entries; with
+ *  two, their order alternates every round (A B, B A, ...) so drift and order effects hit both.
+ *  Returns what stopped it. */
+std::string sample(const std::vector<side_sampler*>& sides, detail::clock_monitor& clocks,
+                   const timing_options& o) {
+  for (side_sampler* s : sides) s->warm_up();
+
+  std::size_t round = 0;
+  std::size_t next_noise_check = 0;
+  std::vector<round_samples> taken(sides.size());
+  for (;; ++round) {
+    bool throttled = false;
+    for (std::size_t i = 0; i < sides.size(); ++i) {
+      // Even rounds go 0, 1; odd rounds 1, 0.
+      const std::size_t k = (round % 2 == 0) ? i : sides.size() - 1 - i;
+      taken[k] = sides[k]->take_round();
+      // Right after the side's last synchronisation, while the clock still reflects its work.
+      if (const auto mhz = clocks.read(); mhz && clocks.throttled(*mhz, o.throttle_fraction)) {
+        throttled = true;
+      }
+    }
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+      if (throttled) {
+        sides[k]->discard_throttled(taken[k]);
+      } else {
+        sides[k]->keep(taken[k]);
+      }
+    }
+
+    // The noise rule sorts every figure's samples; check it every round at first, then about 32
+    // times per doubling of the sample count, so a long run stays O(n log^2 n).
+    if (round >= next_noise_check) {
+      next_noise_check = round + std::max<std::size_t>(1, round / 32);
+      if (noise_target_met(sides, o)) return "noise-target";
+    }
+    if (max_samples_reached(sides, o)) return "max-samples";
+    if (budget_spent(sides, o)) return "budget";
+  }
+}
+
+detail::clock_monitor make_clock_monitor(const device_facts& device, const timing_options& o) {
+  if (!o.gpu) return detail::clock_monitor::unavailable("not recorded: GPU timing is off");
+  return detail::clock_monitor(device.ordinal);
+}
+
+}  // namespace
+
+comparison time_pair(target& reference, target& candidate, void* stream, const device_facts& device,
+                     const timing_options& options) {
+  const std::unique_ptr<gpu_tools> gpu = make_gpu_tools(stream, device, options);
+  detail::clock_monitor clocks = make_clock_monitor(device, options);
+  side_sampler ref(reference, side_role::reference, options, gpu.get());
+  side_sampler cand(candidate, side_role::candidate, options, gpu.get());
+
+  comparison out;
+  out.stopped_by = sample({&ref, &cand}, clocks, options);
+  ref.finish(out.stopped_by);
+  cand.finish(out.stopped_by);
+  out.reference = std::move(ref.result());
+  out.candidate = std::move(cand.result());
+  out.clocks = clocks.record();
+  out.interleaved = true;
+  out.l2_flush_bytes = gpu != nullptr ? gpu->flusher.bytes() : 0;
+
+  const std::array<std::pair<const figure*, const figure*>, 3> pairs{{
+      {&out.reference.device, &out.candidate.device},
+      {&out.reference.stream, &out.candidate.stream},
+      {&out.reference.host_wall, &out.candidate.host_wall},
+  }};
+  for (const auto& [r, c] : pairs) {
+    if (!r->valid || !c->valid) continue;
+    speedup s;
+    s.kind = r->kind;
+    s.ci = stats::bootstrap_ratio_of_medians(r->samples_us, c->samples_us,
+                                             options.bootstrap_resamples, options.confidence);
+    s.valid = s.ci.ratio > 0;
+    out.speedups.push_back(s);
+  }
+  return out;
+}
+
+side_result time_single(target& t, void* stream, const device_facts& device,
+                        const timing_options& options) {
+  const std::unique_ptr<gpu_tools> gpu = make_gpu_tools(stream, device, options);
+  detail::clock_monitor clocks = make_clock_monitor(device, options);
+  side_sampler side(t, side_role::single, options, gpu.get());
+  const std::string stopped_by = sample({&side}, clocks, options);
+  side.finish(stopped_by);
+  return std::move(side.result());
+}
+
+}  // namespace kj::measure

@@ -1,1 +1,314 @@
-// placeholder
+// The C++ half of the bridge: starts the embedded interpreter, loads the harness (harness.py,
+// compiled into the binary) and converts between its dicts and kjudge's types. Python.h and
+// pybind11 appear in this file only.
+
+#include <kjudge/python/bridge.hpp>
+
+#include <chrono>
+#include <cstdlib>
+
+#include <pybind11/embed.h>
+#include <pybind11/stl.h>
+
+#include <kjudge/config.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/jitter.hpp>
+
+namespace py = pybind11;
+
+namespace kj::embedded {
+extern const std::string_view harness_py;
+}
+
+namespace {
+
+/** `popcorn_pri` as problems see it: one jitter table per trial, reset by the harness. */
+struct popcorn_pri {
+  kj::jitter_table table{0, 1};
+};
+
+}  // namespace
+
+PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
+  m.doc() = "kjudge internals for the in-worker harness";
+  py::class_<popcorn_pri>(m, "PopcornPri")
+      .def("jitter_int",
+           [](popcorn_pri& self, py::object n) {
+             return self.table.jitter_int(py::cast<std::int64_t>(py::int_(n)));
+           },
+           "One jittered value (+-15%) per distinct nominal size per trial.")
+      .def("reset",
+           [](popcorn_pri& self, std::uint64_t seed, std::int64_t scale) {
+             self.table = kj::jitter_table(seed, scale);
+           })
+      .def("draws", [](const popcorn_pri& self) { return self.table.draws(); });
+  m.attr("popcorn_pri") = py::cast(popcorn_pri{}, py::return_value_policy::move);
+}
+
+namespace kj::python {
+
+std::size_t tensor_view::numel() const noexcept {
+  std::size_t n = 1;
+  for (auto d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+namespace {
+
+tensor_view to_view(const py::handle& d) {
+  tensor_view v;
+  v.data = reinterpret_cast<void*>(d["data"].cast<std::uintptr_t>());
+  const auto name = d["dtype"].cast<std::string>();
+  const auto t = dtype_from_string(name);
+  if (!t) KJ_THROW(error_kind::candidate, "unsupported tensor dtype '{}'", name);
+  v.type = *t;
+  v.shape = d["shape"].cast<std::vector<std::int64_t>>();
+  v.strides = d["strides"].cast<std::vector<std::int64_t>>();
+  v.name = d["name"].cast<std::string>();
+  return v;
+}
+
+std::vector<tensor_view> to_views(const py::handle& list) {
+  std::vector<tensor_view> out;
+  for (const auto& d : list) out.push_back(to_view(d));
+  return out;
+}
+
+trial_inputs_info to_inputs_info(const py::handle& d) {
+  trial_inputs_info info;
+  info.shapes = d["shapes"].cast<std::vector<std::vector<std::int64_t>>>();
+  info.dtypes = d["dtypes"].cast<std::vector<std::string>>();
+  info.jitter = d["jitter"].cast<std::map<std::string, std::int64_t>>();
+  return info;
+}
+
+}  // namespace
+
+struct session::impl {
+  py::scoped_interpreter interpreter;
+  py::module_ harness;
+  environment_info env;
+  void* stream = nullptr;
+  py::object problem_error, candidate_error, env_error;
+
+  static PyConfig make_config(const session_options& options) {
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    config.install_signal_handlers = 0;  // SIGINT/SIGTERM keep their default: end the worker
+    config.faulthandler = 1;  // a segfault in a candidate prints the Python stack before dying
+    config.parse_argv = 0;
+    const std::string exe = options.python_executable.string();
+    PyStatus status = PyConfig_SetBytesString(&config, &config.executable, exe.c_str());
+    if (PyStatus_Exception(status)) {
+      PyConfig_Clear(&config);
+      KJ_THROW(error_kind::python, "cannot set the interpreter to {}", exe);
+    }
+    return config;
+  }
+
+  // scoped_interpreter consumes (and clears) the config during construction.
+  explicit impl(PyConfig config) : interpreter(&config, 0, nullptr, false) {}
+
+  /** Runs f, turning the harness's exceptions into kj::error of the matching kind. */
+  template <class F>
+  auto call(const char* what, F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (py::error_already_set& e) {
+      std::string message = py::str(e.value());
+      if (e.matches(problem_error)) throw kj::error(error_kind::problem, message);
+      if (e.matches(candidate_error)) throw kj::error(error_kind::candidate, message);
+      if (e.matches(env_error)) throw kj::error(error_kind::python, message);
+      throw kj::error(error_kind::python, fmt::format("{}: {}", what, e.what()));
+    } catch (py::cast_error& e) {
+      throw kj::error(error_kind::python, fmt::format("{}: {}", what, e.what()));
+    }
+  }
+};
+
+session::session(const session_options& options) {
+  if (!options.torch_extensions_dir.empty())
+    ::setenv("TORCH_EXTENSIONS_DIR", options.torch_extensions_dir.c_str(), 1);
+  m_impl = std::make_unique<impl>(impl::make_config(options));
+  auto& s = *m_impl;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    s.harness = py::module_::import("types").attr("ModuleType")("kjudge_harness");
+    py::dict scope = s.harness.attr("__dict__");
+    const py::object code = py::module_::import("builtins")
+                                .attr("compile")(py::str(std::string(embedded::harness_py)),
+                                                 "<kjudge harness>", "exec");
+    py::module_::import("builtins").attr("exec")(code, scope);
+    py::module_::import("sys").attr("modules")["kjudge_harness"] = s.harness;
+  } catch (py::error_already_set& e) {
+    std::string text = e.what();
+    if (e.matches(PyExc_ImportError))
+      KJ_THROW(error_kind::python,
+               "the embedded interpreter ({}) cannot import torch: {}. Pass --python with a "
+               "python3 {} whose site-packages hold torch.",
+               options.python_executable.string(), text, KJ_PYTHON_VERSION);
+    KJ_THROW(error_kind::python, "starting the harness failed: {}", text);
+  }
+  s.problem_error = s.harness.attr("ProblemError");
+  s.candidate_error = s.harness.attr("CandidateError");
+  s.env_error = s.harness.attr("EnvError");
+  s.env.import_torch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                             .count();
+  const auto handle =
+      s.call("setup", [&] { return s.harness.attr("setup")(options.device).cast<std::uintptr_t>(); });
+  s.stream = reinterpret_cast<void*>(handle);
+  s.call("environment", [&] {
+    py::dict d = s.harness.attr("environment")();
+    s.env.python_version = d["python_version"].cast<std::string>();
+    s.env.python_executable = d["python_executable"].cast<std::string>();
+    s.env.torch_version = d["torch_version"].cast<std::string>();
+    s.env.torch_cuda_version = d["torch_cuda_version"].cast<std::string>();
+    s.env.device_name = d["device_name"].cast<std::string>();
+    return 0;
+  });
+}
+
+session::~session() = default;
+
+const environment_info& session::environment() const noexcept { return m_impl->env; }
+void* session::stream() const noexcept { return m_impl->stream; }
+
+void session::load_problem(const std::filesystem::path& path) {
+  m_impl->call("load_problem", [&] { return m_impl->harness.attr("load_problem")(path.string()); });
+}
+
+problem_tolerance session::tolerance() const {
+  return m_impl->call("tolerance", [&] {
+    py::dict d = m_impl->harness.attr("tolerance")();
+    problem_tolerance t;
+    if (d.contains("atol")) {
+      t.has_atol = true;
+      t.atol = d["atol"].cast<double>();
+    }
+    if (d.contains("rtol")) {
+      t.has_rtol = true;
+      t.rtol = d["rtol"].cast<double>();
+    }
+    return t;
+  });
+}
+
+double session::load_candidate(const std::filesystem::path& path) {
+  return m_impl->call("load_candidate", [&] {
+    return m_impl->harness.attr("load_candidate")(path.string()).cast<double>();
+  });
+}
+
+std::string session::build_models(std::uint64_t seed) {
+  return m_impl->call("build_models", [&] {
+    return m_impl->harness.attr("build_models")(seed).cast<std::string>();
+  });
+}
+
+std::vector<tensor_view> session::parameters() {
+  return m_impl->call("parameters", [&] { return to_views(m_impl->harness.attr("parameters")()); });
+}
+
+trial_inputs_info session::trial_begin(std::uint64_t seed, std::int64_t shape_scale) {
+  return m_impl->call("trial_begin", [&] {
+    return to_inputs_info(m_impl->harness.attr("trial_begin")(seed, shape_scale));
+  });
+}
+
+void session::trial_run_candidate() {
+  m_impl->call("trial_run_candidate", [&] { return m_impl->harness.attr("trial_run_candidate")(); });
+}
+
+std::vector<tensor_view> session::trial_native_inputs() {
+  return m_impl->call("trial_native_inputs",
+                      [&] { return to_views(m_impl->harness.attr("trial_native_inputs")()); });
+}
+
+std::vector<tensor_view> session::trial_native_outputs() {
+  return m_impl->call("trial_native_outputs",
+                      [&] { return to_views(m_impl->harness.attr("trial_native_outputs")()); });
+}
+
+void session::synchronize_candidate() {
+  m_impl->call("synchronize_candidate",
+               [&] { return m_impl->harness.attr("synchronize_candidate")(); });
+}
+
+trial_outputs session::trial_finish() {
+  return m_impl->call("trial_finish", [&] {
+    py::dict d = m_impl->harness.attr("trial_finish")();
+    trial_outputs out;
+    out.reference = to_views(d["reference"]);
+    out.candidate = to_views(d["candidate"]);
+    out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
+    out.reference_ms = d["reference_ms"].cast<double>();
+    out.candidate_ms = d["candidate_ms"].cast<double>();
+    return out;
+  });
+}
+
+trial_inputs_info session::timing_setup(std::size_t count, std::uint64_t data_seed,
+                                        std::uint64_t jitter_seed) {
+  return m_impl->call("timing_setup", [&] {
+    return to_inputs_info(m_impl->harness.attr("timing_setup")(count, data_seed, jitter_seed));
+  });
+}
+
+namespace {
+
+/** Calls the harness's runner closure for one side; the GIL is held by the worker's only thread. */
+class python_target final : public measure::target {
+ public:
+  python_target(py::object run, side which, std::size_t sets)
+      : m_side(which), m_sets(sets), m_run(std::move(run)) {}
+
+  void prepare(std::size_t sample_index) override { m_index = sample_index % m_sets; }
+
+  void run() override {
+    try {
+      m_run(m_index);
+    } catch (py::error_already_set& e) {
+      const std::string text = e.what();
+      if (m_side == side::reference)
+        KJ_THROW(error_kind::problem, "the reference failed while being timed: {}", text);
+      KJ_THROW(error_kind::candidate, "the candidate failed while being timed: {}", text);
+    }
+  }
+
+  [[nodiscard]] std::size_t input_sets() const override { return m_sets; }
+  [[nodiscard]] std::string name() const override {
+    return m_side == side::reference ? "reference" : "candidate";
+  }
+
+ private:
+  side m_side;
+  std::size_t m_sets;
+  std::size_t m_index = 0;
+  py::object m_run;
+};
+
+}  // namespace
+
+std::unique_ptr<measure::target> session::make_target(side s) {
+  const auto sets = m_impl->call("timing sets", [&] {
+    return py::len(m_impl->harness.attr("_timing_sets"));
+  });
+  if (sets == 0) KJ_THROW(error_kind::internal, "make_target before timing_setup");
+  py::object run = m_impl->call("make_runner", [&] {
+    return m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate");
+  });
+  return std::make_unique<python_target>(std::move(run), s, sets);
+}
+
+std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {
+  return m_impl->call("timing_native_inputs", [&] {
+    return to_views(m_impl->harness.attr("timing_native_inputs")(set));
+  });
+}
+
+std::vector<tensor_view> session::timing_native_outputs() {
+  return m_impl->call("timing_native_outputs",
+                      [&] { return to_views(m_impl->harness.attr("timing_native_outputs")()); });
+}
+
+}  // namespace kj::python

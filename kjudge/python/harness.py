@@ -1,0 +1,435 @@
+"""kjudge's in-worker harness: the Python half of the bridge (kjudge/python/bridge.cpp).
+
+It runs inside the worker's embedded interpreter, never in the orchestrator. It loads a
+KernelBench-format problem and a candidate, builds both models under one seed, copies the
+reference's weights into the candidate, draws trial inputs, runs each side on its own clone of the
+inputs, and hands outputs to C++ as host tensors (the comparison and all timing happen in C++).
+
+Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew failed), EnvError
+(torch or the device is unusable). bridge.cpp maps them onto kj::error kinds.
+"""
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+
+import torch
+
+import _kjudge  # the embedded C++ module: popcorn_pri (shape jitter), see bridge.cpp
+
+
+class ProblemError(Exception):
+    pass
+
+
+class CandidateError(Exception):
+    pass
+
+
+class EnvError(Exception):
+    pass
+
+
+DEVICE = "cpu"
+_problem = None
+_candidate = None
+_ref = None
+_cand = None
+_params = []  # contiguous reference parameters/buffers, kept alive for native views
+_trial = {}
+_timing_sets = []
+_timing_native_inputs = []
+_timing_native_outputs = []
+
+
+def _format_exception(exc, limit=12):
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    text = "".join(lines)
+    tail = text.splitlines()[-limit * 3:]
+    return "\n".join(tail)
+
+
+# --- environment -------------------------------------------------------------------------------
+
+def setup(device):
+    """Selects the device. Returns torch's current stream handle (0: the legacy default stream,
+    which is also where load_inline kernels launched without a stream go)."""
+    global DEVICE
+    DEVICE = device
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise EnvError("torch.cuda.is_available() is False: torch %s (CUDA %s) sees no GPU"
+                           % (torch.__version__, torch.version.cuda))
+        torch.cuda.init()
+        torch.empty(1, device="cuda")  # create the context now, not inside the first trial
+        return int(torch.cuda.current_stream().cuda_stream)
+    return 0
+
+
+def environment():
+    name = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu"
+    return {
+        "python_version": sys.version.split()[0],
+        "python_executable": sys.executable,
+        "torch_version": torch.__version__,
+        "torch_cuda_version": torch.version.cuda or "",
+        "device_name": name,
+    }
+
+
+def synchronize():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+def _exec_file(path, module_name):
+    """Executes a file as a fresh module with popcorn_pri already in its namespace."""
+    path = os.path.abspath(path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load %s as a Python module" % path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__["popcorn_pri"] = _kjudge.popcorn_pri
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        # Appended, not prepended: a candidate named triton.py must not shadow the real package.
+        sys.path.append(folder)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_problem(path):
+    global _problem
+    try:
+        module = _exec_file(path, "kjudge_problem")
+    except BaseException as exc:  # SyntaxError, ImportError, SystemExit in module code ...
+        raise ProblemError("problem file %s failed to load:\n%s" % (path, _format_exception(exc)))
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
+    if missing:
+        raise ProblemError("problem file %s does not define %s (KernelBench format needs Model, "
+                           "get_inputs and get_init_inputs)" % (path, ", ".join(missing)))
+    _problem = module
+
+
+def tolerance():
+    """Per-problem tolerance override: module constants KJUDGE_ATOL / KJUDGE_RTOL."""
+    out = {}
+    for key, name in (("atol", "KJUDGE_ATOL"), ("rtol", "KJUDGE_RTOL")):
+        if hasattr(_problem, name):
+            out[key] = float(getattr(_problem, name))
+    return out
+
+
+def load_candidate(path):
+    global _candidate
+    start = time.perf_counter()
+    try:
+        module = _exec_file(path, "kjudge_candidate")
+    except BaseException as exc:
+        raise CandidateError("candidate %s failed to build or import:\n%s"
+                             % (path, _format_exception(exc, limit=400)))
+    if not hasattr(module, "ModelNew"):
+        raise CandidateError("candidate %s does not define ModelNew" % path)
+    _candidate = module
+    return time.perf_counter() - start
+
+
+# --- models -------------------------------------------------------------------------------------
+
+def _to_device(x):
+    if isinstance(x, torch.Tensor):
+        return x.to(DEVICE)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_device(v) for v in x)
+    return x
+
+
+def _seed(seed):
+    torch.manual_seed(seed)  # seeds every device too
+
+
+def _copy_weights(ref, cand):
+    """Copies the reference's state_dict into the candidate: by name when every reference entry
+    has a same-shaped namesake, else by order and shape. Returns the method that held."""
+    rs = ref.state_dict()
+    cs = cand.state_dict()
+    if not rs:
+        return "none"
+    with torch.no_grad():
+        if all(k in cs and cs[k].shape == v.shape for k, v in rs.items()):
+            for k, v in rs.items():
+                cs[k].copy_(v)
+            return "by_name"
+        # In order: each reference tensor takes the next candidate tensor of the same shape.
+        cand_items = list(cs.values())
+        pairs, j = [], 0
+        for v in rs.values():
+            while j < len(cand_items) and cand_items[j].shape != v.shape:
+                j += 1
+            if j == len(cand_items):
+                pairs = None
+                break
+            pairs.append((cand_items[j], v))
+            j += 1
+        if pairs is not None:
+            for dst, src in pairs:
+                dst.copy_(src)
+            return "by_order"
+    return "seed_only"
+
+
+def build_models(seed):
+    global _ref, _cand, _params
+    try:
+        _seed(seed)
+        init = _to_device(list(_problem.get_init_inputs()))
+    except BaseException as exc:
+        raise ProblemError("get_init_inputs() failed:\n%s" % _format_exception(exc))
+    try:
+        with torch.no_grad():
+            _seed(seed)
+            _ref = _problem.Model(*init).to(DEVICE).eval()
+    except BaseException as exc:
+        raise ProblemError("Model(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
+    _params = [v.detach().contiguous() for v in _ref.state_dict().values()]
+    _param_names.clear()
+    _param_names.extend(_ref.state_dict().keys())
+    if _candidate is None:
+        _cand = None
+        return "native"
+    try:
+        with torch.no_grad():
+            _seed(seed)
+            _cand = _candidate.ModelNew(*init).to(DEVICE).eval()
+    except BaseException as exc:
+        raise CandidateError("ModelNew(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
+    try:
+        return _copy_weights(_ref, _cand)
+    except BaseException as exc:
+        raise CandidateError("copying the reference's weights into ModelNew failed:\n%s"
+                             % _format_exception(exc))
+
+
+_param_names = []
+
+
+def parameters():
+    return [_describe(t, name) for t, name in zip(_params, _param_names)]
+
+
+# --- inputs and outputs -------------------------------------------------------------------------
+
+def _make_inputs(data_seed, jitter_seed, scale):
+    _kjudge.popcorn_pri.reset(jitter_seed, scale)
+    try:
+        _seed(data_seed)
+        inputs = list(_problem.get_inputs())
+    except BaseException as exc:
+        raise ProblemError("get_inputs() failed:\n%s" % _format_exception(exc))
+    return [_to_device(x) for x in inputs]
+
+
+def _clone(x):
+    return x.clone() if isinstance(x, torch.Tensor) else x
+
+
+def _as_tensor_input(x):
+    """Native ABI view of an input: tensors made contiguous, Python scalars as 0-dim tensors."""
+    if isinstance(x, torch.Tensor):
+        return x.contiguous()
+    if isinstance(x, bool):
+        return torch.tensor(x, dtype=torch.bool, device=DEVICE)
+    if isinstance(x, int):
+        return torch.tensor(x, dtype=torch.int64, device=DEVICE)
+    if isinstance(x, float):
+        return torch.tensor(x, dtype=torch.float64, device=DEVICE)
+    raise ProblemError("input of type %s cannot be passed to a native candidate" % type(x).__name__)
+
+
+def _normalise(out, who, error_type):
+    """Outputs as a list of tensors: a tensor, a tuple/list of tensors or numbers, or a number."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (bool, int, float)):
+        return [torch.tensor(out, dtype=torch.float64)]
+    if isinstance(out, (list, tuple)):
+        items = []
+        for i, v in enumerate(out):
+            if isinstance(v, torch.Tensor):
+                items.append(v)
+            elif isinstance(v, (bool, int, float)):
+                items.append(torch.tensor(v, dtype=torch.float64))
+            else:
+                raise error_type("%s returned a %s whose item %d is a %s, not a tensor or number"
+                                 % (who, type(out).__name__, i, type(v).__name__))
+        return items
+    raise error_type("%s returned %s, not a tensor, a tuple/list of tensors, or a number"
+                     % (who, type(out).__name__))
+
+
+def _describe(t, name=""):
+    return {
+        "data": int(t.data_ptr()),
+        "dtype": str(t.dtype).replace("torch.", ""),
+        "shape": list(t.shape),
+        "strides": list(t.stride()),
+        "name": name,
+    }
+
+
+def _host(t):
+    return t.detach().to("cpu").contiguous()
+
+
+def _poisoned_like(t):
+    out = torch.empty(t.shape, dtype=t.dtype, device=DEVICE)
+    if out.is_floating_point():
+        out.fill_(float("nan"))
+    elif out.dtype == torch.bool:
+        out.fill_(True)
+    else:
+        out.view(torch.uint8).fill_(0x5A)
+    return out
+
+
+def _input_info(inputs):
+    shapes, dtypes = [], []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            shapes.append(list(x.shape))
+            dtypes.append(str(x.dtype).replace("torch.", ""))
+        else:
+            shapes.append([])
+            dtypes.append(type(x).__name__)
+    jitter = {str(k): int(v) for k, v in _kjudge.popcorn_pri.draws().items()}
+    return {"shapes": shapes, "dtypes": dtypes, "jitter": jitter}
+
+
+# --- correctness trials -------------------------------------------------------------------------
+
+def trial_begin(seed, scale):
+    _trial.clear()
+    inputs = _make_inputs(seed, seed, scale)
+    info = _input_info(inputs)
+    _trial["pristine"] = [_clone(x) for x in inputs]
+    _trial["cand_in"] = [_clone(x) for x in inputs]
+    ref_in = [_clone(x) for x in inputs]
+    try:
+        start = time.perf_counter()
+        with torch.no_grad():
+            out = _ref(*ref_in)
+        synchronize()
+        _trial["ref_ms"] = (time.perf_counter() - start) * 1e3
+    except BaseException as exc:
+        raise ProblemError("the reference Model failed on trial inputs %s:\n%s"
+                           % (info["shapes"], _format_exception(exc)))
+    _trial["ref_out"] = _normalise(out, "Model.forward", ProblemError)
+    _trial["cand_ms"] = 0.0
+    return info
+
+
+def trial_run_candidate():
+    try:
+        start = time.perf_counter()
+        with torch.no_grad():
+            out = _cand(*_trial["cand_in"])
+        synchronize()
+        _trial["cand_ms"] = (time.perf_counter() - start) * 1e3
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt included: the candidate's
+        raise CandidateError("ModelNew.forward raised:\n%s" % _format_exception(exc))
+    _trial["cand_out"] = _normalise(out, "ModelNew.forward", CandidateError)
+
+
+def trial_native_inputs():
+    _trial["native_in"] = [_as_tensor_input(x) for x in _trial["cand_in"]]
+    return [_describe(t, "input%d" % i) for i, t in enumerate(_trial["native_in"])]
+
+
+def trial_native_outputs():
+    _trial["cand_out"] = [_poisoned_like(t) for t in _trial["ref_out"]]
+    return [_describe(t, "output%d" % i) for i, t in enumerate(_trial["cand_out"])]
+
+
+def synchronize_candidate():
+    try:
+        synchronize()
+    except BaseException as exc:
+        raise CandidateError("the device reported an error after the candidate ran:\n%s"
+                             % _format_exception(exc))
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    return True
+
+
+def trial_finish():
+    modified = [i for i, (a, b) in enumerate(zip(_trial["cand_in"], _trial["pristine"]))
+                if not _same(a, b)]
+    try:
+        ref_host = [_host(t) for t in _trial["ref_out"]]
+    except BaseException as exc:
+        raise ProblemError("copying the reference's outputs failed:\n%s" % _format_exception(exc))
+    try:
+        cand_host = [_host(t) for t in _trial["cand_out"]]
+    except BaseException as exc:
+        raise CandidateError("copying the candidate's outputs failed:\n%s"
+                             % _format_exception(exc))
+    _trial["host"] = (ref_host, cand_host)  # keep the memory alive for the C++ views
+    return {
+        "reference": [_describe(t) for t in ref_host],
+        "candidate": [_describe(t) for t in cand_host],
+        "inputs_modified": modified,
+        "reference_ms": _trial["ref_ms"],
+        "candidate_ms": _trial["cand_ms"],
+    }
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+def timing_setup(count, data_seed, jitter_seed):
+    """`count` input sets with the shapes of one jitter draw and different data, so every sample
+    sees fresh inputs of identical shape."""
+    _timing_sets.clear()
+    _timing_native_inputs.clear()
+    _timing_native_outputs.clear()
+    info = None
+    for i in range(count):
+        inputs = _make_inputs(data_seed + 7919 * i, jitter_seed, 1)
+        if info is None:
+            info = _input_info(inputs)
+        _timing_sets.append(inputs)
+    return info
+
+
+def make_runner(which):
+    model = _ref if which == "reference" else _cand
+    sets = _timing_sets
+    no_grad = torch.no_grad
+
+    def run(i):
+        with no_grad():
+            model(*sets[i])
+
+    return run
+
+
+def timing_native_inputs(i):
+    while len(_timing_native_inputs) <= i:
+        k = len(_timing_native_inputs)
+        _timing_native_inputs.append([_as_tensor_input(x) for x in _timing_sets[k]])
+    return [_describe(t, "input%d" % j) for j, t in enumerate(_timing_native_inputs[i])]
+
+
+def timing_native_outputs():
+    if not _timing_native_outputs:
+        with torch.no_grad():
+            out = _normalise(_ref(*_timing_sets[0]), "Model.forward", ProblemError)
+        _timing_native_outputs.extend(_poisoned_like(t) for t in out)
+    return [_describe(t, "output%d" % i) for i, t in enumerate(_timing_native_outputs)]

@@ -1,1 +1,204 @@
-// placeholder
+#include <kjudge/report/terminal_printer.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kj::report {
+
+namespace {
+
+std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string sci(double v) { return fmt::format("{:.2e}", v); }
+
+/** A duration in microseconds with a unit that keeps 3-4 significant digits. */
+std::string us(double v) {
+  if (v >= 1e6) return fmt::format("{:.3f} s", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.3f} ms", v / 1e3);
+  return fmt::format("{:.2f} us", v);
+}
+
+std::string status_banner(eval_status s) {
+  switch (s) {
+    case eval_status::correct: return "CORRECT";
+    case eval_status::incorrect: return "INCORRECT";
+    case eval_status::compile_error: return "COMPILE ERROR";
+    case eval_status::runtime_error: return "RUNTIME ERROR";
+    case eval_status::crashed: return "CRASHED";
+    case eval_status::timed_out: return "TIMED OUT";
+    case eval_status::problem_error: return "PROBLEM ERROR";
+    case eval_status::internal_error: return "INTERNAL ERROR";
+  }
+  return "?";
+}
+
+void print_header(const eval_result& r, std::string& out) {
+  out += fmt::format("kjudge {}  {}  vs  {} ({})\n", r.kjudge_version, r.problem.path,
+                     r.candidate.path, r.candidate.kind);
+  std::string trials = fmt::format("{}/{} trials", r.correctness.trials_passed, r.correctness.trials);
+  if (r.correctness.held_out_ran)
+    trials += r.correctness.held_out_passed ? ", held-out passed" : ", held-out FAILED";
+  if (r.correctness.stress_trials > 0)
+    trials += fmt::format(", stress {}/{}", r.correctness.stress_passed, r.correctness.stress_trials);
+  out += fmt::format("status     {}  ({})\n", status_banner(r.status), trials);
+  if (!r.message.empty()) {
+    const auto nl = r.message.find('\n');
+    out += fmt::format("           {}\n", nl == std::string::npos ? r.message : r.message.substr(0, nl));
+  }
+  const auto& p = r.prov;
+  if (p.gpu)
+    out += fmt::format("device     {} (sm_{}, {} SMs, {:.0f} MiB L2) · driver CUDA {} · torch {}\n",
+                       p.gpu->name, p.gpu->compute_capability, p.gpu->sm_count,
+                       static_cast<double>(p.gpu->l2_bytes) / (1 << 20), p.gpu->driver_version,
+                       p.torch_version);
+  else
+    out += fmt::format("device     {} · torch {} · python {}\n", p.device,
+                       p.torch_version.empty() ? "?" : p.torch_version, p.python_version);
+  if (r.build.attempted)
+    out += fmt::format("build      {}{} {} in {:.2f} s\n", r.build.tool,
+                       r.build.compiler_version.empty() ? "" : " " + r.build.compiler_version,
+                       r.build.ok ? (r.build.cached ? "cached," : "ok,") : "FAILED,", r.build.build_s);
+}
+
+void print_trials(const eval_result& r, std::string& out) {
+  if (r.trials.empty()) return;
+  const auto& c = r.correctness;
+  std::string tol;
+  if (!r.trials.front().outputs.empty()) {
+    const auto& o = r.trials.front().outputs.front();
+    tol = fmt::format("atol={:g} rtol={:g} ({})", o.atol, o.rtol, c.tolerance_source);
+  }
+  out += fmt::format("\ncorrectness  {}  weights: {}\n", tol, c.weight_copy);
+  out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", "trial", "seed", "inputs",
+                     "max_abs", "mean_abs", "max_rel", "result");
+  for (const auto& t : r.trials) {
+    std::string inputs;
+    for (const auto& s : t.input_shapes) inputs += (inputs.empty() ? "" : " ") + shape_str(s);
+    if (inputs.size() > 34) inputs = inputs.substr(0, 31) + "...";
+    double max_abs = 0, mean_abs = 0, max_rel = 0;
+    for (const auto& o : t.outputs) {
+      max_abs = std::max(max_abs, o.max_abs_err);
+      mean_abs = std::max(mean_abs, o.mean_abs_err);
+      max_rel = std::max(max_rel, o.max_rel_err);
+    }
+    const std::string label = t.kind == "nominal" ? fmt::format("{}", t.index + 1)
+                                                  : fmt::format("{} {}", t.kind, t.index + 1);
+    const std::string label_short = t.kind == "held_out" ? "held-out" : label;
+    out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", label_short, t.seed,
+                       inputs, sci(max_abs), sci(mean_abs), sci(max_rel),
+                       t.passed ? "ok" : "FAIL");
+    if (!t.error.empty()) {
+      const auto nl = t.error.find('\n');
+      out += fmt::format("             {}\n", nl == std::string::npos ? t.error : t.error.substr(0, nl));
+    }
+    for (const auto& o : t.outputs) {
+      if (o.passed) continue;
+      out += fmt::format("             output {}: {}\n", o.index, o.message);
+      for (const auto& m : o.mismatches)
+        out += fmt::format("               at {} expected {:.6g} got {:.6g} (abs err {:.3g})\n",
+                           shape_str(m.index), m.expected, m.actual, m.abs_err);
+    }
+  }
+  if (c.trials > 0)
+    out += fmt::format("  precision over nominal trials: max abs {}  mean abs {}  max rel {}  mean rel {}\n",
+                       sci(c.precision.max_abs_err), sci(c.precision.mean_abs_err),
+                       sci(c.precision.max_rel_err), sci(c.precision.mean_rel_err));
+}
+
+void print_figure_row(const char* label, const measure::figure& f, const std::string& side,
+                      std::string& out) {
+  if (!f.valid) {
+    out += fmt::format("  {:<10} {:<10} {}\n", label, side, f.note.empty() ? "not taken" : f.note);
+    return;
+  }
+  const auto& s = f.summary;
+  out += fmt::format("  {:<10} {:<10} {:>11} {:>23} {:>11} {:>10} {:>11} {:>6} {:>6.2f}%{}\n",
+                     label, side, us(s.median), us(s.q1) + " - " + us(s.q3), us(s.mean),
+                     us(s.stddev), us(s.min), s.n, s.rse_pct, f.noisy ? " noisy" : "");
+}
+
+void print_timing(const eval_result& r, std::string& out) {
+  if (!r.timing) return;
+  const auto& t = *r.timing;
+  out += fmt::format("\ntiming  {} L2 ({} flush), interleaved, {} input sets, stopped by {}\n",
+                     t.reference.device.cold || t.reference.host_wall.cold ? "cold" : "warm",
+                     t.l2_flush_bytes ? fmt::format("{:.0f} MiB", static_cast<double>(t.l2_flush_bytes) / (1 << 20))
+                                      : std::string("no"),
+                     t.reference.input_sets, t.stopped_by);
+  out += fmt::format("  {:<10} {:<10} {:>11} {:>23} {:>11} {:>10} {:>11} {:>6} {:>7}\n", "figure",
+                     "side", "median", "q1 - q3", "mean", "std", "min", "n", "rse");
+  const std::pair<const char*, const measure::figure measure::side_result::*> figs[] = {
+      {"device", &measure::side_result::device},
+      {"stream", &measure::side_result::stream},
+      {"host wall", &measure::side_result::host_wall}};
+  for (const auto& [label, member] : figs) {
+    // GPU figures on a CPU run: one line says so (below), not a row per figure.
+    if (!(t.reference.*member).valid && !(t.candidate.*member).valid && !r.prov.gpu) continue;
+    print_figure_row(label, t.reference.*member, "reference", out);
+    print_figure_row("", t.candidate.*member, "candidate", out);
+  }
+  if (!t.speedups.empty()) {
+    out += "  speedup (reference median / candidate median, 95% bootstrap CI):";
+    for (const auto& s : t.speedups)
+      if (s.valid)
+        out += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", measure::to_string(s.kind), s.ci.ratio,
+                           s.ci.lo, s.ci.hi);
+    out += "\n";
+  }
+  const auto& c = t.clocks;
+  if (c.available)
+    out += fmt::format("  SM clock during sampling: median {:.0f} MHz, min {:.0f} MHz (default {:.0f}, max {:.0f})\n",
+                       c.median_sm_mhz, c.min_sm_mhz, c.default_sm_mhz, c.max_sm_mhz);
+  else if (r.prov.gpu)
+    out += fmt::format("  SM clock not recorded ({})\n", c.source.empty() ? "unknown" : c.source);
+  else
+    out += "  host timing only: no GPU in this run, so no device or stream figures\n";
+  out += fmt::format("  first call: reference {}, candidate {}\n",
+                     us(t.reference.warmup_first_call_ms * 1e3), us(t.candidate.warmup_first_call_ms * 1e3));
+}
+
+void print_failure_detail(const eval_result& r, std::string& out, const terminal_options& o) {
+  if (r.status == eval_status::compile_error && !r.build.log.empty()) {
+    out += "\ncompiler output:\n";
+    out += r.build.log;
+    if (r.build.log.back() != '\n') out += '\n';
+  }
+  const bool failed = r.status != eval_status::correct && r.status != eval_status::incorrect &&
+                      r.status != eval_status::compile_error;
+  if (failed && r.message.find('\n') != std::string::npos) {
+    out += "\ndetail:\n" + r.message;
+    if (r.message.back() != '\n') out += '\n';
+  }
+  if ((failed || o.verbose) && !r.worker.output_tail.empty()) {
+    out += fmt::format("\nworker: {} (last phase: {})\nlast output lines:\n", r.worker.outcome,
+                       r.worker.last_phase.empty() ? "none" : r.worker.last_phase);
+    out += r.worker.output_tail;
+    if (r.worker.output_tail.back() != '\n') out += '\n';
+  }
+}
+
+}  // namespace
+
+std::string render_terminal(const eval_result& r, const terminal_options& options) {
+  std::string out;
+  print_header(r, out);
+  print_trials(r, out);
+  print_timing(r, out);
+  if (!r.flags.empty()) {
+    out += "\nflags\n";
+    for (const auto& f : r.flags)
+      out += fmt::format("  {} {}: {}\n", f.severity == "error" ? "!!" : (f.severity == "warning" ? "! " : "- "),
+                         f.code, f.message);
+  }
+  print_failure_detail(r, out, options);
+  out += fmt::format("\nwall {:.2f} s (worker {:.2f} s)\n", r.wall_s, r.worker.wall_s);
+  return out;
+}
+
+}  // namespace kj::report

@@ -1,1 +1,493 @@
-// placeholder
+// run_process: fork/exec one child in its own process group, feed its stdin, collect its output
+// and channel, and enforce the wall-clock limit on the whole group.
+#include <kjudge/core/error.hpp>
+#include <kjudge/runner/process.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <ctime>
+#include <string_view>
+#include <system_error>
+
+extern char** environ;  // NOLINT: POSIX global
+
+namespace kj::runner {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/** How long the group gets between SIGTERM and SIGKILL. */
+constexpr auto k_term_grace = std::chrono::seconds(1);
+/** After the child is gone, how long we keep reading pipes that escaped the group (setsid). */
+constexpr auto k_drain_grace = std::chrono::milliseconds(500);
+/** Poll period when no pidfd is available to tell us that the child exited. */
+constexpr int k_fallback_tick_ms = 10;
+
+[[nodiscard]] std::string errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
+
+/** Owns one file descriptor; closes it on destruction. */
+class unique_fd {
+ public:
+  unique_fd() = default;
+  explicit unique_fd(int fd) noexcept : m_fd(fd) {}
+  unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  unique_fd& operator=(unique_fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      m_fd = std::exchange(other.m_fd, -1);
+    }
+    return *this;
+  }
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd() { reset(); }
+  [[nodiscard]] int get() const noexcept { return m_fd; }
+  [[nodiscard]] bool open() const noexcept { return m_fd >= 0; }
+  void reset() noexcept {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+  }
+
+ private:
+  int m_fd = -1;
+};
+
+struct pipe_ends {
+  unique_fd read;
+  unique_fd write;
+};
+
+/** Both ends close-on-exec: the child gets only the ends it dup2()s onto 0, 1, 2 and channel_fd. */
+[[nodiscard]] pipe_ends make_pipe() {
+  std::array<int, 2> fds{};
+  if (::pipe2(fds.data(), O_CLOEXEC) != 0)
+    KJ_THROW(error_kind::io, "cannot create a pipe: {}", errno_text(errno));
+  return {unique_fd(fds[0]), unique_fd(fds[1])};
+}
+
+void set_nonblocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
+    KJ_THROW(error_kind::io, "cannot make a pipe non-blocking: {}", errno_text(errno));
+}
+
+/** Blocks SIGPIPE in the calling thread while we write the child's stdin, so a child that exits
+ *  without reading gives us EPIPE instead of killing us; a SIGPIPE raised meanwhile is consumed. */
+class sigpipe_guard {
+ public:
+  sigpipe_guard() noexcept {
+    sigemptyset(&m_pipe);
+    sigaddset(&m_pipe, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &m_pipe, &m_old);
+    sigset_t pending;
+    sigemptyset(&pending);
+    ::sigpending(&pending);
+    m_was_pending = sigismember(&pending, SIGPIPE) == 1;
+  }
+  sigpipe_guard(const sigpipe_guard&) = delete;
+  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
+  ~sigpipe_guard() {
+    if (m_raised && !m_was_pending) {
+      timespec zero{};
+      while (::sigtimedwait(&m_pipe, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    ::pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
+  }
+  void note_epipe() noexcept { m_raised = true; }
+
+ private:
+  sigset_t m_pipe{};
+  sigset_t m_old{};
+  bool m_was_pending = false;
+  bool m_raised = false;
+};
+
+/** argv[0] as a path to execve: names without a slash are looked up on `search_path`. Empty when
+ *  not found. Done before fork, because PATH lookup allocates. */
+[[nodiscard]] std::string resolve_program(const std::string& name, std::string_view search_path) {
+  if (name.find('/') != std::string::npos) return name;
+  if (search_path.empty()) search_path = "/usr/local/bin:/usr/bin:/bin";
+  std::size_t begin = 0;
+  while (begin <= search_path.size()) {
+    std::size_t end = search_path.find(':', begin);
+    if (end == std::string_view::npos) end = search_path.size();
+    std::string dir(search_path.substr(begin, end - begin));
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    std::error_code ec;
+    if (::access(candidate.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(candidate, ec))
+      return candidate;
+    begin = end + 1;
+  }
+  return {};
+}
+
+/** The parent's environment with `overrides` replacing (or adding) entries. */
+[[nodiscard]] std::vector<std::string> build_environment(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    std::string_view name = text.substr(0, text.find('='));
+    bool replaced = std::any_of(overrides.begin(), overrides.end(),
+                                [&](const auto& kv) { return kv.first == name; });
+    if (!replaced) out.emplace_back(text);
+  }
+  for (const auto& [name, value] : overrides) out.push_back(name + "=" + value);
+  return out;
+}
+
+[[nodiscard]] std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+/** What the child reports on the error pipe when it cannot reach exec. */
+enum class child_stage : int { fds = 1, chdir = 2, exec = 3 };
+
+struct child_report {
+  child_stage stage;
+  int err;
+};
+
+/** Everything the child needs, prepared before fork: the child only makes async-signal-safe calls.
+ */
+struct child_plan {
+  const char* program = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* cwd = nullptr;  // nullptr: keep the parent's
+  int stdin_fd = -1;
+  int output_fd = -1;
+  int channel_src = -1;
+  int channel_target = -1;
+  int error_fd = -1;
+};
+
+[[noreturn]] void child_fail(int error_fd, child_stage stage, int err) noexcept {
+  child_report report{stage, err};
+  ssize_t ignored = ::write(error_fd, &report, sizeof report);
+  (void)ignored;
+  ::_exit(127);
+}
+
+[[noreturn]] void run_child(const child_plan& plan) noexcept {
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Ignored dispositions survive exec; the child gets the defaults.
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGXFSZ, SIG_DFL);
+
+  // Move every source above every target first, so a dup2 never overwrites a source we still need.
+  const int floor = std::max(3, plan.channel_target + 1);
+  const int error_fd = ::fcntl(plan.error_fd, F_DUPFD_CLOEXEC, floor);
+  if (error_fd < 0) ::_exit(127);
+  const int in = ::fcntl(plan.stdin_fd, F_DUPFD_CLOEXEC, floor);
+  const int out = ::fcntl(plan.output_fd, F_DUPFD_CLOEXEC, floor);
+  const int chan = plan.channel_src >= 0 ? ::fcntl(plan.channel_src, F_DUPFD_CLOEXEC, floor) : -1;
+  if (in < 0 || out < 0 || (plan.channel_src >= 0 && chan < 0))
+    child_fail(error_fd, child_stage::fds, errno);
+  if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0 ||
+      (chan >= 0 && ::dup2(chan, plan.channel_target) < 0))
+    child_fail(error_fd, child_stage::fds, errno);
+
+  // Descriptors other threads opened without O_CLOEXEC must not leak either.
+  if (chan >= 0) {
+    const auto target = static_cast<unsigned>(plan.channel_target);
+    if (target > 3) ::close_range(3, target - 1, CLOSE_RANGE_CLOEXEC);
+    ::close_range(target + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+  } else {
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  }
+
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0)
+    child_fail(error_fd, child_stage::chdir, errno);
+  ::execve(plan.program, plan.argv, plan.envp);
+  child_fail(error_fd, child_stage::exec, errno);
+}
+
+/** Keeps the last `limit` bytes of everything appended, in at most 2 * limit bytes of memory. */
+void append_tail(std::string& tail, std::string_view chunk, std::size_t limit) {
+  if (limit == 0) return;
+  if (chunk.size() >= limit) {
+    tail.assign(chunk.substr(chunk.size() - limit));
+    return;
+  }
+  tail.append(chunk);
+  if (tail.size() > 2 * limit) tail.erase(0, tail.size() - limit);
+}
+
+void write_all_stderr(std::string_view text) noexcept {
+  while (!text.empty()) {
+    ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+/** Milliseconds from now until `when`, clamped to [0, 60 s] for poll(). */
+[[nodiscard]] int ms_until(steady::time_point when, steady::time_point now) {
+  if (when <= now) return 0;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(when - now);
+  return static_cast<int>(std::min<std::chrono::milliseconds::rep>(left.count(), 60'000));
+}
+
+[[nodiscard]] unique_fd open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+    return unique_fd(static_cast<int>(fd));
+  }
+#else
+  (void)pid;
+#endif
+  return {};
+}
+
+/** True once the child has exited; it stays a zombie (WNOWAIT) so its group id stays reserved. */
+[[nodiscard]] bool child_exited(pid_t pid) {
+  siginfo_t info{};
+  while (true) {
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0)
+      return info.si_pid == pid;
+    if (errno != EINTR) return true;  // ECHILD: someone else reaped it; nothing left to wait for
+  }
+}
+
+/** One pipe we read from: the output (kept as a tail) or the channel (kept whole). */
+struct reader {
+  unique_fd fd;
+  std::string* sink = nullptr;
+  bool tail_only = false;
+};
+
+}  // namespace
+
+process_result run_process(const spawn_options& options) {
+  process_result result;
+  if (options.argv.empty()) {
+    result.error = "empty command line";
+    return result;
+  }
+  const bool want_channel = options.channel_fd >= 3;
+
+  // Everything the child touches is prepared here, before fork.
+  std::string search_path;
+  for (const auto& [name, value] : options.env)
+    if (name == "PATH") search_path = value;
+  if (search_path.empty())
+    if (const char* p = std::getenv("PATH")) search_path = p;
+  const std::string program = resolve_program(options.argv[0], search_path);
+  if (program.empty()) {
+    result.error = fmt::format("cannot execute '{}': not found on PATH", options.argv[0]);
+    return result;
+  }
+  std::vector<std::string> argv_strings = options.argv;
+  std::vector<char*> argv = c_strings(argv_strings);
+  std::vector<std::string> env_strings = build_environment(options.env);
+  std::vector<char*> envp = c_strings(env_strings);
+  const std::string cwd = options.cwd.string();
+
+  pipe_ends in = make_pipe();
+  pipe_ends out = make_pipe();
+  pipe_ends chan;
+  if (want_channel) chan = make_pipe();
+  pipe_ends err = make_pipe();
+
+  child_plan plan;
+  plan.program = program.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.cwd = cwd.empty() ? nullptr : cwd.c_str();
+  plan.stdin_fd = in.read.get();
+  plan.output_fd = out.write.get();
+  plan.channel_src = want_channel ? chan.write.get() : -1;
+  plan.channel_target = want_channel ? options.channel_fd : -1;
+  plan.error_fd = err.write.get();
+
+  sigpipe_guard pipe_guard;
+  const auto start = steady::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) KJ_THROW(error_kind::io, "cannot fork: {}", errno_text(errno));
+  if (pid == 0) run_child(plan);
+
+  // Also set the group from the parent, so a kill right after fork reaches the child. EACCES
+  // (the child already exec'd, having set it itself) is expected.
+  ::setpgid(pid, pid);
+  in.read.reset();
+  out.write.reset();
+  chan.write.reset();
+  err.write.reset();
+
+  // The error pipe closes on a successful exec (close-on-exec) or carries a child_report.
+  child_report report{};
+  ssize_t got = 0;
+  do {
+    got = ::read(err.read.get(), &report, sizeof report);
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof report)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const std::string why = errno_text(report.err);
+    switch (report.stage) {
+      case child_stage::chdir:
+        result.error = fmt::format("cannot change directory to '{}': {}", cwd, why);
+        break;
+      case child_stage::exec:
+        result.error = fmt::format("cannot execute '{}': {}", program, why);
+        break;
+      case child_stage::fds:
+        result.error = fmt::format("cannot set up descriptors for '{}': {}", program, why);
+        break;
+    }
+    result.wall = steady::now() - start;
+    return result;
+  }
+  err.read.reset();
+
+  unique_fd stdin_fd = std::move(in.write);
+  std::size_t stdin_offset = 0;
+  if (options.stdin_data.empty())
+    stdin_fd.reset();
+  else
+    set_nonblocking(stdin_fd.get());
+
+  std::array<reader, 2> readers;
+  readers[0] = {std::move(out.read), &result.output_tail, true};
+  if (want_channel) readers[1] = {std::move(chan.read), &result.channel, false};
+  for (auto& r : readers)
+    if (r.fd.open()) set_nonblocking(r.fd.get());
+
+  unique_fd pidfd = open_pidfd(pid);
+  const bool unlimited = options.timeout >= std::chrono::hours(24 * 365);
+  const auto deadline = unlimited ? steady::time_point::max() : start + options.timeout;
+  steady::time_point kill_at = steady::time_point::max();
+  steady::time_point drain_until = steady::time_point::max();
+  bool timed_out = false;
+  bool killed = false;
+  bool reaped = false;
+  int status = 0;
+  rusage usage{};
+  std::vector<char> buffer(64 * 1024);
+
+  while (true) {
+    auto now = steady::now();
+    if (!reaped && child_exited(pid)) {
+      // The leader is a zombie, so the group id cannot be reused yet: end any descendants still
+      // in the group (they would hold our pipes open), then reap with rusage.
+      ::killpg(pid, SIGKILL);
+      pid_t w = 0;
+      do {
+        w = ::wait4(pid, &status, 0, &usage);
+      } while (w < 0 && errno == EINTR);
+      result.wall = steady::now() - start;
+      reaped = true;
+      pidfd.reset();
+      stdin_fd.reset();
+      drain_until = now + k_drain_grace;
+    }
+    const bool pipes_open = readers[0].fd.open() || readers[1].fd.open();
+    if (reaped && (!pipes_open || now >= drain_until)) break;
+
+    if (!reaped && !timed_out && now >= deadline) {
+      timed_out = true;
+      ::killpg(pid, SIGTERM);
+      kill_at = now + k_term_grace;
+      stdin_fd.reset();
+    }
+    if (!reaped && !killed && now >= kill_at) {
+      killed = true;
+      ::killpg(pid, SIGKILL);
+    }
+
+    int wait_ms = 60'000;
+    if (reaped)
+      wait_ms = ms_until(drain_until, now);
+    else if (!timed_out)
+      wait_ms = ms_until(deadline, now);
+    else if (!killed)
+      wait_ms = ms_until(kill_at, now);
+    if (!reaped && !pidfd.open()) wait_ms = std::min(wait_ms, k_fallback_tick_ms);
+
+    std::array<pollfd, 4> fds{};
+    nfds_t count = 0;
+    auto watch = [&](int fd, short events) {
+      if (fd >= 0) fds[count++] = pollfd{fd, events, 0};
+    };
+    watch(stdin_fd.get(), POLLOUT);
+    watch(readers[0].fd.get(), POLLIN);
+    watch(readers[1].fd.get(), POLLIN);
+    watch(reaped ? -1 : pidfd.get(), POLLIN);
+    if (::poll(fds.data(), count, wait_ms) < 0) {
+      if (errno == EINTR) continue;
+      KJ_THROW(error_kind::io, "poll failed while running '{}': {}", program, errno_text(errno));
+    }
+
+    for (nfds_t i = 0; i < count; ++i) {
+      const pollfd& p = fds[i];
+      if (p.revents == 0) continue;
+      if (p.fd == stdin_fd.get()) {
+        const std::string& data = options.stdin_data;
+        ssize_t n = ::write(p.fd, data.data() + stdin_offset, data.size() - stdin_offset);
+        if (n > 0) stdin_offset += static_cast<std::size_t>(n);
+        if (n < 0 && errno == EPIPE) pipe_guard.note_epipe();
+        const bool failed = n < 0 && errno != EAGAIN && errno != EINTR;
+        if (failed || stdin_offset == data.size()) stdin_fd.reset();
+        continue;
+      }
+      for (auto& r : readers) {
+        if (p.fd != r.fd.get()) continue;
+        ssize_t n = ::read(p.fd, buffer.data(), buffer.size());
+        if (n > 0) {
+          std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
+          if (r.tail_only) {
+            result.output_bytes += chunk.size();
+            append_tail(*r.sink, chunk, options.output_tail_bytes);
+            if (options.echo_output) write_all_stderr(chunk);
+          } else {
+            r.sink->append(chunk);
+          }
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          r.fd.reset();
+        }
+      }
+    }
+  }
+
+  if (result.output_tail.size() > options.output_tail_bytes)
+    result.output_tail.erase(0, result.output_tail.size() - options.output_tail_bytes);
+  result.max_rss_kb = static_cast<std::size_t>(std::max<long>(usage.ru_maxrss, 0));
+  if (timed_out) {
+    result.how = exit_kind::timed_out;
+  } else if (WIFEXITED(status)) {
+    result.how = exit_kind::exited;
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.how = exit_kind::signaled;
+    result.signal = WTERMSIG(status);
+  }
+  return result;
+}
+
+}  // namespace kj::runner

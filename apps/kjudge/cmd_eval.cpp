@@ -1,0 +1,109 @@
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include <kjudge/compile/nvcc.hpp>
+#include <kjudge/config.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/exit_codes.hpp>
+#include <kjudge/eval/job.hpp>
+#include <kjudge/eval/orchestrator.hpp>
+#include <kjudge/python/interpreter.hpp>
+#include <kjudge/report/json_printer.hpp>
+#include <kjudge/report/terminal_printer.hpp>
+
+#include "commands.hpp"
+
+namespace kj::app {
+
+namespace fs = std::filesystem;
+
+CLI::App* add_eval_command(CLI::App& app, eval_args& a) {
+  auto* cmd = app.add_subcommand("eval", "judge a candidate against a problem");
+  cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
+  cmd->add_option("problem", a.problem)->required();
+  cmd->add_option("candidate", a.candidate)->required();
+  cmd->add_option("--device", a.device)->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  cmd->add_option("--trials", a.trials)->check(CLI::Range(1, 100));
+  cmd->add_option("--seed", a.seed);
+  cmd->add_option("--shapes", a.shapes)->check(CLI::IsMember({"nominal", "stress"}));
+  cmd->add_option("--atol", a.atol)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rtol", a.rtol)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--json", a.json_path);
+  cmd->add_flag("--precise", a.precise);
+  cmd->add_option("--budget", a.budget_s)->check(CLI::PositiveNumber);
+  cmd->add_option("--target-rse", a.target_rse_pct)->check(CLI::PositiveNumber);
+  cmd->add_option("--min-samples", a.min_samples)->check(CLI::Range(2, 1000000));
+  cmd->add_flag("--warm", a.warm);
+  cmd->add_flag("--no-timing", a.no_timing);
+  cmd->add_option("--timeout", a.timeout_s)->check(CLI::PositiveNumber);
+  cmd->add_option("--python", a.python);
+  cmd->add_option("--cache-dir", a.cache_dir);
+  cmd->add_option("--nvcc-flag", a.nvcc_flags)->allow_extra_args(false);
+  cmd->add_flag("-v,--verbose", a.verbose);
+  cmd->add_flag("-q,--quiet", a.quiet);
+  return cmd;
+}
+
+namespace {
+
+eval::job make_job(const eval_args& a) {
+  eval::job j;
+  for (const auto& [what, p] : {std::pair{"problem", a.problem}, std::pair{"candidate", a.candidate}}) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) KJ_THROW(error_kind::usage, "{} {}: no such file", what, p);
+  }
+  j.problem = fs::absolute(a.problem);
+  j.candidate = fs::absolute(a.candidate);
+  j.kind = eval::candidate_kind_for(j.candidate);
+  j.device = a.device == "auto" ? (eval::nvidia_driver_present() ? "cuda" : "cpu") : a.device;
+  if (j.kind == eval::candidate_kind::native && j.device != "cuda")
+    KJ_THROW(error_kind::usage,
+             "{} is a native CUDA candidate and needs a GPU (--device cuda); this run is on the "
+             "CPU. Use a Python candidate for --device cpu.",
+             a.candidate);
+  j.python = python::choose_interpreter(a.python).executable;
+  j.cache_dir = a.cache_dir.empty() ? compile::default_cache_dir() : fs::path(a.cache_dir);
+  j.include_dir = fs::path(KJ_SOURCE_DIR) / "include";
+  j.trials = a.trials;
+  j.base_seed = a.seed;
+  j.held_out_seed = eval::held_out_seed(eval::fresh_secret(), a.seed);
+  j.stress = a.shapes == "stress";
+  j.atol = a.atol;
+  j.rtol = a.rtol;
+  j.timing = !a.no_timing;
+  j.timing_preset_name = a.precise ? "precise" : "agent";
+  j.timing_options = eval::timing_preset(j.timing_preset_name);
+  if (a.budget_s) j.timing_options.budget_per_side = seconds(*a.budget_s);
+  if (a.target_rse_pct) j.timing_options.target_rse_pct = *a.target_rse_pct;
+  if (a.min_samples) j.timing_options.min_samples = *a.min_samples;
+  j.timing_options.cold = !a.warm;
+  j.timing_options.gpu = j.device == "cuda";
+  j.nvcc_flags = a.nvcc_flags;
+  return j;
+}
+
+}  // namespace
+
+int run_eval(const eval_args& a) {
+  const auto j = make_job(a);
+  eval::run_options ro;
+  ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
+  ro.echo_output = a.verbose;
+  const auto result = eval::evaluate(j, ro);
+  if (!a.json_path.empty()) report::write_json(result, a.json_path);
+  if (a.json_path != "-") {
+    if (a.quiet) {
+      std::printf("%s\n", std::string(to_string(result.status)).c_str());
+    } else {
+      report::terminal_options to;
+      to.verbose = a.verbose;
+      const auto text = report::render_terminal(result, to);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+  }
+  return exit_code_for(result.status);
+}
+
+}  // namespace kj::app

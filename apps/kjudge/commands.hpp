@@ -1,0 +1,46 @@
+#pragma once
+/** @file The subcommands. Each registers its options on a CLI11 app and runs from the parsed
+ *  values; main() only dispatches. */
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace kj::app {
+
+struct eval_args {
+  std::string problem, candidate;
+  std::string device = "auto";
+  int trials = 5;
+  std::uint64_t seed = 42;
+  std::string shapes = "nominal";
+  std::optional<double> atol, rtol;
+  std::string json_path;
+  bool precise = false;
+  std::optional<double> budget_s;
+  std::optional<double> target_rse_pct;
+  std::optional<std::size_t> min_samples;
+  bool warm = false;
+  bool no_timing = false;
+  double timeout_s = 300;
+  std::string python;
+  std::string cache_dir;
+  std::vector<std::string> nvcc_flags;
+  bool verbose = false;
+  bool quiet = false;
+};
+
+/** Registers `eval`'s options (names as in docs/cli.md). */
+CLI::App* add_eval_command(CLI::App& app, eval_args& args);
+/** Runs an evaluation; returns the process exit code. */
+[[nodiscard]] int run_eval(const eval_args& args);
+
+/** The hidden worker: reads a job on stdin, reports on fd 3. Returns the exit code. */
+[[nodiscard]] int run_worker_command();
+
+[[nodiscard]] int run_version();
+
+}  // namespace kj::app

@@ -1,0 +1,519 @@
+// Native candidate (kjudge C ABI, include/kjudge/candidate.h) for
+// problems/level2/quantvla_selective_layout_fusion.py:
+//   out = (alpha * fq(x) + (1 - alpha) * x) @ W^T + b,  alpha = sigmoid(logits),
+//   fq(x) = clamp(rint(x / s), -127, 127) * s,  s = max(max|x|, 1e-8) * (1/127).
+//
+// One cooperative launch, persistent blocks:
+//   1. every block issues cp.async copies of its first output tile's x rows and W rows (they do not
+//      depend on the scale), then reduces max|x| over its grid-stride share of x and writes one
+//      partial per block into the workspace (every slot read later is written first: the
+//      workspace's previous contents never matter);
+//   2. grid barrier (cooperative_groups; the driver owns the barrier state);
+//   3. every block reduces the partials to the scale and runs a tiled fp32 GEMM over its tiles,
+//      quantising and blending each x chunk in shared memory before the FMAs (no TF32: plain FFMA).
+// The blend uses the reference's association and IEEE rounding (no FMA contraction, true division),
+// so mixed values match PyTorch bit for bit and ties at x/s = k + 0.5 round the same way.
+// No host synchronisation: device attributes and occupancy are host queries, cached per device.
+
+#include <kjudge/candidate.h>
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+struct qv_args {
+  const float* x;       // (m, k) row-major: B*T rows of D
+  const float* logits;  // (m)
+  const float* w;       // (n, k) row-major [out][in]
+  const float* bias;    // (n)
+  float* out;           // (m, n)
+  float* partial;       // workspace: one float per block
+  int m;
+  int n;
+  int k;
+  long long numel;  // m * k
+};
+
+/** Tile shape: BM x BN outputs per block, K in chunks of BK, NT threads each owning TM x TN
+ *  outputs (rows tm + i*BM/TM, columns tn + j*BN/TN, so a warp's lanes span distinct columns). */
+template <int BM_, int BN_, int BK_, int NT_, int TM_, int TN_>
+struct tile_cfg {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, NT = NT_, TM = TM_, TN = TN_;
+  static constexpr int LDS = BK + 4;  // padded row: rows 0..7 start 4 banks apart
+  static constexpr int STAGE = (BM + BN) * LDS;
+  static_assert((BM / TM) * (BN / TN) == NT, "thread layout must cover the tile");
+  static_assert(BK % 4 == 0 && NT % 32 == 0, "");
+};
+
+#ifndef KJQ_SMALL
+#define KJQ_SMALL 16, 32, 64, 128, 4, 1
+#endif
+using small_cfg = tile_cfg<KJQ_SMALL>;   // small M*N: many blocks, short K loop
+using large_cfg = tile_cfg<64, 64, 32, 256, 4, 4>;   // enough 64x64 tiles to fill the GPU
+
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool pred) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = pred ? 16 : 0;  // 0: zero-fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+
+__device__ __forceinline__ void cp_async4(float* smem, const float* gmem, bool pred) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = pred ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+
+/** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp, *s, alpha*xq,
+ *  (1-alpha), (1-alpha)*x, sum. Intrinsics keep nvcc from contracting into FMAs. */
+__device__ __forceinline__ float blend(float v, float alpha, float scale) {
+  float q = rintf(__fdiv_rn(v, scale));
+  q = fminf(fmaxf(q, -127.0f), 127.0f);
+  const float xq = __fmul_rn(q, scale);
+  return __fadd_rn(__fmul_rn(alpha, xq), __fmul_rn(__fsub_rn(1.0f, alpha), v));
+}
+
+/** Block-wide max of non-negative values; the result is valid in every thread. */
+template <int NT>
+__device__ __forceinline__ float block_max(float v, float* s_red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  __syncthreads();  // s_red may still be read by an earlier call
+  if (lane == 0) s_red[warp] = v;
+  __syncthreads();
+  v = lane < NT / 32 ? s_red[lane] : 0.0f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/** Copies x[m0:m0+BM, k0:k0+BK] and w[n0:n0+BN, k0:k0+BK] into one stage; out-of-range elements
+ *  become 0 (blend(0) = 0 and 0 * w = 0, so they add nothing). VEC needs k % 4 == 0 and 16-byte
+ *  aligned x and w. */
+template <class C, bool VEC>
+__device__ __forceinline__ void load_stage(float* stage, const qv_args& a, int m0, int n0, int k0) {
+  float* sa = stage;
+  float* sw = stage + C::BM * C::LDS;
+  if constexpr (VEC) {
+    constexpr int per_row = C::BK / 4;
+#pragma unroll
+    for (int i = static_cast<int>(threadIdx.x); i < C::BM * per_row; i += C::NT) {
+      const int r = i / per_row, c = (i % per_row) * 4;
+      const bool ok = m0 + r < a.m && k0 + c < a.k;
+      const float* src = ok ? a.x + static_cast<long long>(m0 + r) * a.k + (k0 + c) : a.x;
+      cp_async16(sa + r * C::LDS + c, src, ok);
+    }
+#pragma unroll
+    for (int i = static_cast<int>(threadIdx.x); i < C::BN * per_row; i += C::NT) {
+      const int r = i / per_row, c = (i % per_row) * 4;
+      const bool ok = n0 + r < a.n && k0 + c < a.k;
+      const float* src = ok ? a.w + static_cast<long long>(n0 + r) * a.k + (k0 + c) : a.w;
+      cp_async16(sw + r * C::LDS + c, src, ok);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = static_cast<int>(threadIdx.x); i < C::BM * C::BK; i += C::NT) {
+      const int r = i / C::BK, c = i % C::BK;
+      const bool ok = m0 + r < a.m && k0 + c < a.k;
+      const float* src = ok ? a.x + static_cast<long long>(m0 + r) * a.k + (k0 + c) : a.x;
+      cp_async4(sa + r * C::LDS + c, src, ok);
+    }
+#pragma unroll 4
+    for (int i = static_cast<int>(threadIdx.x); i < C::BN * C::BK; i += C::NT) {
+      const int r = i / C::BK, c = i % C::BK;
+      const bool ok = n0 + r < a.n && k0 + c < a.k;
+      const float* src = ok ? a.w + static_cast<long long>(n0 + r) * a.k + (k0 + c) : a.w;
+      cp_async4(sw + r * C::LDS + c, src, ok);
+    }
+  }
+}
+
+/** sigmoid of the tile's logits (0 past the last row) into s_alpha; read after the next barrier. */
+template <class C>
+__device__ __forceinline__ void load_alpha(float* s_alpha, const qv_args& a, int m0) {
+  for (int i = static_cast<int>(threadIdx.x); i < C::BM; i += C::NT) {
+    const int m = m0 + i;
+    s_alpha[i] = m < a.m ? 1.0f / (1.0f + expf(-a.logits[m])) : 0.0f;
+  }
+}
+
+#ifndef KJQ_BARRIER
+#define KJQ_BARRIER 1
+#endif
+#ifndef KJQ_LAUNCH
+#define KJQ_LAUNCH 0
+#endif
+#ifndef KJQ_GEMM
+#define KJQ_GEMM 1
+#endif
+#ifndef KJQ_EMPTY
+#define KJQ_EMPTY 0
+#endif
+
+__device__ unsigned int g_bar_count = 0;
+__device__ unsigned int g_bar_gen = 0;
+
+__device__ __forceinline__ unsigned int ld_acquire(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/** Sense-free grid barrier on module globals: the last arriver resets the count and bumps the
+ *  generation. Needs every block resident (grid <= SMs x blocks/SM) and one launch at a time. */
+__device__ __forceinline__ void grid_barrier() {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned int gen = ld_acquire(&g_bar_gen);
+    __threadfence();
+    if (atomicAdd(&g_bar_count, 1u) == gridDim.x - 1) {
+      atomicExch(&g_bar_count, 0u);
+      __threadfence();
+      atomicAdd(&g_bar_gen, 1u);
+    } else {
+      while (ld_acquire(&g_bar_gen) == gen) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+template <class C, bool VEC>
+__global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
+  __shared__ __align__(16) float s_stage[2 * C::STAGE];
+  __shared__ float s_alpha[C::BM];
+  __shared__ float s_red[32];
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tiles_m = (a.m + C::BM - 1) / C::BM;
+  const int tiles_n = (a.n + C::BN - 1) / C::BN;
+  const int num_tiles = tiles_m * tiles_n;
+  const int chunks = (a.k + C::BK - 1) / C::BK;
+  int tile = static_cast<int>(blockIdx.x);
+
+#ifdef KJQ_STAMPS
+  long long* stamps = reinterpret_cast<long long*>(reinterpret_cast<char*>(a.partial) + 32768) + blockIdx.x * 8;
+#define KJQ_STAMP(i) do { if (tid == 0) stamps[i] = clock64(); } while (0)
+#else
+#define KJQ_STAMP(i) do { } while (0)
+#endif
+  KJQ_STAMP(0);
+#ifdef KJQ_STAMPS
+  if (tid == 0) { long long g; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g)); stamps[7] = g; }
+#endif
+#if KJQ_EMPTY
+  if (tid == 0 && num_tiles < 0) a.out[0] = 0.0f;
+  return;
+#endif
+  // Start the first tile's copies now: they overlap the reduction and the barrier.
+  if (tile < num_tiles) {
+    const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
+    load_stage<C, VEC>(s_stage, a, m0, n0, 0);
+    cp_async_commit();
+    if (chunks > 1) load_stage<C, VEC>(s_stage + C::STAGE, a, m0, n0, C::BK);
+    cp_async_commit();
+    load_alpha<C>(s_alpha, a, m0);
+  }
+
+  KJQ_STAMP(1);
+  // Phase 1: this block's share of max|x|.
+  float local = 0.0f;
+  {
+    const long long stride = static_cast<long long>(gridDim.x) * C::NT;
+    const long long first = static_cast<long long>(blockIdx.x) * C::NT + tid;
+    long long done = 0;
+    if (VEC) {  // x 16-byte aligned here
+      const long long nv = a.numel / 4;
+      const float4* x4 = reinterpret_cast<const float4*>(a.x);
+      for (long long i = first; i < nv; i += stride) {
+        const float4 v = __ldcs(x4 + i);  // streamed: the GEMM reads x again through cp.async
+        local = fmaxf(local, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+      }
+      done = nv * 4;
+    }
+    for (long long i = done + first; i < a.numel; i += stride) local = fmaxf(local, fabsf(a.x[i]));
+  }
+  local = block_max<C::NT>(local, s_red);
+  if (tid == 0) a.partial[blockIdx.x] = local;
+  KJQ_STAMP(2);
+
+#if KJQ_BARRIER == 1
+  cg::this_grid().sync();
+#elif KJQ_BARRIER == 2
+  grid_barrier();
+#endif
+  KJQ_STAMP(3);
+
+  // Phase 2: the scale, exactly as PyTorch on CUDA forms it.
+  float amax = 0.0f;
+  for (int i = tid; i < static_cast<int>(gridDim.x); i += C::NT) amax = fmaxf(amax, __ldcg(a.partial + i));
+  amax = block_max<C::NT>(amax, s_red);
+  const float scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
+  KJQ_STAMP(4);
+
+  const int tn = tid % (C::BN / C::TN);
+  const int tm = tid / (C::BN / C::TN);
+  bool first_tile = true;
+  for (; tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
+    const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
+    if (!first_tile) {  // the previous tile ended with a barrier: both stages are free
+      load_stage<C, VEC>(s_stage, a, m0, n0, 0);
+      cp_async_commit();
+      if (chunks > 1) load_stage<C, VEC>(s_stage + C::STAGE, a, m0, n0, C::BK);
+      cp_async_commit();
+    }
+    if (!first_tile) load_alpha<C>(s_alpha, a, m0);  // after the previous tile's last barrier
+    first_tile = false;
+
+    float acc[C::TM][C::TN];
+#pragma unroll
+    for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+      for (int j = 0; j < C::TN; ++j) acc[i][j] = 0.0f;
+
+    for (int kc = 0; kc < chunks; ++kc) {
+      float* stage = s_stage + (kc & 1) * C::STAGE;
+      float* sa = stage;
+      const float* sw = stage + C::BM * C::LDS;
+      cp_async_wait_1();  // all groups but the newest: chunk kc has landed for this thread
+      __syncthreads();    // ... and for every thread; s_alpha is written
+#pragma unroll 4
+      for (int i = tid; i < C::BM * C::BK; i += C::NT) {
+        const int r = i / C::BK, c = i % C::BK;
+        sa[r * C::LDS + c] = blend(sa[r * C::LDS + c], s_alpha[r], scale);
+      }
+      __syncthreads();
+#if KJQ_GEMM
+#pragma unroll
+      for (int kk = 0; kk < C::BK; kk += 4) {
+        float4 av[C::TM], wv[C::TN];
+#pragma unroll
+        for (int i = 0; i < C::TM; ++i)
+          av[i] = *reinterpret_cast<const float4*>(sa + (tm + i * (C::BM / C::TM)) * C::LDS + kk);
+#pragma unroll
+        for (int j = 0; j < C::TN; ++j)
+          wv[j] = *reinterpret_cast<const float4*>(sw + (tn + j * (C::BN / C::TN)) * C::LDS + kk);
+#pragma unroll
+        for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+          for (int j = 0; j < C::TN; ++j) {
+            acc[i][j] = fmaf(av[i].x, wv[j].x, acc[i][j]);
+            acc[i][j] = fmaf(av[i].y, wv[j].y, acc[i][j]);
+            acc[i][j] = fmaf(av[i].z, wv[j].z, acc[i][j]);
+            acc[i][j] = fmaf(av[i].w, wv[j].w, acc[i][j]);
+          }
+      }
+#endif
+      __syncthreads();  // everyone is done with this stage before it is refilled
+      if (kc + 2 < chunks) {
+        const int m0r = m0, n0r = n0;
+        load_stage<C, VEC>(stage, a, m0r, n0r, (kc + 2) * C::BK);
+      }
+      cp_async_commit();  // possibly empty: keeps "chunk kc+1 is all but the newest" true
+    }
+
+    KJQ_STAMP(5);
+#pragma unroll
+    for (int j = 0; j < C::TN; ++j) {
+      const int n = n0 + tn + j * (C::BN / C::TN);
+      if (n >= a.n) continue;
+      const float b = a.bias[n];
+#pragma unroll
+      for (int i = 0; i < C::TM; ++i) {
+        const int m = m0 + tm + i * (C::BM / C::TM);
+        if (m < a.m) a.out[static_cast<long long>(m) * a.n + n] = acc[i][j] + b;
+      }
+    }
+  }
+  KJQ_STAMP(6);
+}
+
+constexpr int kMaxDevices = 64;
+constexpr int kKernels = 4;  // small/large x vec/scalar
+std::atomic<int> g_sm_count[kMaxDevices];
+std::atomic<int> g_coop[kMaxDevices];  // 0 unknown, 1 supported, 2 not
+std::atomic<int> g_blocks_per_sm[kMaxDevices][kKernels];
+
+void set_error(const kj_call* call, const char* fmt, ...) {
+  if (call == nullptr || call->error == nullptr || call->error_capacity == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(call->error, static_cast<size_t>(call->error_capacity), fmt, ap);
+  va_end(ap);
+}
+
+const kj_tensor* find_param(const kj_call* call, const char* name, int fallback) {
+  for (int i = 0; i < call->num_params; ++i)
+    if (call->params[i].name != nullptr && std::strcmp(call->params[i].name, name) == 0) return &call->params[i];
+  return fallback < call->num_params ? &call->params[fallback] : nullptr;
+}
+
+bool is_contiguous(const kj_tensor& t) {
+  long long expect = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != expect) return false;
+    expect *= t.shape[d];
+  }
+  return true;
+}
+
+/** Validates the call; fills the kernel arguments except `partial`. Returns false after
+ *  writing call->error. */
+bool parse(const kj_call* call, qv_args& a) {
+  if (call->abi_version != KJ_ABI_VERSION) {
+    set_error(call, "ABI version %u, candidate built for %u", call->abi_version, KJ_ABI_VERSION);
+    return false;
+  }
+  if (call->num_inputs < 2 || call->num_outputs < 1) {
+    set_error(call, "expected inputs (x, layout_logits) and one output, got %d inputs, %d outputs",
+              call->num_inputs, call->num_outputs);
+    return false;
+  }
+  const kj_tensor& x = call->inputs[0];
+  const kj_tensor& l = call->inputs[1];
+  const kj_tensor& o = call->outputs[0];
+  const kj_tensor* w = find_param(call, "out_proj.weight", 0);
+  const kj_tensor* b = find_param(call, "out_proj.bias", 1);
+  if (w == nullptr || b == nullptr) {
+    set_error(call, "expected parameters out_proj.weight and out_proj.bias, got %d params", call->num_params);
+    return false;
+  }
+  const kj_tensor* all[] = {&x, &l, w, b, &o};
+  for (const kj_tensor* t : all) {
+    if (t->dtype != KJ_DTYPE_F32) {
+      set_error(call, "%s: dtype %d unsupported, only float32", t->name ? t->name : "tensor", t->dtype);
+      return false;
+    }
+    if (!is_contiguous(*t)) {
+      set_error(call, "%s: not contiguous", t->name ? t->name : "tensor");
+      return false;
+    }
+  }
+  if (x.ndim != 3 || l.ndim != 2 || w->ndim != 2 || b->ndim != 1 || o.ndim != 3) {
+    set_error(call, "rank mismatch: x %d (want 3), logits %d (2), weight %d (2), bias %d (1), out %d (3)",
+              x.ndim, l.ndim, w->ndim, b->ndim, o.ndim);
+    return false;
+  }
+  const long long B = x.shape[0], T = x.shape[1], D = x.shape[2];
+  if (l.shape[0] != B || l.shape[1] != T || w->shape[0] != D || w->shape[1] != D || b->shape[0] != D ||
+      o.shape[0] != B || o.shape[1] != T || o.shape[2] != D) {
+    set_error(call, "shape mismatch: x (%lld,%lld,%lld), logits (%lld,%lld), weight (%lld,%lld), bias (%lld)",
+              B, T, D, static_cast<long long>(l.shape[0]), static_cast<long long>(l.shape[1]),
+              static_cast<long long>(w->shape[0]), static_cast<long long>(w->shape[1]),
+              static_cast<long long>(b->shape[0]));
+    return false;
+  }
+  if (B < 1 || T < 1 || D < 1 || B * T > INT_MAX || D > INT_MAX / 2) {
+    set_error(call, "unsupported sizes B=%lld T=%lld D=%lld (need >= 1 and B*T, D within int32)", B, T, D);
+    return false;
+  }
+  a.x = static_cast<const float*>(x.data);
+  a.logits = static_cast<const float*>(l.data);
+  a.w = static_cast<const float*>(w->data);
+  a.bias = static_cast<const float*>(b->data);
+  a.out = static_cast<float*>(o.data);
+  a.m = static_cast<int>(B * T);
+  a.n = static_cast<int>(D);
+  a.k = static_cast<int>(D);
+  a.numel = B * T * D;
+  return true;
+}
+
+template <class C, bool VEC>
+int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) {
+  auto* fn = &quantvla_kernel<C, VEC>;
+  int per_sm = g_blocks_per_sm[device][kernel_id].load(std::memory_order_relaxed);
+  if (per_sm == 0) {
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, C::NT, 0);
+    if (e != cudaSuccess || per_sm < 1) {
+      set_error(call, "occupancy query failed: %s", cudaGetErrorString(e));
+      return 1;
+    }
+    g_blocks_per_sm[device][kernel_id].store(per_sm, std::memory_order_relaxed);
+  }
+  const long long tiles = static_cast<long long>((a.m + C::BM - 1) / C::BM) * ((a.n + C::BN - 1) / C::BN);
+  const long long reduce_blocks = (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
+  long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
+  const long long cap = static_cast<long long>(per_sm) * sms;
+  const int grid = static_cast<int>(want < cap ? want : cap);
+  if (static_cast<uint64_t>(grid) * sizeof(float) > call->workspace_bytes || call->workspace == nullptr) {
+    set_error(call, "workspace of %llu bytes too small for %d partials",
+              static_cast<unsigned long long>(call->workspace_bytes), grid);
+    return 1;
+  }
+  a.partial = static_cast<float*>(call->workspace);
+#if KJQ_LAUNCH == 0
+  void* args[] = {&a};
+  cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fn), dim3(static_cast<unsigned>(grid)),
+                                              dim3(C::NT), args, 0, static_cast<cudaStream_t>(call->stream));
+#else
+  fn<<<grid, C::NT, 0, static_cast<cudaStream_t>(call->stream)>>>(a);
+  cudaError_t e = cudaGetLastError();
+#endif
+  if (e != cudaSuccess) {
+    set_error(call, "cooperative launch of %d blocks failed: %s", grid, cudaGetErrorString(e));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" KJ_EXPORT uint64_t kj_workspace_bytes(const kj_call* /*call*/) {
+  return 64u * 1024u;  // partials for up to 16384 blocks; the grid never exceeds SMs x blocks/SM
+}
+
+extern "C" KJ_EXPORT int kj_forward(const kj_call* call) {
+  if (call == nullptr) return 1;
+  qv_args a{};
+  if (!parse(call, a)) return 1;
+
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess || device < 0 || device >= kMaxDevices) {
+    set_error(call, "cudaGetDevice: %s (device %d)", cudaGetErrorString(e), device);
+    return 1;
+  }
+  int sms = g_sm_count[device].load(std::memory_order_relaxed);
+  int coop = g_coop[device].load(std::memory_order_relaxed);
+  if (sms == 0 || coop == 0) {
+    int s = 0, c = 0;
+    if (cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&c, cudaDevAttrCooperativeLaunch, device) != cudaSuccess) {
+      set_error(call, "cudaDeviceGetAttribute failed on device %d", device);
+      return 1;
+    }
+    sms = s;
+    coop = c != 0 ? 1 : 2;
+    g_sm_count[device].store(sms, std::memory_order_relaxed);
+    g_coop[device].store(coop, std::memory_order_relaxed);
+  }
+  if (coop != 1) {
+    set_error(call, "device %d does not support cooperative launches", device);
+    return 1;
+  }
+
+  const bool vec = a.k % 4 == 0 && (reinterpret_cast<uintptr_t>(a.x) & 15u) == 0 &&
+                   (reinterpret_cast<uintptr_t>(a.w) & 15u) == 0;
+  const long long large_tiles = static_cast<long long>((a.m + 63) / 64) * ((a.n + 63) / 64);
+  if (large_tiles >= sms) {
+    return vec ? launch<large_cfg, true>(call, a, device, 0, sms) : launch<large_cfg, false>(call, a, device, 1, sms);
+  }
+  return vec ? launch<small_cfg, true>(call, a, device, 2, sms) : launch<small_cfg, false>(call, a, device, 3, sms);
+}

@@ -1,0 +1,196 @@
+#pragma once
+/** @file The evaluation result: the only object that crosses from measuring to printing. It is
+ *  serialised as versioned JSON (schema `kjudge.eval/1`, docs/result-schema.md); every number
+ *  carries its unit in its name and every figure its method. Printers read this and nothing else. */
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <kjudge/core/exit_codes.hpp>
+#include <kjudge/measure/timing.hpp>  // plain data types of the timing section (header only)
+
+namespace kj {
+
+/** Bump the number on any incompatible change; readers check it (check_schema). */
+inline constexpr const char* eval_schema = "kjudge.eval/1";
+
+/** A warning or error worth a user's attention that is not the status itself. */
+struct flag {
+  std::string code;      ///< stable identifier: "host_sync_in_forward", "input_modified", ...
+  std::string severity;  ///< "info", "warning" or "error"
+  std::string message;
+};
+
+struct file_info {
+  std::string path;
+  std::string sha256;
+  std::string kind;  ///< problem: "kernelbench"; candidate: "python" or "native"
+};
+
+struct build_info {
+  bool attempted = false;
+  bool ok = false;
+  bool cached = false;
+  double build_s = 0;  ///< compile or import time, apart from evaluation
+  std::string tool;    ///< "nvcc", "python-import" (load_inline / Triton builds happen here)
+  std::string command;
+  std::string cache_key;
+  std::string compiler_version;
+  std::string log;  ///< complete compiler output on failure (never truncated)
+};
+
+struct mismatch_info {
+  std::vector<std::int64_t> index;
+  double expected = 0;
+  double actual = 0;
+  double abs_err = 0;
+};
+
+struct output_check {
+  int index = 0;
+  bool passed = false;
+  std::vector<std::int64_t> expected_shape, actual_shape;
+  std::string expected_dtype, actual_dtype;
+  double atol = 0, rtol = 0;
+  std::uint64_t numel = 0, nan_count = 0, inf_count = 0, mismatch_count = 0;
+  double max_abs_err = 0, mean_abs_err = 0, max_rel_err = 0, mean_rel_err = 0;
+  std::vector<std::int64_t> worst_index;
+  std::vector<mismatch_info> mismatches;
+  bool constant_output = false;
+  bool reference_constant = false;
+  std::uint64_t actual_hash = 0, expected_hash = 0;
+  std::string message;
+  [[nodiscard]] bool shape_ok() const noexcept {
+    return expected_shape == actual_shape && expected_dtype == actual_dtype;
+  }
+};
+
+struct trial_result {
+  std::string kind;  ///< "nominal", "held_out" or "stress"
+  int index = 0;
+  std::uint64_t seed = 0;
+  double shape_scale = 1;  ///< 4 for stress trials: jittered sizes scaled up
+  std::map<std::string, std::int64_t> jitter;  ///< nominal size -> drawn size
+  std::vector<std::vector<std::int64_t>> input_shapes;
+  std::vector<std::string> input_dtypes;
+  bool passed = false;
+  std::vector<output_check> outputs;
+  std::vector<int> inputs_modified;  ///< indices of inputs the candidate changed in place
+  std::string error;                 ///< candidate exception, with traceback tail
+  double reference_ms = 0;  ///< host wall of the correctness call (not a timing figure)
+  double candidate_ms = 0;
+};
+
+/** Precision over all passed and failed nominal trials, all outputs. */
+struct precision_summary {
+  double max_abs_err = 0, mean_abs_err = 0, max_rel_err = 0, mean_rel_err = 0;
+};
+
+struct correctness_summary {
+  int trials = 0, trials_passed = 0;
+  bool held_out_ran = false, held_out_passed = false;
+  int stress_trials = 0, stress_passed = 0;
+  std::string weight_copy;  ///< "by_name", "by_order", "none" (no parameters), "native" (ABI)
+  std::string tolerance_source;  ///< "dtype-default", "problem", "command line"
+  precision_summary precision;
+};
+
+struct gpu_info {
+  std::string name, uuid, pci_bus_id;
+  std::string compute_capability;  ///< "9.0"
+  int sm_count = 0;
+  std::uint64_t memory_bytes = 0, l2_bytes = 0;
+  int sm_clock_max_mhz = 0, memory_clock_mhz = 0;
+  std::string driver_version;   ///< CUDA driver API version "13.0"
+  std::string runtime_version;  ///< kjudge's CUDA runtime "13.0"
+};
+
+struct provenance {
+  std::string kjudge_version;
+  std::string hostname;
+  std::string started_at;  ///< ISO 8601 UTC
+  std::string device;      ///< "cuda" or "cpu"
+  std::optional<gpu_info> gpu;
+  std::string torch_version, torch_cuda_version, python_version, python_executable;
+  std::uint64_t base_seed = 0;
+  std::vector<std::uint64_t> trial_seeds;
+  std::uint64_t held_out_seed = 0;  ///< revealed after the run; derived from the orchestrator's secret
+  std::string timing_preset;        ///< "agent" or "precise"
+};
+
+struct worker_info {
+  std::string outcome;  ///< process_result::describe()
+  int exit_code = -1;
+  int signal = 0;
+  double wall_s = 0;
+  std::uint64_t max_rss_kb = 0;
+  std::string last_phase;
+  std::string output_tail;  ///< last lines of the candidate's / worker's stdout+stderr
+};
+
+struct eval_result {
+  std::string schema = eval_schema;
+  std::string kjudge_version;
+  eval_status status = eval_status::internal_error;
+  std::string message;
+  file_info problem, candidate;
+  nlohmann::json options = nlohmann::json::object();
+  build_info build;
+  correctness_summary correctness;
+  std::vector<trial_result> trials;
+  std::optional<measure::comparison> timing;
+  std::optional<measure::side_result> reference_only_timing;
+  std::vector<flag> flags;
+  provenance prov;
+  worker_info worker;
+  double wall_s = 0;  ///< orchestrator: command start to result
+
+  void add_flag(std::string code, std::string severity, std::string message);
+  [[nodiscard]] bool has_flag(const std::string& code) const;
+};
+
+void to_json(nlohmann::json& j, const eval_result& r);
+void from_json(const nlohmann::json& j, eval_result& r);
+
+/** Throws kj::error(protocol) unless j["schema"] is the schema this build reads. */
+void check_schema(const nlohmann::json& j);
+
+// Pieces that the worker sends one by one (see runner/worker_protocol.hpp).
+void to_json(nlohmann::json& j, const flag& v);
+void from_json(const nlohmann::json& j, flag& v);
+void to_json(nlohmann::json& j, const build_info& v);
+void from_json(const nlohmann::json& j, build_info& v);
+void to_json(nlohmann::json& j, const output_check& v);
+void from_json(const nlohmann::json& j, output_check& v);
+void to_json(nlohmann::json& j, const trial_result& v);
+void from_json(const nlohmann::json& j, trial_result& v);
+void to_json(nlohmann::json& j, const correctness_summary& v);
+void from_json(const nlohmann::json& j, correctness_summary& v);
+void to_json(nlohmann::json& j, const provenance& v);
+void from_json(const nlohmann::json& j, provenance& v);
+void to_json(nlohmann::json& j, const file_info& v);
+void from_json(const nlohmann::json& j, file_info& v);
+void to_json(nlohmann::json& j, const gpu_info& v);
+void from_json(const nlohmann::json& j, gpu_info& v);
+void to_json(nlohmann::json& j, const worker_info& v);
+void from_json(const nlohmann::json& j, worker_info& v);
+void to_json(nlohmann::json& j, const precision_summary& v);
+void from_json(const nlohmann::json& j, precision_summary& v);
+void to_json(nlohmann::json& j, const mismatch_info& v);
+void from_json(const nlohmann::json& j, mismatch_info& v);
+
+}  // namespace kj
+
+namespace kj::measure {
+void to_json(nlohmann::json& j, const figure& v);
+void from_json(const nlohmann::json& j, figure& v);
+void to_json(nlohmann::json& j, const side_result& v);
+void from_json(const nlohmann::json& j, side_result& v);
+void to_json(nlohmann::json& j, const comparison& v);
+void from_json(const nlohmann::json& j, comparison& v);
+}  // namespace kj::measure

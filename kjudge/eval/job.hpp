@@ -1,0 +1,58 @@
+#pragma once
+/** @file What the orchestrator asks a worker to do. Sent as JSON (schema kjudge.job/1) on the
+ *  worker's stdin, which the worker reads to the end and closes before any problem or candidate
+ *  code runs, so the held-out seed is never visible to the candidate through argv, the
+ *  environment or a file. */
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <kjudge/measure/timing.hpp>
+
+namespace kj::eval {
+
+inline constexpr const char* job_schema = "kjudge.job/1";
+
+enum class candidate_kind { python, native };
+[[nodiscard]] const char* to_string(candidate_kind k) noexcept;
+/** ".cu" (and ".cuh"-less CUDA sources) are native; ".py" is Python. Throws kj::error(usage). */
+[[nodiscard]] candidate_kind candidate_kind_for(const std::filesystem::path& path);
+
+/** Named timing budgets: "agent" (about a second per side) and "precise" (leaderboard). */
+[[nodiscard]] measure::timing_options timing_preset(const std::string& name);
+
+struct job {
+  std::filesystem::path problem;
+  std::filesystem::path candidate;
+  candidate_kind kind = candidate_kind::python;
+  std::string device = "cuda";  ///< "cuda" or "cpu"
+  std::filesystem::path python;
+  std::filesystem::path cache_dir;
+  std::filesystem::path include_dir;  ///< holds kjudge/candidate.h for native builds
+  int trials = 5;
+  std::uint64_t base_seed = 42;
+  std::uint64_t held_out_seed = 0;
+  bool stress = false;
+  std::int64_t stress_scale = 4;
+  std::optional<double> atol, rtol;
+  bool timing = true;
+  std::string timing_preset_name = "agent";
+  measure::timing_options timing_options;
+  std::vector<std::string> nvcc_flags;
+};
+
+[[nodiscard]] nlohmann::json to_json(const job& j);
+/** Throws kj::error(protocol) on a wrong schema or missing fields. */
+[[nodiscard]] job job_from_json(const nlohmann::json& j);
+
+/** Seed of nominal trial i (0-based), derived from the base seed. */
+[[nodiscard]] std::uint64_t trial_seed(std::uint64_t base_seed, int i) noexcept;
+/** Held-out seed from the orchestrator's secret and the base seed. */
+[[nodiscard]] std::uint64_t held_out_seed(std::uint64_t secret, std::uint64_t base_seed) noexcept;
+
+}  // namespace kj::eval

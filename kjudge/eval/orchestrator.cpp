@@ -1,0 +1,125 @@
+#include <kjudge/eval/orchestrator.hpp>
+
+#include <unistd.h>
+
+#include <ctime>
+#include <random>
+#include <sstream>
+
+#include <kjudge/config.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/sha256.hpp>
+#include <kjudge/eval/protocol.hpp>
+#include <kjudge/runner/process.hpp>
+
+namespace kj::eval {
+
+namespace fs = std::filesystem;
+
+std::uint64_t fresh_secret() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+bool nvidia_driver_present() {
+  std::error_code ec;
+  return fs::exists("/proc/driver/nvidia/version", ec) || fs::exists("/dev/nvidiactl", ec);
+}
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+std::string hash_or_empty(const fs::path& p) {
+  try {
+    return sha256_file(p);
+  } catch (const kj::error&) {
+    return "";
+  }
+}
+
+/** Phases in which a crash is the problem's fault rather than the candidate's. */
+bool reference_phase(const std::string& phase) {
+  return phase == "load_problem" || phase.ends_with(" reference");
+}
+
+}  // namespace
+
+eval_result evaluate(const job& j, const run_options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  eval_result r;
+  r.kjudge_version = KJ_VERSION;
+  r.problem = {j.problem.string(), hash_or_empty(j.problem), "kernelbench"};
+  r.candidate = {j.candidate.string(), hash_or_empty(j.candidate), to_string(j.kind)};
+  r.options = to_json(j);
+  r.options.erase("held_out_seed");  // revealed in provenance once the run is over
+  r.options.erase("schema");
+  r.prov.kjudge_version = KJ_VERSION;
+  r.prov.hostname = host_name();
+  r.prov.started_at = utc_now();
+  r.prov.device = j.device;
+  r.prov.base_seed = j.base_seed;
+  for (int i = 0; i < j.trials; ++i) r.prov.trial_seeds.push_back(trial_seed(j.base_seed, i));
+  r.prov.held_out_seed = j.held_out_seed;
+  r.prov.timing_preset = j.timing_preset_name;
+
+  runner::spawn_options so;
+  const fs::path exe =
+      options.worker_executable.empty() ? runner::self_executable() : options.worker_executable;
+  so.argv = {exe.string(), "worker"};
+  so.stdin_data = to_json(j).dump();
+  so.timeout = options.timeout;
+  so.channel_fd = channel_fd;
+  so.echo_output = options.echo_output;
+  so.output_tail_bytes = 64 * 1024;
+  const auto p = runner::run_process(so);
+
+  fold_state state;
+  std::istringstream lines(p.channel);
+  for (std::string line; std::getline(lines, line);) apply_event_line(r, line, state);
+
+  r.worker.outcome = p.describe();
+  r.worker.exit_code = p.exit_code;
+  r.worker.signal = p.signal;
+  r.worker.wall_s = p.wall.count();
+  r.worker.max_rss_kb = p.max_rss_kb;
+  r.worker.last_phase = state.last_phase;
+  r.worker.output_tail = runner::last_lines(p.output_tail, 40);
+
+  if (!state.final_seen) {
+    const std::string during =
+        state.last_phase.empty() ? "" : fmt::format(" during '{}'", state.last_phase);
+    if (p.how == runner::exit_kind::spawn_failed) {
+      r.status = eval_status::internal_error;
+      r.message = "the worker could not be started: " + p.error;
+    } else if (p.how == runner::exit_kind::timed_out) {
+      r.status = eval_status::timed_out;
+      r.message = fmt::format("evaluation {}{}", p.describe(), during);
+    } else {
+      r.status = reference_phase(state.last_phase) ? eval_status::problem_error
+                                                   : eval_status::crashed;
+      r.message = fmt::format("the worker {}{}", p.describe(), during);
+    }
+  }
+  if (state.malformed_lines > 0)
+    r.add_flag("malformed_events", "warning",
+               fmt::format("{} malformed line(s) on the worker's event channel", state.malformed_lines));
+  summarize_correctness(r);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace kj::eval

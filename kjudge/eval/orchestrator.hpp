@@ -1,0 +1,29 @@
+#pragma once
+/** @file The orchestrator: runs one evaluation in a fresh worker process and turns whatever
+ *  happens to it (a result, a crash, a hang) into an eval_result. It never loads CUDA or Python. */
+
+#include <chrono>
+#include <filesystem>
+
+#include <kjudge/core/result.hpp>
+#include <kjudge/eval/job.hpp>
+
+namespace kj::eval {
+
+struct run_options {
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< whole evaluation, wall clock
+  bool echo_output = false;  ///< stream the worker's stdout/stderr to ours as it runs
+  std::filesystem::path worker_executable;  ///< empty: this executable (`kjudge worker`)
+};
+
+/** Never throws for anything the candidate or problem does; throws kj::error only when the worker
+ *  cannot be started at all. */
+[[nodiscard]] eval_result evaluate(const job& j, const run_options& options);
+
+/** A fresh 64-bit secret from the OS (std::random_device), never stored. */
+[[nodiscard]] std::uint64_t fresh_secret();
+
+/** Whether an NVIDIA driver is present, without loading CUDA (/proc/driver/nvidia). */
+[[nodiscard]] bool nvidia_driver_present();
+
+}  // namespace kj::eval

@@ -1,0 +1,127 @@
+#include <kjudge/eval/protocol.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <kjudge/core/error.hpp>
+
+namespace kj::eval {
+
+event_writer::event_writer(int fd) {
+  m_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 100);
+  if (m_fd < 0) KJ_THROW(error_kind::io, "event channel fd {} is not open", fd);
+  ::close(fd);
+}
+
+event_writer::~event_writer() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+void event_writer::send(const nlohmann::json& event) {
+  std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  line.push_back('\n');
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(m_fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // the orchestrator is gone; nothing useful to do
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void event_writer::phase(std::string_view name) { send({{"phase", name}}); }
+
+void event_writer::flag(std::string code, std::string severity, std::string message) {
+  send({{"flag", kj::flag{std::move(code), std::move(severity), std::move(message)}}});
+}
+
+void event_writer::final(eval_status status, std::string_view message) {
+  send({{"final", {{"status", to_string(status)}, {"message", message}}}});
+}
+
+void apply_event_line(eval_result& r, const std::string& line, fold_state& state) {
+  if (line.empty()) return;
+  nlohmann::json e;
+  try {
+    e = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception&) {
+    ++state.malformed_lines;
+    return;
+  }
+  if (!e.is_object()) {
+    ++state.malformed_lines;
+    return;
+  }
+  try {
+    if (auto it = e.find("phase"); it != e.end()) state.last_phase = it->get<std::string>();
+    if (auto it = e.find("provenance"); it != e.end()) {
+      nlohmann::json merged = r.prov;
+      merged.update(*it);
+      r.prov = merged.get<provenance>();
+    }
+    if (auto it = e.find("build"); it != e.end()) r.build = it->get<build_info>();
+    if (auto it = e.find("weight_copy"); it != e.end())
+      r.correctness.weight_copy = it->get<std::string>();
+    if (auto it = e.find("tolerance_source"); it != e.end())
+      r.correctness.tolerance_source = it->get<std::string>();
+    if (auto it = e.find("trial"); it != e.end()) r.trials.push_back(it->get<trial_result>());
+    if (auto it = e.find("timing"); it != e.end()) r.timing = it->get<measure::comparison>();
+    if (auto it = e.find("reference_only_timing"); it != e.end())
+      r.reference_only_timing = it->get<measure::side_result>();
+    if (auto it = e.find("timing_inputs"); it != e.end()) r.options["timing_inputs"] = *it;
+    if (auto it = e.find("flag"); it != e.end()) {
+      const auto f = it->get<flag>();
+      r.add_flag(f.code, f.severity, f.message);
+    }
+    if (auto it = e.find("final"); it != e.end()) {
+      r.status = eval_status_from_string(it->at("status").get<std::string>());
+      r.message = it->value("message", "");
+      state.final_seen = true;
+    }
+  } catch (const std::exception&) {
+    ++state.malformed_lines;
+  }
+}
+
+void summarize_correctness(eval_result& r) {
+  auto& c = r.correctness;
+  c.trials = c.trials_passed = c.stress_trials = c.stress_passed = 0;
+  c.held_out_ran = c.held_out_passed = false;
+  c.precision = {};
+  double abs_sum = 0, rel_sum = 0;
+  std::uint64_t count = 0;
+  for (const auto& t : r.trials) {
+    if (t.kind == "held_out") {
+      c.held_out_ran = true;
+      c.held_out_passed = t.passed;
+    } else if (t.kind == "stress") {
+      ++c.stress_trials;
+      c.stress_passed += t.passed ? 1 : 0;
+    } else {
+      ++c.trials;
+      c.trials_passed += t.passed ? 1 : 0;
+    }
+    if (t.kind != "nominal") continue;
+    for (const auto& o : t.outputs) {
+      if (!o.shape_ok()) continue;
+      c.precision.max_abs_err = std::max(c.precision.max_abs_err, o.max_abs_err);
+      c.precision.max_rel_err = std::max(c.precision.max_rel_err, o.max_rel_err);
+      abs_sum += o.mean_abs_err * static_cast<double>(o.numel);
+      rel_sum += o.mean_rel_err * static_cast<double>(o.numel);
+      count += o.numel;
+    }
+  }
+  if (count > 0) {
+    c.precision.mean_abs_err = abs_sum / static_cast<double>(count);
+    c.precision.mean_rel_err = rel_sum / static_cast<double>(count);
+  }
+}
+
+}  // namespace kj::eval

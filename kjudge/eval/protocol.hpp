@@ -1,0 +1,49 @@
+#pragma once
+/** @file The worker's event channel. The worker writes one JSON object per line on a dedicated
+ *  pipe (not stdout, which belongs to the candidate), flushing each, so everything sent before a
+ *  crash reaches the orchestrator. The orchestrator folds the events into an eval_result. */
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include <kjudge/core/result.hpp>
+
+namespace kj::eval {
+
+/** The fd the orchestrator hands the worker for events. */
+inline constexpr int channel_fd = 3;
+
+class event_writer {
+ public:
+  /** Takes over `fd`: moves it to a high descriptor (close-on-exec) and closes the original, so
+   *  a candidate that writes to fd 3 cannot forge events by accident. */
+  explicit event_writer(int fd);
+  ~event_writer();
+  event_writer(const event_writer&) = delete;
+  event_writer& operator=(const event_writer&) = delete;
+
+  void send(const nlohmann::json& event);
+  void phase(std::string_view name);
+  void flag(std::string code, std::string severity, std::string message);
+  void final(eval_status status, std::string_view message);
+
+ private:
+  int m_fd = -1;
+};
+
+/** State the orchestrator keeps while folding events. */
+struct fold_state {
+  std::string last_phase;
+  bool final_seen = false;
+  std::size_t malformed_lines = 0;
+};
+
+/** Applies one event line to the result. Malformed lines are counted, never fatal. */
+void apply_event_line(eval_result& result, const std::string& line, fold_state& state);
+
+/** Recomputes result.correctness (counts, precision) from result.trials. */
+void summarize_correctness(eval_result& result);
+
+}  // namespace kj::eval

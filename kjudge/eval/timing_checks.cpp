@@ -1,0 +1,83 @@
+#include <kjudge/eval/timing_checks.hpp>
+
+#include <fmt/format.h>
+
+namespace kj::eval {
+
+double dram_peak_bytes_per_s(const cuda::device_properties& d) noexcept {
+  return 2.0 * static_cast<double>(d.memory_clock_khz) * 1e3 *
+         static_cast<double>(d.memory_bus_width_bits) / 8.0;
+}
+
+namespace {
+
+void check_side(const measure::side_result& s, std::vector<flag>& out) {
+  const auto& dev = s.device;
+  if (dev.valid && dev.summary.n > 0) {
+    if (dev.summary.median < 0.5)
+      out.push_back({"impossible_time", "error",
+                     fmt::format("{} device median {:.3f} us is under 0.5 us, less than any kernel "
+                                 "takes: the figure is not trustworthy",
+                                 s.name, dev.summary.median)});
+    else if (dev.summary.median < 2.0)
+      out.push_back({"very_fast", "info",
+                     fmt::format("{} device median {:.2f} us is under 2 us: review", s.name,
+                                 dev.summary.median)});
+  }
+  if (s.stream.valid && s.host_wall.valid &&
+      s.stream.summary.median > 1.05 * s.host_wall.summary.median)
+    out.push_back({"event_exceeds_wall", "error",
+                   fmt::format("{} stream median {:.2f} us exceeds its host wall median {:.2f} us",
+                               s.name, s.stream.summary.median, s.host_wall.summary.median)});
+  if (s.host_sync_detected)
+    out.push_back({"host_sync_in_forward", "warning",
+                   fmt::format("the {} forward waits for the host (.item(), a synchronize or a "
+                               "device-to-host copy): no device figure; stream and host-wall "
+                               "figures include the wait",
+                               s.name)});
+  for (const auto* f : {&s.device, &s.stream, &s.host_wall}) {
+    if (f->valid && f->noisy)
+      out.push_back({"noisy_timing", "warning",
+                     fmt::format("{} {} figure is noisy: relative standard error {:.2f}% after {} "
+                                 "samples (budget exhausted)",
+                                 s.name, measure::to_string(f->kind), f->summary.rse_pct,
+                                 f->summary.n)});
+    if (f->discarded_throttled > 0)
+      out.push_back({"throttled_samples", "info",
+                     fmt::format("{} {}: {} samples discarded (SM clock under 75% of default)",
+                                 s.name, measure::to_string(f->kind), f->discarded_throttled)});
+  }
+}
+
+}  // namespace
+
+std::vector<flag> check_timing(const measure::comparison& c, const cuda::device_properties* device,
+                               std::uint64_t min_bytes) {
+  std::vector<flag> out;
+  check_side(c.reference, out);
+  check_side(c.candidate, out);
+  // Invariant 12: same method and cache state on both sides.
+  const measure::figure* pairs[][2] = {{&c.reference.device, &c.candidate.device},
+                                       {&c.reference.stream, &c.candidate.stream},
+                                       {&c.reference.host_wall, &c.candidate.host_wall}};
+  for (const auto& p : pairs)
+    if (p[0]->valid && p[1]->valid && (p[0]->method != p[1]->method || p[0]->cold != p[1]->cold))
+      out.push_back({"method_mismatch", "error",
+                     fmt::format("{} figures were taken differently for reference and candidate",
+                                 measure::to_string(p[0]->kind))});
+  // Invariant 9: faster than its minimum bytes at the DRAM peak is impossible (cold L2 only).
+  if (device && min_bytes > 0 && c.candidate.device.valid && c.candidate.device.cold) {
+    const double peak = dram_peak_bytes_per_s(*device);
+    const double floor_us = peak > 0 ? static_cast<double>(min_bytes) / peak * 1e6 : 0;
+    if (floor_us > 1.0 && c.candidate.device.summary.median < 0.9 * floor_us)
+      out.push_back({"faster_than_memory", "error",
+                     fmt::format("candidate device median {:.2f} us is below {:.2f} us, the time "
+                                 "its {} minimum bytes need at the {:.0f} GB/s DRAM peak: it "
+                                 "cannot have read its inputs",
+                                 c.candidate.device.summary.median, floor_us, min_bytes,
+                                 peak / 1e9)});
+  }
+  return out;
+}
+
+}  // namespace kj::eval

@@ -1,0 +1,411 @@
+// The evaluation pipeline, run inside the worker process: load, build, correctness trials,
+// timing. Every fact is sent as an event as soon as it is known (protocol.hpp), so a crash later
+// in the pipeline loses nothing already measured.
+
+#include <kjudge/eval/worker.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <optional>
+
+#include <kjudge/check/compare.hpp>
+#include <kjudge/compile/nvcc.hpp>
+#include <kjudge/config.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/result.hpp>
+#include <kjudge/cuda/device_buffer.hpp>
+#include <kjudge/cuda/probe.hpp>
+#include <kjudge/eval/timing_checks.hpp>
+#include <kjudge/native/candidate_library.hpp>
+#include <kjudge/python/bridge.hpp>
+
+namespace kj::eval {
+
+namespace {
+
+std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+/** Host tensor view for the comparison code. */
+check::host_tensor to_host(const python::tensor_view& v) {
+  return check::host_tensor{v.type, v.shape, v.data};
+}
+
+output_check to_output_check(int index, const check::output_comparison& c) {
+  output_check o;
+  o.index = index;
+  o.passed = c.passed;
+  o.expected_shape = c.expected_shape;
+  o.actual_shape = c.actual_shape;
+  o.expected_dtype = std::string(to_string(c.expected_dtype));
+  o.actual_dtype = std::string(to_string(c.actual_dtype));
+  o.atol = c.tol.atol;
+  o.rtol = c.tol.rtol;
+  o.numel = c.numel;
+  o.nan_count = c.nan_count;
+  o.inf_count = c.inf_count;
+  o.mismatch_count = c.mismatch_count;
+  o.max_abs_err = c.max_abs_err;
+  o.mean_abs_err = c.mean_abs_err;
+  o.max_rel_err = c.max_rel_err;
+  o.mean_rel_err = c.mean_rel_err;
+  o.worst_index = c.worst_index;
+  for (const auto& m : c.mismatches) o.mismatches.push_back({m.index, m.expected, m.actual, m.abs_err});
+  o.constant_output = c.constant_output;
+  o.actual_hash = c.actual_hash;
+  o.message = c.message;
+  return o;
+}
+
+class pipeline {
+ public:
+  pipeline(const job& j, event_writer& events) : m_job(j), m_events(events) {}
+
+  void run() {
+    m_events.phase("start_python");
+    const bool gpu = m_job.device == "cuda";
+    python::session_options so;
+    so.python_executable = m_job.python;
+    so.device = m_job.device;
+    so.torch_extensions_dir = m_job.cache_dir / "torch_extensions";
+    m_session.emplace(so);
+    const auto& env = m_session->environment();
+    nlohmann::json prov = {{"torch_version", env.torch_version},
+                           {"torch_cuda_version", env.torch_cuda_version},
+                           {"python_version", env.python_version},
+                           {"python_executable", env.python_executable}};
+    if (gpu) {
+      m_device = cuda::query_device(0);
+      gpu_info g;
+      g.name = m_device->name;
+      g.uuid = m_device->uuid;
+      g.pci_bus_id = m_device->pci_bus_id;
+      g.compute_capability = fmt::format("{}.{}", m_device->cc_major, m_device->cc_minor);
+      g.sm_count = m_device->sm_count;
+      g.memory_bytes = m_device->total_memory_bytes;
+      g.l2_bytes = m_device->l2_bytes;
+      g.sm_clock_max_mhz = m_device->sm_clock_khz / 1000;
+      g.memory_clock_mhz = m_device->memory_clock_khz / 1000;
+      g.driver_version = version_string(m_device->driver_version);
+      g.runtime_version = version_string(m_device->runtime_version);
+      prov["gpu"] = g;
+    }
+    m_events.send({{"provenance", prov}});
+
+    m_events.phase("load_problem");
+    m_session->load_problem(m_job.problem);
+
+    if (!load_candidate()) return;
+
+    m_events.phase("build_models");
+    const std::string copy = m_session->build_models(m_job.base_seed);
+    m_events.send({{"weight_copy", copy}});
+    if (copy == "seed_only")
+      m_events.flag("weights_not_copied", "warning",
+                    "the reference's parameters matched the candidate's neither by name nor by "
+                    "order and shape; both models were only built under the same seed");
+
+    resolve_tolerance();
+    if (!run_trials()) return;
+    if (m_job.timing) run_timing();
+    m_events.final(eval_status::correct, "");
+  }
+
+ private:
+  /** Loads or builds the candidate. False when the evaluation ended (compile error). */
+  bool load_candidate() {
+    build_info b;
+    b.attempted = true;
+    if (m_job.kind == candidate_kind::python) {
+      m_events.phase("load_candidate");
+      b.tool = "python-import";
+      try {
+        b.build_s = m_session->load_candidate(m_job.candidate);
+        b.ok = true;
+      } catch (const kj::error& e) {
+        if (e.kind() != error_kind::candidate) throw;
+        b.log = e.message();
+        m_events.send({{"build", b}});
+        m_events.final(eval_status::compile_error, first_line(e.message()));
+        return false;
+      }
+      m_events.send({{"build", b}});
+      return true;
+    }
+    m_events.phase("compile_native");
+    compile::nvcc_request req;
+    req.source = m_job.candidate;
+    req.arch = m_device ? m_device->arch() : std::string("90");
+    if (req.arch == "90") req.arch = "90a";  // wgmma and setmaxnreg need the arch-specific target
+    req.extra_flags = m_job.nvcc_flags;
+    req.cache_dir = m_job.cache_dir / "native";
+    req.include_dir = m_job.include_dir;
+    const auto r = compile::build_native(req);
+    b.tool = "nvcc";
+    b.ok = r.ok;
+    b.cached = r.cached;
+    b.build_s = r.build_time.count();
+    b.cache_key = r.key;
+    b.compiler_version = r.nvcc_version;
+    for (const auto& a : r.command) b.command += (b.command.empty() ? "" : " ") + a;
+    if (!r.ok) {
+      b.log = r.log;
+      m_events.send({{"build", b}});
+      m_events.final(eval_status::compile_error, r.error.empty() ? "nvcc failed" : r.error);
+      return false;
+    }
+    m_events.send({{"build", b}});
+    m_events.phase("load_native");
+    m_library.emplace(r.library);
+    return true;
+  }
+
+  static std::string first_line(const std::string& s) {
+    const auto nl = s.find('\n');
+    return nl == std::string::npos ? s : s.substr(0, nl);
+  }
+
+  void resolve_tolerance() {
+    const auto pt = m_session->tolerance();
+    std::string source = "dtype-default";
+    if (pt.has_atol) m_atol = pt.atol, source = "problem";
+    if (pt.has_rtol) m_rtol = pt.rtol, source = "problem";
+    if (m_job.atol) m_atol = *m_job.atol, source = "command line";
+    if (m_job.rtol) m_rtol = *m_job.rtol, source = "command line";
+    m_events.send({{"tolerance_source", source}});
+  }
+
+  check::tolerance tolerance_for(dtype t) const {
+    auto tol = check::default_tolerance(t);
+    if (m_atol) tol.atol = *m_atol;
+    if (m_rtol) tol.rtol = *m_rtol;
+    return tol;
+  }
+
+  /** Runs the candidate on the trial's inputs (Python or native). */
+  void run_candidate_on_trial() {
+    if (m_job.kind == candidate_kind::python) {
+      m_session->trial_run_candidate();
+      return;
+    }
+    const auto inputs = m_session->trial_native_inputs();
+    const auto outputs = m_session->trial_native_outputs();
+    const auto params = m_session->parameters();
+    native::call_record rec(inputs, params, outputs, m_session->stream());
+    ensure_workspace(rec.shape_only());
+    // Garbage in the workspace at every trial: a candidate must not rely on zeroed scratch.
+    m_workspace->fill(0xFF, static_cast<cudaStream_t>(m_session->stream()));
+    rec.set_workspace(m_workspace->data(), m_workspace->size());
+    m_library->forward(rec.call());
+    m_session->synchronize_candidate();
+  }
+
+  void ensure_workspace(const kj_call& shape_only) {
+    const auto bytes = std::max<std::uint64_t>(m_library->workspace_bytes(shape_only), 256);
+    if (!m_workspace || m_workspace->size() < bytes) {
+      m_workspace.reset();
+      m_workspace.emplace(static_cast<std::size_t>(bytes));
+    }
+  }
+
+  /** One trial; returns whether it passed. Throws on candidate errors. */
+  bool run_trial(const std::string& kind, int index, std::uint64_t seed, std::int64_t scale) {
+    m_events.phase(fmt::format("trial {} {} reference", kind, index));
+    const auto info = m_session->trial_begin(seed, scale);
+    trial_result t;
+    t.kind = kind;
+    t.index = index;
+    t.seed = seed;
+    t.shape_scale = static_cast<double>(scale);
+    t.jitter = info.jitter;
+    t.input_shapes = info.shapes;
+    t.input_dtypes = info.dtypes;
+    m_events.phase(fmt::format("trial {} {} candidate", kind, index));
+    try {
+      run_candidate_on_trial();
+    } catch (const kj::error& e) {
+      if (e.kind() != error_kind::candidate) throw;
+      t.error = e.message();
+      m_events.send({{"trial", t}});
+      throw;
+    }
+    m_events.phase(fmt::format("trial {} {} compare", kind, index));
+    const auto out = m_session->trial_finish();
+    t.inputs_modified = out.inputs_modified;
+    t.reference_ms = out.reference_ms;
+    t.candidate_ms = out.candidate_ms;
+    t.passed = true;
+    if (out.reference.size() != out.candidate.size()) {
+      t.passed = false;
+      t.error = fmt::format("the candidate returned {} output(s), the reference {}",
+                            out.candidate.size(), out.reference.size());
+    }
+    const auto n = std::min(out.reference.size(), out.candidate.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& ref = out.reference[i];
+      const auto c = check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
+      auto o = to_output_check(static_cast<int>(i), c);
+      o.expected_hash = check::fnv1a64(ref.data, ref.numel() * element_size(ref.type));
+      // Is the reference itself constant? Then a constant candidate output is no evidence.
+      const auto self = check::compare(to_host(ref), to_host(ref), tolerance_for(ref.type));
+      o.reference_constant = self.constant_output;
+      t.passed = t.passed && o.passed;
+      t.outputs.push_back(std::move(o));
+    }
+    note_output_flags(t);
+    m_events.send({{"trial", t}});
+    return t.passed;
+  }
+
+  void note_output_flags(const trial_result& t) {
+    if (!t.inputs_modified.empty()) {
+      std::string which;
+      for (int i : t.inputs_modified) which += (which.empty() ? "" : ", ") + std::to_string(i);
+      m_events.flag("input_modified", "warning",
+                    "the candidate changed input(s) " + which + " in place");
+    }
+    for (const auto& o : t.outputs) {
+      if (o.constant_output && !o.reference_constant)
+        m_events.flag("constant_output", "error",
+                      fmt::format("output {} is constant while the reference's is not", o.index));
+      // Identical candidate output for different inputs (different reference outputs).
+      for (const auto& [ref_hash, cand_hash] : m_seen_outputs[static_cast<std::size_t>(o.index)])
+        if (cand_hash == o.actual_hash && ref_hash != o.expected_hash)
+          m_events.flag("output_repeats", "error",
+                        fmt::format("output {} is identical for different inputs (a cached or "
+                                    "input-independent result)",
+                                    o.index));
+      m_seen_outputs[static_cast<std::size_t>(o.index)].emplace_back(o.expected_hash,
+                                                                     o.actual_hash);
+    }
+  }
+
+  /** All correctness trials; false when the evaluation ended (incorrect or candidate error). */
+  bool run_trials() {
+    m_seen_outputs.assign(16, {});
+    int passed = 0;
+    try {
+      for (int i = 0; i < m_job.trials; ++i)
+        passed += run_trial("nominal", i, trial_seed(m_job.base_seed, i), 1) ? 1 : 0;
+      const bool held_out = run_trial("held_out", 0, m_job.held_out_seed, 1);
+      int stress_failed = 0;
+      if (m_job.stress)
+        for (int i = 0; i < 2; ++i)
+          stress_failed += run_trial("stress", i, trial_seed(m_job.base_seed + 1, i),
+                                     m_job.stress_scale)
+                               ? 0
+                               : 1;
+      if (passed < m_job.trials) {
+        m_events.final(eval_status::incorrect,
+                       fmt::format("{} of {} trials failed", m_job.trials - passed, m_job.trials));
+        return false;
+      }
+      if (!held_out) {
+        m_events.final(eval_status::incorrect,
+                       "all nominal trials passed but the held-out trial failed");
+        return false;
+      }
+      if (stress_failed > 0) {
+        m_events.final(eval_status::incorrect,
+                       fmt::format("nominal trials passed but {} stress-shape trial(s) failed "
+                                   "(sizes x{})",
+                                   stress_failed, m_job.stress_scale));
+        return false;
+      }
+    } catch (const kj::error& e) {
+      if (e.kind() != error_kind::candidate) throw;
+      m_events.final(eval_status::runtime_error, e.message());
+      return false;
+    }
+    return true;
+  }
+
+  void run_timing() {
+    m_events.phase("timing_setup");
+    const bool gpu = m_job.device == "cuda";
+    auto opts = m_job.timing_options;
+    opts.gpu = gpu;
+    // Rotate among several input sets, bounded so that large problems do not exhaust memory.
+    const auto probe_info = m_session->timing_setup(1, m_job.base_seed ^ 0x5eed, trial_seed(m_job.base_seed, 0));
+    std::uint64_t set_bytes = 0;
+    for (std::size_t i = 0; i < probe_info.shapes.size(); ++i) {
+      std::uint64_t n = 1;
+      for (auto d : probe_info.shapes[i]) n *= static_cast<std::uint64_t>(d);
+      const auto t = dtype_from_string(probe_info.dtypes[i]);
+      set_bytes += n * (t ? element_size(*t) : 8);
+    }
+    const std::uint64_t budget = 1ull << 30;
+    const std::size_t sets = static_cast<std::size_t>(
+        std::clamp<std::uint64_t>(set_bytes ? budget / set_bytes : 8, 2, 8));
+    const auto info = m_session->timing_setup(sets, m_job.base_seed ^ 0x5eed,
+                                              trial_seed(m_job.base_seed, 0));
+    m_events.send({{"timing_inputs",
+                    {{"sets", sets}, {"shapes", info.shapes}, {"dtypes", info.dtypes},
+                     {"jitter", info.jitter}, {"bytes_per_set", set_bytes}}}});
+
+    auto reference = m_session->make_target(python::side::reference);
+    std::unique_ptr<measure::target> candidate;
+    std::vector<python::tensor_view> outputs;
+    if (m_job.kind == candidate_kind::python) {
+      candidate = m_session->make_target(python::side::candidate);
+    } else {
+      outputs = m_session->timing_native_outputs();
+      const auto params = m_session->parameters();
+      std::vector<std::unique_ptr<native::call_record>> calls;
+      for (std::size_t i = 0; i < sets; ++i) {
+        auto rec = std::make_unique<native::call_record>(m_session->timing_native_inputs(i), params,
+                                                         outputs, m_session->stream());
+        ensure_workspace(rec->shape_only());
+        calls.push_back(std::move(rec));
+      }
+      for (auto& rec : calls) rec->set_workspace(m_workspace->data(), m_workspace->size());
+      candidate = std::make_unique<native::native_target>(*m_library, std::move(calls));
+    }
+    measure::device_facts facts;
+    if (m_device) facts.l2_bytes = m_device->l2_bytes;
+    m_events.phase("timing");
+    const auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
+    m_events.send({{"timing", cmp}});
+
+    std::uint64_t out_bytes = 0;
+    for (const auto& o : outputs) out_bytes += o.numel() * element_size(o.type);
+    for (const auto& f : check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + out_bytes))
+      m_events.flag(f.code, f.severity, f.message);
+  }
+
+  const job& m_job;
+  event_writer& m_events;
+  std::optional<python::session> m_session;
+  std::optional<cuda::device_properties> m_device;
+  std::optional<native::candidate_library> m_library;
+  std::optional<cuda::device_buffer> m_workspace;
+  std::optional<double> m_atol, m_rtol;
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
+};
+
+}  // namespace
+
+void run_worker(const job& j, event_writer& events) {
+  try {
+    pipeline p(j, events);
+    p.run();
+  } catch (const kj::error& e) {
+    switch (e.kind()) {
+      case error_kind::problem: events.final(eval_status::problem_error, e.message()); break;
+      case error_kind::candidate: events.final(eval_status::runtime_error, e.message()); break;
+      case error_kind::cuda:
+        // A CUDA error outside the targets is, in practice, a sticky error the candidate left.
+        events.final(eval_status::runtime_error, e.message());
+        break;
+      case error_kind::usage: events.final(eval_status::internal_error, e.message()); break;
+      default: events.final(eval_status::internal_error, e.what()); break;
+    }
+  } catch (const std::exception& e) {
+    events.final(eval_status::internal_error, e.what());
+  }
+}
+
+}  // namespace kj::eval

@@ -1,0 +1,228 @@
+#include <kjudge/measure/side_sampler.hpp>
+
+#include <chrono>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/cuda/check.hpp>
+
+namespace kj::measure::detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+seconds since(clock::time_point t0) {
+  return std::chrono::duration_cast<seconds>(clock::now() - t0);
+}
+
+const char* role_name(side_role r) noexcept {
+  switch (r) {
+    case side_role::reference:
+      return "reference";
+    case side_role::candidate:
+      return "candidate";
+    case side_role::single:
+      return "target";
+  }
+  return "target";
+}
+
+figure make_figure(figure_kind kind, const timing_options& o) {
+  figure f;
+  f.kind = kind;
+  f.cold = o.cold && o.gpu;
+  f.valid = o.gpu || kind == figure_kind::host_wall;
+  if (!f.valid) {
+    f.note = "not taken: GPU timing is off";
+    return f;
+  }
+  switch (kind) {
+    case figure_kind::device:
+      f.method = "blocking-kernel+events";
+      break;
+    case figure_kind::stream:
+      f.method = "events-as-issued";
+      break;
+    case figure_kind::host_wall:
+      f.method = o.gpu ? "host-steady-clock+sync" : "host-steady-clock";
+      break;
+  }
+  return f;
+}
+
+void finish_figure(figure& f, const timing_options& o, const std::string& stopped_by) {
+  f.summary = stats::summarize(f.samples_us);
+  if (!f.valid) return;
+  if (f.samples_us.empty()) {
+    f.valid = false;
+    f.note = f.discarded_throttled > 0 ? "no samples kept: every sample ran under a throttled clock"
+                                       : "no samples taken";
+    return;
+  }
+  if (stopped_by == "noise-target") return;
+  if (f.summary.n < o.min_samples || !(f.summary.rse_pct < o.target_rse_pct)) {
+    f.noisy = true;
+    f.note = fmt::format(
+        "stopped by {} at {:.3g}% relative error of the median with {} samples "
+        "(target {:.3g}%, at least {})",
+        stopped_by, f.summary.rse_pct, f.summary.n, o.target_rse_pct, o.min_samples);
+  }
+}
+
+}  // namespace
+
+side_sampler::side_sampler(target& t, side_role role, const timing_options& options, gpu_tools* gpu)
+    : m_target(t), m_role(role), m_options(options), m_gpu(gpu) {
+  m_result.name = t.name();
+  m_result.input_sets = t.input_sets();
+  m_result.device = make_figure(figure_kind::device, options);
+  m_result.stream = make_figure(figure_kind::stream, options);
+  m_result.host_wall = make_figure(figure_kind::host_wall, options);
+}
+
+void side_sampler::rethrow_with_side(const char* call) const {
+  const std::string who = fmt::format("{} '{}' {}", role_name(m_role), m_result.name, call);
+  try {
+    throw;
+  } catch (const kj::error& e) {
+    throw kj::error(e.kind(), fmt::format("{}: {}", who, e.message()));
+  } catch (const std::exception& e) {
+    throw kj::error(m_role == side_role::candidate ? error_kind::candidate : error_kind::problem,
+                    fmt::format("{}: {}", who, e.what()));
+  } catch (...) {
+    throw kj::error(m_role == side_role::candidate ? error_kind::candidate : error_kind::problem,
+                    fmt::format("{}: unknown exception", who));
+  }
+}
+
+void side_sampler::run_target() {
+  try {
+    m_target.run();
+  } catch (...) {
+    rethrow_with_side("run()");
+  }
+}
+
+void side_sampler::synchronize(const char* after) {
+  // A fault in the target's kernels (illegal address, ...) surfaces here, at the first
+  // synchronisation after its work: attribute it to the side.
+  try {
+    KJ_CUDA_CHECK(cudaStreamSynchronize(m_gpu->stream));
+  } catch (...) {
+    rethrow_with_side(after);
+  }
+}
+
+void side_sampler::prepare_next() {
+  const std::size_t sets = m_result.input_sets > 0 ? m_result.input_sets : 1;
+  try {
+    m_target.prepare(m_next_input % sets);
+  } catch (...) {
+    rethrow_with_side("prepare()");
+  }
+  ++m_next_input;
+  if (m_gpu == nullptr) return;
+  // After prepare(): its input writes would otherwise sit warm in L2.
+  if (m_gpu->cold) m_gpu->flusher.flush(m_gpu->stream);
+  synchronize("prepare()");
+}
+
+void side_sampler::warm_up() {
+  const auto t_start = clock::now();
+  std::size_t runs = 0;
+  while (runs < m_options.warmup_runs || since(t_start) < m_options.warmup_min_time) {
+    prepare_next();
+    const auto t0 = clock::now();
+    run_target();
+    if (m_gpu != nullptr) synchronize("run()");
+    if (runs == 0) m_result.warmup_first_call_ms = milliseconds(clock::now() - t0).count();
+    ++runs;
+  }
+  m_result.warmup_runs = runs;
+}
+
+std::optional<double> side_sampler::sample_device() {
+  // The stream is idle here (prepare_next synchronised). The blocking kernel holds it while the
+  // host issues the forward, so start event, forward and end event then run back to back on the
+  // GPU: end - start is GPU time without host submission cost.
+  prepare_next();
+  m_gpu->blocker.hold(m_gpu->stream, m_options.blocking_timeout);
+  {
+    release_on_exit release(m_gpu->blocker);
+    m_gpu->start.record(m_gpu->stream);
+    run_target();
+    m_gpu->end.record(m_gpu->stream);
+  }
+  synchronize("run()");
+  if (m_gpu->blocker.timed_out()) {
+    // The host could not finish issuing the forward while the stream was held: the forward waited
+    // for the GPU (.item(), cudaDeviceSynchronize, a device-to-host copy), or issuing it took
+    // longer than the timeout, or it filled the launch queue. Either way this method cannot time
+    // it.
+    m_result.host_sync_detected = true;
+    m_result.device.valid = false;
+    m_result.device.note = fmt::format(
+        "host sync in forward: the blocking kernel timed out after {:.0f} ms before the forward "
+        "was issued (it waits for the GPU, e.g. .item(), cudaDeviceSynchronize or a "
+        "device-to-host copy; or it issues more launches than the queue holds, or takes longer "
+        "than that to issue); device figure not taken, see stream and host_wall",
+        m_options.blocking_timeout.count());
+    m_result.device.samples_us.clear();
+    return std::nullopt;
+  }
+  return microseconds(cuda::elapsed(m_gpu->start, m_gpu->end)).count();
+}
+
+double side_sampler::sample_stream() {
+  // Events around the call as the host issues it: includes launch gaps the host causes.
+  prepare_next();
+  m_gpu->start.record(m_gpu->stream);
+  run_target();
+  m_gpu->end.record(m_gpu->stream);
+  synchronize("run()");
+  return microseconds(cuda::elapsed(m_gpu->start, m_gpu->end)).count();
+}
+
+double side_sampler::sample_host_wall() {
+  // What a caller waits: the call plus, on a GPU, the wait for the stream to drain.
+  prepare_next();
+  const auto t0 = clock::now();
+  run_target();
+  if (m_gpu != nullptr) synchronize("run()");
+  const auto t1 = clock::now();
+  return microseconds(t1 - t0).count();
+}
+
+round_samples side_sampler::take_round() {
+  const auto t_start = clock::now();
+  round_samples r;
+  if (device_active()) r.device_us = sample_device();
+  if (m_gpu != nullptr) r.stream_us = sample_stream();
+  r.host_wall_us = sample_host_wall();
+  m_spent += since(t_start);
+  return r;
+}
+
+void side_sampler::keep(const round_samples& r) {
+  if (r.device_us && m_result.device.valid) m_result.device.samples_us.push_back(*r.device_us);
+  if (r.stream_us) m_result.stream.samples_us.push_back(*r.stream_us);
+  if (r.host_wall_us) m_result.host_wall.samples_us.push_back(*r.host_wall_us);
+}
+
+void side_sampler::discard_throttled(const round_samples& r) {
+  if (r.device_us) ++m_result.device.discarded_throttled;
+  if (r.stream_us) ++m_result.stream.discarded_throttled;
+  if (r.host_wall_us) ++m_result.host_wall.discarded_throttled;
+}
+
+void side_sampler::finish(const std::string& stopped_by) {
+  finish_figure(m_result.device, m_options, stopped_by);
+  finish_figure(m_result.stream, m_options, stopped_by);
+  finish_figure(m_result.host_wall, m_options, stopped_by);
+  m_result.spent_s = m_spent.count();
+}
+
+}  // namespace kj::measure::detail

@@ -1,0 +1,91 @@
+#pragma once
+/** @file One side of a timing run: warm-up and one round of the three figures (device, stream,
+ *  host wall). The loop that interleaves sides and decides when to stop is in timing.cpp. */
+
+#include <optional>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include <kjudge/cuda/event.hpp>
+#include <kjudge/measure/l2_flush.hpp>
+#include <kjudge/measure/stream_blocker.hpp>
+#include <kjudge/measure/target.hpp>
+#include <kjudge/measure/timing.hpp>
+
+namespace kj::measure::detail {
+
+/** Which side a target is; decides the error kind of a wrapped non-kjudge exception. */
+enum class side_role { reference, candidate, single };
+
+/** CUDA resources shared by both sides of one run (same stream, same device, same flush). */
+struct gpu_tools {
+  gpu_tools(cudaStream_t s, std::size_t l2_bytes, bool cold_cache, milliseconds timeout)
+      : stream(s),
+        flusher(cold_cache ? l2_bytes : 0),
+        cold(cold_cache),
+        blocking_timeout(timeout) {}
+
+  cudaStream_t stream;  ///< the stream the targets issue on (not owned)
+  cuda::event start, end;
+  stream_blocker blocker;
+  l2_flusher flusher;  ///< empty when warm
+  bool cold;
+  milliseconds blocking_timeout;
+};
+
+/** One round's samples of one side, in microseconds; empty when a figure was not taken (or its
+ *  sample was unusable). The loop keeps or discards them together (throttle check). */
+struct round_samples {
+  std::optional<double> device_us, stream_us, host_wall_us;
+};
+
+class side_sampler {
+ public:
+  /** `gpu` is nullptr for CPU-only runs (no CUDA call is made then). */
+  side_sampler(target& t, side_role role, const timing_options& options, gpu_tools* gpu);
+
+  /** Runs the target until warmup_runs calls and warmup_min_time have passed; records the first
+   *  call's time. Not counted in spent(). */
+  void warm_up();
+  /** Takes one sample of every enabled figure; adds the round's wall time to spent(). */
+  [[nodiscard]] round_samples take_round();
+  /** Appends a round's samples to the figures. */
+  void keep(const round_samples& r);
+  /** Counts a round's samples as discarded for running under a throttled clock. */
+  void discard_throttled(const round_samples& r);
+
+  /** Summaries, noisy flags and spent_s, after the loop stopped for `stopped_by`. */
+  void finish(const std::string& stopped_by);
+
+  [[nodiscard]] seconds spent() const noexcept { return m_spent; }
+  /** The figures still being sampled (host-sync detection turns off the device figure). */
+  [[nodiscard]] bool device_active() const noexcept {
+    return m_gpu != nullptr && m_result.device.valid;
+  }
+  [[nodiscard]] side_result& result() noexcept { return m_result; }
+  [[nodiscard]] const side_result& result() const noexcept { return m_result; }
+
+ private:
+  /** prepare() the next input set, flush L2 when cold, and wait for both. */
+  void prepare_next();
+  /** Waits for the stream; a CUDA error (e.g. a fault in the target's kernels) is rethrown
+   *  naming the side and the call `after` which it surfaced. */
+  void synchronize(const char* after);
+  /** t.run() with a failure wrapped in kj::error naming the side. */
+  void run_target();
+  [[nodiscard]] std::optional<double> sample_device();
+  [[nodiscard]] double sample_stream();
+  [[nodiscard]] double sample_host_wall();
+  [[noreturn]] void rethrow_with_side(const char* call) const;
+
+  target& m_target;
+  side_role m_role;
+  const timing_options& m_options;
+  gpu_tools* m_gpu;
+  side_result m_result;
+  std::size_t m_next_input = 0;
+  seconds m_spent{0.0};
+};
+
+}  // namespace kj::measure::detail

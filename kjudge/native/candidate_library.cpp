@@ -1,0 +1,97 @@
+#include <kjudge/native/candidate_library.hpp>
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include <kjudge/core/error.hpp>
+
+namespace kj::native {
+
+candidate_library::candidate_library(const std::filesystem::path& path) : m_path(path.string()) {
+  // RTLD_LOCAL: two candidates' symbols never mix; RTLD_NOW: missing symbols fail here, not later.
+  void* handle = ::dlopen(m_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) KJ_THROW(error_kind::candidate, "cannot load {}: {}", m_path, ::dlerror());
+  m_forward = reinterpret_cast<forward_fn>(::dlsym(handle, "kj_forward"));
+  if (!m_forward)
+    KJ_THROW(error_kind::candidate,
+             "{} does not export kj_forward (declare it extern \"C\" KJ_EXPORT, see "
+             "include/kjudge/candidate.h)",
+             m_path);
+  m_workspace = reinterpret_cast<workspace_fn>(::dlsym(handle, "kj_workspace_bytes"));
+}
+
+void candidate_library::forward(const kj_call& call) const {
+  if (call.error && call.error_capacity) call.error[0] = '\0';
+  const int rc = m_forward(&call);
+  if (rc != 0) {
+    std::string message = call.error && call.error[0] ? std::string(call.error) : "no message";
+    KJ_THROW(error_kind::candidate, "kj_forward returned {}: {}", rc, message);
+  }
+}
+
+std::uint64_t candidate_library::workspace_bytes(const kj_call& shape_only_call) const {
+  return m_workspace ? m_workspace(&shape_only_call) : default_workspace_bytes;
+}
+
+namespace {
+
+kj_tensor to_abi(const python::tensor_view& v, const std::string& name) {
+  if (v.shape.size() > KJ_MAX_DIMS)
+    KJ_THROW(error_kind::candidate, "tensor '{}' has {} dimensions; the ABI allows {}", name,
+             v.shape.size(), KJ_MAX_DIMS);
+  kj_tensor t{};
+  t.data = v.data;
+  t.dtype = static_cast<std::int32_t>(v.type);
+  t.ndim = static_cast<std::int32_t>(v.shape.size());
+  for (std::size_t i = 0; i < v.shape.size(); ++i) {
+    t.shape[i] = v.shape[i];
+    t.strides[i] = i < v.strides.size() ? v.strides[i] : 0;
+  }
+  t.name = name.c_str();
+  return t;
+}
+
+}  // namespace
+
+call_record::call_record(const std::vector<python::tensor_view>& inputs,
+                         const std::vector<python::tensor_view>& params,
+                         const std::vector<python::tensor_view>& outputs, void* stream)
+    : m_error(4096, '\0') {
+  m_names.reserve(inputs.size() + params.size() + outputs.size());
+  auto fill = [&](const std::vector<python::tensor_view>& views, std::vector<kj_tensor>& out) {
+    for (const auto& v : views) {
+      m_names.push_back(v.name);
+      out.push_back(to_abi(v, m_names.back()));
+    }
+  };
+  fill(inputs, m_inputs);
+  fill(params, m_params);
+  fill(outputs, m_outputs);
+  m_call.abi_version = KJ_ABI_VERSION;
+  m_call.inputs = m_inputs.data();
+  m_call.num_inputs = static_cast<std::int32_t>(m_inputs.size());
+  m_call.params = m_params.data();
+  m_call.num_params = static_cast<std::int32_t>(m_params.size());
+  m_call.outputs = m_outputs.data();
+  m_call.num_outputs = static_cast<std::int32_t>(m_outputs.size());
+  m_call.stream = stream;
+  m_call.error = m_error.data();
+  m_call.error_capacity = m_error.size();
+}
+
+void call_record::set_workspace(void* data, std::uint64_t bytes) noexcept {
+  m_call.workspace = data;
+  m_call.workspace_bytes = bytes;
+}
+
+kj_call call_record::shape_only() const noexcept {
+  kj_call c = m_call;
+  c.workspace = nullptr;
+  c.workspace_bytes = 0;
+  return c;
+}
+
+const kj_call& call_record::call() noexcept { return m_call; }
+
+}  // namespace kj::native

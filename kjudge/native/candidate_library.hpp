@@ -1,0 +1,78 @@
+#pragma once
+/** @file A native candidate loaded from its shared library, and the kj_call records that hand it
+ *  kjudge-owned memory (include/kjudge/candidate.h). */
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <kjudge/candidate.h>
+#include <kjudge/measure/target.hpp>
+#include <kjudge/python/bridge.hpp>
+
+namespace kj::native {
+
+/** The dlopen'd library. It is never unloaded: its kernels may still be queued on the stream and
+ *  its CUDA module registrations live as long as the process. */
+class candidate_library {
+ public:
+  /** Throws kj::error(candidate) when the library cannot be loaded or lacks kj_forward. */
+  explicit candidate_library(const std::filesystem::path& path);
+
+  /** Calls kj_forward; throws kj::error(candidate) with the candidate's message on non-zero. */
+  void forward(const kj_call& call) const;
+  /** kj_workspace_bytes when exported, else default_workspace_bytes. */
+  [[nodiscard]] std::uint64_t workspace_bytes(const kj_call& shape_only_call) const;
+  [[nodiscard]] bool has_workspace_query() const noexcept { return m_workspace != nullptr; }
+
+  static constexpr std::uint64_t default_workspace_bytes = 16ull << 20;
+
+ private:
+  using forward_fn = int (*)(const kj_call*);
+  using workspace_fn = std::uint64_t (*)(const kj_call*);
+  forward_fn m_forward = nullptr;
+  workspace_fn m_workspace = nullptr;
+  std::string m_path;
+};
+
+/** Owns the kj_tensor arrays and error buffer behind one kj_call. Views must outlive it. */
+class call_record {
+ public:
+  call_record(const std::vector<python::tensor_view>& inputs,
+              const std::vector<python::tensor_view>& params,
+              const std::vector<python::tensor_view>& outputs, void* stream);
+  call_record(const call_record&) = delete;
+  call_record& operator=(const call_record&) = delete;
+  call_record(call_record&&) = delete;
+
+  void set_workspace(void* data, std::uint64_t bytes) noexcept;
+  /** The same record with data pointers and workspace nulled, for kj_workspace_bytes. */
+  [[nodiscard]] kj_call shape_only() const noexcept;
+  [[nodiscard]] const kj_call& call() noexcept;
+
+ private:
+  std::vector<kj_tensor> m_inputs, m_params, m_outputs;
+  std::vector<std::string> m_names;  // backing storage for kj_tensor::name
+  std::vector<char> m_error;
+  kj_call m_call{};
+};
+
+/** Times a native candidate through the timing engine: one call_record per input set. */
+class native_target final : public measure::target {
+ public:
+  native_target(const candidate_library& library, std::vector<std::unique_ptr<call_record>> calls)
+      : m_library(library), m_calls(std::move(calls)) {}
+  void prepare(std::size_t sample_index) override { m_index = sample_index % m_calls.size(); }
+  void run() override { m_library.forward(m_calls[m_index]->call()); }
+  [[nodiscard]] std::size_t input_sets() const override { return m_calls.size(); }
+  [[nodiscard]] std::string name() const override { return "candidate"; }
+
+ private:
+  const candidate_library& m_library;
+  std::vector<std::unique_ptr<call_record>> m_calls;
+  std::size_t m_index = 0;
+};
+
+}  // namespace kj::native

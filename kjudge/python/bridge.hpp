@@ -1,0 +1,124 @@
+#pragma once
+/** @file The embedded-interpreter bridge. The worker drives a problem and a candidate through this
+ *  interface without seeing a Python type; only this folder includes Python.h. One `session` per
+ *  worker process: it owns the interpreter, and everything it returns (tensor views, host outputs)
+ *  stays valid until the next call that replaces it (noted per function).
+ *
+ *  Errors: Python exceptions become kj::error with kind `problem` (the reference or its inputs
+ *  failed), `candidate` (ModelNew failed: constructing, running, wrong return type) or `python`
+ *  (the environment: torch missing, CUDA unavailable). The message carries the traceback's tail. */
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <kjudge/core/dtype.hpp>
+#include <kjudge/measure/target.hpp>
+
+namespace kj::python {
+
+struct session_options {
+  std::filesystem::path python_executable;  ///< a python3 whose site-packages hold torch
+  std::string device = "cuda";              ///< "cuda" or "cpu"
+  std::filesystem::path torch_extensions_dir;  ///< where load_inline builds go (kjudge cache)
+};
+
+struct environment_info {
+  std::string python_version, python_executable, torch_version, torch_cuda_version;
+  std::string device_name;  ///< torch's name for the device ("NVIDIA H200", "cpu")
+  double import_torch_s = 0;
+};
+
+/** A tensor as the native ABI and the comparison code see it (device or host memory). */
+struct tensor_view {
+  void* data = nullptr;
+  dtype type = dtype::f32;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;  ///< in elements
+  std::string name;
+  [[nodiscard]] std::size_t numel() const noexcept;
+};
+
+/** What the reference and the candidate returned for one trial, copied to host memory. */
+struct trial_outputs {
+  std::vector<tensor_view> reference;  ///< contiguous host copies
+  std::vector<tensor_view> candidate;
+  std::vector<int> inputs_modified;
+  double reference_ms = 0, candidate_ms = 0;
+};
+
+struct trial_inputs_info {
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<std::string> dtypes;
+  std::map<std::string, std::int64_t> jitter;  ///< nominal -> drawn, as strings of the nominal
+};
+
+/** Tolerance the problem file asks for (module constants KJUDGE_ATOL / KJUDGE_RTOL), if any. */
+struct problem_tolerance {
+  bool has_atol = false, has_rtol = false;
+  double atol = 0, rtol = 0;
+};
+
+enum class side { reference, candidate };
+
+class session {
+ public:
+  /** Starts the interpreter, imports torch and, for "cuda", initialises the device. */
+  explicit session(const session_options& options);
+  ~session();
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  [[nodiscard]] const environment_info& environment() const noexcept;
+  /** torch's current CUDA stream (as cudaStream_t), or nullptr on CPU. */
+  [[nodiscard]] void* stream() const noexcept;
+
+  /** Executes the problem file with `popcorn_pri` injected. Throws kj::error(problem). */
+  void load_problem(const std::filesystem::path& path);
+  [[nodiscard]] problem_tolerance tolerance() const;
+
+  /** Executes a Python candidate file (load_inline / Triton builds happen here); returns seconds
+   *  spent. Throws kj::error(candidate) with the full build output on failure. */
+  double load_candidate(const std::filesystem::path& path);
+
+  /** Builds Model (and ModelNew when a Python candidate is loaded) under `seed`, then copies the
+   *  reference's state_dict into the candidate. Returns "by_name", "by_order", "seed_only" or
+   *  "none". */
+  std::string build_models(std::uint64_t seed);
+
+  /** Reference parameters and buffers in state_dict order (device memory, contiguous). Valid until
+   *  build_models is called again. */
+  [[nodiscard]] std::vector<tensor_view> parameters();
+
+  // One correctness trial: begin (inputs + reference) -> candidate (Python or native) -> finish.
+  trial_inputs_info trial_begin(std::uint64_t seed, std::int64_t shape_scale);
+  /** Runs the Python candidate on its own clone of the inputs. Throws kj::error(candidate). */
+  void trial_run_candidate();
+  /** For native candidates: clones of the trial inputs (contiguous) and fresh outputs shaped like
+   *  the reference's, filled with NaN (0x5A bytes for integer types). Valid until trial_finish. */
+  [[nodiscard]] std::vector<tensor_view> trial_native_inputs();
+  [[nodiscard]] std::vector<tensor_view> trial_native_outputs();
+  /** Synchronises the device; a CUDA error here is the candidate's (kj::error(candidate)). */
+  void synchronize_candidate();
+  /** Copies both sides' outputs to host and reports inputs the candidate modified. Views are valid
+   *  until the next trial_begin. */
+  trial_outputs trial_finish();
+
+  // Timing: `count` input sets of the trial-0 shapes with different data.
+  trial_inputs_info timing_setup(std::size_t count, std::uint64_t data_seed,
+                                 std::uint64_t jitter_seed);
+  /** A target that calls the reference or the Python candidate on timing set i. */
+  [[nodiscard]] std::unique_ptr<measure::target> make_target(side s);
+  /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */
+  [[nodiscard]] std::vector<tensor_view> timing_native_inputs(std::size_t set);
+  [[nodiscard]] std::vector<tensor_view> timing_native_outputs();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> m_impl;
+};
+
+}  // namespace kj::python

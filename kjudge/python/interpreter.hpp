@@ -1,0 +1,27 @@
+#pragma once
+/** @file Which python3 the worker embeds. The binary links one libpython (the version it was built
+ *  against); the interpreter chosen here only decides sys.prefix and site-packages, so it must be
+ *  that same version and hold torch. Order: an explicit setting (--python, then $KJUDGE_PYTHON),
+ *  then the interpreter kjudge was configured with, then probing known virtual environments.
+ *  Never plain PATH: a python3 on PATH may lack a shared libpython or torch. No Python runs here. */
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kj::python {
+
+struct interpreter_choice {
+  std::filesystem::path executable;
+  std::string source;  ///< "--python", "$KJUDGE_PYTHON", "configured", "probed"
+  std::vector<std::string> rejected;  ///< candidates looked at and why they were skipped
+};
+
+/** Throws kj::error(usage) when an explicit choice does not exist, kj::error(python) when nothing
+ *  usable is found (the message lists what was tried). */
+[[nodiscard]] interpreter_choice choose_interpreter(const std::filesystem::path& explicit_python);
+
+/** "3.11": the Python version this binary embeds. */
+[[nodiscard]] std::string embedded_version();
+
+}  // namespace kj::python

@@ -1,0 +1,95 @@
+// Text around child processes: result descriptions, signal names, output tails.
+#include <kjudge/core/error.hpp>
+#include <kjudge/runner/process.hpp>
+
+#include <csignal>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace kj::runner {
+
+std::string process_result::describe() const {
+  switch (how) {
+    case exit_kind::exited:
+      return fmt::format("exited with code {}", exit_code);
+    case exit_kind::signaled:
+      return fmt::format("killed by signal {} ({})", signal, signal_name(signal));
+    case exit_kind::timed_out:
+      return fmt::format("timed out after {:.1f} s", wall.count());
+    case exit_kind::spawn_failed:
+      return fmt::format("failed to start: {}", error);
+  }
+  return "in an unknown state";
+}
+
+std::filesystem::path self_executable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) KJ_THROW(error_kind::io, "cannot read /proc/self/exe: {}", ec.message());
+  return path;
+}
+
+std::string last_lines(const std::string& text, std::size_t max_lines) {
+  if (max_lines == 0 || text.empty()) return {};
+  // A trailing newline ends the last line; it does not start an empty one.
+  std::size_t end = text.size();
+  if (text[end - 1] == '\n') --end;
+  std::size_t start = end;
+  std::size_t lines = 0;
+  while (start > 0) {
+    std::size_t nl = text.rfind('\n', start - 1);
+    if (nl == std::string::npos) {
+      start = 0;
+      break;
+    }
+    if (++lines == max_lines) {
+      start = nl + 1;
+      break;
+    }
+    start = nl;
+  }
+  return text.substr(start);
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+#define KJ_SIGNAL_CASE(name) \
+  case name:                 \
+    return #name;
+    KJ_SIGNAL_CASE(SIGHUP)
+    KJ_SIGNAL_CASE(SIGINT)
+    KJ_SIGNAL_CASE(SIGQUIT)
+    KJ_SIGNAL_CASE(SIGILL)
+    KJ_SIGNAL_CASE(SIGTRAP)
+    KJ_SIGNAL_CASE(SIGABRT)
+    KJ_SIGNAL_CASE(SIGBUS)
+    KJ_SIGNAL_CASE(SIGFPE)
+    KJ_SIGNAL_CASE(SIGKILL)
+    KJ_SIGNAL_CASE(SIGUSR1)
+    KJ_SIGNAL_CASE(SIGSEGV)
+    KJ_SIGNAL_CASE(SIGUSR2)
+    KJ_SIGNAL_CASE(SIGPIPE)
+    KJ_SIGNAL_CASE(SIGALRM)
+    KJ_SIGNAL_CASE(SIGTERM)
+    KJ_SIGNAL_CASE(SIGCHLD)
+    KJ_SIGNAL_CASE(SIGCONT)
+    KJ_SIGNAL_CASE(SIGSTOP)
+    KJ_SIGNAL_CASE(SIGTSTP)
+    KJ_SIGNAL_CASE(SIGTTIN)
+    KJ_SIGNAL_CASE(SIGTTOU)
+    KJ_SIGNAL_CASE(SIGURG)
+    KJ_SIGNAL_CASE(SIGXCPU)
+    KJ_SIGNAL_CASE(SIGXFSZ)
+    KJ_SIGNAL_CASE(SIGVTALRM)
+    KJ_SIGNAL_CASE(SIGPROF)
+    KJ_SIGNAL_CASE(SIGWINCH)
+    KJ_SIGNAL_CASE(SIGIO)
+    KJ_SIGNAL_CASE(SIGSYS)
+#undef KJ_SIGNAL_CASE
+    default:
+      return fmt::format("signal {}", sig);
+  }
+}
+
+}  // namespace kj::runner

@@ -1,0 +1,228 @@
+// End-to-end tests of `kjudge eval` on the CPU: the Python bridge, jitter, correctness, host
+// timing, worker isolation (crash, hang, exit, bad problem files) and JSON output, through the
+// real executable and a real PyTorch.
+
+#include <set>
+
+#include "kjudge_runner.hpp"
+
+namespace kj::test {
+namespace {
+
+const std::vector<std::string> cpu_fast = {"--device", "cpu", "--budget", "0.2", "--trials", "3"};
+
+std::vector<std::string> with(std::vector<std::string> extra) {
+  auto v = cpu_fast;
+  v.insert(v.end(), extra.begin(), extra.end());
+  return v;
+}
+
+TEST(EvalCpu, CorrectCandidateIsCorrectAndTimedOnTheHost) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_fast);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& j = r.result;
+  EXPECT_EQ(j["schema"], "kjudge.eval/1");
+  EXPECT_EQ(j["status"], "correct");
+  EXPECT_EQ(j["correctness"]["trials"], 3);
+  EXPECT_EQ(j["correctness"]["trials_passed"], 3);
+  EXPECT_TRUE(j["correctness"]["held_out_ran"].get<bool>());
+  EXPECT_TRUE(j["correctness"]["held_out_passed"].get<bool>());
+  EXPECT_EQ(j["provenance"]["device"], "cpu");
+  EXPECT_FALSE(j["provenance"]["torch_version"].get<std::string>().empty());
+  // On the CPU only the host figure exists, and the result says so.
+  const auto& t = j["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_TRUE(t["reference"]["host_wall"]["valid"].get<bool>());
+  EXPECT_TRUE(t["candidate"]["host_wall"]["valid"].get<bool>());
+  EXPECT_FALSE(t["reference"]["device"]["valid"].get<bool>());
+  EXPECT_GE(t["candidate"]["host_wall"]["n"].get<int>(), 10);
+  EXPECT_GT(t["candidate"]["host_wall"]["median_us"].get<double>(), 0.0);
+  bool host_speedup = false;
+  for (const auto& s : t["speedups"])
+    if (s["kind"] == "host_wall") host_speedup = s["ratio"].get<double>() > 0.0;
+  EXPECT_TRUE(host_speedup);
+  // The terminal report names the status and the figures.
+  EXPECT_NE(r.output.find("CORRECT"), std::string::npos);
+  EXPECT_NE(r.output.find("host wall"), std::string::npos);
+}
+
+TEST(EvalCpu, TrialsDrawJitteredShapesPerSeed) {
+  const auto r = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
+                          "examples/quantvla/naive.py", with({"--no-timing"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::set<std::string> shapes;
+  for (const auto& t : r.result["trials"]) {
+    // x (B, T, D) and logits (B, T) agree on B and T: jitter is memoised per nominal size.
+    const auto& s = t["input_shapes"];
+    ASSERT_EQ(s[0].size(), 3u);
+    EXPECT_EQ(s[0][0], s[1][0]);
+    EXPECT_EQ(s[0][1], s[1][1]);
+    EXPECT_EQ(s[0][2], 128);
+    const auto b = s[0][0].get<int>(), tt = s[0][1].get<int>();
+    EXPECT_GE(b, 6);   // 8 +- 15%
+    EXPECT_LE(b, 9);
+    EXPECT_GE(tt, 54);  // 64 +- 15%
+    EXPECT_LE(tt, 74);
+    shapes.insert(s[0].dump());
+  }
+  EXPECT_GE(shapes.size(), 2u) << "five seeds drew the same shapes";
+}
+
+TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/wrong_values.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  const auto& out = r.result["trials"][0]["outputs"][0];
+  EXPECT_FALSE(out["passed"].get<bool>());
+  EXPECT_GT(out["mismatch_count"].get<int>(), 0);
+  EXPECT_FALSE(out["mismatches"].empty());
+  EXPECT_EQ(out["worst_index"].size(), 2u);
+  EXPECT_FALSE(r.result["timing"].is_object()) << "an incorrect candidate is not timed";
+}
+
+TEST(EvalCpu, WrongShapeIsIncorrect) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/wrong_shape.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.result["trials"][0]["outputs"][0]["message"].get<std::string>().find("shape"),
+            std::string::npos);
+}
+
+TEST(EvalCpu, NanOutputIsIncorrect) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/returns_nan.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_GT(r.result["trials"][0]["outputs"][0]["nan_count"].get<int>(), 0);
+}
+
+TEST(EvalCpu, ConstantOutputIsFlagged) {
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/constant_output.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has_flag(r.result, "constant_output")) << r.result.dump(1);
+}
+
+TEST(EvalCpu, CachedOutputFailsOnFreshInputs) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/caches_output.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+}
+
+TEST(EvalCpu, InputMutationIsReported) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/mutates_input.py",
+                          with({"--no-timing"}));
+  EXPECT_TRUE(has_flag(r.result, "input_modified")) << r.output;
+  EXPECT_FALSE(r.result["trials"][0]["inputs_modified"].empty());
+}
+
+TEST(EvalCpu, SegfaultBecomesACrashResult) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/segfault.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "crashed");
+  EXPECT_EQ(r.result["worker"]["signal"], 11);
+  EXPECT_NE(r.result["message"].get<std::string>().find("SIGSEGV"), std::string::npos);
+  EXPECT_NE(r.result["worker"]["last_phase"].get<std::string>().find("candidate"), std::string::npos);
+}
+
+TEST(EvalCpu, HangBecomesATimeout) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/hang.py",
+                          with({"--timeout", "25"}));
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  EXPECT_EQ(r.result["status"], "timed_out");
+  EXPECT_LT(r.result["wall_s"].get<double>(), 40.0);
+}
+
+TEST(EvalCpu, ExitInCandidateBecomesACrashResult) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/exits.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "crashed");
+  EXPECT_NE(r.result["message"].get<std::string>().find("exited with code"), std::string::npos);
+}
+
+TEST(EvalCpu, OutOfMemoryIsARuntimeError) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/oom.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error");
+}
+
+TEST(EvalCpu, ExceptionInConstructorIsARuntimeError) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/raises.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.result["message"].get<std::string>().find("ModelNew"), std::string::npos);
+}
+
+TEST(EvalCpu, BrokenProblemsAreProblemErrors) {
+  for (const char* p : {"problems/broken/syntax_error.py", "problems/broken/missing_get_inputs.py",
+                        "problems/broken/raises_in_forward.py",
+                        "problems/broken/model_ctor_fails.py"}) {
+    const auto r = run_eval(p, "examples/softmax/naive.py", cpu_fast);
+    EXPECT_EQ(r.exit_code, 6) << p << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "problem_error") << p;
+    EXPECT_FALSE(r.result["message"].get<std::string>().empty()) << p;
+  }
+}
+
+TEST(EvalCpu, RenamedParametersAreCopiedByOrder) {
+  const auto r = run_eval("problems/level1/layernorm.py", "examples/layernorm/renamed_params.py",
+                          with({"--no-timing"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_order");
+}
+
+TEST(EvalCpu, TupleOutputsWithIntegerIndices) {
+  const auto r = run_eval("problems/level1/max_with_indices.py",
+                          "examples/max_with_indices/naive.py", with({"--no-timing"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto& outs = r.result["trials"][0]["outputs"];
+  ASSERT_EQ(outs.size(), 2u);
+  EXPECT_EQ(outs[1]["expected_dtype"], "int64");
+  EXPECT_EQ(outs[1]["atol"], 0.0);
+}
+
+TEST(EvalCpu, ScalarOutput) {
+  const auto r = run_eval("problems/level1/mse_loss.py", "examples/mse_loss/naive.py",
+                          with({"--no-timing"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.result["trials"][0]["outputs"][0]["expected_shape"].empty());
+}
+
+TEST(EvalCpu, IntegerInputsKeepTheirDtype) {
+  const auto r = run_eval("problems/level1/embedding_lookup.py",
+                          "examples/embedding_lookup/naive.py", with({"--no-timing"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["trials"][0]["input_dtypes"][0], "int64");
+}
+
+TEST(EvalCpu, StressShapesScaleTheJitteredSizes) {
+  const auto r = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
+                          "examples/quantvla/naive.py", with({"--no-timing", "--shapes", "stress"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["correctness"]["stress_trials"], 2);
+  EXPECT_EQ(r.result["correctness"]["stress_passed"], 2);
+  for (const auto& t : r.result["trials"])
+    if (t["kind"] == "stress") EXPECT_GE(t["input_shapes"][0][1].get<int>(), 4 * 54);
+}
+
+TEST(EvalCpu, UsageErrors) {
+  EXPECT_EQ(run_raw({"eval", "no/such/problem.py", "examples/softmax/naive.py"}).exit_code, 2);
+  EXPECT_EQ(run_raw({"eval", "--trials", "0", (source_dir() / "problems/level1/softmax.py").string(),
+                     (source_dir() / "examples/softmax/naive.py").string()})
+                .exit_code,
+            2);
+  // A native candidate needs a GPU.
+  const auto r = run_raw({"eval", (source_dir() / "problems/level2/quantvla_selective_layout_fusion.py").string(),
+                          (source_dir() / "examples/quantvla/fused.cu").string(), "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("GPU"), std::string::npos);
+}
+
+TEST(EvalCpu, HelpComesFromTheDocs) {
+  const auto top = run_raw({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.output.find("Commands:"), std::string::npos);
+  const auto eval = run_raw({"eval", "--help"});
+  EXPECT_EQ(eval.exit_code, 0);
+  EXPECT_NE(eval.output.find("Exit codes:"), std::string::npos);
+  EXPECT_NE(eval.output.find("--precise"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kj::test

@@ -1,0 +1,102 @@
+// End-to-end tests of `kjudge eval` on a GPU: native candidates through the C ABI, faulty native
+// kernels, Python CUDA candidates, and timing figures. Skipped (not passed) without a GPU.
+
+#include <kjudge/cuda/probe.hpp>
+
+#include "kjudge_runner.hpp"
+
+namespace kj::test {
+namespace {
+
+class EvalGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto p = cuda::probe();
+    if (!p.available) GTEST_SKIP() << "no GPU: " << p.reason;
+  }
+};
+
+const char* quantvla = "problems/level2/quantvla_selective_layout_fusion.py";
+
+TEST_F(EvalGpu, NativeKernelIsCorrectAndTimedOnTheDevice) {
+  const auto r = run_eval(quantvla, "examples/quantvla/fused.cu", {"--shapes", "stress"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& j = r.result;
+  EXPECT_EQ(j["correctness"]["weight_copy"], "native");
+  EXPECT_EQ(j["correctness"]["stress_passed"], 2);
+  EXPECT_TRUE(j["build"]["ok"].get<bool>());
+  const auto& t = j["timing"];
+  for (const char* side : {"reference", "candidate"}) {
+    const auto& d = t[side]["device"];
+    ASSERT_TRUE(d["valid"].get<bool>()) << side << " " << d.dump();
+    EXPECT_TRUE(d["cold"].get<bool>());
+    EXPECT_GE(d["median_us"].get<double>(), 0.5);
+    // Device figure <= stream figure <= host wall (medians, with slack for noise).
+    EXPECT_LE(d["median_us"].get<double>(), 1.1 * t[side]["stream"]["median_us"].get<double>());
+    EXPECT_LE(t[side]["stream"]["median_us"].get<double>(),
+              1.1 * t[side]["host_wall"]["median_us"].get<double>());
+  }
+  EXPECT_GE(t["l2_flush_bytes"].get<double>(), 2.0 * j["provenance"]["gpu"]["l2_bytes"].get<double>());
+  EXPECT_FALSE(j["provenance"]["gpu"]["name"].get<std::string>().empty());
+}
+
+TEST_F(EvalGpu, NativeCompileErrorCarriesTheCompilerOutput) {
+  const auto r = run_eval(quantvla, "examples/faulty_native/syntax_error.cu");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const auto log = r.result["build"]["log"].get<std::string>();
+  EXPECT_NE(log.find("syntax_error.cu"), std::string::npos) << log;
+  EXPECT_NE(log.find("error"), std::string::npos) << log;
+}
+
+TEST_F(EvalGpu, IllegalAddressIsARuntimeError) {
+  const auto r = run_eval(quantvla, "examples/faulty_native/illegal_address.cu");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.result["message"].get<std::string>().find("illegal"), std::string::npos)
+      << r.result["message"];
+}
+
+TEST_F(EvalGpu, InfiniteKernelTimesOut) {
+  const auto r = run_eval(quantvla, "examples/faulty_native/infinite_loop.cu", {"--timeout", "30"});
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+}
+
+TEST_F(EvalGpu, WrongNativeResultIsIncorrect) {
+  EXPECT_EQ(run_eval(quantvla, "examples/faulty_native/wrong_result.cu").exit_code, 1);
+  const auto r = run_eval(quantvla, "examples/faulty_native/no_write.cu");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_GT(r.result["trials"][0]["outputs"][0]["nan_count"].get<int>(), 0);
+}
+
+TEST_F(EvalGpu, NativeErrorReturnAndExit) {
+  const auto e = run_eval(quantvla, "examples/faulty_native/returns_error.cu");
+  EXPECT_EQ(e.exit_code, 4) << e.output;
+  EXPECT_NE(e.result["message"].get<std::string>().find("unsupported hidden size"), std::string::npos);
+  const auto x = run_eval(quantvla, "examples/faulty_native/exits.cu");
+  EXPECT_EQ(x.exit_code, 4) << x.output;
+  EXPECT_EQ(x.result["status"], "crashed");
+}
+
+TEST_F(EvalGpu, HostSyncInForwardIsDetected) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/host_sync.py");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.result["timing"]["candidate"]["host_sync_detected"].get<bool>());
+  EXPECT_FALSE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>());
+  EXPECT_TRUE(r.result["timing"]["candidate"]["stream"]["valid"].get<bool>());
+  EXPECT_TRUE(has_flag(r.result, "host_sync_in_forward"));
+}
+
+TEST_F(EvalGpu, PythonCudaCandidates) {
+  const auto li = run_eval(quantvla, "examples/quantvla/load_inline.py", {}, std::chrono::seconds(400));
+  EXPECT_EQ(li.exit_code, 0) << li.output;
+  EXPECT_EQ(li.result["build"]["tool"], "python-import");
+  const auto tr = run_eval("problems/level1/softmax.py", "examples/softmax/triton_rowwise.py");
+  EXPECT_EQ(tr.exit_code, 0) << tr.output;
+}
+
+TEST_F(EvalGpu, CudaCrashInPythonCandidate) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/segfault.py");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+}
+
+}  // namespace
+}  // namespace kj::test

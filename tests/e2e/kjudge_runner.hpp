@@ -1,0 +1,72 @@
+#pragma once
+// Runs the kjudge executable as a user would and reads back its JSON result.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <kjudge/runner/process.hpp>
+
+namespace kj::test {
+
+inline std::filesystem::path source_dir() { return KJ_SOURCE_DIR_FOR_TESTS; }
+
+struct kjudge_run {
+  int exit_code = -1;
+  std::string output;
+  nlohmann::json result;  // null when no JSON was written
+};
+
+/** `kjudge eval <problem> <candidate> <extra...> --json <tmp>`, paths relative to the repo. */
+inline kjudge_run run_eval(const std::string& problem, const std::string& candidate,
+                           std::vector<std::string> extra = {},
+                           std::chrono::seconds limit = std::chrono::seconds(240)) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto json_path = std::filesystem::temp_directory_path() /
+                         (std::string("kjudge_e2e_") + info->test_suite_name() + "_" +
+                          info->name() + "_" + std::to_string(::getpid()) + ".json");
+  std::filesystem::remove(json_path);
+  runner::spawn_options o;
+  o.argv = {KJ_KJUDGE_EXE, "eval", (source_dir() / problem).string(),
+            (source_dir() / candidate).string(), "--json", json_path.string()};
+  for (auto& e : extra) o.argv.push_back(std::move(e));
+  o.timeout = limit;
+  o.output_tail_bytes = 1 << 20;
+  const auto p = runner::run_process(o);
+  kjudge_run r;
+  r.exit_code = p.how == runner::exit_kind::exited ? p.exit_code : -1;
+  r.output = p.output_tail;
+  std::ifstream in(json_path);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    r.result = nlohmann::json::parse(ss.str(), nullptr, false);
+    std::filesystem::remove(json_path);
+  }
+  return r;
+}
+
+/** Runs kjudge with raw arguments (help, usage errors). */
+inline kjudge_run run_raw(std::vector<std::string> args) {
+  runner::spawn_options o;
+  o.argv = {KJ_KJUDGE_EXE};
+  for (auto& a : args) o.argv.push_back(std::move(a));
+  o.timeout = std::chrono::seconds(60);
+  const auto p = runner::run_process(o);
+  return {p.how == runner::exit_kind::exited ? p.exit_code : -1, p.output_tail, nullptr};
+}
+
+inline bool has_flag(const nlohmann::json& result, const std::string& code) {
+  for (const auto& f : result.value("flags", nlohmann::json::array()))
+    if (f.value("code", "") == code) return true;
+  return false;
+}
+
+}  // namespace kj::test

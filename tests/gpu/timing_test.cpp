@@ -1,0 +1,278 @@
+// The timing engine on a GPU, against kernels of known duration. Skips where there is no GPU.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/cuda/check.hpp>
+#include <kjudge/cuda/device_buffer.hpp>
+#include <kjudge/cuda/probe.hpp>
+#include <kjudge/cuda/stream.hpp>
+#include <kjudge/measure/timing.hpp>
+
+#include "spin_kernels.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+#define KJ_REQUIRE_GPU()                                                    \
+  do {                                                                      \
+    const auto kj_probe = ::kj::cuda::probe();                              \
+    if (!kj_probe.available) GTEST_SKIP() << "no GPU: " << kj_probe.reason; \
+  } while (0)
+
+/** One spin kernel of a known duration per forward. */
+class spin_target : public kj::measure::target {
+ public:
+  spin_target(std::string name, kj::microseconds duration, cudaStream_t stream)
+      : m_name(std::move(name)), m_duration(duration), m_stream(stream) {}
+  void prepare(std::size_t) override {}
+  void run() override {
+    const auto ns = static_cast<std::uint64_t>(kj::nanoseconds(m_duration).count());
+    KJ_CUDA_CHECK(kj::test::launch_spin(ns, m_stream));
+  }
+  [[nodiscard]] std::size_t input_sets() const override { return 1; }
+  [[nodiscard]] std::string name() const override { return m_name; }
+
+ protected:
+  [[nodiscard]] cudaStream_t stream() const noexcept { return m_stream; }
+
+ private:
+  std::string m_name;
+  kj::microseconds m_duration;
+  cudaStream_t m_stream;
+};
+
+/** A forward that waits for the GPU in the middle, as .item() would. */
+class syncing_target : public spin_target {
+ public:
+  explicit syncing_target(cudaStream_t stream)
+      : spin_target("syncing", kj::microseconds(10.0), stream) {}
+  void run() override {
+    spin_target::run();
+    KJ_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    spin_target::run();
+  }
+};
+
+/** Reads a buffer of `bytes` (a quarter of L2: it fits, so warm runs hit L2). */
+class read_target : public kj::measure::target {
+ public:
+  read_target(std::size_t bytes, cudaStream_t stream)
+      : m_data(bytes), m_partial(kj::test::read_threads * sizeof(float)), m_stream(stream) {
+    m_data.fill(1, stream);
+    KJ_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  void prepare(std::size_t) override {}
+  void run() override {
+    KJ_CUDA_CHECK(kj::test::launch_read(m_data.data(), m_data.size() / 16,
+                                        static_cast<float*>(m_partial.data()), m_stream));
+  }
+  [[nodiscard]] std::size_t input_sets() const override { return 1; }
+  [[nodiscard]] std::string name() const override { return "read"; }
+
+ private:
+  kj::cuda::device_buffer m_data;
+  kj::cuda::device_buffer m_partial;
+  cudaStream_t m_stream;
+};
+
+/** Throws from run() on call number `fail_at` (counting warm-up calls). */
+class failing_target : public spin_target {
+ public:
+  failing_target(cudaStream_t stream, int fail_at)
+      : spin_target("failing", kj::microseconds(10.0), stream), m_fail_at(fail_at) {}
+  void run() override {
+    spin_target::run();
+    if (++m_calls == m_fail_at) throw std::runtime_error("boom");
+  }
+
+ private:
+  int m_fail_at;
+  int m_calls = 0;
+};
+
+kj::measure::device_facts facts() {
+  const kj::cuda::device_properties d = kj::cuda::query_device(0);
+  return {0, d.l2_bytes};
+}
+
+kj::measure::timing_options quick_options() {
+  kj::measure::timing_options o;
+  o.budget_per_side = kj::seconds(1.0);
+  o.min_samples = 20;
+  return o;
+}
+
+TEST(timing_gpu, spin_kernel_device_time_matches_its_duration) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  // 50 us: long enough that the ~1-2 us between events and kernel stays well inside 10%.
+  spin_target t("spin50", kj::microseconds(50.0), s.get());
+  const kj::measure::side_result r = kj::measure::time_single(t, s.get(), facts(), quick_options());
+
+  ASSERT_TRUE(r.device.valid) << r.device.note;
+  ASSERT_TRUE(r.stream.valid) << r.stream.note;
+  ASSERT_TRUE(r.host_wall.valid) << r.host_wall.note;
+  EXPECT_FALSE(r.host_sync_detected);
+  EXPECT_EQ(r.device.method, "blocking-kernel+events");
+  EXPECT_EQ(r.stream.method, "events-as-issued");
+  EXPECT_EQ(r.host_wall.method, "host-steady-clock+sync");
+  EXPECT_GE(r.device.summary.n, 20u);
+  EXPECT_NEAR(r.device.summary.median, 50.0, 5.0);
+  // Each figure adds a cost the one before excludes (host submission, then the host's wait).
+  EXPECT_GE(r.stream.summary.median, 0.99 * r.device.summary.median);
+  EXPECT_GE(r.host_wall.summary.median, 0.99 * r.stream.summary.median);
+  EXPECT_GE(r.warmup_runs, 3u);
+  EXPECT_GT(r.warmup_first_call_ms, 0.0);
+  EXPECT_GT(r.spent_s, 0.0);
+  std::printf("device %.2f us, stream %.2f us, host_wall %.2f us (n=%zu)\n",
+              r.device.summary.median, r.stream.summary.median, r.host_wall.summary.median,
+              r.device.summary.n);
+}
+
+TEST(timing_gpu, short_spin_device_time_within_ten_percent) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  spin_target t("spin20", kj::microseconds(20.0), s.get());
+  const kj::measure::side_result r = kj::measure::time_single(t, s.get(), facts(), quick_options());
+  ASSERT_TRUE(r.device.valid) << r.device.note;
+  EXPECT_NEAR(r.device.summary.median, 20.0, 2.0);
+  EXPECT_GE(r.device.summary.min, 19.0);  // the kernel spins at least 20 us of GPU time
+}
+
+TEST(timing_gpu, host_sync_in_forward_is_detected) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  syncing_target t(s.get());
+  kj::measure::timing_options o = quick_options();
+  o.blocking_timeout = kj::milliseconds(20.0);
+  o.budget_per_side = kj::seconds(5.0);
+  o.target_rse_pct = 5.0;  // reached within the 20 minimum samples
+  const kj::measure::side_result r = kj::measure::time_single(t, s.get(), facts(), o);
+
+  EXPECT_TRUE(r.host_sync_detected);
+  EXPECT_FALSE(r.device.valid);
+  EXPECT_NE(r.device.note.find("host sync"), std::string::npos) << r.device.note;
+  EXPECT_EQ(r.device.summary.n, 0u);
+  // The other figures are still measured.
+  ASSERT_TRUE(r.stream.valid) << r.stream.note;
+  ASSERT_TRUE(r.host_wall.valid) << r.host_wall.note;
+  EXPECT_GE(r.stream.summary.median, 20.0);  // two 10 us kernels
+  EXPECT_GE(r.stream.summary.n, 20u);
+  // Detection stops device sampling at once: one 20 ms timed-out sample, not one per round (20
+  // rounds would spend at least 0.4 s).
+  EXPECT_LT(r.spent_s, 0.3);
+}
+
+TEST(timing_gpu, speedup_of_twice_as_fast_spin_is_two) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  spin_target ref("spin40", kj::microseconds(40.0), s.get());
+  spin_target cand("spin20", kj::microseconds(20.0), s.get());
+  const kj::measure::comparison c =
+      kj::measure::time_pair(ref, cand, s.get(), facts(), quick_options());
+
+  EXPECT_TRUE(c.interleaved);
+  ASSERT_EQ(c.speedups.size(), 3u);
+  for (const kj::measure::speedup& sp : c.speedups) {
+    ASSERT_TRUE(sp.valid) << kj::measure::to_string(sp.kind);
+    EXPECT_LE(sp.ci.lo, sp.ci.ratio);
+    EXPECT_GE(sp.ci.hi, sp.ci.ratio);
+  }
+  const kj::measure::speedup& dev = c.speedups.front();
+  EXPECT_EQ(dev.kind, kj::measure::figure_kind::device);
+  // The fixed ~1-2 us between the events and the kernel pulls (40 + d) / (20 + d) a little
+  // below 2; a tight interval then excludes exactly 2.0, so the check is on the interval's span.
+  EXPECT_GT(dev.ci.lo, 1.8);
+  EXPECT_LT(dev.ci.hi, 2.1);
+  EXPECT_NEAR(dev.ci.ratio, 2.0, 0.2);
+  std::printf("device speedup %.4f [%.4f, %.4f]\n", dev.ci.ratio, dev.ci.lo, dev.ci.hi);
+}
+
+TEST(timing_gpu, cold_flushes_twice_the_l2_and_warm_does_not) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  spin_target a("a", kj::microseconds(5.0), s.get());
+  spin_target b("b", kj::microseconds(5.0), s.get());
+  kj::measure::timing_options o = quick_options();
+  o.budget_per_side = kj::seconds(0.2);
+  const kj::measure::device_facts f = facts();
+
+  const kj::measure::comparison cold = kj::measure::time_pair(a, b, s.get(), f, o);
+  EXPECT_GE(cold.l2_flush_bytes, 2 * f.l2_bytes);
+  EXPECT_TRUE(cold.reference.device.cold);
+  EXPECT_TRUE(cold.candidate.stream.cold);
+  EXPECT_TRUE(cold.candidate.host_wall.cold);
+
+  o.cold = false;
+  const kj::measure::comparison warm = kj::measure::time_pair(a, b, s.get(), f, o);
+  EXPECT_EQ(warm.l2_flush_bytes, 0u);
+  EXPECT_FALSE(warm.reference.device.cold);
+  EXPECT_FALSE(warm.candidate.host_wall.cold);
+}
+
+TEST(timing_gpu, cold_reads_are_slower_than_warm_reads) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  const kj::measure::device_facts f = facts();
+  read_target t(f.l2_bytes / 4, s.get());
+  kj::measure::timing_options o = quick_options();
+  o.budget_per_side = kj::seconds(0.5);
+  const kj::measure::side_result cold = kj::measure::time_single(t, s.get(), f, o);
+  o.cold = false;
+  const kj::measure::side_result warm = kj::measure::time_single(t, s.get(), f, o);
+  ASSERT_TRUE(cold.device.valid && warm.device.valid);
+  std::printf("read of %zu bytes: cold %.2f us, warm %.2f us\n", f.l2_bytes / 4,
+              cold.device.summary.median, warm.device.summary.median);
+  // Cold, the buffer comes from DRAM; warm, from L2.
+  EXPECT_GT(cold.device.summary.median, 1.05 * warm.device.summary.median);
+}
+
+TEST(timing_gpu, clocks_are_recorded_or_say_why) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  spin_target a("a", kj::microseconds(20.0), s.get());
+  spin_target b("b", kj::microseconds(20.0), s.get());
+  kj::measure::timing_options o = quick_options();
+  o.budget_per_side = kj::seconds(0.2);
+  const kj::measure::comparison c = kj::measure::time_pair(a, b, s.get(), facts(), o);
+  if (!c.clocks.available) {
+    EXPECT_FALSE(c.clocks.source.empty());
+    return;
+  }
+  EXPECT_EQ(c.clocks.source, "nvml");
+  EXPECT_GT(c.clocks.default_sm_mhz, 0.0);
+  EXPECT_GT(c.clocks.median_sm_mhz, 0.0);
+  EXPECT_LE(c.clocks.min_sm_mhz, c.clocks.median_sm_mhz);
+}
+
+TEST(timing_gpu, failure_in_run_names_the_side_and_releases_the_stream) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  spin_target ref("ref", kj::microseconds(5.0), s.get());
+  // Fails on its first sampled call, the device figure, while the blocking kernel holds the stream.
+  failing_target cand(s.get(), 4);
+  kj::measure::timing_options o = quick_options();
+  o.warmup_runs = 3;
+  o.warmup_min_time = kj::seconds(0.0);
+  o.blocking_timeout = kj::milliseconds(5000.0);
+  try {
+    static_cast<void>(kj::measure::time_pair(ref, cand, s.get(), facts(), o));
+    FAIL() << "expected kj::error";
+  } catch (const kj::error& e) {
+    EXPECT_EQ(e.kind(), kj::error_kind::candidate);
+    EXPECT_NE(e.message().find("candidate 'failing'"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("boom"), std::string::npos) << e.message();
+  }
+  // Released on the way out: the stream drains long before the 5 s timeout.
+  const auto t0 = std::chrono::steady_clock::now();
+  s.synchronize();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+}  // namespace

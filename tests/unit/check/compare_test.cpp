@@ -1,0 +1,334 @@
+#include <kjudge/check/compare.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using kj::dtype;
+using kj::check::compare;
+using kj::check::host_tensor;
+using kj::check::tolerance;
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+constexpr double inf = std::numeric_limits<double>::infinity();
+using shape_t = std::vector<std::int64_t>;
+
+template <class T>
+host_tensor view(const std::vector<T>& v, dtype t, shape_t shape) {
+  return host_tensor{t, std::move(shape), v.data()};
+}
+
+host_tensor f64(const std::vector<double>& v, shape_t shape) {
+  return view(v, dtype::f64, shape);
+}
+host_tensor f64(const std::vector<double>& v) {
+  return view(v, dtype::f64, {static_cast<std::int64_t>(v.size())});
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(compare, identical_outputs_pass_with_no_message) {
+  const std::vector<float> v = {1.0f, -2.0f, 3.5f, 0.0f, 1e-30f, 7.0f};
+  const auto t = view(v, dtype::f32, {2, 3});
+  const auto r = compare(t, t, kj::check::default_tolerance(dtype::f32));
+  EXPECT_TRUE(r.passed);
+  EXPECT_TRUE(r.shape_ok);
+  EXPECT_TRUE(r.dtype_ok);
+  EXPECT_EQ(r.numel, 6u);
+  EXPECT_EQ(r.mismatch_count, 0u);
+  EXPECT_EQ(r.max_abs_err, 0.0);
+  EXPECT_TRUE(r.mismatches.empty());
+  EXPECT_TRUE(r.message.empty());
+  EXPECT_FALSE(r.constant_output);
+  EXPECT_EQ(r.expected_shape, (shape_t{2, 3}));
+  EXPECT_EQ(r.actual_shape, (shape_t{2, 3}));
+}
+
+TEST(compare, tolerance_is_atol_plus_rtol_times_expected) {
+  const tolerance tol{1e-4, 1e-4};
+  const std::vector<double> e = {1.0, 0.0, 1000.0};
+  // 1.0: allowed 2e-4; 0.0: allowed exactly atol (inclusive); 1000: allowed 0.1001.
+  const std::vector<double> inside = {1.0 + 1.5e-4, 1e-4, 1000.1};
+  EXPECT_TRUE(compare(f64(e), f64(inside), tol).passed);
+  const std::vector<double> just_outside = {1.0 + 2.5e-4, 0.0, 1000.0};
+  const auto r = compare(f64(e), f64(just_outside), tol);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatch_count, 1u);
+  EXPECT_EQ(r.worst_index, (shape_t{0}));
+  const std::vector<double> zero_ref_off = {1.0, 1.1e-4, 1000.0};
+  EXPECT_FALSE(compare(f64(e), f64(zero_ref_off), tol).passed);
+}
+
+TEST(compare, reports_mismatches_in_order_with_multidimensional_indices) {
+  std::vector<float> e(24), a(24);
+  for (std::size_t i = 0; i < e.size(); ++i) e[i] = a[i] = static_cast<float>(i) * 0.01f;
+  a[5] += 1e-3f;   // [0, 1, 1]
+  a[23] += 2e-3f;  // [1, 2, 3], the worst
+  a[14] -= 5e-4f;  // [1, 0, 2]
+  const auto r =
+      compare(view(e, dtype::f32, {2, 3, 4}), view(a, dtype::f32, {2, 3, 4}), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatch_count, 3u);
+  ASSERT_EQ(r.mismatches.size(), 3u);
+  EXPECT_EQ(r.mismatches[0].index, (shape_t{0, 1, 1}));
+  EXPECT_EQ(r.mismatches[1].index, (shape_t{1, 0, 2}));
+  EXPECT_EQ(r.mismatches[2].index, (shape_t{1, 2, 3}));
+  EXPECT_DOUBLE_EQ(r.mismatches[0].expected, static_cast<double>(e[5]));
+  EXPECT_DOUBLE_EQ(r.mismatches[0].actual, static_cast<double>(a[5]));
+  EXPECT_NEAR(r.mismatches[0].abs_err, 1e-3, 1e-6);
+  EXPECT_EQ(r.worst_index, (shape_t{1, 2, 3}));
+  EXPECT_NEAR(r.max_abs_err, 2e-3, 1e-5);
+  EXPECT_TRUE(contains(r.message, "3 of 24 elements outside atol=0.0001 rtol=0.0001")) << r.message;
+  EXPECT_TRUE(contains(r.message, "max abs err 0.002")) << r.message;
+  EXPECT_TRUE(contains(r.message, "worst at [1, 2, 3]")) << r.message;
+}
+
+TEST(compare, keeps_only_the_first_few_mismatches_but_counts_all) {
+  std::vector<double> e(100, 1.0), a(100, 1.0);
+  for (std::size_t i = 10; i < 20; ++i) a[i] = 2.0;
+  const auto r = compare(f64(e, {10, 10}), f64(a, {10, 10}), {1e-4, 1e-4}, 4);
+  EXPECT_EQ(r.mismatch_count, 10u);
+  ASSERT_EQ(r.mismatches.size(), 4u);
+  EXPECT_EQ(r.mismatches[0].index, (shape_t{1, 0}));
+  EXPECT_EQ(r.mismatches[3].index, (shape_t{1, 3}));
+  EXPECT_TRUE(contains(r.message, "10 of 100 elements")) << r.message;
+}
+
+TEST(compare, worst_index_is_the_largest_excess_over_tolerance_not_the_largest_error) {
+  // Element 0 has the larger absolute error but is inside its relative tolerance.
+  const std::vector<double> e = {1000.0, 1.0};
+  const std::vector<double> a = {1000.09, 1.001};
+  const auto r = compare(f64(e), f64(a), {1e-4, 1e-4});
+  EXPECT_EQ(r.mismatch_count, 1u);
+  EXPECT_EQ(r.worst_index, (shape_t{1}));
+  EXPECT_NEAR(r.max_abs_err, 0.09, 1e-9);
+}
+
+TEST(compare, error_statistics) {
+  const std::vector<double> e = {1.0, 2.0, 4.0, 0.0};
+  const std::vector<double> a = {1.1, 2.0, 4.0, 0.5};
+  const auto r = compare(f64(e), f64(a), {1.0, 0.0});
+  EXPECT_TRUE(r.passed);
+  EXPECT_NEAR(r.max_abs_err, 0.5, 1e-12);
+  EXPECT_NEAR(r.mean_abs_err, 0.15, 1e-12);
+  EXPECT_NEAR(r.max_rel_err, 0.1, 1e-12);  // e == 0 is left out of relative error
+  EXPECT_NEAR(r.mean_rel_err, 0.1 / 3, 1e-12);
+  EXPECT_EQ(r.worst_index, (shape_t{3}));  // closest to its limit even when passing
+}
+
+TEST(compare, nan_in_output_fails_and_is_counted) {
+  const std::vector<double> e = {1.0, 2.0, 3.0, 4.0};
+  const std::vector<double> a = {1.0, nan, 3.0, nan};
+  const auto r = compare(f64(e), f64(a), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.nan_count, 2u);
+  EXPECT_EQ(r.inf_count, 0u);
+  EXPECT_EQ(r.mismatch_count, 2u);
+  EXPECT_EQ(r.max_abs_err, 0.0);  // only finite pairs count
+  EXPECT_EQ(r.worst_index, (shape_t{1}));
+  EXPECT_TRUE(r.message.starts_with("2 NaN in output")) << r.message;
+}
+
+TEST(compare, nan_matches_nan_in_the_same_place) {
+  const std::vector<double> e = {1.0, nan, 3.0};
+  EXPECT_TRUE(compare(f64(e), f64(e), {1e-4, 1e-4}).passed);
+  const std::vector<double> finite_where_ref_is_nan = {1.0, 2.0, 3.0};
+  const auto r = compare(f64(e), f64(finite_where_ref_is_nan), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatch_count, 1u);
+  EXPECT_EQ(r.nan_count, 0u);  // the candidate has no NaN
+  EXPECT_TRUE(contains(r.message, "1 finite where the reference is NaN or Inf (first at [1])"))
+      << r.message;
+}
+
+TEST(compare, worst_index_prefers_a_finite_failure_and_nan_position_is_reported) {
+  std::vector<double> e(12, 1.0), a(12, 1.0);
+  a[2] = nan;  // [0, 2]
+  a[7] = 1.5;  // [1, 3]
+  a[9] = nan;
+  const auto r = compare(f64(e, {3, 4}), f64(a, {3, 4}), {1e-4, 1e-4});
+  EXPECT_EQ(r.nan_count, 2u);
+  EXPECT_EQ(r.mismatch_count, 3u);
+  EXPECT_EQ(r.worst_index, (shape_t{1, 3}));
+  EXPECT_DOUBLE_EQ(r.max_abs_err, 0.5);
+  EXPECT_EQ(r.message,
+            "2 NaN in output (first at [0, 2]); 3 of 12 elements outside atol=0.0001 "
+            "rtol=0.0001 (max abs err 0.5; worst at [1, 3]: expected 1, got 1.5)");
+}
+
+TEST(compare, inf_matches_only_the_same_signed_inf) {
+  const std::vector<double> e = {inf, -inf, 1.0};
+  EXPECT_TRUE(compare(f64(e), f64(e), {1e-4, 1e-4}).passed);
+  const std::vector<double> flipped = {inf, inf, 1.0};
+  const auto r = compare(f64(e), f64(flipped), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.inf_count, 1u);
+  EXPECT_EQ(r.mismatch_count, 1u);
+  EXPECT_EQ(r.worst_index, (shape_t{1}));
+  const std::vector<double> overflow = {inf, -inf, inf};
+  const auto r2 = compare(f64(e), f64(overflow), {1e-4, 1e-4});
+  EXPECT_EQ(r2.inf_count, 1u);
+  EXPECT_TRUE(contains(r2.message, "1 Inf in output")) << r2.message;
+}
+
+TEST(compare, shape_mismatch_fails_without_comparing_values) {
+  const std::vector<float> e(8 * 64 * 128, 1.0f), a(8 * 64, 1.0f);
+  const auto r =
+      compare(view(e, dtype::f32, {8, 64, 128}), view(a, dtype::f32, {8, 64}), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_FALSE(r.shape_ok);
+  EXPECT_TRUE(r.dtype_ok);
+  EXPECT_EQ(r.mismatch_count, 0u);
+  EXPECT_EQ(r.expected_shape, (shape_t{8, 64, 128}));
+  EXPECT_EQ(r.actual_shape, (shape_t{8, 64}));
+  EXPECT_EQ(r.message, "shape mismatch: expected [8, 64, 128], got [8, 64]");
+}
+
+TEST(compare, same_element_count_in_another_shape_is_still_a_shape_mismatch) {
+  const std::vector<float> v(12, 1.0f);
+  const auto r = compare(view(v, dtype::f32, {3, 4}), view(v, dtype::f32, {4, 3}), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.message, "shape mismatch: expected [3, 4], got [4, 3]");
+}
+
+TEST(compare, dtype_mismatch_fails_without_comparing_values) {
+  const std::vector<float> e(4, 1.0f);
+  const std::vector<std::uint16_t> a(4, 0x3c00);  // 1.0 in float16: equal values, wrong type
+  const auto r = compare(view(e, dtype::f32, {4}), view(a, dtype::f16, {4}), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_TRUE(r.shape_ok);
+  EXPECT_FALSE(r.dtype_ok);
+  EXPECT_EQ(r.expected_dtype, dtype::f32);
+  EXPECT_EQ(r.actual_dtype, dtype::f16);
+  EXPECT_EQ(r.message, "dtype mismatch: expected float32, got float16");
+}
+
+TEST(compare, constant_output_is_flagged) {
+  const std::vector<double> e = {1.0, 2.0, 3.0, 4.0};
+  const std::vector<double> never_written(4, nan);  // kjudge pre-fills outputs with NaN
+  const auto r = compare(f64(e), f64(never_written), {1e-4, 1e-4});
+  EXPECT_TRUE(r.constant_output);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.nan_count, 4u);
+  EXPECT_TRUE(contains(r.message, "every output element is nan")) << r.message;
+
+  const std::vector<double> zeros(4, 0.0);
+  const auto z = compare(f64(zeros), f64(zeros), {1e-4, 1e-4});
+  EXPECT_TRUE(z.passed);  // a constant output can be right; the flag is information
+  EXPECT_TRUE(z.constant_output);
+
+  const std::vector<double> varied = {1.0, 1.0, 1.0, 1.00001};
+  EXPECT_FALSE(compare(f64(e), f64(varied), {1e-4, 1e-4}).constant_output);
+  const std::vector<double> one = {5.0};
+  EXPECT_FALSE(compare(f64(one), f64(one), {1e-4, 1e-4}).constant_output);
+}
+
+TEST(compare, actual_hash_is_fnv1a_of_the_output_bytes) {
+  EXPECT_EQ(kj::check::fnv1a64("", 0), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(kj::check::fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(kj::check::fnv1a64("foobar", 6), 0x85944171f73967e8ULL);
+  const std::vector<double> e = {1.0, 2.0};
+  const std::vector<double> a = {1.0, 2.5};
+  const auto r1 = compare(f64(e), f64(e), {1e-4, 1e-4});
+  const auto r2 = compare(f64(e), f64(a), {1e-4, 1e-4});
+  EXPECT_EQ(r1.actual_hash, kj::check::fnv1a64(e.data(), 2 * sizeof(double)));
+  EXPECT_NE(r1.actual_hash, r2.actual_hash);
+}
+
+TEST(compare, float16_outputs_use_their_decoded_values) {
+  const auto tol = kj::check::default_tolerance(dtype::f16);
+  const std::vector<std::uint16_t> e = {0x3c00, 0xc000};        // 1.0, -2.0
+  const std::vector<std::uint16_t> one_ulp = {0x3c01, 0xc000};  // 1.0009765625
+  const std::vector<std::uint16_t> off = {0x3c20, 0xc000};      // 1.03125
+  EXPECT_TRUE(compare(view(e, dtype::f16, {2}), view(one_ulp, dtype::f16, {2}), tol).passed);
+  const auto r = compare(view(e, dtype::f16, {2}), view(off, dtype::f16, {2}), tol);
+  EXPECT_FALSE(r.passed);
+  ASSERT_EQ(r.mismatches.size(), 1u);
+  EXPECT_EQ(r.mismatches[0].actual, 1.03125);
+  EXPECT_EQ(r.mismatches[0].expected, 1.0);
+}
+
+TEST(compare, bfloat16_outputs_use_their_decoded_values) {
+  const auto tol = kj::check::default_tolerance(dtype::bf16);
+  const std::vector<std::uint16_t> e = {0x3f80, 0x4040};        // 1.0, 3.0
+  const std::vector<std::uint16_t> one_ulp = {0x3f81, 0x4040};  // 1.0078125
+  const std::vector<std::uint16_t> off = {0x3f80, 0x4044};      // 3.0625
+  EXPECT_TRUE(compare(view(e, dtype::bf16, {2}), view(one_ulp, dtype::bf16, {2}), tol).passed);
+  const auto r = compare(view(e, dtype::bf16, {2}), view(off, dtype::bf16, {2}), tol);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.worst_index, (shape_t{1}));
+  EXPECT_DOUBLE_EQ(r.max_abs_err, 0.0625);
+}
+
+TEST(compare, zero_dim_tensors) {
+  const std::vector<float> e = {3.0f};
+  const std::vector<float> a = {3.5f};
+  const auto ok = compare(view(e, dtype::f32, {}), view(e, dtype::f32, {}), {1e-4, 1e-4});
+  EXPECT_TRUE(ok.passed);
+  EXPECT_EQ(ok.numel, 1u);
+  const auto r = compare(view(e, dtype::f32, {}), view(a, dtype::f32, {}), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_TRUE(r.worst_index.empty());
+  ASSERT_EQ(r.mismatches.size(), 1u);
+  EXPECT_TRUE(r.mismatches[0].index.empty());
+  EXPECT_TRUE(contains(r.message, "1 of 1 elements")) << r.message;
+  EXPECT_TRUE(contains(r.message, "worst at []")) << r.message;
+  // A scalar is not a 1-element vector.
+  const auto s = compare(view(e, dtype::f32, {}), view(e, dtype::f32, {1}), {1e-4, 1e-4});
+  EXPECT_FALSE(s.passed);
+  EXPECT_EQ(s.message, "shape mismatch: expected [], got [1]");
+}
+
+TEST(compare, empty_tensors_pass) {
+  const host_tensor e{dtype::f32, {0, 16}, nullptr};
+  EXPECT_EQ(e.numel(), 0u);
+  const auto r = compare(e, e, {1e-4, 1e-4});
+  EXPECT_TRUE(r.passed);
+  EXPECT_EQ(r.numel, 0u);
+}
+
+TEST(compare, integer_outputs_are_exact_by_default) {
+  const auto exact = kj::check::default_tolerance(dtype::i64);
+  const std::vector<std::int64_t> e = {3, -7, 1'000'000'007};
+  const std::vector<std::int64_t> off_by_one = {3, -6, 1'000'000'007};
+  EXPECT_TRUE(compare(view(e, dtype::i64, {3}), view(e, dtype::i64, {3}), exact).passed);
+  const auto r = compare(view(e, dtype::i64, {3}), view(off_by_one, dtype::i64, {3}), exact);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.worst_index, (shape_t{1}));
+  EXPECT_TRUE(contains(r.message, "atol=0 rtol=0")) << r.message;
+  // A tolerance the caller gives applies to integers too.
+  EXPECT_TRUE(
+      compare(view(e, dtype::i64, {3}), view(off_by_one, dtype::i64, {3}), {1.0, 0.0}).passed);
+
+  const std::vector<std::uint8_t> mask = {1, 0, 1};
+  const std::vector<std::uint8_t> wrong_mask = {1, 1, 1};
+  const auto b = compare(view(mask, dtype::boolean, {3}), view(wrong_mask, dtype::boolean, {3}),
+                         kj::check::default_tolerance(dtype::boolean));
+  EXPECT_FALSE(b.passed);
+  EXPECT_EQ(b.mismatch_count, 1u);
+}
+
+TEST(compare, default_tolerances_follow_kernelbench) {
+  for (const dtype t : {dtype::f32, dtype::f64}) {
+    EXPECT_EQ(kj::check::default_tolerance(t).atol, 1e-4);
+    EXPECT_EQ(kj::check::default_tolerance(t).rtol, 1e-4);
+  }
+  for (const dtype t : {dtype::f16, dtype::bf16}) {
+    EXPECT_EQ(kj::check::default_tolerance(t).atol, 1e-2);
+    EXPECT_EQ(kj::check::default_tolerance(t).rtol, 1e-2);
+  }
+  for (const dtype t : {dtype::i8, dtype::u8, dtype::i16, dtype::i32, dtype::i64, dtype::boolean}) {
+    EXPECT_EQ(kj::check::default_tolerance(t).atol, 0.0);
+    EXPECT_EQ(kj::check::default_tolerance(t).rtol, 0.0);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,292 @@
+#include <kjudge/compile/nvcc.hpp>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using kj::compile::build_native;
+using kj::compile::build_result;
+using kj::compile::nvcc_request;
+
+constexpr const char* k_valid_source = R"(#include <kjudge/candidate.h>
+extern "C" int kj_test_answer() { return 42; }
+__global__ void kj_test_kernel(float* x) { x[threadIdx.x] *= 2.0f; }
+)";
+
+/** Line 3 uses an undeclared name. */
+constexpr const char* k_broken_source = R"(#include <kjudge/candidate.h>
+__global__ void kj_test_kernel(float* x) {
+  x[0] = kj_undeclared_name;
+}
+)";
+
+/** Sets an environment variable for one scope, then restores it. */
+class scoped_env {
+ public:
+  scoped_env(const char* name, const char* value) : m_name(name) {
+    if (const char* old = std::getenv(name)) m_old = old;
+    if (value != nullptr)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+  ~scoped_env() {
+    if (m_old)
+      ::setenv(m_name.c_str(), m_old->c_str(), 1);
+    else
+      ::unsetenv(m_name.c_str());
+  }
+
+ private:
+  std::string m_name;
+  std::optional<std::string> m_old;
+};
+
+class nvcc_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    m_dir = fs::temp_directory_path() /
+            (std::string("kj_nvcc_test_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  fs::path write(const std::string& name, const std::string& text, bool executable = false) {
+    const fs::path path = m_dir / name;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+    if (executable) fs::permissions(path, fs::perms::owner_all);
+    return path;
+  }
+
+  nvcc_request request(const fs::path& source) const {
+    nvcc_request r;
+    r.source = source;
+    r.arch = "90";
+    r.cache_dir = m_dir / "cache";
+    r.include_dir = fs::path(KJ_SOURCE_DIR_FOR_TESTS) / "include";
+    return r;
+  }
+
+  static void require_nvcc() {
+    if (kj::compile::find_nvcc().empty()) GTEST_SKIP() << "no nvcc on this machine";
+  }
+
+  fs::path m_dir;
+};
+
+TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
+  require_nvcc();
+  const auto source = write("ok.cu", k_valid_source);
+  const build_result first = build_native(request(source));
+  ASSERT_TRUE(first.ok) << first.error << "\n" << first.log;
+  EXPECT_FALSE(first.cached);
+  EXPECT_EQ(first.key.size(), 64U);
+  EXPECT_EQ(first.library, m_dir / "cache" / first.key / "candidate.so");
+  EXPECT_TRUE(fs::is_regular_file(first.library));
+  EXPECT_TRUE(fs::is_regular_file(first.library.parent_path() / "build.log"));
+  EXPECT_TRUE(first.error.empty());
+
+  std::ifstream json_file(first.library.parent_path() / "build.json");
+  const auto info = nlohmann::json::parse(json_file);
+  EXPECT_EQ(info.at("nvcc_version"), first.nvcc_version);
+  EXPECT_EQ(info.at("command"), first.command);
+  EXPECT_GT(info.at("build_seconds").get<double>(), 0.0);
+
+  // Exactly one leftover-free entry: no temporary files remain beside the library.
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(first.library.parent_path()))
+    names.insert(e.path().filename());
+  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so"}));
+
+  // The command is the documented one.
+  const std::string joined = [&] {
+    std::string s;
+    for (const auto& a : first.command) s += a + " ";
+    return s;
+  }();
+  EXPECT_NE(joined.find("-O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -gencode "
+                        "arch=compute_90,code=sm_90 -I"),
+            std::string::npos)
+      << joined;
+
+  void* handle = ::dlopen(first.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  auto* answer = reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"));
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(answer(), 42);
+  ::dlclose(handle);
+
+  const build_result second = build_native(request(source));
+  ASSERT_TRUE(second.ok) << second.error;
+  EXPECT_TRUE(second.cached);
+  EXPECT_EQ(second.key, first.key);
+  EXPECT_EQ(second.library, first.library);
+  EXPECT_EQ(second.log, first.log);
+  EXPECT_LT(second.build_time.count(), first.build_time.count() / 4);
+}
+
+TEST_F(nvcc_test, concurrent_builds_of_one_key_are_safe) {
+  require_nvcc();
+  const auto source = write("same.cu", k_valid_source);
+  build_result a;
+  build_result b;
+  std::thread other([&] { b = build_native(request(source)); });
+  a = build_native(request(source));
+  other.join();
+  ASSERT_TRUE(a.ok) << a.error;
+  ASSERT_TRUE(b.ok) << b.error;
+  EXPECT_EQ(a.library, b.library);
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(a.library.parent_path()))
+    names.insert(e.path().filename());
+  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so"}));
+  void* handle = ::dlopen(a.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  ::dlclose(handle);
+}
+
+TEST_F(nvcc_test, compile_error_is_a_value_with_the_full_log) {
+  require_nvcc();
+  const auto source = write("broken.cu", k_broken_source);
+  const build_result r = build_native(request(source));
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.cached);
+  EXPECT_EQ(r.error.rfind("nvcc exited with code ", 0), 0U) << r.error;
+  EXPECT_NE(r.log.find("broken.cu(3): error"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("kj_undeclared_name"), std::string::npos) << r.log;
+  EXPECT_FALSE(fs::exists(m_dir / "cache" / r.key / "candidate.so"));
+  // Failures are not cached: a second attempt runs the compiler again.
+  const build_result again = build_native(request(source));
+  EXPECT_FALSE(again.ok);
+  EXPECT_FALSE(again.cached);
+  EXPECT_EQ(again.log, r.log);
+}
+
+TEST_F(nvcc_test, cache_key_follows_source_flags_arch_and_abi_header) {
+  require_nvcc();
+  // Sources that stop in the preprocessor: the key is computed before nvcc runs, and this is fast.
+  const auto source = write("a.cu", "#error stop\n");
+  const auto base = build_native(request(source));
+  ASSERT_EQ(base.key.size(), 64U) << base.error;
+  EXPECT_FALSE(base.ok);
+
+  EXPECT_EQ(build_native(request(source)).key, base.key);
+  // The same bytes under another name and directory are the same candidate.
+  EXPECT_EQ(build_native(request(write("elsewhere/b.cu", "#error stop\n"))).key, base.key);
+
+  std::set<std::string> keys{base.key};
+  auto flagged = request(source);
+  flagged.extra_flags = {"-DKJ_EXTRA=1"};
+  keys.insert(build_native(flagged).key);
+  keys.insert(build_native(request(write("c.cu", "#error stop \n"))).key);
+  auto arch = request(source);
+  arch.arch = "90a";
+  const auto arch_result = build_native(arch);
+  keys.insert(arch_result.key);
+  auto header = request(source);
+  header.include_dir = m_dir / "include";
+  write("include/kjudge/candidate.h", "/* another ABI */\n");
+  keys.insert(build_native(header).key);
+  EXPECT_EQ(keys.size(), 5U);
+
+  bool has_arch_flag = false;
+  for (const auto& a : arch_result.command) has_arch_flag |= a == "arch=compute_90a,code=sm_90a";
+  EXPECT_TRUE(has_arch_flag);
+}
+
+TEST_F(nvcc_test, missing_or_broken_nvcc_is_a_clean_error) {
+  const auto source = write("ok.cu", k_valid_source);
+  auto r = request(source);
+  r.nvcc = m_dir / "no-such-nvcc";
+  const auto missing = build_native(r);
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(missing.error.find("no-such-nvcc"), std::string::npos) << missing.error;
+
+  r.nvcc = write("fake-nvcc", "#!/bin/sh\necho 'not a compiler'\n", true);
+  const auto fake = build_native(r);
+  EXPECT_FALSE(fake.ok);
+  EXPECT_NE(fake.error.find("release number"), std::string::npos) << fake.error;
+}
+
+TEST_F(nvcc_test, missing_source_and_bad_arch_are_values) {
+  auto r = request(m_dir / "absent.cu");
+  const auto missing = build_native(r);
+  EXPECT_FALSE(missing.ok);
+  EXPECT_EQ(missing.error.rfind("cannot read ", 0), 0U) << missing.error;
+  EXPECT_NE(missing.error.find("absent.cu"), std::string::npos);
+
+  r = request(write("ok.cu", k_valid_source));
+  r.arch = "sm_90";
+  const auto bad_arch = build_native(r);
+  EXPECT_FALSE(bad_arch.ok);
+  EXPECT_NE(bad_arch.error.find("sm_90"), std::string::npos);
+}
+
+TEST_F(nvcc_test, nvcc_version_is_parsed) {
+  const auto fake = write("bin/nvcc",
+                          "#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\n"
+                          "echo 'Cuda compilation tools, release 12.4, V12.4.131'\n",
+                          true);
+  EXPECT_EQ(kj::compile::nvcc_version(fake), "12.4.131");
+  EXPECT_EQ(kj::compile::nvcc_version(m_dir / "nothing-here"), "");
+
+  const auto real = kj::compile::find_nvcc();
+  if (real.empty()) GTEST_SKIP() << "no nvcc on this machine";
+  EXPECT_TRUE(std::regex_match(kj::compile::nvcc_version(real), std::regex(R"(\d+\.\d+\.\d+)")))
+      << kj::compile::nvcc_version(real);
+}
+
+TEST_F(nvcc_test, find_nvcc_order) {
+  const auto fake = write("cuda/bin/nvcc", "#!/bin/sh\n", true);
+  {
+    scoped_env explicit_nvcc("KJUDGE_NVCC", "/opt/custom/nvcc");
+    EXPECT_EQ(kj::compile::find_nvcc(), fs::path("/opt/custom/nvcc"));
+  }
+  scoped_env no_explicit("KJUDGE_NVCC", nullptr);
+  {
+    scoped_env cuda_home("CUDA_HOME", (m_dir / "cuda").c_str());
+    EXPECT_EQ(kj::compile::find_nvcc(), fake);
+  }
+  {
+    scoped_env cuda_home("CUDA_HOME", (m_dir / "empty").c_str());
+    scoped_env path("PATH", (m_dir / "cuda" / "bin").c_str());
+    EXPECT_EQ(kj::compile::find_nvcc(), fake);
+  }
+}
+
+TEST_F(nvcc_test, default_cache_dir_order) {
+  scoped_env home("HOME", "/home/kj");
+  {
+    scoped_env dir("KJUDGE_CACHE_DIR", "/var/kj");
+    EXPECT_EQ(kj::compile::default_cache_dir(), fs::path("/var/kj"));
+  }
+  scoped_env no_dir("KJUDGE_CACHE_DIR", nullptr);
+  {
+    scoped_env xdg("XDG_CACHE_HOME", "/xdg");
+    EXPECT_EQ(kj::compile::default_cache_dir(), fs::path("/xdg/kjudge"));
+  }
+  scoped_env no_xdg("XDG_CACHE_HOME", nullptr);
+  EXPECT_EQ(kj::compile::default_cache_dir(), fs::path("/home/kj/.cache/kjudge"));
+}
+
+}  // namespace

@@ -1,0 +1,282 @@
+// The timing engine without a GPU (options.gpu = false): only the host wall figure, from
+// targets that busy-wait a known time on the CPU. No CUDA call is made.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/measure/timing.hpp>
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/** Busy-waits (sleeping would add the scheduler's wake-up latency) for about `d`. */
+void busy_wait(kj::microseconds d) {
+  const auto until = steady::now() + std::chrono::duration_cast<steady::duration>(d);
+  while (steady::now() < until) {
+  }
+}
+
+/** Calls seen by all targets of one test, in order: "<name>:prepare:<i>" and "<name>:run". */
+using call_log = std::vector<std::string>;
+
+class host_target : public kj::measure::target {
+ public:
+  host_target(std::string name, kj::microseconds duration, std::size_t sets = 1,
+              call_log* log = nullptr)
+      : m_name(std::move(name)), m_duration(duration), m_sets(sets), m_log(log) {}
+
+  void prepare(std::size_t i) override {
+    ++m_prepares;
+    if (m_log != nullptr) m_log->push_back(m_name + ":prepare:" + std::to_string(i));
+  }
+  void run() override {
+    ++m_runs;
+    if (m_log != nullptr) m_log->push_back(m_name + ":run");
+    busy_wait(duration_of_call());
+  }
+  [[nodiscard]] std::size_t input_sets() const override { return m_sets; }
+  [[nodiscard]] std::string name() const override { return m_name; }
+
+  [[nodiscard]] std::size_t runs() const noexcept { return m_runs; }
+  [[nodiscard]] std::size_t prepares() const noexcept { return m_prepares; }
+
+ protected:
+  [[nodiscard]] virtual kj::microseconds duration_of_call() { return m_duration; }
+  [[nodiscard]] std::size_t runs_so_far() const noexcept { return m_runs; }
+
+ private:
+  std::string m_name;
+  kj::microseconds m_duration;
+  std::size_t m_sets;
+  call_log* m_log;
+  std::size_t m_runs = 0;
+  std::size_t m_prepares = 0;
+};
+
+/** Durations spread uniformly over [100, 900] us: the noise target is out of reach. */
+class noisy_target : public host_target {
+ public:
+  using host_target::host_target;
+
+ protected:
+  kj::microseconds duration_of_call() override {
+    return kj::microseconds(std::uniform_real_distribution<double>(100.0, 900.0)(m_rng));
+  }
+
+ private:
+  std::mt19937 m_rng{42};
+};
+
+/** The first call takes 5 ms (module load, JIT), the rest 200 us. */
+class slow_first_call_target : public host_target {
+ public:
+  using host_target::host_target;
+
+ protected:
+  kj::microseconds duration_of_call() override {
+    return runs_so_far() == 1 ? kj::microseconds(5000.0) : kj::microseconds(200.0);
+  }
+};
+
+class throwing_target : public host_target {
+ public:
+  throwing_target(std::string name, std::exception_ptr what)
+      : host_target(std::move(name), kj::microseconds(10.0)), m_what(std::move(what)) {}
+  void run() override {
+    host_target::run();
+    if (runs() == 2) std::rethrow_exception(m_what);
+  }
+
+ private:
+  std::exception_ptr m_what;
+};
+
+kj::measure::timing_options cpu_options() {
+  kj::measure::timing_options o;
+  o.gpu = false;
+  o.budget_per_side = kj::seconds(2.0);
+  o.min_samples = 20;
+  o.target_rse_pct = 0.5;
+  o.warmup_runs = 3;
+  o.warmup_min_time = kj::seconds(0.0);
+  return o;
+}
+
+constexpr kj::measure::device_facts no_device{};
+
+TEST(timing_host, pair_reports_host_wall_only_and_speedup_of_two) {
+  host_target ref("slow", kj::microseconds(400.0));
+  host_target cand("fast", kj::microseconds(200.0));
+  const kj::measure::comparison c =
+      kj::measure::time_pair(ref, cand, nullptr, no_device, cpu_options());
+
+  for (const kj::measure::side_result* s : {&c.reference, &c.candidate}) {
+    EXPECT_FALSE(s->device.valid);
+    EXPECT_FALSE(s->stream.valid);
+    EXPECT_FALSE(s->device.note.empty());
+    EXPECT_TRUE(s->device.samples_us.empty());
+    ASSERT_TRUE(s->host_wall.valid) << s->host_wall.note;
+    EXPECT_EQ(s->host_wall.method, "host-steady-clock");
+    EXPECT_FALSE(s->host_wall.cold);  // no GPU, no L2 flush
+    EXPECT_FALSE(s->host_wall.noisy);
+    EXPECT_GE(s->host_wall.summary.n, 20u);
+    EXPECT_EQ(s->host_wall.summary.n, s->host_wall.samples_us.size());
+    EXPECT_FALSE(s->host_sync_detected);
+    EXPECT_EQ(s->warmup_runs, 3u);
+  }
+  EXPECT_EQ(c.reference.name, "slow");
+  EXPECT_EQ(c.candidate.name, "fast");
+  EXPECT_NEAR(c.reference.host_wall.summary.median, 400.0, 20.0);
+  EXPECT_NEAR(c.candidate.host_wall.summary.median, 200.0, 10.0);
+  EXPECT_GE(c.candidate.host_wall.summary.min, 200.0);
+
+  EXPECT_EQ(c.stopped_by, "noise-target");
+  EXPECT_TRUE(c.interleaved);
+  EXPECT_EQ(c.l2_flush_bytes, 0u);
+  EXPECT_FALSE(c.clocks.available);
+  EXPECT_FALSE(c.clocks.source.empty());
+
+  ASSERT_EQ(c.speedups.size(), 1u);
+  const kj::measure::speedup& s = c.speedups[0];
+  EXPECT_EQ(s.kind, kj::measure::figure_kind::host_wall);
+  ASSERT_TRUE(s.valid);
+  EXPECT_NEAR(s.ci.ratio, 2.0, 0.1);
+  EXPECT_LE(s.ci.lo, s.ci.ratio);
+  EXPECT_GE(s.ci.hi, s.ci.ratio);
+  EXPECT_GT(s.ci.lo, 1.8);
+  EXPECT_LT(s.ci.hi, 2.2);
+}
+
+TEST(timing_host, noise_target_waits_for_min_samples_and_min_time) {
+  host_target t("t", kj::microseconds(100.0));
+  kj::measure::timing_options o = cpu_options();
+  o.min_samples = 60;
+  o.min_time = kj::seconds(0.05);
+  const kj::measure::side_result r = kj::measure::time_single(t, nullptr, no_device, o);
+  EXPECT_GE(r.host_wall.summary.n, 60u);
+  EXPECT_GE(r.spent_s, 0.05);
+  EXPECT_FALSE(r.host_wall.noisy);
+  EXPECT_LT(r.host_wall.summary.rse_pct, 0.5);
+}
+
+TEST(timing_host, budget_stops_a_noisy_target_and_marks_it_noisy) {
+  noisy_target ref("noisy-ref", kj::microseconds(0.0));
+  noisy_target cand("noisy-cand", kj::microseconds(0.0));
+  kj::measure::timing_options o = cpu_options();
+  o.budget_per_side = kj::seconds(0.1);
+  o.target_rse_pct = 0.01;
+  const auto t0 = steady::now();
+  const kj::measure::comparison c = kj::measure::time_pair(ref, cand, nullptr, no_device, o);
+  const kj::seconds took = steady::now() - t0;
+
+  EXPECT_EQ(c.stopped_by, "budget");
+  for (const kj::measure::side_result* s : {&c.reference, &c.candidate}) {
+    EXPECT_TRUE(s->host_wall.valid);
+    EXPECT_TRUE(s->host_wall.noisy);
+    EXPECT_NE(s->host_wall.note.find("budget"), std::string::npos) << s->host_wall.note;
+    EXPECT_GE(s->host_wall.summary.rse_pct, 0.01);
+    EXPECT_GT(s->spent_s, 0.05);  // the sides take turns, so both get a share
+    EXPECT_LT(s->spent_s, 0.2);   // and stop within a round of the budget
+  }
+  // The loop stops once one side has spent its budget.
+  EXPECT_GT(std::max(c.reference.spent_s, c.candidate.spent_s), 0.1);
+  EXPECT_LT(took.count(), 1.0);
+}
+
+TEST(timing_host, max_samples_caps_the_run) {
+  noisy_target t("noisy", kj::microseconds(0.0));
+  kj::measure::timing_options o = cpu_options();
+  o.target_rse_pct = 0.0001;
+  o.budget_per_side = kj::seconds(30.0);
+  o.max_samples = 25;
+  const kj::measure::side_result r = kj::measure::time_single(t, nullptr, no_device, o);
+  EXPECT_EQ(r.host_wall.summary.n, 25u);
+  EXPECT_TRUE(r.host_wall.noisy);
+  EXPECT_NE(r.host_wall.note.find("max-samples"), std::string::npos) << r.host_wall.note;
+}
+
+TEST(timing_host, sides_alternate_order_every_round_and_inputs_rotate) {
+  call_log log;
+  host_target a("A", kj::microseconds(20.0), 3, &log);
+  host_target b("B", kj::microseconds(20.0), 2, &log);
+  kj::measure::timing_options o = cpu_options();
+  o.warmup_runs = 2;
+  o.max_samples = 6;
+  o.target_rse_pct = 0.0;  // never met: stop at max_samples
+  const kj::measure::comparison c = kj::measure::time_pair(a, b, nullptr, no_device, o);
+  EXPECT_EQ(c.stopped_by, "max-samples");
+
+  // Every run() is preceded by a prepare() of the next input set, cycling over input_sets().
+  const std::vector<std::string> expected = {
+      // warm-up: A twice, then B twice
+      "A:prepare:0", "A:run", "A:prepare:1", "A:run",  //
+      "B:prepare:0", "B:run", "B:prepare:1", "B:run",  //
+      // rounds: A B, B A, A B, ...
+      "A:prepare:2", "A:run", "B:prepare:0", "B:run",  //
+      "B:prepare:1", "B:run", "A:prepare:0", "A:run",  //
+      "A:prepare:1", "A:run", "B:prepare:0", "B:run",  //
+      "B:prepare:1", "B:run", "A:prepare:2", "A:run",  //
+      "A:prepare:0", "A:run", "B:prepare:0", "B:run",  //
+      "B:prepare:1", "B:run", "A:prepare:1", "A:run",  //
+  };
+  EXPECT_EQ(log, expected);
+  EXPECT_EQ(c.reference.input_sets, 3u);
+  EXPECT_EQ(c.candidate.input_sets, 2u);
+  EXPECT_EQ(a.prepares(), a.runs());
+}
+
+TEST(timing_host, first_call_is_recorded_and_kept_out_of_the_samples) {
+  slow_first_call_target t("jit", kj::microseconds(0.0));
+  kj::measure::timing_options o = cpu_options();
+  o.warmup_runs = 2;
+  o.warmup_min_time = kj::seconds(0.02);
+  const kj::measure::side_result r = kj::measure::time_single(t, nullptr, no_device, o);
+  EXPECT_GE(r.warmup_first_call_ms, 5.0);
+  // Two calls take about 5.2 ms: warmup_min_time (20 ms) asks for more than warmup_runs.
+  EXPECT_GT(r.warmup_runs, 2u);
+  EXPECT_LT(r.host_wall.summary.max, 5000.0);
+  EXPECT_NEAR(r.host_wall.summary.median, 200.0, 10.0);
+}
+
+TEST(timing_host, exception_from_run_names_the_side) {
+  host_target ref("ref", kj::microseconds(10.0));
+  throwing_target cand("bad-kernel", std::make_exception_ptr(std::runtime_error("boom")));
+  try {
+    static_cast<void>(kj::measure::time_pair(ref, cand, nullptr, no_device, cpu_options()));
+    FAIL() << "expected kj::error";
+  } catch (const kj::error& e) {
+    EXPECT_EQ(e.kind(), kj::error_kind::candidate);
+    EXPECT_NE(e.message().find("candidate 'bad-kernel'"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("boom"), std::string::npos) << e.message();
+  }
+
+  // A kj::error keeps its kind, and the reference side is named as such.
+  throwing_target bad_ref(
+      "bad-ref", std::make_exception_ptr(kj::error(kj::error_kind::python, "Traceback ...")));
+  host_target cand2("cand", kj::microseconds(10.0));
+  try {
+    static_cast<void>(kj::measure::time_pair(bad_ref, cand2, nullptr, no_device, cpu_options()));
+    FAIL() << "expected kj::error";
+  } catch (const kj::error& e) {
+    EXPECT_EQ(e.kind(), kj::error_kind::python);
+    EXPECT_NE(e.message().find("reference 'bad-ref'"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("Traceback"), std::string::npos) << e.message();
+  }
+}
+
+TEST(timing_host, figure_kinds_have_names) {
+  EXPECT_STREQ(kj::measure::to_string(kj::measure::figure_kind::device), "device");
+  EXPECT_STREQ(kj::measure::to_string(kj::measure::figure_kind::stream), "stream");
+  EXPECT_STREQ(kj::measure::to_string(kj::measure::figure_kind::host_wall), "host_wall");
+}
+
+}  // namespace

@@ -1,0 +1,316 @@
+#include <kjudge/runner/process.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using kj::runner::exit_kind;
+using kj::runner::process_result;
+using kj::runner::run_process;
+using kj::runner::spawn_options;
+
+/** Options that run the helper child (tests/unit/runner/child_main.cpp) in `mode`. */
+spawn_options child(std::vector<std::string> args) {
+  spawn_options options;
+  options.argv = {KJ_RUNNER_CHILD};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.timeout = 20s;
+  return options;
+}
+
+class process_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    m_dir = fs::temp_directory_path() /
+            (std::string("kj_process_test_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+  fs::path m_dir;
+};
+
+/** True when `pid` is gone or a zombie (reparented, awaiting its new parent's wait). */
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close_paren = line.rfind(')');
+  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
+         line[close_paren + 2] == 'Z';
+}
+
+TEST_F(process_test, reports_exit_code) {
+  auto r = run_process(child({"exit", "3"}));
+  EXPECT_EQ(r.how, exit_kind::exited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.describe(), "exited with code 3");
+
+  auto zero = run_process(child({"exit", "0"}));
+  EXPECT_TRUE(zero.ok());
+  EXPECT_GT(zero.wall.count(), 0.0);
+}
+
+TEST_F(process_test, reports_crash_signal) {
+  auto r = run_process(child({"segfault"}));
+  EXPECT_EQ(r.how, exit_kind::signaled);
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_EQ(r.describe(), "killed by signal 11 (SIGSEGV)");
+
+  auto a = run_process(child({"abort"}));
+  EXPECT_EQ(a.how, exit_kind::signaled);
+  EXPECT_EQ(a.signal, SIGABRT);
+  EXPECT_NE(a.describe().find("SIGABRT"), std::string::npos);
+}
+
+TEST_F(process_test, hanging_child_times_out_promptly) {
+  auto options = child({"hang"});
+  options.timeout = 300ms;
+  auto r = run_process(options);
+  EXPECT_EQ(r.how, exit_kind::timed_out);
+  EXPECT_FALSE(r.ok());
+  EXPECT_GE(r.wall.count(), 0.3);
+  EXPECT_LT(r.wall.count(), 1.0) << "SIGTERM should end it without waiting for SIGKILL";
+  EXPECT_EQ(r.describe().rfind("timed out after 0.", 0), 0U) << r.describe();
+}
+
+TEST_F(process_test, child_ignoring_sigterm_gets_sigkill) {
+  auto options = child({"ignore-term"});
+  options.timeout = 200ms;
+  auto r = run_process(options);
+  EXPECT_EQ(r.how, exit_kind::timed_out);
+  EXPECT_GE(r.wall.count(), 1.1);
+  EXPECT_LT(r.wall.count(), 3.0);
+}
+
+TEST_F(process_test, timeout_kills_the_whole_group) {
+  const fs::path pid_file = m_dir / "grandchild.pid";
+  auto options = child({"grandchild", pid_file.string()});
+  options.timeout = 500ms;
+  auto r = run_process(options);
+  EXPECT_EQ(r.how, exit_kind::timed_out);
+  ASSERT_TRUE(fs::exists(pid_file)) << "the grandchild never started";
+  std::ifstream in(pid_file);
+  pid_t grandchild = 0;
+  in >> grandchild;
+  ASSERT_GT(grandchild, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = process_gone(grandchild);
+    if (!gone) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(gone) << "grandchild " << grandchild << " survived the timeout";
+  if (!gone) ::kill(grandchild, SIGKILL);
+}
+
+TEST_F(process_test, descendant_holding_output_does_not_hold_us) {
+  // The child exits at once, leaving a sleeping descendant on its stdout: the group is ended
+  // when the child exits, so the pipe closes and we return without waiting out any grace period.
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_process(child({"orphan"}));
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.output_tail, "parent done\n");
+  EXPECT_LT(took.count(), 0.4);
+}
+
+TEST_F(process_test, output_keeps_only_the_tail_in_bounded_memory) {
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  constexpr std::size_t k_bytes = std::size_t{256} << 20;
+  auto options = child({"spam", std::to_string(k_bytes)});
+  options.output_tail_bytes = 1000;
+  auto r = run_process(options);
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.output_bytes, k_bytes + 4);
+  ASSERT_EQ(r.output_tail.size(), 1000U);
+  EXPECT_EQ(r.output_tail, std::string(996, 'x') + "END\n");
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 32L * 1024)
+      << "parent memory grew with output (KiB)";
+}
+
+TEST_F(process_test, stdout_and_stderr_are_merged_in_order) {
+  auto r = run_process(child({"interleave"}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.output_tail, "out0\nerr0\nout1\nerr1\nout2\nerr2\n");
+  EXPECT_EQ(r.output_bytes, r.output_tail.size());
+}
+
+TEST_F(process_test, echo_copies_output_to_our_stderr) {
+  const fs::path captured = m_dir / "stderr.txt";
+  const int saved = ::dup(2);
+  const int file = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(file, 0);
+  ::dup2(file, 2);
+  auto options = child({"interleave"});
+  options.echo_output = true;
+  auto r = run_process(options);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(file);
+  ASSERT_TRUE(r.ok());
+  std::ifstream in(captured);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "out0\nerr0\nout1\nerr1\nout2\nerr2\n");
+}
+
+TEST_F(process_test, stdin_is_fed_and_closed) {
+  std::string data;
+  for (int i = 0; data.size() < (1U << 20); ++i) data += std::to_string(i) + ",";
+  auto options = child({"cat"});
+  options.stdin_data = data;
+  options.output_tail_bytes = 4U << 20;
+  auto r = run_process(options);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.output_tail, data);
+}
+
+TEST_F(process_test, child_not_reading_stdin_is_not_an_error) {
+  auto options = child({"ignore-stdin"});
+  options.stdin_data = std::string(8U << 20, 'z');
+  auto r = run_process(options);
+  EXPECT_TRUE(r.ok()) << r.describe();
+  // The EPIPE's SIGPIPE was consumed, not left pending for the test process.
+  sigset_t pending;
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
+}
+
+TEST_F(process_test, channel_data_is_returned_whole) {
+  for (int fd : {3, 7}) {
+    const std::string text(100'000, 'c');
+    auto options = child({"channel", std::to_string(fd), text});
+    options.channel_fd = fd;
+    options.output_tail_bytes = 10;
+    auto r = run_process(options);
+    ASSERT_TRUE(r.ok()) << r.describe();
+    EXPECT_EQ(r.channel, text);
+    EXPECT_EQ(r.output_tail, "out\n");
+  }
+}
+
+TEST_F(process_test, only_the_standard_and_channel_fds_reach_the_child) {
+  // A descriptor opened without O_CLOEXEC (as another thread might) must not leak either.
+  const int stray = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(stray, 0);
+  auto plain = run_process(child({"fds"}));
+  auto options = child({"fds"});
+  options.channel_fd = 5;
+  auto with_channel = run_process(options);
+  ::close(stray);
+  EXPECT_EQ(plain.output_tail, "0\n1\n2\n");
+  EXPECT_EQ(with_channel.output_tail, "0\n1\n2\n5\n");
+}
+
+TEST_F(process_test, environment_overrides_and_cwd) {
+  auto options = child({"env", "KJ_PROCESS_TEST_VAR"});
+  options.env = {{"KJ_PROCESS_TEST_VAR", "hello there"}};
+  EXPECT_EQ(run_process(options).output_tail, "hello there\n");
+  EXPECT_EQ(run_process(child({"env", "KJ_PROCESS_TEST_VAR"})).output_tail, "<unset>\n");
+  ASSERT_NE(std::getenv("PATH"), nullptr);
+  options = child({"env", "PATH"});
+  options.env = {{"PATH", "/kj/only"}};
+  EXPECT_EQ(run_process(options).output_tail, "/kj/only\n");
+
+  options = child({"cwd"});
+  options.cwd = m_dir;
+  EXPECT_EQ(run_process(options).output_tail, fs::canonical(m_dir).string() + "\n");
+}
+
+TEST_F(process_test, programs_are_found_on_path) {
+  spawn_options options;
+  options.argv = {"sh", "-c", "echo hi; exit 4"};
+  auto r = run_process(options);
+  EXPECT_EQ(r.how, exit_kind::exited);
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.output_tail, "hi\n");
+}
+
+TEST_F(process_test, start_failures_are_values) {
+  spawn_options options;
+  options.argv = {(m_dir / "no-such-program").string()};
+  auto missing = run_process(options);
+  EXPECT_EQ(missing.how, exit_kind::spawn_failed);
+  EXPECT_NE(missing.error.find("No such file"), std::string::npos) << missing.error;
+  EXPECT_EQ(missing.describe().rfind("failed to start: ", 0), 0U);
+
+  options.argv = {"kj-no-such-program-on-path"};
+  auto not_on_path = run_process(options);
+  EXPECT_EQ(not_on_path.how, exit_kind::spawn_failed);
+  EXPECT_NE(not_on_path.error.find("kj-no-such-program-on-path"), std::string::npos);
+
+  const fs::path plain_file = m_dir / "not-executable";
+  std::ofstream(plain_file) << "#!/bin/sh\nexit 0\n";
+  options.argv = {plain_file.string()};
+  auto denied = run_process(options);
+  EXPECT_EQ(denied.how, exit_kind::spawn_failed);
+  EXPECT_NE(denied.error.find("ermission denied"), std::string::npos) << denied.error;
+
+  auto bad_cwd = child({"exit", "0"});
+  bad_cwd.cwd = m_dir / "missing-dir";
+  auto r = run_process(bad_cwd);
+  EXPECT_EQ(r.how, exit_kind::spawn_failed);
+  EXPECT_NE(r.error.find("missing-dir"), std::string::npos) << r.error;
+}
+
+TEST_F(process_test, reports_peak_memory) {
+  auto r = run_process(child({"rss", "64"}));
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_GE(r.max_rss_kb, 64U * 1024);
+  EXPECT_LT(r.max_rss_kb, 1024U * 1024);
+}
+
+TEST(process_text, describe_formats) {
+  process_result r;
+  r.how = exit_kind::timed_out;
+  r.wall = std::chrono::duration<double>(30.04);
+  EXPECT_EQ(r.describe(), "timed out after 30.0 s");
+  r.how = exit_kind::spawn_failed;
+  r.error = "cannot execute 'x': No such file or directory";
+  EXPECT_EQ(r.describe(), "failed to start: cannot execute 'x': No such file or directory");
+}
+
+TEST(process_text, signal_names) {
+  EXPECT_EQ(kj::runner::signal_name(SIGSEGV), "SIGSEGV");
+  EXPECT_EQ(kj::runner::signal_name(SIGKILL), "SIGKILL");
+  EXPECT_EQ(kj::runner::signal_name(1000), "signal 1000");
+}
+
+TEST(process_text, last_lines) {
+  using kj::runner::last_lines;
+  EXPECT_EQ(last_lines("a\nb\nc\n", 2), "b\nc\n");
+  EXPECT_EQ(last_lines("a\nb\nc", 2), "b\nc");
+  EXPECT_EQ(last_lines("a\nb\nc\n", 10), "a\nb\nc\n");
+  EXPECT_EQ(last_lines("a\nb\nc\n", 3), "a\nb\nc\n");
+  EXPECT_EQ(last_lines("single", 1), "single");
+  EXPECT_EQ(last_lines("a\nb", 0), "");
+  EXPECT_EQ(last_lines("", 3), "");
+}
+
+TEST(process_text, self_executable_is_this_test) {
+  auto self = kj::runner::self_executable();
+  EXPECT_TRUE(self.is_absolute());
+  EXPECT_EQ(self.filename(), "kj_runner_process_test");
+}
+
+}  // namespace
