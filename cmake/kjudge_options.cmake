@@ -7,13 +7,12 @@ set(CMAKE_CXX_EXTENSIONS OFF)
 set(CMAKE_POSITION_INDEPENDENT_CODE ON)
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 
-# No GPU on the build machines: never "native". Candidates are compiled at run time for the
-# device that is actually present; this list only covers kjudge's own kernels.
-if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
-  set(CMAKE_CUDA_ARCHITECTURES "80-real;89-real;90-real;100-real;100-virtual")
-endif()
-# CMake 3.25 cannot set C++20 for CUDA through CUDA_STANDARD, so pass it directly.
+# CMake 3.25 cannot set C++20 for CUDA through CUDA_STANDARD: a .cu source inherits the target's
+# C++20 and configure fails for want of a flag. Pass -std=c++20 ourselves and tell CMake the
+# standard needs no flag of its own.
 set(CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS} -std=c++20 --expt-relaxed-constexpr")
+set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "")
+set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "")
 
 add_library(kjudge_warnings INTERFACE)
 target_compile_options(kjudge_warnings INTERFACE

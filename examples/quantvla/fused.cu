@@ -17,7 +17,6 @@
 
 #include <kjudge/candidate.h>
 
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -27,8 +26,6 @@
 #include <cstdio>
 #include <cstring>
 
-namespace cg = cooperative_groups;
-
 namespace {
 
 struct qv_args {
@@ -37,29 +34,31 @@ struct qv_args {
   const float* w;       // (n, k) row-major [out][in]
   const float* bias;    // (n)
   float* out;           // (m, n)
-  float* partial;       // workspace: one float per block
+  long long* stamps;    // debug timestamps (KJQ_STAMPS builds only), else unused
   int m;
   int n;
   int k;
   long long numel;  // m * k
 };
 
-/** Tile shape: BM x BN outputs per block, K in chunks of BK, NT threads each owning TM x TN
- *  outputs (rows tm + i*BM/TM, columns tn + j*BN/TN, so a warp's lanes span distinct columns). */
-template <int BM_, int BN_, int BK_, int NT_, int TM_, int TN_>
+/** Tile shape: BM x BN outputs per block, K in chunks of BK split among KS thread groups; each
+ *  thread owns TM x TN outputs (rows tm + i*BM/TM, columns tn + j*BN/TN: a warp's lanes span 8 or
+ *  more distinct W rows and few x rows, so padded float4 reads along k are conflict-free). */
+template <int BM_, int BN_, int BK_, int TM_, int TN_, int KS_>
 struct tile_cfg {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, NT = NT_, TM = TM_, TN = TN_;
-  static constexpr int LDS = BK + 4;  // padded row: rows 0..7 start 4 banks apart
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_, KS = KS_;
+  static constexpr int GT = (BM / TM) * (BN / TN);  // threads per k group
+  static constexpr int NT = GT * KS;
+  static constexpr int LDS = BK + 4;  // padded row: consecutive rows start 4 banks apart
   static constexpr int STAGE = (BM + BN) * LDS;
-  static_assert((BM / TM) * (BN / TN) == NT, "thread layout must cover the tile");
-  static_assert(BK % 4 == 0 && NT % 32 == 0, "");
+  static constexpr int RS = BN + 1;  // row stride of the split-k reduction buffer
+  static constexpr size_t SMEM = 2 * STAGE * sizeof(float);
+  static_assert(GT % 32 == 0 && (BK / KS) % 4 == 0, "");
+  static_assert(KS == 1 || KS * BM * RS <= 2 * STAGE, "reduction buffer must fit in the stages");
 };
 
-#ifndef KJQ_SMALL
-#define KJQ_SMALL 16, 32, 64, 128, 4, 1
-#endif
-using small_cfg = tile_cfg<KJQ_SMALL>;   // small M*N: many blocks, short K loop
-using large_cfg = tile_cfg<64, 64, 32, 256, 4, 4>;   // enough 64x64 tiles to fill the GPU
+using small_cfg = tile_cfg<16, 32, 128, 4, 4, 4>;  // 128 threads: nominal D = 128 in one chunk
+using large_cfg = tile_cfg<64, 64, 32, 4, 4, 1>;   // 256 threads, for enough 64 x 64 tiles
 
 __device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool pred) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -86,20 +85,57 @@ __device__ __forceinline__ float blend(float v, float alpha, float scale) {
   return __fadd_rn(__fmul_rn(alpha, xq), __fmul_rn(__fsub_rn(1.0f, alpha), v));
 }
 
-/** Block-wide max of non-negative values; the result is valid in every thread. */
+__device__ __forceinline__ float sigmoid(float l) { return 1.0f / (1.0f + expf(-l)); }
+
+/** Block-wide max of non-negative values, valid in thread 0. */
 template <int NT>
 __device__ __forceinline__ float block_max(float v, float* s_red) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  __syncthreads();  // s_red may still be read by an earlier call
   if (lane == 0) s_red[warp] = v;
   __syncthreads();
-  v = lane < NT / 32 ? s_red[lane] : 0.0f;
+  if (warp == 0) {
+    v = lane < NT / 32 ? s_red[lane] : 0.0f;
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  }
   return v;
+}
+
+// Grid-wide max and barrier in one, on module globals (zeroed when the module loads; every launch
+// leaves g_count and g_max at 0 again). kjudge's workspace cannot hold this state: it is poisoned
+// between calls. Needs every block resident (cooperative launch) and one launch in flight at a
+// time per device, which stream order gives.
+__device__ unsigned int g_count = 0;         // arrivals in the current launch
+__device__ unsigned int g_max = 0;           // running max|x| bits (non-negative floats order as uints)
+__device__ unsigned long long g_state = 0;   // (generation << 32) | max bits of the last launch
+
+__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/** Called by thread 0 of every block with its block max; returns the grid's max in every block. */
+__device__ __forceinline__ float grid_max(float local) {
+  const unsigned long long gen = ld_acquire(&g_state) >> 32;  // before arriving
+  atomicMax(&g_max, __float_as_uint(local));
+  __threadfence();  // the max is performed before the arrival
+  if (atomicAdd(&g_count, 1u) == gridDim.x - 1) {
+    __threadfence();
+    const unsigned int m = atomicExch(&g_max, 0u);  // every block's max is in: read and reset
+    atomicExch(&g_count, 0u);
+    __threadfence();
+    atomicExch(&g_state, ((gen + 1ull) << 32) | m);
+    return __uint_as_float(m);
+  }
+  unsigned long long s;
+  do {
+    s = ld_acquire(&g_state);
+  } while ((s >> 32) == gen);
+  return __uint_as_float(static_cast<unsigned int>(s));
 }
 
 /** Copies x[m0:m0+BM, k0:k0+BK] and w[n0:n0+BN, k0:k0+BK] into one stage; out-of-range elements
@@ -143,106 +179,61 @@ __device__ __forceinline__ void load_stage(float* stage, const qv_args& a, int m
   }
 }
 
-/** sigmoid of the tile's logits (0 past the last row) into s_alpha; read after the next barrier. */
-template <class C>
-__device__ __forceinline__ void load_alpha(float* s_alpha, const qv_args& a, int m0) {
-  for (int i = static_cast<int>(threadIdx.x); i < C::BM; i += C::NT) {
-    const int m = m0 + i;
-    s_alpha[i] = m < a.m ? 1.0f / (1.0f + expf(-a.logits[m])) : 0.0f;
-  }
+/** Issues the first two K chunks of a tile (two cp.async groups, the second possibly empty). */
+template <class C, bool VEC>
+__device__ __forceinline__ void start_tile(float* s_stage, const qv_args& a, int m0, int n0, int chunks) {
+  load_stage<C, VEC>(s_stage, a, m0, n0, 0);
+  cp_async_commit();
+  if (chunks > 1) load_stage<C, VEC>(s_stage + C::STAGE, a, m0, n0, C::BK);
+  cp_async_commit();
 }
 
-#ifndef KJQ_BARRIER
-#define KJQ_BARRIER 1
+#ifdef KJQ_STAMPS
+#define KJQ_STAMP(i) \
+  do {               \
+    if (tid == 0) a.stamps[blockIdx.x * 8 + (i)] = clock64(); \
+  } while (0)
+#else
+#define KJQ_STAMP(i) \
+  do {               \
+  } while (0)
 #endif
-#ifndef KJQ_LAUNCH
-#define KJQ_LAUNCH 0
-#endif
-#ifndef KJQ_GEMM
-#define KJQ_GEMM 1
-#endif
-#ifndef KJQ_EMPTY
-#define KJQ_EMPTY 0
-#endif
-
-__device__ unsigned int g_bar_count = 0;
-__device__ unsigned int g_bar_gen = 0;
-
-__device__ __forceinline__ unsigned int ld_acquire(const unsigned int* p) {
-  unsigned int v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-/** Sense-free grid barrier on module globals: the last arriver resets the count and bumps the
- *  generation. Needs every block resident (grid <= SMs x blocks/SM) and one launch at a time. */
-__device__ __forceinline__ void grid_barrier() {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned int gen = ld_acquire(&g_bar_gen);
-    __threadfence();
-    if (atomicAdd(&g_bar_count, 1u) == gridDim.x - 1) {
-      atomicExch(&g_bar_count, 0u);
-      __threadfence();
-      atomicAdd(&g_bar_gen, 1u);
-    } else {
-      while (ld_acquire(&g_bar_gen) == gen) {
-      }
-    }
-    __threadfence();
-  }
-  __syncthreads();
-}
 
 template <class C, bool VEC>
 __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
-  __shared__ __align__(16) float s_stage[2 * C::STAGE];
+  extern __shared__ __align__(16) float s_stage[];  // 2 stages; reused for the split-k reduction
   __shared__ float s_alpha[C::BM];
   __shared__ float s_red[32];
+  __shared__ float s_scale;
 
   const int tid = static_cast<int>(threadIdx.x);
+  KJQ_STAMP(0);
   const int tiles_m = (a.m + C::BM - 1) / C::BM;
   const int tiles_n = (a.n + C::BN - 1) / C::BN;
   const int num_tiles = tiles_m * tiles_n;
   const int chunks = (a.k + C::BK - 1) / C::BK;
   int tile = static_cast<int>(blockIdx.x);
 
-#ifdef KJQ_STAMPS
-  long long* stamps = reinterpret_cast<long long*>(reinterpret_cast<char*>(a.partial) + 32768) + blockIdx.x * 8;
-#define KJQ_STAMP(i) do { if (tid == 0) stamps[i] = clock64(); } while (0)
-#else
-#define KJQ_STAMP(i) do { } while (0)
-#endif
-  KJQ_STAMP(0);
-#ifdef KJQ_STAMPS
-  if (tid == 0) { long long g; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g)); stamps[7] = g; }
-#endif
-#if KJQ_EMPTY
-  if (tid == 0 && num_tiles < 0) a.out[0] = 0.0f;
-  return;
-#endif
-  // Start the first tile's copies now: they overlap the reduction and the barrier.
+  // Loads that do not depend on the scale go out first and overlap the reduction and barrier.
+  float logit = 0.0f;
   if (tile < num_tiles) {
     const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
-    load_stage<C, VEC>(s_stage, a, m0, n0, 0);
-    cp_async_commit();
-    if (chunks > 1) load_stage<C, VEC>(s_stage + C::STAGE, a, m0, n0, C::BK);
-    cp_async_commit();
-    load_alpha<C>(s_alpha, a, m0);
+    start_tile<C, VEC>(s_stage, a, m0, n0, chunks);
+    if (tid < C::BM && m0 + tid < a.m) logit = __ldg(a.logits + m0 + tid);
   }
-
   KJQ_STAMP(1);
-  // Phase 1: this block's share of max|x|.
+
+  // Phase 1: this block's share of max|x|, then the grid's max.
   float local = 0.0f;
   {
     const long long stride = static_cast<long long>(gridDim.x) * C::NT;
     const long long first = static_cast<long long>(blockIdx.x) * C::NT + tid;
     long long done = 0;
-    if (VEC) {  // x 16-byte aligned here
+    if (VEC) {  // x is 16-byte aligned and numel % 4 == 0 here
       const long long nv = a.numel / 4;
       const float4* x4 = reinterpret_cast<const float4*>(a.x);
       for (long long i = first; i < nv; i += stride) {
-        const float4 v = __ldcs(x4 + i);  // streamed: the GEMM reads x again through cp.async
+        const float4 v = __ldcs(x4 + i);
         local = fmaxf(local, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
       }
       done = nv * 4;
@@ -250,35 +241,28 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
     for (long long i = done + first; i < a.numel; i += stride) local = fmaxf(local, fabsf(a.x[i]));
   }
   local = block_max<C::NT>(local, s_red);
-  if (tid == 0) a.partial[blockIdx.x] = local;
   KJQ_STAMP(2);
-
-#if KJQ_BARRIER == 1
-  cg::this_grid().sync();
-#elif KJQ_BARRIER == 2
-  grid_barrier();
-#endif
+  if (tid == 0) {
+    // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
+    s_scale = fmaxf(grid_max(local), 1e-8f) * (1.0f / 127.0f);
+  }
   KJQ_STAMP(3);
-
-  // Phase 2: the scale, exactly as PyTorch on CUDA forms it.
-  float amax = 0.0f;
-  for (int i = tid; i < static_cast<int>(gridDim.x); i += C::NT) amax = fmaxf(amax, __ldcg(a.partial + i));
-  amax = block_max<C::NT>(amax, s_red);
-  const float scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
+  if (tile < num_tiles && tid < C::BM) s_alpha[tid] = sigmoid(logit);
+  __syncthreads();
+  const float scale = s_scale;
   KJQ_STAMP(4);
 
-  const int tn = tid % (C::BN / C::TN);
-  const int tm = tid / (C::BN / C::TN);
+  const int group = tid / C::GT;  // which slice of each K chunk this thread sums
+  const int r = tid % C::GT;
+  const int tn = r % (C::BN / C::TN);
+  const int tm = r / (C::BN / C::TN);
   bool first_tile = true;
   for (; tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
     const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
-    if (!first_tile) {  // the previous tile ended with a barrier: both stages are free
-      load_stage<C, VEC>(s_stage, a, m0, n0, 0);
-      cp_async_commit();
-      if (chunks > 1) load_stage<C, VEC>(s_stage + C::STAGE, a, m0, n0, C::BK);
-      cp_async_commit();
+    if (!first_tile) {  // the previous tile ended with a barrier: stages and s_alpha are free
+      start_tile<C, VEC>(s_stage, a, m0, n0, chunks);
+      if (tid < C::BM) s_alpha[tid] = m0 + tid < a.m ? sigmoid(a.logits[m0 + tid]) : 0.0f;
     }
-    if (!first_tile) load_alpha<C>(s_alpha, a, m0);  // after the previous tile's last barrier
     first_tile = false;
 
     float acc[C::TM][C::TN];
@@ -295,20 +279,20 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       __syncthreads();    // ... and for every thread; s_alpha is written
 #pragma unroll 4
       for (int i = tid; i < C::BM * C::BK; i += C::NT) {
-        const int r = i / C::BK, c = i % C::BK;
-        sa[r * C::LDS + c] = blend(sa[r * C::LDS + c], s_alpha[r], scale);
+        const int row = i / C::BK, c = i % C::BK;
+        sa[row * C::LDS + c] = blend(sa[row * C::LDS + c], s_alpha[row], scale);
       }
       __syncthreads();
-#if KJQ_GEMM
+      const int k_lo = group * (C::BK / C::KS);
 #pragma unroll
-      for (int kk = 0; kk < C::BK; kk += 4) {
+      for (int kk = 0; kk < C::BK / C::KS; kk += 4) {
         float4 av[C::TM], wv[C::TN];
 #pragma unroll
         for (int i = 0; i < C::TM; ++i)
-          av[i] = *reinterpret_cast<const float4*>(sa + (tm + i * (C::BM / C::TM)) * C::LDS + kk);
+          av[i] = *reinterpret_cast<const float4*>(sa + (tm + i * (C::BM / C::TM)) * C::LDS + k_lo + kk);
 #pragma unroll
         for (int j = 0; j < C::TN; ++j)
-          wv[j] = *reinterpret_cast<const float4*>(sw + (tn + j * (C::BN / C::TN)) * C::LDS + kk);
+          wv[j] = *reinterpret_cast<const float4*>(sw + (tn + j * (C::BN / C::TN)) * C::LDS + k_lo + kk);
 #pragma unroll
         for (int i = 0; i < C::TM; ++i)
 #pragma unroll
@@ -319,26 +303,43 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
             acc[i][j] = fmaf(av[i].w, wv[j].w, acc[i][j]);
           }
       }
-#endif
       __syncthreads();  // everyone is done with this stage before it is refilled
-      if (kc + 2 < chunks) {
-        const int m0r = m0, n0r = n0;
-        load_stage<C, VEC>(stage, a, m0r, n0r, (kc + 2) * C::BK);
-      }
+      if (kc + 2 < chunks) load_stage<C, VEC>(stage, a, m0, n0, (kc + 2) * C::BK);
       cp_async_commit();  // possibly empty: keeps "chunk kc+1 is all but the newest" true
     }
-
     KJQ_STAMP(5);
+
+    if constexpr (C::KS == 1) {
 #pragma unroll
-    for (int j = 0; j < C::TN; ++j) {
-      const int n = n0 + tn + j * (C::BN / C::TN);
-      if (n >= a.n) continue;
-      const float b = a.bias[n];
+      for (int j = 0; j < C::TN; ++j) {
+        const int n = n0 + tn + j * (C::BN / C::TN);
+        if (n >= a.n) continue;
+        const float b = a.bias[n];
 #pragma unroll
-      for (int i = 0; i < C::TM; ++i) {
-        const int m = m0 + tm + i * (C::BM / C::TM);
-        if (m < a.m) a.out[static_cast<long long>(m) * a.n + n] = acc[i][j] + b;
+        for (int i = 0; i < C::TM; ++i) {
+          const int m = m0 + tm + i * (C::BM / C::TM);
+          if (m < a.m) a.out[static_cast<long long>(m) * a.n + n] = acc[i][j] + b;
+        }
       }
+    } else {
+      // Split-k partial sums meet in shared memory (the stages are idle: no copy is in flight),
+      // then every thread finishes BM*BN/NT outputs with coalesced stores.
+      float* red = s_stage;
+#pragma unroll
+      for (int i = 0; i < C::TM; ++i)
+#pragma unroll
+        for (int j = 0; j < C::TN; ++j)
+          red[(group * C::BM + tm + i * (C::BM / C::TM)) * C::RS + tn + j * (C::BN / C::TN)] = acc[i][j];
+      __syncthreads();
+      for (int o = tid; o < C::BM * C::BN; o += C::NT) {
+        const int ml = o / C::BN, nl = o % C::BN;
+        const int m = m0 + ml, n = n0 + nl;
+        float v = red[ml * C::RS + nl];
+#pragma unroll
+        for (int g = 1; g < C::KS; ++g) v += red[(g * C::BM + ml) * C::RS + nl];
+        if (m < a.m && n < a.n) a.out[static_cast<long long>(m) * a.n + n] = v + a.bias[n];
+      }
+      __syncthreads();  // the next tile's copies overwrite `red`
     }
   }
   KJQ_STAMP(6);
@@ -373,7 +374,7 @@ bool is_contiguous(const kj_tensor& t) {
   return true;
 }
 
-/** Validates the call; fills the kernel arguments except `partial`. Returns false after
+/** Validates the call; fills the kernel arguments except `stamps`. Returns false after
  *  writing call->error. */
 bool parse(const kj_call* call, qv_args& a) {
   if (call->abi_version != KJ_ABI_VERSION) {
@@ -439,35 +440,28 @@ template <class C, bool VEC>
 int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) {
   auto* fn = &quantvla_kernel<C, VEC>;
   int per_sm = g_blocks_per_sm[device][kernel_id].load(std::memory_order_relaxed);
-  if (per_sm == 0) {
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, C::NT, 0);
+  if (per_sm == 0) {  // first call of this kernel on this device
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::SMEM));
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, C::NT, C::SMEM);
     if (e != cudaSuccess || per_sm < 1) {
-      set_error(call, "occupancy query failed: %s", cudaGetErrorString(e));
+      set_error(call, "kernel setup (shared memory %zu bytes, occupancy) failed: %s", C::SMEM, cudaGetErrorString(e));
       return 1;
     }
     g_blocks_per_sm[device][kernel_id].store(per_sm, std::memory_order_relaxed);
   }
   const long long tiles = static_cast<long long>((a.m + C::BM - 1) / C::BM) * ((a.n + C::BN - 1) / C::BN);
   const long long reduce_blocks = (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
-  long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
+  const long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
   const long long cap = static_cast<long long>(per_sm) * sms;
   const int grid = static_cast<int>(want < cap ? want : cap);
-  if (static_cast<uint64_t>(grid) * sizeof(float) > call->workspace_bytes || call->workspace == nullptr) {
-    set_error(call, "workspace of %llu bytes too small for %d partials",
-              static_cast<unsigned long long>(call->workspace_bytes), grid);
-    return 1;
-  }
-  a.partial = static_cast<float*>(call->workspace);
-#if KJQ_LAUNCH == 0
+  a.stamps = static_cast<long long*>(call->workspace);
   void* args[] = {&a};
-  cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fn), dim3(static_cast<unsigned>(grid)),
-                                              dim3(C::NT), args, 0, static_cast<cudaStream_t>(call->stream));
-#else
-  fn<<<grid, C::NT, 0, static_cast<cudaStream_t>(call->stream)>>>(a);
-  cudaError_t e = cudaGetLastError();
-#endif
+  // Cooperative: the driver refuses the launch rather than run a grid that cannot all be resident,
+  // which the grid-wide max in the kernel relies on.
+  const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fn), dim3(static_cast<unsigned>(grid)),
+                                                    dim3(C::NT), args, C::SMEM, static_cast<cudaStream_t>(call->stream));
   if (e != cudaSuccess) {
-    set_error(call, "cooperative launch of %d blocks failed: %s", grid, cudaGetErrorString(e));
+    set_error(call, "cooperative launch of %d blocks x %d threads failed: %s", grid, C::NT, cudaGetErrorString(e));
     return 1;
   }
   return 0;
@@ -476,7 +470,11 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
 }  // namespace
 
 extern "C" KJ_EXPORT uint64_t kj_workspace_bytes(const kj_call* /*call*/) {
-  return 64u * 1024u;  // partials for up to 16384 blocks; the grid never exceeds SMs x blocks/SM
+#ifdef KJQ_STAMPS
+  return 1u << 20;  // debug timestamps: 8 per block
+#else
+  return 0;  // no scratch: the grid-wide state lives in module globals (see grid_max)
+#endif
 }
 
 extern "C" KJ_EXPORT int kj_forward(const kj_call* call) {

@@ -23,8 +23,8 @@ TEST(Jitter, MemoisedPerSizeAndWithinFifteenPercent) {
   EXPECT_EQ(t.jitter_int(64), a) << "the same nominal size must give the same value in a trial";
   for (std::int64_t n : {8, 64, 128, 1000, 4096}) {
     const auto v = t.jitter_int(n);
-    EXPECT_GE(v, static_cast<std::int64_t>(n * 0.85) - 1);
-    EXPECT_LE(v, static_cast<std::int64_t>(n * 1.15) + 1);
+    EXPECT_GE(static_cast<double>(v), 0.85 * static_cast<double>(n) - 1.0);
+    EXPECT_LE(static_cast<double>(v), 1.15 * static_cast<double>(n) + 1.0);
   }
   EXPECT_EQ(t.draws().size(), 5u);
 }
