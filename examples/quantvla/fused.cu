@@ -26,7 +26,17 @@
 #include <cstdio>
 #include <cstring>
 
+#ifndef KJQ_GEMM_UNROLL
+#define KJQ_GEMM_UNROLL 1
+#endif
+#ifndef KJQ_BLEND_UNROLL
+#define KJQ_BLEND_UNROLL 2
+#endif
+
 namespace {
+
+constexpr int kGemmUnroll = KJQ_GEMM_UNROLL;    // k steps of 4 unrolled in the FMA loop
+constexpr int kBlendUnroll = KJQ_BLEND_UNROLL;  // elements unrolled in the quantise-blend loop
 
 struct qv_args {
   const float* x;       // (m, k) row-major: B*T rows of D
@@ -57,7 +67,10 @@ struct tile_cfg {
   static_assert(KS == 1 || KS * BM * RS <= 2 * STAGE, "reduction buffer must fit in the stages");
 };
 
-using small_cfg = tile_cfg<16, 32, 128, 4, 4, 4>;  // 128 threads: nominal D = 128 in one chunk
+#ifndef KJQ_SMALL_KS
+#define KJQ_SMALL_KS 16
+#endif
+using small_cfg = tile_cfg<16, 32, 128, 4, 4, KJQ_SMALL_KS>;  // 512 threads: nominal D = 128 in one chunk
 using large_cfg = tile_cfg<64, 64, 32, 4, 4, 1>;   // 256 threads, for enough 64 x 64 tiles
 
 __device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool pred) {
@@ -104,38 +117,51 @@ __device__ __forceinline__ float block_max(float v, float* s_red) {
   return v;
 }
 
-// Grid-wide max and barrier in one, on module globals (zeroed when the module loads; every launch
-// leaves g_count and g_max at 0 again). kjudge's workspace cannot hold this state: it is poisoned
-// between calls. Needs every block resident (cooperative launch) and one launch in flight at a
-// time per device, which stream order gives.
-__device__ unsigned int g_count = 0;         // arrivals in the current launch
-__device__ unsigned int g_max = 0;           // running max|x| bits (non-negative floats order as uints)
-__device__ unsigned long long g_state = 0;   // (generation << 32) | max bits of the last launch
+// Grid-wide max without atomics or fences. Every block stores (tag << 32 | its max bits) into its
+// slot with one 64-bit store, then polls all slots until each carries this launch's tag: tag and
+// value travel in one word, so no ordering is needed. The tag is g_gen + 1, read by every block at
+// its start; block 0 advances g_gen once every slot carries the tag (so every block has already
+// read it). State is module-global (zeroed at load): kjudge poisons the workspace between calls.
+// Needs every block resident (cooperative launch) and one launch at a time per device, which
+// stream order gives; graph replays re-read g_gen and stay correct.
+constexpr int kMaxSlots = 4096;
+__device__ unsigned long long g_slots[kMaxSlots];
+__device__ unsigned int g_gen = 0;
 
-__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+__device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
   unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 
-/** Called by thread 0 of every block with its block max; returns the grid's max in every block. */
-__device__ __forceinline__ float grid_max(float local) {
-  const unsigned long long gen = ld_acquire(&g_state) >> 32;  // before arriving
-  atomicMax(&g_max, __float_as_uint(local));
-  __threadfence();  // the max is performed before the arrival
-  if (atomicAdd(&g_count, 1u) == gridDim.x - 1) {
-    __threadfence();
-    const unsigned int m = atomicExch(&g_max, 0u);  // every block's max is in: read and reset
-    atomicExch(&g_count, 0u);
-    __threadfence();
-    atomicExch(&g_state, ((gen + 1ull) << 32) | m);
-    return __uint_as_float(m);
+__device__ __forceinline__ unsigned int ld_relaxed32(const unsigned int* p) {
+  unsigned int v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+
+/** Warp 0 of every block: publishes `local` (lane 0's) under `tag`, returns the grid's max. */
+__device__ __forceinline__ float grid_max_warp0(float local, unsigned int tag) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  if (lane == 0) st_relaxed(&g_slots[blockIdx.x], (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(local));
+  float m = 0.0f;
+  for (int base = 0; base < static_cast<int>(gridDim.x); base += 32) {
+    const int i = base + lane;
+    unsigned long long v = 0;
+    if (i < static_cast<int>(gridDim.x)) {
+      do {
+        v = ld_relaxed(&g_slots[i]);
+      } while (static_cast<unsigned int>(v >> 32) != tag);
+      m = fmaxf(m, __uint_as_float(static_cast<unsigned int>(v)));
+    }
   }
-  unsigned long long s;
-  do {
-    s = ld_acquire(&g_state);
-  } while ((s >> 32) == gen);
-  return __uint_as_float(static_cast<unsigned int>(s));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  return m;
 }
 
 /** Copies x[m0:m0+BM, k0:k0+BK] and w[n0:n0+BN, k0:k0+BK] into one stage; out-of-range elements
@@ -203,6 +229,7 @@ template <class C, bool VEC>
 __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   extern __shared__ __align__(16) float s_stage[];  // 2 stages; reused for the split-k reduction
   __shared__ float s_alpha[C::BM];
+  __shared__ float s_bias[C::BN];
   __shared__ float s_red[32];
   __shared__ float s_scale;
 
@@ -214,16 +241,13 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   const int chunks = (a.k + C::BK - 1) / C::BK;
   int tile = static_cast<int>(blockIdx.x);
 
-  // Loads that do not depend on the scale go out first and overlap the reduction and barrier.
-  float logit = 0.0f;
-  if (tile < num_tiles) {
-    const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
-    start_tile<C, VEC>(s_stage, a, m0, n0, chunks);
-    if (tid < C::BM && m0 + tid < a.m) logit = __ldg(a.logits + m0 + tid);
-  }
-  KJQ_STAMP(1);
+  // This launch's tag (see grid_max_warp0). Only warp 0 reads g_gen: its slot store depends on the
+  // value, so the read is performed before block 0 can see the slot and advance g_gen.
+  const unsigned int tag = tid < 32 ? ld_relaxed32(&g_gen) + 1u : 0u;
 
-  // Phase 1: this block's share of max|x|, then the grid's max.
+  // Phase 1: this block's share of max|x|; its loads go out first. Then the loads that do not
+  // depend on the scale (the first tile's x and W chunks, logits, bias), overlapping the reduction
+  // and the grid-wide max.
   float local = 0.0f;
   {
     const long long stride = static_cast<long long>(gridDim.x) * C::NT;
@@ -240,11 +264,21 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
     }
     for (long long i = done + first; i < a.numel; i += stride) local = fmaxf(local, fabsf(a.x[i]));
   }
+  float logit = 0.0f;
+  if (tile < num_tiles) {
+    const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
+    start_tile<C, VEC>(s_stage, a, m0, n0, chunks);
+    if (tid < C::BM && m0 + tid < a.m) logit = __ldg(a.logits + m0 + tid);
+    if (tid < C::BN) s_bias[tid] = n0 + tid < a.n ? __ldg(a.bias + n0 + tid) : 0.0f;
+  }
+  KJQ_STAMP(1);
   local = block_max<C::NT>(local, s_red);
   KJQ_STAMP(2);
-  if (tid == 0) {
+  if (tid < 32) {
+    const float amax = grid_max_warp0(local, tag);
     // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
-    s_scale = fmaxf(grid_max(local), 1e-8f) * (1.0f / 127.0f);
+    if (tid == 0) s_scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
+    if (tid == 0 && blockIdx.x == 0) atomicExch(&g_gen, tag);  // every block has read g_gen by now
   }
   KJQ_STAMP(3);
   if (tile < num_tiles && tid < C::BM) s_alpha[tid] = sigmoid(logit);
@@ -259,9 +293,10 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   bool first_tile = true;
   for (; tile < num_tiles; tile += static_cast<int>(gridDim.x)) {
     const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
-    if (!first_tile) {  // the previous tile ended with a barrier: stages and s_alpha are free
+    if (!first_tile) {  // the previous tile ended with a barrier: stages, s_alpha, s_bias are free
       start_tile<C, VEC>(s_stage, a, m0, n0, chunks);
       if (tid < C::BM) s_alpha[tid] = m0 + tid < a.m ? sigmoid(a.logits[m0 + tid]) : 0.0f;
+      if (tid < C::BN) s_bias[tid] = n0 + tid < a.n ? a.bias[n0 + tid] : 0.0f;
     }
     first_tile = false;
 
@@ -277,14 +312,14 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       const float* sw = stage + C::BM * C::LDS;
       cp_async_wait_1();  // all groups but the newest: chunk kc has landed for this thread
       __syncthreads();    // ... and for every thread; s_alpha is written
-#pragma unroll 4
+#pragma unroll kBlendUnroll
       for (int i = tid; i < C::BM * C::BK; i += C::NT) {
         const int row = i / C::BK, c = i % C::BK;
         sa[row * C::LDS + c] = blend(sa[row * C::LDS + c], s_alpha[row], scale);
       }
       __syncthreads();
       const int k_lo = group * (C::BK / C::KS);
-#pragma unroll
+#pragma unroll kGemmUnroll
       for (int kk = 0; kk < C::BK / C::KS; kk += 4) {
         float4 av[C::TM], wv[C::TN];
 #pragma unroll
@@ -314,7 +349,7 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       for (int j = 0; j < C::TN; ++j) {
         const int n = n0 + tn + j * (C::BN / C::TN);
         if (n >= a.n) continue;
-        const float b = a.bias[n];
+        const float b = s_bias[tn + j * (C::BN / C::TN)];
 #pragma unroll
         for (int i = 0; i < C::TM; ++i) {
           const int m = m0 + tm + i * (C::BM / C::TM);
@@ -337,7 +372,7 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
         float v = red[ml * C::RS + nl];
 #pragma unroll
         for (int g = 1; g < C::KS; ++g) v += red[(g * C::BM + ml) * C::RS + nl];
-        if (m < a.m && n < a.n) a.out[static_cast<long long>(m) * a.n + n] = v + a.bias[n];
+        if (m < a.m && n < a.n) a.out[static_cast<long long>(m) * a.n + n] = v + s_bias[nl];
       }
       __syncthreads();  // the next tile's copies overwrite `red`
     }
@@ -452,7 +487,8 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
   const long long tiles = static_cast<long long>((a.m + C::BM - 1) / C::BM) * ((a.n + C::BN - 1) / C::BN);
   const long long reduce_blocks = (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
   const long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
-  const long long cap = static_cast<long long>(per_sm) * sms;
+  long long cap = static_cast<long long>(per_sm) * sms;
+  if (cap > kMaxSlots) cap = kMaxSlots;
   const int grid = static_cast<int>(want < cap ? want : cap);
   a.stamps = static_cast<long long*>(call->workspace);
   void* args[] = {&a};

@@ -44,7 +44,8 @@ KJ_JSON_FIELDS(correctness_summary, trials, trials_passed, held_out_ran, held_ou
                stress_trials, stress_passed, weight_copy, tolerance_source, precision)
 KJ_JSON_FIELDS(gpu_info, name, uuid, pci_bus_id, compute_capability, sm_count, memory_bytes,
                l2_bytes, sm_clock_max_mhz, memory_clock_mhz, driver_version, runtime_version)
-KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last_phase,
+KJ_JSON_FIELDS(phase_time, name, start_s)
+KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last_phase, phases,
                output_tail)
 
 void to_json(nlohmann::json& j, const provenance& v) {

@@ -123,6 +123,12 @@ struct provenance {
   std::string timing_preset;        ///< "agent" or "precise"
 };
 
+/** When a worker phase began, in seconds since the worker started. */
+struct phase_time {
+  std::string name;
+  double start_s = 0;
+};
+
 struct worker_info {
   std::string outcome;  ///< process_result::describe()
   int exit_code = -1;
@@ -130,6 +136,7 @@ struct worker_info {
   double wall_s = 0;
   std::uint64_t max_rss_kb = 0;
   std::string last_phase;
+  std::vector<phase_time> phases;
   std::string output_tail;  ///< last lines of the candidate's / worker's stdout+stderr
 };
 
@@ -177,6 +184,8 @@ void to_json(nlohmann::json& j, const file_info& v);
 void from_json(const nlohmann::json& j, file_info& v);
 void to_json(nlohmann::json& j, const gpu_info& v);
 void from_json(const nlohmann::json& j, gpu_info& v);
+void to_json(nlohmann::json& j, const phase_time& v);
+void from_json(const nlohmann::json& j, phase_time& v);
 void to_json(nlohmann::json& j, const worker_info& v);
 void from_json(const nlohmann::json& j, worker_info& v);
 void to_json(nlohmann::json& j, const precision_summary& v);

@@ -36,7 +36,10 @@ void event_writer::send(const nlohmann::json& event) {
   }
 }
 
-void event_writer::phase(std::string_view name) { send({{"phase", name}}); }
+void event_writer::phase(std::string_view name) {
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+  send({{"phase", name}, {"t_s", t}});
+}
 
 void event_writer::flag(std::string code, std::string severity, std::string message) {
   send({{"flag", kj::flag{std::move(code), std::move(severity), std::move(message)}}});
@@ -60,7 +63,10 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
     return;
   }
   try {
-    if (auto it = e.find("phase"); it != e.end()) state.last_phase = it->get<std::string>();
+    if (auto it = e.find("phase"); it != e.end()) {
+      state.last_phase = it->get<std::string>();
+      r.worker.phases.push_back({state.last_phase, e.value("t_s", 0.0)});
+    }
     if (auto it = e.find("provenance"); it != e.end()) {
       nlohmann::json merged = r.prov;
       merged.update(*it);

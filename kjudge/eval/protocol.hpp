@@ -3,6 +3,7 @@
  *  pipe (not stdout, which belongs to the candidate), flushing each, so everything sent before a
  *  crash reaches the orchestrator. The orchestrator folds the events into an eval_result. */
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -25,12 +26,14 @@ class event_writer {
   event_writer& operator=(const event_writer&) = delete;
 
   void send(const nlohmann::json& event);
+  /** Marks the start of a phase, with seconds since the writer was made (phase timings). */
   void phase(std::string_view name);
   void flag(std::string code, std::string severity, std::string message);
   void final(eval_status status, std::string_view message);
 
  private:
   int m_fd = -1;
+  std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
 };
 
 /** State the orchestrator keeps while folding events. */

@@ -175,6 +175,11 @@ void print_failure_detail(const eval_result& r, std::string& out, const terminal
     out += "\ndetail:\n" + r.message;
     if (r.message.back() != '\n') out += '\n';
   }
+  if (o.verbose && !r.worker.phases.empty()) {
+    out += "\nworker phases (start, s):";
+    for (const auto& p : r.worker.phases) out += fmt::format("  {} {:.2f}", p.name, p.start_s);
+    out += "\n";
+  }
   if ((failed || o.verbose) && !r.worker.output_tail.empty()) {
     out += fmt::format("\nworker: {} (last phase: {})\nlast output lines:\n", r.worker.outcome,
                        r.worker.last_phase.empty() ? "none" : r.worker.last_phase);
