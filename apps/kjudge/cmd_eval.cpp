@@ -50,7 +50,8 @@ namespace {
 
 eval::job make_job(const eval_args& a) {
   eval::job j;
-  for (const auto& [what, p] : {std::pair{"problem", a.problem}, std::pair{"candidate", a.candidate}}) {
+  for (const auto& [what, p] :
+       {std::pair{"problem", a.problem}, std::pair{"candidate", a.candidate}}) {
     std::error_code ec;
     if (!fs::is_regular_file(p, ec)) KJ_THROW(error_kind::usage, "{} {}: no such file", what, p);
   }

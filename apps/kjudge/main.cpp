@@ -20,8 +20,10 @@ bool wants_help(int argc, char** argv, std::string& command) {
   bool help = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "-h" || a == "--help") help = true;
-    else if (command.empty() && !a.starts_with("-")) command = a;
+    if (a == "-h" || a == "--help")
+      help = true;
+    else if (command.empty() && !a.starts_with("-"))
+      command = a;
   }
   return help;
 }

@@ -7,7 +7,9 @@ __global__ void spin(volatile int* flag) {
   }
 }
 
-extern "C" KJ_EXPORT uint64_t kj_workspace_bytes(const kj_call*) { return 256; }
+extern "C" KJ_EXPORT uint64_t kj_workspace_bytes(const kj_call*) {
+  return 256;
+}
 
 extern "C" KJ_EXPORT int kj_forward(const kj_call* call) {
   auto stream = static_cast<cudaStream_t>(call->stream);

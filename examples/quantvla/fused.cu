@@ -70,8 +70,9 @@ struct tile_cfg {
 #ifndef KJQ_SMALL_KS
 #define KJQ_SMALL_KS 16
 #endif
-using small_cfg = tile_cfg<16, 32, 128, 4, 4, KJQ_SMALL_KS>;  // 512 threads: nominal D = 128 in one chunk
-using large_cfg = tile_cfg<64, 64, 32, 4, 4, 1>;   // 256 threads, for enough 64 x 64 tiles
+using small_cfg =
+    tile_cfg<16, 32, 128, 4, 4, KJQ_SMALL_KS>;    // 512 threads: nominal D = 128 in one chunk
+using large_cfg = tile_cfg<64, 64, 32, 4, 4, 1>;  // 256 threads, for enough 64 x 64 tiles
 
 __device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool pred) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -85,9 +86,13 @@ __device__ __forceinline__ void cp_async4(float* smem, const float* gmem, bool p
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 
-__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_1() {
+  asm volatile("cp.async.wait_group 1;\n" ::);
+}
 
 /** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp, *s, alpha*xq,
  *  (1-alpha), (1-alpha)*x, sum. Intrinsics keep nvcc from contracting into FMAs. */
@@ -98,7 +103,9 @@ __device__ __forceinline__ float blend(float v, float alpha, float scale) {
   return __fadd_rn(__fmul_rn(alpha, xq), __fmul_rn(__fsub_rn(1.0f, alpha), v));
 }
 
-__device__ __forceinline__ float sigmoid(float l) { return 1.0f / (1.0f + expf(-l)); }
+__device__ __forceinline__ float sigmoid(float l) {
+  return 1.0f / (1.0f + expf(-l));
+}
 
 /** Block-wide max of non-negative values, valid in thread 0. */
 template <int NT>
@@ -147,7 +154,9 @@ __device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long 
 /** Warp 0 of every block: publishes `local` (lane 0's) under `tag`, returns the grid's max. */
 __device__ __forceinline__ float grid_max_warp0(float local, unsigned int tag) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  if (lane == 0) st_relaxed(&g_slots[blockIdx.x], (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(local));
+  if (lane == 0)
+    st_relaxed(&g_slots[blockIdx.x],
+               (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(local));
   float m = 0.0f;
   for (int base = 0; base < static_cast<int>(gridDim.x); base += 32) {
     const int i = base + lane;
@@ -207,7 +216,8 @@ __device__ __forceinline__ void load_stage(float* stage, const qv_args& a, int m
 
 /** Issues the first two K chunks of a tile (two cp.async groups, the second possibly empty). */
 template <class C, bool VEC>
-__device__ __forceinline__ void start_tile(float* s_stage, const qv_args& a, int m0, int n0, int chunks) {
+__device__ __forceinline__ void start_tile(float* s_stage, const qv_args& a, int m0, int n0,
+                                           int chunks) {
   load_stage<C, VEC>(s_stage, a, m0, n0, 0);
   cp_async_commit();
   if (chunks > 1) load_stage<C, VEC>(s_stage + C::STAGE, a, m0, n0, C::BK);
@@ -215,8 +225,8 @@ __device__ __forceinline__ void start_tile(float* s_stage, const qv_args& a, int
 }
 
 #ifdef KJQ_STAMPS
-#define KJQ_STAMP(i) \
-  do {               \
+#define KJQ_STAMP(i)                                          \
+  do {                                                        \
     if (tid == 0) a.stamps[blockIdx.x * 8 + (i)] = clock64(); \
   } while (0)
 #else
@@ -324,10 +334,12 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
         float4 av[C::TM], wv[C::TN];
 #pragma unroll
         for (int i = 0; i < C::TM; ++i)
-          av[i] = *reinterpret_cast<const float4*>(sa + (tm + i * (C::BM / C::TM)) * C::LDS + k_lo + kk);
+          av[i] = *reinterpret_cast<const float4*>(sa + (tm + i * (C::BM / C::TM)) * C::LDS + k_lo +
+                                                   kk);
 #pragma unroll
         for (int j = 0; j < C::TN; ++j)
-          wv[j] = *reinterpret_cast<const float4*>(sw + (tn + j * (C::BN / C::TN)) * C::LDS + k_lo + kk);
+          wv[j] = *reinterpret_cast<const float4*>(sw + (tn + j * (C::BN / C::TN)) * C::LDS + k_lo +
+                                                   kk);
 #pragma unroll
         for (int i = 0; i < C::TM; ++i)
 #pragma unroll
@@ -364,7 +376,8 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       for (int i = 0; i < C::TM; ++i)
 #pragma unroll
         for (int j = 0; j < C::TN; ++j)
-          red[(group * C::BM + tm + i * (C::BM / C::TM)) * C::RS + tn + j * (C::BN / C::TN)] = acc[i][j];
+          red[(group * C::BM + tm + i * (C::BM / C::TM)) * C::RS + tn + j * (C::BN / C::TN)] =
+              acc[i][j];
       __syncthreads();
       for (int o = tid; o < C::BM * C::BN; o += C::NT) {
         const int ml = o / C::BN, nl = o % C::BN;
@@ -396,7 +409,8 @@ void set_error(const kj_call* call, const char* fmt, ...) {
 
 const kj_tensor* find_param(const kj_call* call, const char* name, int fallback) {
   for (int i = 0; i < call->num_params; ++i)
-    if (call->params[i].name != nullptr && std::strcmp(call->params[i].name, name) == 0) return &call->params[i];
+    if (call->params[i].name != nullptr && std::strcmp(call->params[i].name, name) == 0)
+      return &call->params[i];
   return fallback < call->num_params ? &call->params[fallback] : nullptr;
 }
 
@@ -427,13 +441,15 @@ bool parse(const kj_call* call, qv_args& a) {
   const kj_tensor* w = find_param(call, "out_proj.weight", 0);
   const kj_tensor* b = find_param(call, "out_proj.bias", 1);
   if (w == nullptr || b == nullptr) {
-    set_error(call, "expected parameters out_proj.weight and out_proj.bias, got %d params", call->num_params);
+    set_error(call, "expected parameters out_proj.weight and out_proj.bias, got %d params",
+              call->num_params);
     return false;
   }
   const kj_tensor* all[] = {&x, &l, w, b, &o};
   for (const kj_tensor* t : all) {
     if (t->dtype != KJ_DTYPE_F32) {
-      set_error(call, "%s: dtype %d unsupported, only float32", t->name ? t->name : "tensor", t->dtype);
+      set_error(call, "%s: dtype %d unsupported, only float32", t->name ? t->name : "tensor",
+                t->dtype);
       return false;
     }
     if (!is_contiguous(*t)) {
@@ -442,21 +458,25 @@ bool parse(const kj_call* call, qv_args& a) {
     }
   }
   if (x.ndim != 3 || l.ndim != 2 || w->ndim != 2 || b->ndim != 1 || o.ndim != 3) {
-    set_error(call, "rank mismatch: x %d (want 3), logits %d (2), weight %d (2), bias %d (1), out %d (3)",
+    set_error(call,
+              "rank mismatch: x %d (want 3), logits %d (2), weight %d (2), bias %d (1), out %d (3)",
               x.ndim, l.ndim, w->ndim, b->ndim, o.ndim);
     return false;
   }
   const long long B = x.shape[0], T = x.shape[1], D = x.shape[2];
-  if (l.shape[0] != B || l.shape[1] != T || w->shape[0] != D || w->shape[1] != D || b->shape[0] != D ||
-      o.shape[0] != B || o.shape[1] != T || o.shape[2] != D) {
-    set_error(call, "shape mismatch: x (%lld,%lld,%lld), logits (%lld,%lld), weight (%lld,%lld), bias (%lld)",
-              B, T, D, static_cast<long long>(l.shape[0]), static_cast<long long>(l.shape[1]),
-              static_cast<long long>(w->shape[0]), static_cast<long long>(w->shape[1]),
-              static_cast<long long>(b->shape[0]));
+  if (l.shape[0] != B || l.shape[1] != T || w->shape[0] != D || w->shape[1] != D ||
+      b->shape[0] != D || o.shape[0] != B || o.shape[1] != T || o.shape[2] != D) {
+    set_error(
+        call,
+        "shape mismatch: x (%lld,%lld,%lld), logits (%lld,%lld), weight (%lld,%lld), bias (%lld)",
+        B, T, D, static_cast<long long>(l.shape[0]), static_cast<long long>(l.shape[1]),
+        static_cast<long long>(w->shape[0]), static_cast<long long>(w->shape[1]),
+        static_cast<long long>(b->shape[0]));
     return false;
   }
   if (B < 1 || T < 1 || D < 1 || B * T > INT_MAX || D > INT_MAX / 2) {
-    set_error(call, "unsupported sizes B=%lld T=%lld D=%lld (need >= 1 and B*T, D within int32)", B, T, D);
+    set_error(call, "unsupported sizes B=%lld T=%lld D=%lld (need >= 1 and B*T, D within int32)", B,
+              T, D);
     return false;
   }
   a.x = static_cast<const float*>(x.data);
@@ -476,16 +496,21 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
   auto* fn = &quantvla_kernel<C, VEC>;
   int per_sm = g_blocks_per_sm[device][kernel_id].load(std::memory_order_relaxed);
   if (per_sm == 0) {  // first call of this kernel on this device
-    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(C::SMEM));
-    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, C::NT, C::SMEM);
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(C::SMEM));
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, C::NT, C::SMEM);
     if (e != cudaSuccess || per_sm < 1) {
-      set_error(call, "kernel setup (shared memory %zu bytes, occupancy) failed: %s", C::SMEM, cudaGetErrorString(e));
+      set_error(call, "kernel setup (shared memory %zu bytes, occupancy) failed: %s", C::SMEM,
+                cudaGetErrorString(e));
       return 1;
     }
     g_blocks_per_sm[device][kernel_id].store(per_sm, std::memory_order_relaxed);
   }
-  const long long tiles = static_cast<long long>((a.m + C::BM - 1) / C::BM) * ((a.n + C::BN - 1) / C::BN);
-  const long long reduce_blocks = (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
+  const long long tiles =
+      static_cast<long long>((a.m + C::BM - 1) / C::BM) * ((a.n + C::BN - 1) / C::BN);
+  const long long reduce_blocks =
+      (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
   const long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
   long long cap = static_cast<long long>(per_sm) * sms;
   if (cap > kMaxSlots) cap = kMaxSlots;
@@ -494,10 +519,12 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
   void* args[] = {&a};
   // Cooperative: the driver refuses the launch rather than run a grid that cannot all be resident,
   // which the grid-wide max in the kernel relies on.
-  const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(fn), dim3(static_cast<unsigned>(grid)),
-                                                    dim3(C::NT), args, C::SMEM, static_cast<cudaStream_t>(call->stream));
+  const cudaError_t e = cudaLaunchCooperativeKernel(
+      reinterpret_cast<const void*>(fn), dim3(static_cast<unsigned>(grid)), dim3(C::NT), args,
+      C::SMEM, static_cast<cudaStream_t>(call->stream));
   if (e != cudaSuccess) {
-    set_error(call, "cooperative launch of %d blocks x %d threads failed: %s", grid, C::NT, cudaGetErrorString(e));
+    set_error(call, "cooperative launch of %d blocks x %d threads failed: %s", grid, C::NT,
+              cudaGetErrorString(e));
     return 1;
   }
   return 0;
@@ -547,7 +574,9 @@ extern "C" KJ_EXPORT int kj_forward(const kj_call* call) {
                    (reinterpret_cast<uintptr_t>(a.w) & 15u) == 0;
   const long long large_tiles = static_cast<long long>((a.m + 63) / 64) * ((a.n + 63) / 64);
   if (large_tiles >= sms) {
-    return vec ? launch<large_cfg, true>(call, a, device, 0, sms) : launch<large_cfg, false>(call, a, device, 1, sms);
+    return vec ? launch<large_cfg, true>(call, a, device, 0, sms)
+               : launch<large_cfg, false>(call, a, device, 1, sms);
   }
-  return vec ? launch<small_cfg, true>(call, a, device, 2, sms) : launch<small_cfg, false>(call, a, device, 3, sms);
+  return vec ? launch<small_cfg, true>(call, a, device, 2, sms)
+             : launch<small_cfg, false>(call, a, device, 3, sms);
 }

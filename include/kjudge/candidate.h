@@ -1,11 +1,12 @@
 /* kjudge native candidate ABI, version 1.
  *
  * A native candidate is one .cu file that kjudge compiles with nvcc into a shared library for the
- * GPU that is present, loads with dlopen, and calls through the functions declared here. kjudge owns
- * every allocation: inputs, the reference model's parameters and buffers, the outputs (filled with
- * NaN, or 0x5A bytes for integer types, before each correctness call) and a scratch workspace whose
- * contents are unspecified at every call (kjudge overwrites it with 0xFF bytes between correctness
- * trials: initialise what you read). All pointers are device pointers of the current CUDA device.
+ * GPU that is present, loads with dlopen, and calls through the functions declared here. kjudge
+ * owns every allocation: inputs, the reference model's parameters and buffers, the outputs (filled
+ * with NaN, or 0x5A bytes for integer types, before each correctness call) and a scratch workspace
+ * whose contents are unspecified at every call (kjudge overwrites it with 0xFF bytes between
+ * correctness trials: initialise what you read). All pointers are device pointers of the current
+ * CUDA device.
  *
  * The candidate must enqueue all its work on `call->stream` and must not synchronise with the host
  * (no cudaDeviceSynchronize, cudaStreamSynchronize or blocking copies): kjudge times it by queueing

@@ -49,7 +49,7 @@ struct output_comparison {
   std::size_t nan_count = 0;  ///< NaN in the candidate where the reference is not NaN
   std::size_t inf_count = 0;  ///< +-Inf in the candidate where the reference is not the same Inf
   std::size_t mismatch_count = 0;  ///< elements outside tolerance (non-finite ones included)
-  double max_abs_err = 0;   ///< over elements where both sides are finite
+  double max_abs_err = 0;          ///< over elements where both sides are finite
   double mean_abs_err = 0;
   /** |a - e| / |e| over elements with |e| > 0 (finite on both sides); elements with e == 0 count
    *  only toward the absolute error. */
@@ -57,9 +57,9 @@ struct output_comparison {
   double mean_rel_err = 0;
   std::vector<std::int64_t> worst_index;  ///< index of the largest |a - e| (excess over tolerance)
   std::vector<mismatch> mismatches;       ///< the first few out-of-tolerance elements, in order
-  bool constant_output = false;  ///< every element of the candidate's output equal (numel > 1)
+  bool constant_output = false;   ///< every element of the candidate's output equal (numel > 1)
   std::uint64_t actual_hash = 0;  ///< FNV-1a of the candidate's bytes, to spot repeated outputs
-  std::string message;  ///< one line: why it failed, or empty
+  std::string message;            ///< one line: why it failed, or empty
 };
 
 /** Compares the candidate's output with the reference's. Reference NaN/Inf at a position count as

@@ -22,11 +22,11 @@ struct nvcc_request {
 
 struct build_result {
   bool ok = false;
-  bool cached = false;  ///< the library came from the cache; no compiler ran
-  std::filesystem::path library;  ///< the .so to dlopen, when ok
-  std::string key;                ///< cache key (sha256 hex)
+  bool cached = false;               ///< the library came from the cache; no compiler ran
+  std::filesystem::path library;     ///< the .so to dlopen, when ok
+  std::string key;                   ///< cache key (sha256 hex)
   std::vector<std::string> command;  ///< the nvcc command line that ran (or would have)
-  std::string log;  ///< the compiler's complete stdout+stderr (never truncated)
+  std::string log;                   ///< the compiler's complete stdout+stderr (never truncated)
   std::chrono::duration<double> build_time{0};
   std::string nvcc_version;  ///< "13.0.88" (from nvcc --version)
   std::string error;  ///< one line when !ok: "nvcc exited with code 1", "nvcc not found", ...

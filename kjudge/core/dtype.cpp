@@ -39,16 +39,26 @@ double bf16_to_double(std::uint16_t b) noexcept {
 
 std::string_view to_string(dtype t) noexcept {
   switch (t) {
-    case dtype::f32: return "float32";
-    case dtype::f16: return "float16";
-    case dtype::bf16: return "bfloat16";
-    case dtype::f64: return "float64";
-    case dtype::i8: return "int8";
-    case dtype::u8: return "uint8";
-    case dtype::i16: return "int16";
-    case dtype::i32: return "int32";
-    case dtype::i64: return "int64";
-    case dtype::boolean: return "bool";
+    case dtype::f32:
+      return "float32";
+    case dtype::f16:
+      return "float16";
+    case dtype::bf16:
+      return "bfloat16";
+    case dtype::f64:
+      return "float64";
+    case dtype::i8:
+      return "int8";
+    case dtype::u8:
+      return "uint8";
+    case dtype::i16:
+      return "int16";
+    case dtype::i32:
+      return "int32";
+    case dtype::i64:
+      return "int64";
+    case dtype::boolean:
+      return "bool";
   }
   return "unknown";
 }
@@ -74,15 +84,19 @@ std::optional<dtype> dtype_from_string(std::string_view name) noexcept {
 std::size_t element_size(dtype t) noexcept {
   switch (t) {
     case dtype::f64:
-    case dtype::i64: return 8;
+    case dtype::i64:
+      return 8;
     case dtype::f32:
-    case dtype::i32: return 4;
+    case dtype::i32:
+      return 4;
     case dtype::f16:
     case dtype::bf16:
-    case dtype::i16: return 2;
+    case dtype::i16:
+      return 2;
     case dtype::i8:
     case dtype::u8:
-    case dtype::boolean: return 1;
+    case dtype::boolean:
+      return 1;
   }
   return 0;
 }
@@ -93,16 +107,26 @@ bool is_floating(dtype t) noexcept {
 
 double load_as_double(const void* data, dtype t, std::size_t i) noexcept {
   switch (t) {
-    case dtype::f32: return load<float>(data, i);
-    case dtype::f64: return load<double>(data, i);
-    case dtype::f16: return half_to_double(load<std::uint16_t>(data, i));
-    case dtype::bf16: return bf16_to_double(load<std::uint16_t>(data, i));
-    case dtype::i8: return load<std::int8_t>(data, i);
-    case dtype::u8: return load<std::uint8_t>(data, i);
-    case dtype::i16: return load<std::int16_t>(data, i);
-    case dtype::i32: return load<std::int32_t>(data, i);
-    case dtype::i64: return static_cast<double>(load<std::int64_t>(data, i));
-    case dtype::boolean: return load<std::uint8_t>(data, i) ? 1.0 : 0.0;
+    case dtype::f32:
+      return load<float>(data, i);
+    case dtype::f64:
+      return load<double>(data, i);
+    case dtype::f16:
+      return half_to_double(load<std::uint16_t>(data, i));
+    case dtype::bf16:
+      return bf16_to_double(load<std::uint16_t>(data, i));
+    case dtype::i8:
+      return load<std::int8_t>(data, i);
+    case dtype::u8:
+      return load<std::uint8_t>(data, i);
+    case dtype::i16:
+      return load<std::int16_t>(data, i);
+    case dtype::i32:
+      return load<std::int32_t>(data, i);
+    case dtype::i64:
+      return static_cast<double>(load<std::int64_t>(data, i));
+    case dtype::boolean:
+      return load<std::uint8_t>(data, i) ? 1.0 : 0.0;
   }
   return 0.0;
 }

@@ -14,14 +14,14 @@ namespace kj {
 
 /** What went wrong, at the granularity a caller can act on. */
 enum class error_kind {
-  usage,          ///< bad command line or option value
-  io,             ///< a file could not be read or written
-  problem,        ///< the reference problem is broken (does not load, run, or give outputs)
-  candidate,      ///< the candidate misbehaved in a way the caller did not ask to tolerate
-  cuda,           ///< a CUDA runtime / driver / NVRTC / CUPTI call failed
-  python,         ///< the embedded interpreter raised
-  protocol,       ///< worker and orchestrator disagree (bad JSON, wrong schema version)
-  internal,       ///< a kjudge bug
+  usage,      ///< bad command line or option value
+  io,         ///< a file could not be read or written
+  problem,    ///< the reference problem is broken (does not load, run, or give outputs)
+  candidate,  ///< the candidate misbehaved in a way the caller did not ask to tolerate
+  cuda,       ///< a CUDA runtime / driver / NVRTC / CUPTI call failed
+  python,     ///< the embedded interpreter raised
+  protocol,   ///< worker and orchestrator disagree (bad JSON, wrong schema version)
+  internal,   ///< a kjudge bug
 };
 
 [[nodiscard]] std::string_view to_string(error_kind k) noexcept;
@@ -47,7 +47,7 @@ class error : public std::runtime_error {
 #define KJ_THROW(kind, ...) throw ::kj::error((kind), ::fmt::format(__VA_ARGS__))
 
 /** Checks a condition that must hold; throws an internal error naming it otherwise. */
-#define KJ_EXPECTS(cond)                                                                  \
-  do {                                                                                    \
+#define KJ_EXPECTS(cond)                                                                 \
+  do {                                                                                   \
     if (!(cond)) KJ_THROW(::kj::error_kind::internal, "precondition failed: {}", #cond); \
   } while (0)

@@ -19,12 +19,14 @@ void get(const nlohmann::json& j, const char* name, T& value) {
 
 #define KJ_PUT(field) put(j, #field, v.field);
 #define KJ_GET(field) get(j, #field, v.field);
-#define KJ_JSON_FIELDS(type, ...)                                                      \
-  void to_json(nlohmann::json& j, const type& v) {                                    \
-    j = nlohmann::json::object();                                                     \
-    NLOHMANN_JSON_PASTE(KJ_PUT, __VA_ARGS__)                                          \
-  }                                                                                   \
-  void from_json(const nlohmann::json& j, type& v) { NLOHMANN_JSON_PASTE(KJ_GET, __VA_ARGS__) }
+#define KJ_JSON_FIELDS(type, ...)                    \
+  void to_json(nlohmann::json& j, const type& v) {   \
+    j = nlohmann::json::object();                    \
+    NLOHMANN_JSON_PASTE(KJ_PUT, __VA_ARGS__)         \
+  }                                                  \
+  void from_json(const nlohmann::json& j, type& v) { \
+    NLOHMANN_JSON_PASTE(KJ_GET, __VA_ARGS__)         \
+  }
 
 }  // namespace
 
@@ -51,14 +53,14 @@ KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last
 void to_json(nlohmann::json& j, const provenance& v) {
   j = nlohmann::json::object();
   NLOHMANN_JSON_PASTE(KJ_PUT, kjudge_version, hostname, started_at, device, torch_version,
-                      torch_cuda_version, python_version, python_executable, base_seed,
-                      trial_seeds, held_out_seed, timing_preset)
+                      torch_cuda_version, python_version, python_executable, base_seed, trial_seeds,
+                      held_out_seed, timing_preset)
   j["gpu"] = v.gpu ? nlohmann::json(*v.gpu) : nlohmann::json();
 }
 void from_json(const nlohmann::json& j, provenance& v) {
   NLOHMANN_JSON_PASTE(KJ_GET, kjudge_version, hostname, started_at, device, torch_version,
-                      torch_cuda_version, python_version, python_executable, base_seed,
-                      trial_seeds, held_out_seed, timing_preset)
+                      torch_cuda_version, python_version, python_executable, base_seed, trial_seeds,
+                      held_out_seed, timing_preset)
   if (auto it = j.find("gpu"); it != j.end() && it->is_object()) v.gpu = it->get<gpu_info>();
 }
 
@@ -118,9 +120,12 @@ namespace kj::measure {
 // Defined here rather than in measure/: the result (core) names figures without linking CUDA code.
 const char* to_string(figure_kind k) noexcept {
   switch (k) {
-    case figure_kind::device: return "device";
-    case figure_kind::stream: return "stream";
-    case figure_kind::host_wall: return "host_wall";
+    case figure_kind::device:
+      return "device";
+    case figure_kind::stream:
+      return "stream";
+    case figure_kind::host_wall:
+      return "host_wall";
   }
   return "unknown";
 }
@@ -198,9 +203,12 @@ void to_json(nlohmann::json& j, const comparison& v) {
                   {"confidence", s.ci.confidence},
                   {"resamples", s.ci.resamples}});
   const auto& c = v.clocks;
-  j["clocks"] = {{"available", c.available},           {"source", c.source},
-                 {"default_sm_mhz", c.default_sm_mhz}, {"max_sm_mhz", c.max_sm_mhz},
-                 {"median_sm_mhz", c.median_sm_mhz},   {"min_sm_mhz", c.min_sm_mhz},
+  j["clocks"] = {{"available", c.available},
+                 {"source", c.source},
+                 {"default_sm_mhz", c.default_sm_mhz},
+                 {"max_sm_mhz", c.max_sm_mhz},
+                 {"median_sm_mhz", c.median_sm_mhz},
+                 {"min_sm_mhz", c.min_sm_mhz},
                  {"throttle_reasons", c.throttle_reasons}};
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 /** @file The evaluation result: the only object that crosses from measuring to printing. It is
  *  serialised as versioned JSON (schema `kjudge.eval/1`, docs/result-schema.md); every number
- *  carries its unit in its name and every figure its method. Printers read this and nothing else. */
+ *  carries its unit in its name and every figure its method. Printers read this and nothing else.
+ */
 
 #include <cstdint>
 #include <map>
@@ -74,7 +75,7 @@ struct trial_result {
   std::string kind;  ///< "nominal", "held_out" or "stress"
   int index = 0;
   std::uint64_t seed = 0;
-  double shape_scale = 1;  ///< 4 for stress trials: jittered sizes scaled up
+  double shape_scale = 1;                      ///< 4 for stress trials: jittered sizes scaled up
   std::map<std::string, std::int64_t> jitter;  ///< nominal size -> drawn size
   std::vector<std::vector<std::int64_t>> input_shapes;
   std::vector<std::string> input_dtypes;
@@ -82,7 +83,7 @@ struct trial_result {
   std::vector<output_check> outputs;
   std::vector<int> inputs_modified;  ///< indices of inputs the candidate changed in place
   std::string error;                 ///< candidate exception, with traceback tail
-  double reference_ms = 0;  ///< host wall of the correctness call (not a timing figure)
+  double reference_ms = 0;           ///< host wall of the correctness call (not a timing figure)
   double candidate_ms = 0;
 };
 
@@ -95,7 +96,7 @@ struct correctness_summary {
   int trials = 0, trials_passed = 0;
   bool held_out_ran = false, held_out_passed = false;
   int stress_trials = 0, stress_passed = 0;
-  std::string weight_copy;  ///< "by_name", "by_order", "none" (no parameters), "native" (ABI)
+  std::string weight_copy;       ///< "by_name", "by_order", "none" (no parameters), "native" (ABI)
   std::string tolerance_source;  ///< "dtype-default", "problem", "command line"
   precision_summary precision;
 };
@@ -119,8 +120,9 @@ struct provenance {
   std::string torch_version, torch_cuda_version, python_version, python_executable;
   std::uint64_t base_seed = 0;
   std::vector<std::uint64_t> trial_seeds;
-  std::uint64_t held_out_seed = 0;  ///< revealed after the run; derived from the orchestrator's secret
-  std::string timing_preset;        ///< "agent" or "precise"
+  std::uint64_t held_out_seed =
+      0;                      ///< revealed after the run; derived from the orchestrator's secret
+  std::string timing_preset;  ///< "agent" or "precise"
 };
 
 /** When a worker phase began, in seconds since the worker started. */

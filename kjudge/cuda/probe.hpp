@@ -10,7 +10,8 @@ namespace kj::cuda {
 struct probe_result {
   bool available = false;
   int device_count = 0;
-  std::string reason;  ///< when !available: "no CUDA device", "no NVIDIA driver", the CUDA error text
+  std::string
+      reason;  ///< when !available: "no CUDA device", "no NVIDIA driver", the CUDA error text
 };
 
 /** Asks the runtime for devices; never throws. Result cached for the process. */

@@ -109,14 +109,15 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.status = eval_status::timed_out;
       r.message = fmt::format("evaluation {}{}", p.describe(), during);
     } else {
-      r.status = reference_phase(state.last_phase) ? eval_status::problem_error
-                                                   : eval_status::crashed;
+      r.status =
+          reference_phase(state.last_phase) ? eval_status::problem_error : eval_status::crashed;
       r.message = fmt::format("the worker {}{}", p.describe(), during);
     }
   }
   if (state.malformed_lines > 0)
-    r.add_flag("malformed_events", "warning",
-               fmt::format("{} malformed line(s) on the worker's event channel", state.malformed_lines));
+    r.add_flag(
+        "malformed_events", "warning",
+        fmt::format("{} malformed line(s) on the worker's event channel", state.malformed_lines));
   summarize_correctness(r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

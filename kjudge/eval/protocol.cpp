@@ -37,7 +37,8 @@ void event_writer::send(const nlohmann::json& event) {
 }
 
 void event_writer::phase(std::string_view name) {
-  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+  const double t =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
   send({{"phase", name}, {"t_s", t}});
 }
 

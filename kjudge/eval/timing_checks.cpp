@@ -40,11 +40,11 @@ void check_side(const measure::side_result& s, std::vector<flag>& out) {
                                s.name)});
   for (const auto* f : {&s.device, &s.stream, &s.host_wall}) {
     if (f->valid && f->noisy)
-      out.push_back({"noisy_timing", "warning",
-                     fmt::format("{} {} figure is noisy: relative standard error {:.2f}% after {} "
-                                 "samples (budget exhausted)",
-                                 s.name, measure::to_string(f->kind), f->summary.rse_pct,
-                                 f->summary.n)});
+      out.push_back(
+          {"noisy_timing", "warning",
+           fmt::format("{} {} figure is noisy: relative standard error {:.2f}% after {} "
+                       "samples (budget exhausted)",
+                       s.name, measure::to_string(f->kind), f->summary.rse_pct, f->summary.n)});
     if (f->discarded_throttled > 0)
       out.push_back({"throttled_samples", "info",
                      fmt::format("{} {}: {} samples discarded (SM clock under 75% of default)",
@@ -73,12 +73,12 @@ std::vector<flag> check_timing(const measure::comparison& c, const cuda::device_
     const double peak = dram_peak_bytes_per_s(*device);
     const double floor_us = peak > 0 ? static_cast<double>(min_bytes) / peak * 1e6 : 0;
     if (floor_us > 1.0 && c.candidate.device.summary.median < 0.9 * floor_us)
-      out.push_back({"faster_than_memory", "error",
-                     fmt::format("candidate device median {:.2f} us is below {:.2f} us, the time "
-                                 "its {} minimum bytes need at the {:.0f} GB/s DRAM peak: it "
-                                 "cannot have read its inputs",
-                                 c.candidate.device.summary.median, floor_us, min_bytes,
-                                 peak / 1e9)});
+      out.push_back(
+          {"faster_than_memory", "error",
+           fmt::format("candidate device median {:.2f} us is below {:.2f} us, the time "
+                       "its {} minimum bytes need at the {:.0f} GB/s DRAM peak: it "
+                       "cannot have read its inputs",
+                       c.candidate.device.summary.median, floor_us, min_bytes, peak / 1e9)});
   }
   return out;
 }

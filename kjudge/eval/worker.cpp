@@ -28,7 +28,9 @@ namespace kj::eval {
 
 namespace {
 
-std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+std::string version_string(int v) {
+  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+}
 
 /** Host tensor view for the comparison code. */
 check::host_tensor to_host(const python::tensor_view& v) {
@@ -54,7 +56,8 @@ output_check to_output_check(int index, const check::output_comparison& c) {
   o.max_rel_err = c.max_rel_err;
   o.mean_rel_err = c.mean_rel_err;
   o.worst_index = c.worst_index;
-  for (const auto& m : c.mismatches) o.mismatches.push_back({m.index, m.expected, m.actual, m.abs_err});
+  for (const auto& m : c.mismatches)
+    o.mismatches.push_back({m.index, m.expected, m.actual, m.abs_err});
   o.constant_output = c.constant_output;
   o.actual_hash = c.actual_hash;
   o.message = c.message;
@@ -260,7 +263,8 @@ class pipeline {
     const auto n = std::min(out.reference.size(), out.candidate.size());
     for (std::size_t i = 0; i < n; ++i) {
       const auto& ref = out.reference[i];
-      const auto c = check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
+      const auto c =
+          check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
       auto o = to_output_check(static_cast<int>(i), c);
       o.expected_hash = check::fnv1a64(ref.data, ref.numel() * element_size(ref.type));
       // Is the reference itself constant? Then a constant candidate output is no evidence.
@@ -308,10 +312,9 @@ class pipeline {
       int stress_failed = 0;
       if (m_job.stress)
         for (int i = 0; i < 2; ++i)
-          stress_failed += run_trial("stress", i, trial_seed(m_job.base_seed + 1, i),
-                                     m_job.stress_scale)
-                               ? 0
-                               : 1;
+          stress_failed +=
+              run_trial("stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale) ? 0
+                                                                                             : 1;
       if (passed < m_job.trials) {
         m_events.final(eval_status::incorrect,
                        fmt::format("{} of {} trials failed", m_job.trials - passed, m_job.trials));
@@ -343,7 +346,8 @@ class pipeline {
     auto opts = m_job.timing_options;
     opts.gpu = gpu;
     // Rotate among several input sets, bounded so that large problems do not exhaust memory.
-    const auto probe_info = m_session->timing_setup(1, m_job.base_seed ^ 0x5eed, trial_seed(m_job.base_seed, 0));
+    const auto probe_info =
+        m_session->timing_setup(1, m_job.base_seed ^ 0x5eed, trial_seed(m_job.base_seed, 0));
     std::uint64_t set_bytes = 0;
     for (std::size_t i = 0; i < probe_info.shapes.size(); ++i) {
       std::uint64_t n = 1;
@@ -354,11 +358,14 @@ class pipeline {
     const std::uint64_t budget = 1ull << 30;
     const std::size_t sets = static_cast<std::size_t>(
         std::clamp<std::uint64_t>(set_bytes ? budget / set_bytes : 8, 2, 8));
-    const auto info = m_session->timing_setup(sets, m_job.base_seed ^ 0x5eed,
-                                              trial_seed(m_job.base_seed, 0));
+    const auto info =
+        m_session->timing_setup(sets, m_job.base_seed ^ 0x5eed, trial_seed(m_job.base_seed, 0));
     m_events.send({{"timing_inputs",
-                    {{"sets", sets}, {"shapes", info.shapes}, {"dtypes", info.dtypes},
-                     {"jitter", info.jitter}, {"bytes_per_set", set_bytes}}}});
+                    {{"sets", sets},
+                     {"shapes", info.shapes},
+                     {"dtypes", info.dtypes},
+                     {"jitter", info.jitter},
+                     {"bytes_per_set", set_bytes}}}});
 
     auto reference = m_session->make_target(python::side::reference);
     std::unique_ptr<measure::target> candidate;
@@ -409,14 +416,22 @@ void run_worker(const job& j, event_writer& events) {
     p.run();
   } catch (const kj::error& e) {
     switch (e.kind()) {
-      case error_kind::problem: events.final(eval_status::problem_error, e.message()); break;
-      case error_kind::candidate: events.final(eval_status::runtime_error, e.message()); break;
+      case error_kind::problem:
+        events.final(eval_status::problem_error, e.message());
+        break;
+      case error_kind::candidate:
+        events.final(eval_status::runtime_error, e.message());
+        break;
       case error_kind::cuda:
         // A CUDA error outside the targets is, in practice, a sticky error the candidate left.
         events.final(eval_status::runtime_error, e.message());
         break;
-      case error_kind::usage: events.final(eval_status::internal_error, e.message()); break;
-      default: events.final(eval_status::internal_error, e.what()); break;
+      case error_kind::usage:
+        events.final(eval_status::internal_error, e.message());
+        break;
+      default:
+        events.final(eval_status::internal_error, e.what());
+        break;
     }
   } catch (const std::exception& e) {
     events.final(eval_status::internal_error, e.what());

@@ -2,7 +2,8 @@
 /** @file The timing engine (measurement.md, rules 1-9): warm-up, cold L2, rotating inputs,
  *  interleaved reference/candidate samples, three figures per side (device, stream, host wall),
  *  stopping on a noise target within a wall-clock budget per side, throttle-aware, and the speedup
- *  as a ratio of medians with a bootstrap confidence interval. All sample values are microseconds. */
+ *  as a ratio of medians with a bootstrap confidence interval. All sample values are microseconds.
+ */
 
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +25,8 @@ struct timing_options {
   seconds budget_per_side{1.0};
   std::size_t min_samples = 20;
   std::size_t max_samples = 100000;
-  /** Stop once every enabled figure of both sides has median_rse_pct below this (and min_samples). */
+  /** Stop once every enabled figure of both sides has median_rse_pct below this (and min_samples).
+   */
   double target_rse_pct = 0.5;
   /** Minimum wall time spent sampling before the noise rule may stop the loop. */
   seconds min_time{0.0};
@@ -48,9 +50,9 @@ struct figure {
   figure_kind kind = figure_kind::device;
   std::string method;  ///< "blocking-kernel+events", "events-as-issued", "host-steady-clock+sync"
   bool cold = true;
-  bool valid = false;        ///< false: not taken or unusable; see note
-  std::string note;          ///< why invalid, or remarks ("host sync in forward")
-  bool noisy = false;        ///< budget ran out before the noise target
+  bool valid = false;              ///< false: not taken or unusable; see note
+  std::string note;                ///< why invalid, or remarks ("host sync in forward")
+  bool noisy = false;              ///< budget ran out before the noise target
   std::vector<double> samples_us;  ///< kept samples, in order taken
   stats::summary summary;          ///< of samples_us
   std::size_t discarded_throttled = 0;
@@ -75,9 +77,10 @@ struct speedup {
 struct clock_record {
   bool available = false;  ///< NVML present and answering
   std::string source;      ///< "nvml" or why not
-  double default_sm_mhz = 0;  ///< the clock samples are judged against (default applications clock, else max)
+  double default_sm_mhz =
+      0;  ///< the clock samples are judged against (default applications clock, else max)
   double max_sm_mhz = 0;
-  double median_sm_mhz = 0;   ///< over the samples taken
+  double median_sm_mhz = 0;  ///< over the samples taken
   double min_sm_mhz = 0;
   std::vector<std::string> throttle_reasons;  ///< active during sampling (names), if any
 };

@@ -92,6 +92,8 @@ kj_call call_record::shape_only() const noexcept {
   return c;
 }
 
-const kj_call& call_record::call() noexcept { return m_call; }
+const kj_call& call_record::call() noexcept {
+  return m_call;
+}
 
 }  // namespace kj::native

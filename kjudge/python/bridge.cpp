@@ -32,15 +32,14 @@ struct popcorn_pri {
 PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
   m.doc() = "kjudge internals for the in-worker harness";
   py::class_<popcorn_pri>(m, "PopcornPri")
-      .def("jitter_int",
-           [](popcorn_pri& self, py::object n) {
-             return self.table.jitter_int(py::cast<std::int64_t>(py::int_(n)));
-           },
-           "One jittered value (+-15%) per distinct nominal size per trial.")
-      .def("reset",
-           [](popcorn_pri& self, std::uint64_t seed, std::int64_t scale) {
-             self.table = kj::jitter_table(seed, scale);
-           })
+      .def(
+          "jitter_int",
+          [](popcorn_pri& self, py::object n) {
+            return self.table.jitter_int(py::cast<std::int64_t>(py::int_(n)));
+          },
+          "One jittered value (+-15%) per distinct nominal size per trial.")
+      .def("reset", [](popcorn_pri& self, std::uint64_t seed,
+                       std::int64_t scale) { self.table = kj::jitter_table(seed, scale); })
       .def("draws", [](const popcorn_pri& self) { return self.table.draws(); });
   m.attr("popcorn_pri") = py::cast(popcorn_pri{}, py::return_value_policy::move);
 }
@@ -152,10 +151,10 @@ session::session(const session_options& options) {
   s.problem_error = s.harness.attr("ProblemError");
   s.candidate_error = s.harness.attr("CandidateError");
   s.env_error = s.harness.attr("EnvError");
-  s.env.import_torch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                             .count();
-  const auto handle =
-      s.call("setup", [&] { return s.harness.attr("setup")(options.device).cast<std::uintptr_t>(); });
+  s.env.import_torch_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto handle = s.call(
+      "setup", [&] { return s.harness.attr("setup")(options.device).cast<std::uintptr_t>(); });
   s.stream = reinterpret_cast<void*>(handle);
   s.call("environment", [&] {
     py::dict d = s.harness.attr("environment")();
@@ -170,8 +169,12 @@ session::session(const session_options& options) {
 
 session::~session() = default;
 
-const environment_info& session::environment() const noexcept { return m_impl->env; }
-void* session::stream() const noexcept { return m_impl->stream; }
+const environment_info& session::environment() const noexcept {
+  return m_impl->env;
+}
+void* session::stream() const noexcept {
+  return m_impl->stream;
+}
 
 void session::load_problem(const std::filesystem::path& path) {
   m_impl->call("load_problem", [&] { return m_impl->harness.attr("load_problem")(path.string()); });
@@ -216,7 +219,8 @@ trial_inputs_info session::trial_begin(std::uint64_t seed, std::int64_t shape_sc
 }
 
 void session::trial_run_candidate() {
-  m_impl->call("trial_run_candidate", [&] { return m_impl->harness.attr("trial_run_candidate")(); });
+  m_impl->call("trial_run_candidate",
+               [&] { return m_impl->harness.attr("trial_run_candidate")(); });
 }
 
 std::vector<tensor_view> session::trial_native_inputs() {
@@ -290,9 +294,8 @@ class python_target final : public measure::target {
 }  // namespace
 
 std::unique_ptr<measure::target> session::make_target(side s) {
-  const auto sets = m_impl->call("timing sets", [&] {
-    return py::len(m_impl->harness.attr("_timing_sets"));
-  });
+  const auto sets =
+      m_impl->call("timing sets", [&] { return py::len(m_impl->harness.attr("_timing_sets")); });
   if (sets == 0) KJ_THROW(error_kind::internal, "make_target before timing_setup");
   py::object run = m_impl->call("make_runner", [&] {
     return m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate");
@@ -301,9 +304,8 @@ std::unique_ptr<measure::target> session::make_target(side s) {
 }
 
 std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {
-  return m_impl->call("timing_native_inputs", [&] {
-    return to_views(m_impl->harness.attr("timing_native_inputs")(set));
-  });
+  return m_impl->call("timing_native_inputs",
+                      [&] { return to_views(m_impl->harness.attr("timing_native_inputs")(set)); });
 }
 
 std::vector<tensor_view> session::timing_native_outputs() {

@@ -21,8 +21,8 @@
 namespace kj::python {
 
 struct session_options {
-  std::filesystem::path python_executable;  ///< a python3 whose site-packages hold torch
-  std::string device = "cuda";              ///< "cuda" or "cpu"
+  std::filesystem::path python_executable;     ///< a python3 whose site-packages hold torch
+  std::string device = "cuda";                 ///< "cuda" or "cpu"
   std::filesystem::path torch_extensions_dir;  ///< where load_inline builds go (kjudge cache)
 };
 

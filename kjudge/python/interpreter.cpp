@@ -10,7 +10,9 @@ namespace kj::python {
 
 namespace fs = std::filesystem;
 
-std::string embedded_version() { return KJ_PYTHON_VERSION; }
+std::string embedded_version() {
+  return KJ_PYTHON_VERSION;
+}
 
 namespace {
 

@@ -3,7 +3,8 @@
  *  against); the interpreter chosen here only decides sys.prefix and site-packages, so it must be
  *  that same version and hold torch. Order: an explicit setting (--python, then $KJUDGE_PYTHON),
  *  then the interpreter kjudge was configured with, then probing known virtual environments.
- *  Never plain PATH: a python3 on PATH may lack a shared libpython or torch. No Python runs here. */
+ *  Never plain PATH: a python3 on PATH may lack a shared libpython or torch. No Python runs here.
+ */
 
 #include <filesystem>
 #include <string>
@@ -13,7 +14,7 @@ namespace kj::python {
 
 struct interpreter_choice {
   std::filesystem::path executable;
-  std::string source;  ///< "--python", "$KJUDGE_PYTHON", "configured", "probed"
+  std::string source;                 ///< "--python", "$KJUDGE_PYTHON", "configured", "probed"
   std::vector<std::string> rejected;  ///< candidates looked at and why they were skipped
 };
 

@@ -15,7 +15,9 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
-std::string sci(double v) { return fmt::format("{:.2e}", v); }
+std::string sci(double v) {
+  return fmt::format("{:.2e}", v);
+}
 
 /** A duration in microseconds with a unit that keeps 3-4 significant digits. */
 std::string us(double v) {
@@ -26,14 +28,22 @@ std::string us(double v) {
 
 std::string status_banner(eval_status s) {
   switch (s) {
-    case eval_status::correct: return "CORRECT";
-    case eval_status::incorrect: return "INCORRECT";
-    case eval_status::compile_error: return "COMPILE ERROR";
-    case eval_status::runtime_error: return "RUNTIME ERROR";
-    case eval_status::crashed: return "CRASHED";
-    case eval_status::timed_out: return "TIMED OUT";
-    case eval_status::problem_error: return "PROBLEM ERROR";
-    case eval_status::internal_error: return "INTERNAL ERROR";
+    case eval_status::correct:
+      return "CORRECT";
+    case eval_status::incorrect:
+      return "INCORRECT";
+    case eval_status::compile_error:
+      return "COMPILE ERROR";
+    case eval_status::runtime_error:
+      return "RUNTIME ERROR";
+    case eval_status::crashed:
+      return "CRASHED";
+    case eval_status::timed_out:
+      return "TIMED OUT";
+    case eval_status::problem_error:
+      return "PROBLEM ERROR";
+    case eval_status::internal_error:
+      return "INTERNAL ERROR";
   }
   return "?";
 }
@@ -41,15 +51,18 @@ std::string status_banner(eval_status s) {
 void print_header(const eval_result& r, std::string& out) {
   out += fmt::format("kjudge {}  {}  vs  {} ({})\n", r.kjudge_version, r.problem.path,
                      r.candidate.path, r.candidate.kind);
-  std::string trials = fmt::format("{}/{} trials", r.correctness.trials_passed, r.correctness.trials);
+  std::string trials =
+      fmt::format("{}/{} trials", r.correctness.trials_passed, r.correctness.trials);
   if (r.correctness.held_out_ran)
     trials += r.correctness.held_out_passed ? ", held-out passed" : ", held-out FAILED";
   if (r.correctness.stress_trials > 0)
-    trials += fmt::format(", stress {}/{}", r.correctness.stress_passed, r.correctness.stress_trials);
+    trials +=
+        fmt::format(", stress {}/{}", r.correctness.stress_passed, r.correctness.stress_trials);
   out += fmt::format("status     {}  ({})\n", status_banner(r.status), trials);
   if (!r.message.empty()) {
     const auto nl = r.message.find('\n');
-    out += fmt::format("           {}\n", nl == std::string::npos ? r.message : r.message.substr(0, nl));
+    out += fmt::format("           {}\n",
+                       nl == std::string::npos ? r.message : r.message.substr(0, nl));
   }
   const auto& p = r.prov;
   if (p.gpu)
@@ -61,9 +74,10 @@ void print_header(const eval_result& r, std::string& out) {
     out += fmt::format("device     {} · torch {} · python {}\n", p.device,
                        p.torch_version.empty() ? "?" : p.torch_version, p.python_version);
   if (r.build.attempted)
-    out += fmt::format("build      {}{} {} in {:.2f} s\n", r.build.tool,
-                       r.build.compiler_version.empty() ? "" : " " + r.build.compiler_version,
-                       r.build.ok ? (r.build.cached ? "cached," : "ok,") : "FAILED,", r.build.build_s);
+    out +=
+        fmt::format("build      {}{} {} in {:.2f} s\n", r.build.tool,
+                    r.build.compiler_version.empty() ? "" : " " + r.build.compiler_version,
+                    r.build.ok ? (r.build.cached ? "cached," : "ok,") : "FAILED,", r.build.build_s);
 }
 
 void print_trials(const eval_result& r, std::string& out) {
@@ -91,11 +105,11 @@ void print_trials(const eval_result& r, std::string& out) {
                                                   : fmt::format("{} {}", t.kind, t.index + 1);
     const std::string label_short = t.kind == "held_out" ? "held-out" : label;
     out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", label_short, t.seed,
-                       inputs, sci(max_abs), sci(mean_abs), sci(max_rel),
-                       t.passed ? "ok" : "FAIL");
+                       inputs, sci(max_abs), sci(mean_abs), sci(max_rel), t.passed ? "ok" : "FAIL");
     if (!t.error.empty()) {
       const auto nl = t.error.find('\n');
-      out += fmt::format("             {}\n", nl == std::string::npos ? t.error : t.error.substr(0, nl));
+      out += fmt::format("             {}\n",
+                         nl == std::string::npos ? t.error : t.error.substr(0, nl));
     }
     for (const auto& o : t.outputs) {
       if (o.passed) continue;
@@ -106,9 +120,10 @@ void print_trials(const eval_result& r, std::string& out) {
     }
   }
   if (c.trials > 0)
-    out += fmt::format("  precision over nominal trials: max abs {}  mean abs {}  max rel {}  mean rel {}\n",
-                       sci(c.precision.max_abs_err), sci(c.precision.mean_abs_err),
-                       sci(c.precision.max_rel_err), sci(c.precision.mean_rel_err));
+    out += fmt::format(
+        "  precision over nominal trials: max abs {}  mean abs {}  max rel {}  mean rel {}\n",
+        sci(c.precision.max_abs_err), sci(c.precision.mean_abs_err), sci(c.precision.max_rel_err),
+        sci(c.precision.mean_rel_err));
 }
 
 void print_figure_row(const char* label, const measure::figure& f, const std::string& side,
@@ -126,11 +141,13 @@ void print_figure_row(const char* label, const measure::figure& f, const std::st
 void print_timing(const eval_result& r, std::string& out) {
   if (!r.timing) return;
   const auto& t = *r.timing;
-  out += fmt::format("\ntiming  {} L2 ({} flush), interleaved, {} input sets, stopped by {}\n",
-                     t.reference.device.cold || t.reference.host_wall.cold ? "cold" : "warm",
-                     t.l2_flush_bytes ? fmt::format("{:.0f} MiB", static_cast<double>(t.l2_flush_bytes) / (1 << 20))
-                                      : std::string("no"),
-                     t.reference.input_sets, t.stopped_by);
+  out +=
+      fmt::format("\ntiming  {} L2 ({} flush), interleaved, {} input sets, stopped by {}\n",
+                  t.reference.device.cold || t.reference.host_wall.cold ? "cold" : "warm",
+                  t.l2_flush_bytes
+                      ? fmt::format("{:.0f} MiB", static_cast<double>(t.l2_flush_bytes) / (1 << 20))
+                      : std::string("no"),
+                  t.reference.input_sets, t.stopped_by);
   out += fmt::format("  {:<10} {:<10} {:>11} {:>23} {:>11} {:>10} {:>11} {:>6} {:>7}\n", "figure",
                      "side", "median", "q1 - q3", "mean", "std", "min", "n", "rse");
   const std::pair<const char*, const measure::figure measure::side_result::*> figs[] = {
@@ -153,14 +170,17 @@ void print_timing(const eval_result& r, std::string& out) {
   }
   const auto& c = t.clocks;
   if (c.available)
-    out += fmt::format("  SM clock during sampling: median {:.0f} MHz, min {:.0f} MHz (default {:.0f}, max {:.0f})\n",
-                       c.median_sm_mhz, c.min_sm_mhz, c.default_sm_mhz, c.max_sm_mhz);
+    out += fmt::format(
+        "  SM clock during sampling: median {:.0f} MHz, min {:.0f} MHz (default {:.0f}, max "
+        "{:.0f})\n",
+        c.median_sm_mhz, c.min_sm_mhz, c.default_sm_mhz, c.max_sm_mhz);
   else if (r.prov.gpu)
     out += fmt::format("  SM clock not recorded ({})\n", c.source.empty() ? "unknown" : c.source);
   else
     out += "  host timing only: no GPU in this run, so no device or stream figures\n";
   out += fmt::format("  first call: reference {}, candidate {}\n",
-                     us(t.reference.warmup_first_call_ms * 1e3), us(t.candidate.warmup_first_call_ms * 1e3));
+                     us(t.reference.warmup_first_call_ms * 1e3),
+                     us(t.candidate.warmup_first_call_ms * 1e3));
 }
 
 void print_failure_detail(const eval_result& r, std::string& out, const terminal_options& o) {
@@ -198,7 +218,8 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
   if (!r.flags.empty()) {
     out += "\nflags\n";
     for (const auto& f : r.flags)
-      out += fmt::format("  {} {}: {}\n", f.severity == "error" ? "!!" : (f.severity == "warning" ? "! " : "- "),
+      out += fmt::format("  {} {}: {}\n",
+                         f.severity == "error" ? "!!" : (f.severity == "warning" ? "! " : "- "),
                          f.code, f.message);
   }
   print_failure_detail(r, out, options);

@@ -11,6 +11,7 @@ struct terminal_options {
   bool verbose = false;  ///< also show the worker's output tail on success
 };
 
-[[nodiscard]] std::string render_terminal(const eval_result& r, const terminal_options& options = {});
+[[nodiscard]] std::string render_terminal(const eval_result& r,
+                                          const terminal_options& options = {});
 
 }  // namespace kj::report

@@ -35,16 +35,16 @@ struct spawn_options {
 };
 
 enum class exit_kind {
-  exited,        ///< normal exit; see exit_code
-  signaled,      ///< killed by a signal it did not handle (SIGSEGV, SIGABRT, SIGKILL by the OOM killer)
+  exited,    ///< normal exit; see exit_code
+  signaled,  ///< killed by a signal it did not handle (SIGSEGV, SIGABRT, SIGKILL by the OOM killer)
   timed_out,     ///< killed by us at the wall-clock limit
   spawn_failed,  ///< exec failed (program missing, not executable); see error
 };
 
 struct process_result {
   exit_kind how = exit_kind::spawn_failed;
-  int exit_code = -1;  ///< when how == exited
-  int signal = 0;      ///< when how == signaled
+  int exit_code = -1;       ///< when how == exited
+  int signal = 0;           ///< when how == signaled
   std::string channel;      ///< everything the child wrote to channel_fd
   std::string output_tail;  ///< last output_tail_bytes of stdout+stderr, interleaved as written
   std::size_t output_bytes = 0;  ///< total bytes of stdout+stderr seen

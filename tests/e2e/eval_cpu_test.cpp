@@ -63,7 +63,7 @@ TEST(EvalCpu, TrialsDrawJitteredShapesPerSeed) {
     EXPECT_EQ(s[0][1], s[1][1]);
     EXPECT_EQ(s[0][2], 128);
     const auto b = s[0][0].get<int>(), tt = s[0][1].get<int>();
-    EXPECT_GE(b, 6);   // 8 +- 15%
+    EXPECT_GE(b, 6);  // 8 +- 15%
     EXPECT_LE(b, 9);
     EXPECT_GE(tt, 54);  // 64 +- 15%
     EXPECT_LE(tt, 74);
@@ -73,7 +73,8 @@ TEST(EvalCpu, TrialsDrawJitteredShapesPerSeed) {
 }
 
 TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
-  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/wrong_values.py", cpu_fast);
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/wrong_values.py", cpu_fast);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.result["status"], "incorrect");
   const auto& out = r.result["trials"][0]["outputs"][0];
@@ -105,7 +106,8 @@ TEST(EvalCpu, ConstantOutputIsFlagged) {
 }
 
 TEST(EvalCpu, CachedOutputFailsOnFreshInputs) {
-  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/caches_output.py", cpu_fast);
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/caches_output.py", cpu_fast);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.result["status"], "incorrect");
 }
@@ -123,12 +125,13 @@ TEST(EvalCpu, SegfaultBecomesACrashResult) {
   EXPECT_EQ(r.result["status"], "crashed");
   EXPECT_EQ(r.result["worker"]["signal"], 11);
   EXPECT_NE(r.result["message"].get<std::string>().find("SIGSEGV"), std::string::npos);
-  EXPECT_NE(r.result["worker"]["last_phase"].get<std::string>().find("candidate"), std::string::npos);
+  EXPECT_NE(r.result["worker"]["last_phase"].get<std::string>().find("candidate"),
+            std::string::npos);
 }
 
 TEST(EvalCpu, HangBecomesATimeout) {
-  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/hang.py",
-                          with({"--timeout", "25"}));
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", with({"--timeout", "25"}));
   EXPECT_EQ(r.exit_code, 5) << r.output;
   EXPECT_EQ(r.result["status"], "timed_out");
   EXPECT_LT(r.result["wall_s"].get<double>(), 40.0);
@@ -154,9 +157,9 @@ TEST(EvalCpu, ExceptionInConstructorIsARuntimeError) {
 }
 
 TEST(EvalCpu, BrokenProblemsAreProblemErrors) {
-  for (const char* p : {"problems/broken/syntax_error.py", "problems/broken/missing_get_inputs.py",
-                        "problems/broken/raises_in_forward.py",
-                        "problems/broken/model_ctor_fails.py"}) {
+  for (const char* p :
+       {"problems/broken/syntax_error.py", "problems/broken/missing_get_inputs.py",
+        "problems/broken/raises_in_forward.py", "problems/broken/model_ctor_fails.py"}) {
     const auto r = run_eval(p, "examples/softmax/naive.py", cpu_fast);
     EXPECT_EQ(r.exit_code, 6) << p << "\n" << r.output;
     EXPECT_EQ(r.result["status"], "problem_error") << p;
@@ -182,8 +185,8 @@ TEST(EvalCpu, TupleOutputsWithIntegerIndices) {
 }
 
 TEST(EvalCpu, ScalarOutput) {
-  const auto r = run_eval("problems/level1/mse_loss.py", "examples/mse_loss/naive.py",
-                          with({"--no-timing"}));
+  const auto r =
+      run_eval("problems/level1/mse_loss.py", "examples/mse_loss/naive.py", with({"--no-timing"}));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(r.result["trials"][0]["outputs"][0]["expected_shape"].empty());
 }
@@ -196,8 +199,9 @@ TEST(EvalCpu, IntegerInputsKeepTheirDtype) {
 }
 
 TEST(EvalCpu, StressShapesScaleTheJitteredSizes) {
-  const auto r = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
-                          "examples/quantvla/naive.py", with({"--no-timing", "--shapes", "stress"}));
+  const auto r =
+      run_eval("problems/level2/quantvla_selective_layout_fusion.py", "examples/quantvla/naive.py",
+               with({"--no-timing", "--shapes", "stress"}));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["correctness"]["stress_trials"], 2);
   EXPECT_EQ(r.result["correctness"]["stress_passed"], 2);
@@ -208,13 +212,15 @@ TEST(EvalCpu, StressShapesScaleTheJitteredSizes) {
 
 TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(run_raw({"eval", "no/such/problem.py", "examples/softmax/naive.py"}).exit_code, 2);
-  EXPECT_EQ(run_raw({"eval", "--trials", "0", (source_dir() / "problems/level1/softmax.py").string(),
-                     (source_dir() / "examples/softmax/naive.py").string()})
-                .exit_code,
-            2);
+  EXPECT_EQ(
+      run_raw({"eval", "--trials", "0", (source_dir() / "problems/level1/softmax.py").string(),
+               (source_dir() / "examples/softmax/naive.py").string()})
+          .exit_code,
+      2);
   // A native candidate needs a GPU.
-  const auto r = run_raw({"eval", (source_dir() / "problems/level2/quantvla_selective_layout_fusion.py").string(),
-                          (source_dir() / "examples/quantvla/fused.cu").string(), "--device", "cpu"});
+  const auto r = run_raw(
+      {"eval", (source_dir() / "problems/level2/quantvla_selective_layout_fusion.py").string(),
+       (source_dir() / "examples/quantvla/fused.cu").string(), "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("GPU"), std::string::npos);
 }

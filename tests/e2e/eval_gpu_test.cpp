@@ -36,7 +36,8 @@ TEST_F(EvalGpu, NativeKernelIsCorrectAndTimedOnTheDevice) {
     EXPECT_LE(t[side]["stream"]["median_us"].get<double>(),
               1.1 * t[side]["host_wall"]["median_us"].get<double>());
   }
-  EXPECT_GE(t["l2_flush_bytes"].get<double>(), 2.0 * j["provenance"]["gpu"]["l2_bytes"].get<double>());
+  EXPECT_GE(t["l2_flush_bytes"].get<double>(),
+            2.0 * j["provenance"]["gpu"]["l2_bytes"].get<double>());
   EXPECT_FALSE(j["provenance"]["gpu"]["name"].get<std::string>().empty());
 }
 
@@ -70,7 +71,8 @@ TEST_F(EvalGpu, WrongNativeResultIsIncorrect) {
 TEST_F(EvalGpu, NativeErrorReturnAndExit) {
   const auto e = run_eval(quantvla, "examples/faulty_native/returns_error.cu");
   EXPECT_EQ(e.exit_code, 4) << e.output;
-  EXPECT_NE(e.result["message"].get<std::string>().find("unsupported hidden size"), std::string::npos);
+  EXPECT_NE(e.result["message"].get<std::string>().find("unsupported hidden size"),
+            std::string::npos);
   const auto x = run_eval(quantvla, "examples/faulty_native/exits.cu");
   EXPECT_EQ(x.exit_code, 4) << x.output;
   EXPECT_EQ(x.result["status"], "crashed");
@@ -86,7 +88,8 @@ TEST_F(EvalGpu, HostSyncInForwardIsDetected) {
 }
 
 TEST_F(EvalGpu, PythonCudaCandidates) {
-  const auto li = run_eval(quantvla, "examples/quantvla/load_inline.py", {}, std::chrono::seconds(400));
+  const auto li =
+      run_eval(quantvla, "examples/quantvla/load_inline.py", {}, std::chrono::seconds(400));
   EXPECT_EQ(li.exit_code, 0) << li.output;
   EXPECT_EQ(li.result["build"]["tool"], "python-import");
   const auto tr = run_eval("problems/level1/softmax.py", "examples/softmax/triton_rowwise.py");

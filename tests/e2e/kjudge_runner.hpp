@@ -16,7 +16,9 @@
 
 namespace kj::test {
 
-inline std::filesystem::path source_dir() { return KJ_SOURCE_DIR_FOR_TESTS; }
+inline std::filesystem::path source_dir() {
+  return KJ_SOURCE_DIR_FOR_TESTS;
+}
 
 struct kjudge_run {
   int exit_code = -1;
@@ -34,8 +36,12 @@ inline kjudge_run run_eval(const std::string& problem, const std::string& candid
                           info->name() + "_" + std::to_string(::getpid()) + ".json");
   std::filesystem::remove(json_path);
   runner::spawn_options o;
-  o.argv = {KJ_KJUDGE_EXE, "eval", (source_dir() / problem).string(),
-            (source_dir() / candidate).string(), "--json", json_path.string()};
+  o.argv = {KJ_KJUDGE_EXE,
+            "eval",
+            (source_dir() / problem).string(),
+            (source_dir() / candidate).string(),
+            "--json",
+            json_path.string()};
   for (auto& e : extra) o.argv.push_back(std::move(e));
   o.timeout = limit;
   o.output_tail_bytes = 1 << 20;

@@ -75,7 +75,8 @@ TEST(Protocol, FoldsEventsAndSurvivesGarbage) {
   eval::apply_event_line(r, "not json at all", st);
   eval::apply_event_line(r, R"({"trial":{"kind":"nominal","index":0,"passed":true,"outputs":[
       {"index":0,"passed":true,"expected_shape":[2],"actual_shape":[2],"expected_dtype":"float32",
-       "actual_dtype":"float32","numel":2,"max_abs_err":0.5,"mean_abs_err":0.25}]}})", st);
+       "actual_dtype":"float32","numel":2,"max_abs_err":0.5,"mean_abs_err":0.25}]}})",
+                         st);
   eval::apply_event_line(r, R"({"trial":{"kind":"held_out","passed":false}})", st);
   eval::apply_event_line(r, R"({"flag":{"code":"x","severity":"warning","message":"m"}})", st);
   EXPECT_EQ(st.last_phase, "trial nominal 0 candidate");
@@ -125,7 +126,8 @@ TEST(Cli, EveryEvalOptionIsDocumented) {
   int checked = 0;
   for (const auto* opt : cmd->get_options()) {
     for (const auto& name : opt->get_lnames()) {
-      EXPECT_NE(doc.find("`--" + name), std::string::npos) << "--" << name << " is not in docs/cli.md";
+      EXPECT_NE(doc.find("`--" + name), std::string::npos)
+          << "--" << name << " is not in docs/cli.md";
       ++checked;
     }
   }
