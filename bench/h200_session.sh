@@ -9,6 +9,7 @@ L=$OUT/logs
 export PYTHONUNBUFFERED=1 KJUDGE_CACHE_DIR=/tmp/kjcache
 PY=$(command -v python3)
 stamp() { date +%s.%N; }
+elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$(stamp)"; }
 finish() { tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs; rm -rf "$OUT/logs"; }
 trap finish EXIT
 
@@ -19,28 +20,34 @@ if ! { cmake -S . -B build -G Ninja -DKJ_PYTHON="$PY" -DCMAKE_CUDA_ARCHITECTURES
          -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build -j16; } > $L/build.log 2>&1; then
   echo "BUILD FAILED"; tail -40 $L/build.log; exit 1
 fi
-echo "build: $(echo "$(stamp) - $t0" | bc) s"
+echo "build: $(elapsed $t0) s"
 
 eval_run() {  # name, then kjudge eval arguments
   local name=$1; shift
   local s=$(stamp)
   build/kjudge eval "$@" --json $L/$name.json > $L/$name.txt 2>&1
   local rc=$?
-  printf '%-28s rc=%d wall=%.2fs\n' "$name" $rc "$(echo "$(stamp) - $s" | bc)" | tee -a $L/summary.txt
+  printf '%-28s rc=%d wall=%ss\n' "$name" $rc "$(elapsed $s)" | tee -a $L/summary.txt
 }
 P=problems/level2/quantvla_selective_layout_fusion.py
 eval_run fused_cold $P examples/quantvla/fused.cu
 eval_run fused_warm1 $P examples/quantvla/fused.cu
 eval_run fused_warm2 $P examples/quantvla/fused.cu
-eval_run inline_cold $P examples/quantvla/load_inline.py
-eval_run inline_warm $P examples/quantvla/load_inline.py
+eval_run fused_warm3 $P examples/quantvla/fused.cu
+eval_run fused_l2warm1 $P examples/quantvla/fused.cu --warm
+eval_run fused_l2warm2 $P examples/quantvla/fused.cu --warm
+eval_run fused_precise $P examples/quantvla/fused.cu --precise
+if [ "${KJ_SESSION_INLINE:-0}" = 1 ]; then
+  eval_run inline_cold $P examples/quantvla/load_inline.py
+  eval_run inline_warm $P examples/quantvla/load_inline.py
+fi
 eval_run vadd $PWD/problems/level1/vector_add_large.py examples/vector_add_large/naive.py
 eval_run softmax_triton problems/level1/softmax.py examples/softmax/triton_rowwise.py
 cat $L/fused_warm1.txt
 
 python3 bench/do_bench_reference.py --result $L/fused_warm1.json --out $L/dobench_quantvla.json > $L/dobench_quantvla.txt 2>&1
 python3 bench/do_bench_reference.py --result $L/vadd.json --out $L/dobench_vadd.json > $L/dobench_vadd.txt 2>&1
-timeout 240 python3 bench/quantvla_native.py --out $L/quantvla_native.json > $L/quantvla_native.txt 2>&1
+timeout 240 python3 bench/quantvla_native.py --skip-inline --out $L/quantvla_native.json > $L/quantvla_native.txt 2>&1
 (cd build && timeout 420 ctest -L gpu --output-on-failure -V --timeout 200) > $L/gpu_tests.log 2>&1
 echo "gpu tests rc=$?"
 grep -E "tests passed|tests failed|\(Failed\)|\(Skipped\)" $L/gpu_tests.log | tail -20

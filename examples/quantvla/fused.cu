@@ -18,6 +18,9 @@
 #include <kjudge/candidate.h>
 
 #include <cuda_runtime.h>
+#ifdef KJQ_CG
+#include <cooperative_groups.h>
+#endif
 
 #include <atomic>
 #include <climits>
@@ -274,24 +277,36 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
     }
     for (long long i = done + first; i < a.numel; i += stride) local = fmaxf(local, fabsf(a.x[i]));
   }
-  float logit = 0.0f;
+  float logit = 0.0f, bias = 0.0f;  // consumed after the grid-wide max: no wait here
   if (tile < num_tiles) {
     const int m0 = (tile % tiles_m) * C::BM, n0 = (tile / tiles_m) * C::BN;
     start_tile<C, VEC>(s_stage, a, m0, n0, chunks);
     if (tid < C::BM && m0 + tid < a.m) logit = __ldg(a.logits + m0 + tid);
-    if (tid < C::BN) s_bias[tid] = n0 + tid < a.n ? __ldg(a.bias + n0 + tid) : 0.0f;
+    if (tid < C::BN && n0 + tid < a.n) bias = __ldg(a.bias + n0 + tid);
   }
   KJQ_STAMP(1);
   local = block_max<C::NT>(local, s_red);
   KJQ_STAMP(2);
+#ifdef KJQ_CG
+  if (tid == 0) reinterpret_cast<float*>(g_slots)[blockIdx.x] = local;
+  cooperative_groups::this_grid().sync();
+  if (tid < 32) {
+    float amax = 0.0f;
+    for (int i = tid; i < static_cast<int>(gridDim.x); i += 32) amax = fmaxf(amax, __ldcg(reinterpret_cast<const float*>(g_slots) + i));
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (tid == 0) s_scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
+  }
+#else
   if (tid < 32) {
     const float amax = grid_max_warp0(local, tag);
     // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
     if (tid == 0) s_scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
     if (tid == 0 && blockIdx.x == 0) atomicExch(&g_gen, tag);  // every block has read g_gen by now
   }
+#endif
   KJQ_STAMP(3);
   if (tile < num_tiles && tid < C::BM) s_alpha[tid] = sigmoid(logit);
+  if (tile < num_tiles && tid < C::BN) s_bias[tid] = bias;
   __syncthreads();
   const float scale = s_scale;
   KJQ_STAMP(4);
