@@ -1,26 +1,28 @@
 // Native candidate (kjudge C ABI, include/kjudge/candidate.h) for
 // problems/level2/quantvla_selective_layout_fusion.py:
 //   out = (alpha * fq(x) + (1 - alpha) * x) @ W^T + b,  alpha = sigmoid(logits),
-//   fq(x) = clamp(rint(x / s), -127, 127) * s,  s = max(max|x|, 1e-8) * (1/127).
+//   fq(x) = clamp(rint(x / s), -127, 127) * s,  s = max(max|x|, 1e-8) * float(1/127).
 //
-// One cooperative launch, persistent blocks:
-//   1. every block issues cp.async copies of its first output tile's x rows and W rows (they do not
-//      depend on the scale), then reduces max|x| over its grid-stride share of x and writes one
-//      partial per block into the workspace (every slot read later is written first: the
-//      workspace's previous contents never matter);
-//   2. grid barrier (cooperative_groups; the driver owns the barrier state);
-//   3. every block reduces the partials to the scale and runs a tiled fp32 GEMM over its tiles,
-//      quantising and blending each x chunk in shared memory before the FMAs (no TF32: plain FFMA).
-// The blend uses the reference's association and IEEE rounding (no FMA contraction, true division),
-// so mixed values match PyTorch bit for bit and ties at x/s = k + 0.5 round the same way.
-// No host synchronisation: device attributes and occupancy are host queries, cached per device.
+// One cooperative launch of persistent blocks (grid <= SMs x resident blocks per SM):
+//   1. every block loads its grid-stride share of x and reduces max|x|; meanwhile it issues
+//      cp.async copies of its first output tile's x rows and W rows and loads its logits and bias
+//      (none of which depends on the scale);
+//   2. per-block maxima go to the workspace, grid barrier (cooperative_groups: the driver owns the
+//      barrier state, so the workspace's poisoned contents never matter: every partial read is
+//      written earlier in the same launch), each block reduces them to the scale;
+//   3. tiled fp32 GEMM (plain FFMA, no TF32): each K chunk of x is quantised and blended in shared
+//      memory, then KS thread groups each sum a slice of the chunk; partial sums meet in shared
+//      memory and leave with coalesced stores.
+// The scale is formed as PyTorch on CUDA forms `amax / 127.0` (a multiply by float(1/127): it
+// differs from a true division for ~4% of values, and one ulp flips ties of x/s at k + 0.5). The
+// blend uses the reference's association and IEEE rounding (true division, no FMA contraction), so
+// the GEMM input matches PyTorch's bit for bit. No host synchronisation: device attributes and
+// occupancy are host-side queries, cached per device.
 
 #include <kjudge/candidate.h>
 
-#include <cuda_runtime.h>
-#ifdef KJQ_CG
 #include <cooperative_groups.h>
-#endif
+#include <cuda_runtime.h>
 
 #include <atomic>
 #include <climits>
@@ -29,17 +31,9 @@
 #include <cstdio>
 #include <cstring>
 
-#ifndef KJQ_GEMM_UNROLL
-#define KJQ_GEMM_UNROLL 1
-#endif
-#ifndef KJQ_BLEND_UNROLL
-#define KJQ_BLEND_UNROLL 2
-#endif
-
 namespace {
 
-constexpr int kGemmUnroll = KJQ_GEMM_UNROLL;    // k steps of 4 unrolled in the FMA loop
-constexpr int kBlendUnroll = KJQ_BLEND_UNROLL;  // elements unrolled in the quantise-blend loop
+constexpr int kMaxBlocks = 4096;  // grid cap; the workspace holds one float per block
 
 struct qv_args {
   const float* x;       // (m, k) row-major: B*T rows of D
@@ -47,7 +41,7 @@ struct qv_args {
   const float* w;       // (n, k) row-major [out][in]
   const float* bias;    // (n)
   float* out;           // (m, n)
-  long long* stamps;    // debug timestamps (KJQ_STAMPS builds only), else unused
+  float* partial;       // workspace: one max|x| per block, written before it is read
   int m;
   int n;
   int k;
@@ -70,12 +64,8 @@ struct tile_cfg {
   static_assert(KS == 1 || KS * BM * RS <= 2 * STAGE, "reduction buffer must fit in the stages");
 };
 
-#ifndef KJQ_SMALL_KS
-#define KJQ_SMALL_KS 16
-#endif
-using small_cfg =
-    tile_cfg<16, 32, 128, 4, 4, KJQ_SMALL_KS>;    // 512 threads: nominal D = 128 in one chunk
-using large_cfg = tile_cfg<64, 64, 32, 4, 4, 1>;  // 256 threads, for enough 64 x 64 tiles
+using small_cfg = tile_cfg<16, 32, 128, 4, 4, 8>;  // 256 threads: nominal D = 128 in one chunk
+using large_cfg = tile_cfg<64, 64, 32, 4, 4, 1>;   // 256 threads, for enough 64 x 64 tiles
 
 __device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool pred) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -125,55 +115,6 @@ __device__ __forceinline__ float block_max(float v, float* s_red) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   }
   return v;
-}
-
-// Grid-wide max without atomics or fences. Every block stores (tag << 32 | its max bits) into its
-// slot with one 64-bit store, then polls all slots until each carries this launch's tag: tag and
-// value travel in one word, so no ordering is needed. The tag is g_gen + 1, read by every block at
-// its start; block 0 advances g_gen once every slot carries the tag (so every block has already
-// read it). State is module-global (zeroed at load): kjudge poisons the workspace between calls.
-// Needs every block resident (cooperative launch) and one launch at a time per device, which
-// stream order gives; graph replays re-read g_gen and stay correct.
-constexpr int kMaxSlots = 4096;
-__device__ unsigned long long g_slots[kMaxSlots];
-__device__ unsigned int g_gen = 0;
-
-__device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ unsigned int ld_relaxed32(const unsigned int* p) {
-  unsigned int v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
-}
-
-/** Warp 0 of every block: publishes `local` (lane 0's) under `tag`, returns the grid's max. */
-__device__ __forceinline__ float grid_max_warp0(float local, unsigned int tag) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  if (lane == 0)
-    st_relaxed(&g_slots[blockIdx.x],
-               (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(local));
-  float m = 0.0f;
-  for (int base = 0; base < static_cast<int>(gridDim.x); base += 32) {
-    const int i = base + lane;
-    unsigned long long v = 0;
-    if (i < static_cast<int>(gridDim.x)) {
-      do {
-        v = ld_relaxed(&g_slots[i]);
-      } while (static_cast<unsigned int>(v >> 32) != tag);
-      m = fmaxf(m, __uint_as_float(static_cast<unsigned int>(v)));
-    }
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  return m;
 }
 
 /** Copies x[m0:m0+BM, k0:k0+BK] and w[n0:n0+BN, k0:k0+BK] into one stage; out-of-range elements
@@ -227,17 +168,6 @@ __device__ __forceinline__ void start_tile(float* s_stage, const qv_args& a, int
   cp_async_commit();
 }
 
-#ifdef KJQ_STAMPS
-#define KJQ_STAMP(i)                                          \
-  do {                                                        \
-    if (tid == 0) a.stamps[blockIdx.x * 8 + (i)] = clock64(); \
-  } while (0)
-#else
-#define KJQ_STAMP(i) \
-  do {               \
-  } while (0)
-#endif
-
 template <class C, bool VEC>
 __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   extern __shared__ __align__(16) float s_stage[];  // 2 stages; reused for the split-k reduction
@@ -247,20 +177,15 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   __shared__ float s_scale;
 
   const int tid = static_cast<int>(threadIdx.x);
-  KJQ_STAMP(0);
   const int tiles_m = (a.m + C::BM - 1) / C::BM;
   const int tiles_n = (a.n + C::BN - 1) / C::BN;
   const int num_tiles = tiles_m * tiles_n;
   const int chunks = (a.k + C::BK - 1) / C::BK;
   int tile = static_cast<int>(blockIdx.x);
 
-  // This launch's tag (see grid_max_warp0). Only warp 0 reads g_gen: its slot store depends on the
-  // value, so the read is performed before block 0 can see the slot and advance g_gen.
-  const unsigned int tag = tid < 32 ? ld_relaxed32(&g_gen) + 1u : 0u;
-
   // Phase 1: this block's share of max|x|; its loads go out first. Then the loads that do not
   // depend on the scale (the first tile's x and W chunks, logits, bias), overlapping the reduction
-  // and the grid-wide max.
+  // and the barrier.
   float local = 0.0f;
   {
     const long long stride = static_cast<long long>(gridDim.x) * C::NT;
@@ -284,32 +209,22 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
     if (tid < C::BM && m0 + tid < a.m) logit = __ldg(a.logits + m0 + tid);
     if (tid < C::BN && n0 + tid < a.n) bias = __ldg(a.bias + n0 + tid);
   }
-  KJQ_STAMP(1);
   local = block_max<C::NT>(local, s_red);
-  KJQ_STAMP(2);
-#ifdef KJQ_CG
-  if (tid == 0) reinterpret_cast<float*>(g_slots)[blockIdx.x] = local;
-  cooperative_groups::this_grid().sync();
+  if (tid == 0) a.partial[blockIdx.x] = local;
+  cooperative_groups::this_grid().sync();  // also orders the partials' stores before the loads
   if (tid < 32) {
     float amax = 0.0f;
-    for (int i = tid; i < static_cast<int>(gridDim.x); i += 32) amax = fmaxf(amax, __ldcg(reinterpret_cast<const float*>(g_slots) + i));
+    for (int i = tid; i < static_cast<int>(gridDim.x); i += 32)
+      amax = fmaxf(amax, __ldcg(a.partial + i));
+#pragma unroll
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (tid == 0) s_scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
-  }
-#else
-  if (tid < 32) {
-    const float amax = grid_max_warp0(local, tag);
     // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
     if (tid == 0) s_scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
-    if (tid == 0 && blockIdx.x == 0) atomicExch(&g_gen, tag);  // every block has read g_gen by now
   }
-#endif
-  KJQ_STAMP(3);
   if (tile < num_tiles && tid < C::BM) s_alpha[tid] = sigmoid(logit);
   if (tile < num_tiles && tid < C::BN) s_bias[tid] = bias;
   __syncthreads();
   const float scale = s_scale;
-  KJQ_STAMP(4);
 
   const int group = tid / C::GT;  // which slice of each K chunk this thread sums
   const int r = tid % C::GT;
@@ -337,14 +252,14 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       const float* sw = stage + C::BM * C::LDS;
       cp_async_wait_1();  // all groups but the newest: chunk kc has landed for this thread
       __syncthreads();    // ... and for every thread; s_alpha is written
-#pragma unroll kBlendUnroll
+#pragma unroll 2
       for (int i = tid; i < C::BM * C::BK; i += C::NT) {
         const int row = i / C::BK, c = i % C::BK;
         sa[row * C::LDS + c] = blend(sa[row * C::LDS + c], s_alpha[row], scale);
       }
       __syncthreads();
       const int k_lo = group * (C::BK / C::KS);
-#pragma unroll kGemmUnroll
+#pragma unroll
       for (int kk = 0; kk < C::BK / C::KS; kk += 4) {
         float4 av[C::TM], wv[C::TN];
 #pragma unroll
@@ -369,7 +284,6 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       if (kc + 2 < chunks) load_stage<C, VEC>(stage, a, m0, n0, (kc + 2) * C::BK);
       cp_async_commit();  // possibly empty: keeps "chunk kc+1 is all but the newest" true
     }
-    KJQ_STAMP(5);
 
     if constexpr (C::KS == 1) {
 #pragma unroll
@@ -405,7 +319,6 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       __syncthreads();  // the next tile's copies overwrite `red`
     }
   }
-  KJQ_STAMP(6);
 }
 
 constexpr int kMaxDevices = 64;
@@ -438,7 +351,7 @@ bool is_contiguous(const kj_tensor& t) {
   return true;
 }
 
-/** Validates the call; fills the kernel arguments except `stamps`. Returns false after
+/** Validates the call; fills the kernel arguments except `partial`. Returns false after
  *  writing call->error. */
 bool parse(const kj_call* call, qv_args& a) {
   if (call->abi_version != KJ_ABI_VERSION) {
@@ -528,12 +441,17 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
       (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
   const long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
   long long cap = static_cast<long long>(per_sm) * sms;
-  if (cap > kMaxSlots) cap = kMaxSlots;
+  if (cap > kMaxBlocks) cap = kMaxBlocks;
   const int grid = static_cast<int>(want < cap ? want : cap);
-  a.stamps = static_cast<long long*>(call->workspace);
+  if (call->workspace == nullptr ||
+      call->workspace_bytes < static_cast<uint64_t>(grid) * sizeof(float)) {
+    set_error(call, "workspace of %llu bytes is too small for %d per-block maxima",
+              static_cast<unsigned long long>(call->workspace_bytes), grid);
+    return 1;
+  }
+  a.partial = static_cast<float*>(call->workspace);
   void* args[] = {&a};
-  // Cooperative: the driver refuses the launch rather than run a grid that cannot all be resident,
-  // which the grid-wide max in the kernel relies on.
+  // Cooperative: grid.sync() needs every block resident; the driver refuses a grid that is not.
   const cudaError_t e = cudaLaunchCooperativeKernel(
       reinterpret_cast<const void*>(fn), dim3(static_cast<unsigned>(grid)), dim3(C::NT), args,
       C::SMEM, static_cast<cudaStream_t>(call->stream));
@@ -548,11 +466,7 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
 }  // namespace
 
 extern "C" KJ_EXPORT uint64_t kj_workspace_bytes(const kj_call* /*call*/) {
-#ifdef KJQ_STAMPS
-  return 1u << 20;  // debug timestamps: 8 per block
-#else
-  return 0;  // no scratch: the grid-wide state lives in module globals (see grid_max)
-#endif
+  return kMaxBlocks * sizeof(float);  // one max|x| per block
 }
 
 extern "C" KJ_EXPORT int kj_forward(const kj_call* call) {

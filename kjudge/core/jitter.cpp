@@ -12,8 +12,8 @@ std::uint64_t mix64(std::uint64_t x) noexcept {
   return x ^ (x >> 31);
 }
 
-jitter_table::jitter_table(std::uint64_t seed, std::int64_t scale) noexcept
-    : m_seed(seed), m_scale(std::max<std::int64_t>(1, scale)) {}
+jitter_table::jitter_table(std::uint64_t seed, std::int64_t scale, bool jitter) noexcept
+    : m_seed(seed), m_scale(std::max<std::int64_t>(1, scale)), m_jitter(jitter) {}
 
 std::int64_t jitter_table::jitter_int(std::int64_t n) {
   if (n <= 0) return n;
@@ -22,7 +22,7 @@ std::int64_t jitter_table::jitter_int(std::int64_t n) {
   // depend on the order in which a problem asks for its sizes.
   const std::uint64_t h = mix64(m_seed ^ mix64(static_cast<std::uint64_t>(n)));
   const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // [0, 1)
-  const double f = (2.0 * u - 1.0) * max_fraction;
+  const double f = m_jitter ? (2.0 * u - 1.0) * max_fraction : 0.0;
   const auto drawn = std::max<std::int64_t>(
       1, static_cast<std::int64_t>(std::llround(static_cast<double>(n) * (1.0 + f))));
   const std::int64_t value = drawn * m_scale;

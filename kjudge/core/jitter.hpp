@@ -11,8 +11,10 @@ namespace kj {
 
 class jitter_table {
  public:
-  /** `scale` multiplies every jittered size (1 for nominal trials, e.g. 4 for stress shapes). */
-  explicit jitter_table(std::uint64_t seed = 0, std::int64_t scale = 1) noexcept;
+  /** `scale` multiplies every jittered size (1 for nominal trials, e.g. 4 for stress shapes).
+   *  With `jitter` false every size is its nominal value times `scale` (timing inputs). */
+  explicit jitter_table(std::uint64_t seed = 0, std::int64_t scale = 1,
+                        bool jitter = true) noexcept;
 
   /** The jittered value for nominal size n (n <= 0 is returned unchanged, unscaled). */
   [[nodiscard]] std::int64_t jitter_int(std::int64_t n);
@@ -30,6 +32,7 @@ class jitter_table {
  private:
   std::uint64_t m_seed;
   std::int64_t m_scale;
+  bool m_jitter;
   std::map<std::int64_t, std::int64_t> m_draws;
 };
 

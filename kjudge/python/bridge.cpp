@@ -38,8 +38,8 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
             return self.table.jitter_int(py::cast<std::int64_t>(py::int_(n)));
           },
           "One jittered value (+-15%) per distinct nominal size per trial.")
-      .def("reset", [](popcorn_pri& self, std::uint64_t seed,
-                       std::int64_t scale) { self.table = kj::jitter_table(seed, scale); })
+      .def("reset", [](popcorn_pri& self, std::uint64_t seed, std::int64_t scale,
+                       bool jitter) { self.table = kj::jitter_table(seed, scale, jitter); })
       .def("draws", [](const popcorn_pri& self) { return self.table.draws(); });
   m.attr("popcorn_pri") = py::cast(popcorn_pri{}, py::return_value_policy::move);
 }
@@ -251,10 +251,9 @@ trial_outputs session::trial_finish() {
   });
 }
 
-trial_inputs_info session::timing_setup(std::size_t count, std::uint64_t data_seed,
-                                        std::uint64_t jitter_seed) {
+trial_inputs_info session::timing_setup(std::size_t count, std::uint64_t data_seed) {
   return m_impl->call("timing_setup", [&] {
-    return to_inputs_info(m_impl->harness.attr("timing_setup")(count, data_seed, jitter_seed));
+    return to_inputs_info(m_impl->harness.attr("timing_setup")(count, data_seed));
   });
 }
 

@@ -107,9 +107,8 @@ class session {
    *  until the next trial_begin. */
   trial_outputs trial_finish();
 
-  // Timing: `count` input sets of the trial-0 shapes with different data.
-  trial_inputs_info timing_setup(std::size_t count, std::uint64_t data_seed,
-                                 std::uint64_t jitter_seed);
+  // Timing: `count` input sets at the nominal sizes (no jitter) with different data.
+  trial_inputs_info timing_setup(std::size_t count, std::uint64_t data_seed);
   /** A target that calls the reference or the Python candidate on timing set i. */
   [[nodiscard]] std::unique_ptr<measure::target> make_target(side s);
   /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */

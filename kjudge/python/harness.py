@@ -224,8 +224,8 @@ def parameters():
 
 # --- inputs and outputs -------------------------------------------------------------------------
 
-def _make_inputs(data_seed, jitter_seed, scale):
-    _kjudge.popcorn_pri.reset(jitter_seed, scale)
+def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
+    _kjudge.popcorn_pri.reset(jitter_seed, scale, jitter)
     try:
         _seed(data_seed)
         inputs = list(_problem.get_inputs())
@@ -393,15 +393,15 @@ def trial_finish():
 
 # --- timing -------------------------------------------------------------------------------------
 
-def timing_setup(count, data_seed, jitter_seed):
-    """`count` input sets with the shapes of one jitter draw and different data, so every sample
-    sees fresh inputs of identical shape."""
+def timing_setup(count, data_seed):
+    """`count` input sets at the problem's nominal sizes (no jitter) with different data, so every
+    sample sees fresh inputs of identical shape and figures compare across runs and candidates."""
     _timing_sets.clear()
     _timing_native_inputs.clear()
     _timing_native_outputs.clear()
     info = None
     for i in range(count):
-        inputs = _make_inputs(data_seed + 7919 * i, jitter_seed, 1)
+        inputs = _make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False)
         if info is None:
             info = _input_info(inputs)
         _timing_sets.append(inputs)

@@ -72,6 +72,16 @@ TEST(EvalCpu, TrialsDrawJitteredShapesPerSeed) {
   EXPECT_GE(shapes.size(), 2u) << "five seeds drew the same shapes";
 }
 
+TEST(EvalCpu, TimingUsesTheNominalShapes) {
+  const auto r = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
+                          "examples/quantvla/naive.py", cpu_fast);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& ti = r.result["options"]["timing_inputs"];
+  EXPECT_EQ(ti["shapes"][0], nlohmann::json({8, 64, 128}));
+  EXPECT_EQ(ti["shapes"][1], nlohmann::json({8, 64}));
+  EXPECT_GE(ti["sets"].get<int>(), 2);
+}
+
 TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/wrong_values.py", cpu_fast);

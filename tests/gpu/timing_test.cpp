@@ -135,13 +135,17 @@ TEST(timing_gpu, spin_kernel_device_time_matches_its_duration) {
               r.device.summary.n);
 }
 
-TEST(timing_gpu, short_spin_device_time_within_ten_percent) {
+TEST(timing_gpu, short_spin_device_time_is_spin_plus_one_launch) {
   KJ_REQUIRE_GPU();
   kj::cuda::stream s;
   spin_target t("spin20", kj::microseconds(20.0), s.get());
   const kj::measure::side_result r = kj::measure::time_single(t, s.get(), facts(), quick_options());
   ASSERT_TRUE(r.device.valid) << r.device.note;
-  EXPECT_NEAR(r.device.summary.median, 20.0, 2.0);
+  // The device figure of a one-kernel forward is the kernel plus one launch from the queue
+  // (block scheduling, start and retirement: about 2.5 us on H100/H200; 2.6-2.8 us measured on
+  // an H200 for 20 and 50 us spins). More than 3.5 us above the spin would be engine overhead.
+  EXPECT_GE(r.device.summary.median, 20.0);
+  EXPECT_LE(r.device.summary.median, 23.5);
   EXPECT_GE(r.device.summary.min, 19.0);  // the kernel spins at least 20 us of GPU time
 }
 

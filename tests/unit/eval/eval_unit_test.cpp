@@ -37,6 +37,9 @@ TEST(Jitter, SeedsDrawDifferentValuesAndStressScales) {
   EXPECT_EQ(stress.jitter_int(100), 4 * plain.jitter_int(100));
   EXPECT_EQ(jitter_table(7).jitter_int(100), plain.jitter_int(100)) << "deterministic per seed";
   EXPECT_GE(jitter_table(3).jitter_int(1), 1);
+  // Timing inputs: nominal sizes, still scaled.
+  EXPECT_EQ(jitter_table(7, 1, false).jitter_int(100), 100);
+  EXPECT_EQ(jitter_table(7, 4, false).jitter_int(100), 400);
 }
 
 TEST(Job, RoundTripsThroughJson) {
