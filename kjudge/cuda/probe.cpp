@@ -89,4 +89,9 @@ device_properties query_device(int ordinal) {
   return d;
 }
 
+void create_primary_context(int ordinal) {
+  KJ_CUDA_CHECK(cudaSetDevice(ordinal));
+  KJ_CUDA_CHECK(cudaFree(nullptr));  // the documented way to force context creation
+}
+
 }  // namespace kj::cuda

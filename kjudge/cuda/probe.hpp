@@ -43,4 +43,9 @@ struct device_properties {
 /** Throws kj::error(cuda) when the device cannot be queried. */
 [[nodiscard]] device_properties query_device(int ordinal);
 
+/** Creates the device's primary context now (the driver's one-time cost, hundreds of ms on large
+ *  GPUs), so that a later user in the same process (torch, a candidate) only retains it. Safe to
+ *  call from any thread. Throws kj::error(cuda). */
+void create_primary_context(int ordinal);
+
 }  // namespace kj::cuda

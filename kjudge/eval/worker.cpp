@@ -73,6 +73,8 @@ class pipeline {
     if (gpu) {
       m_events.phase("query_device");
       m_device = cuda::query_device(0);
+      // The context is created while Python starts; torch then only retains it.
+      m_context = std::async(std::launch::async, [] { cuda::create_primary_context(0); });
     }
     // nvcc runs in the background while the interpreter starts and torch imports: the two are the
     // largest fixed costs of an evaluation and do not depend on each other.
@@ -86,6 +88,7 @@ class pipeline {
     so.device = m_job.device;
     so.torch_extensions_dir = m_job.cache_dir / "torch_extensions";
     m_session.emplace(so);
+    if (m_context.valid()) m_context.get();
     const auto& env = m_session->environment();
     nlohmann::json prov = {{"torch_version", env.torch_version},
                            {"torch_cuda_version", env.torch_cuda_version},
@@ -401,6 +404,7 @@ class pipeline {
   std::optional<cuda::device_properties> m_device;
   std::optional<native::candidate_library> m_library;
   std::future<compile::build_result> m_build;
+  std::future<void> m_context;
   std::optional<cuda::device_buffer> m_workspace;
   std::optional<double> m_atol, m_rtol;
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
