@@ -29,8 +29,10 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-/** Every element has the bit pattern of the first (so -0.0 and 0.0 differ, and NaN equals NaN). */
-bool all_same_bits(const host_tensor& t) noexcept {
+}  // namespace
+
+// Every element has the bit pattern of the first (so -0.0 and 0.0 differ, and NaN equals NaN).
+bool is_constant(const host_tensor& t) noexcept {
   const std::size_t n = t.numel();
   const std::size_t size = element_size(t.type);
   if (n < 2 || t.data == nullptr) return false;
@@ -39,6 +41,8 @@ bool all_same_bits(const host_tensor& t) noexcept {
     if (std::memcmp(bytes, bytes + i * size, size) != 0) return false;
   return true;
 }
+
+namespace {
 
 /** Running sums over the element loop; turned into an output_comparison at the end. */
 struct accumulator {
@@ -190,7 +194,7 @@ output_comparison compare(const host_tensor& expected, const host_tensor& actual
   out.dtype_ok = expected.type == actual.type;
   if (actual.data != nullptr)
     out.actual_hash = fnv1a64(actual.data, actual.numel() * element_size(actual.type));
-  out.constant_output = all_same_bits(actual);
+  out.constant_output = is_constant(actual);
 
   if (!out.shape_ok || !out.dtype_ok) {
     std::vector<std::string> parts;

@@ -67,6 +67,9 @@ struct output_comparison {
 [[nodiscard]] output_comparison compare(const host_tensor& expected, const host_tensor& actual,
                                         tolerance tol, std::size_t max_mismatches = 5);
 
+/** Every element has the same bits (and there are at least two). */
+[[nodiscard]] bool is_constant(const host_tensor& t) noexcept;
+
 /** FNV-1a 64-bit over bytes. */
 [[nodiscard]] std::uint64_t fnv1a64(const void* data, std::size_t bytes) noexcept;
 
