@@ -43,4 +43,14 @@ CLI::App* add_eval_command(CLI::App& app, eval_args& args);
 
 [[nodiscard]] int run_version();
 
+struct specs_args {
+  std::string json_path;
+  bool all = false;
+};
+
+/** Registers `specs`'s options (names as in docs/cli.md). */
+CLI::App* add_specs_command(CLI::App& app, specs_args& args);
+/** Prints the GPU's properties and datasheet peaks; returns the process exit code. */
+[[nodiscard]] int run_specs(const specs_args& args);
+
 }  // namespace kj::app

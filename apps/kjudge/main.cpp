@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
   kj::app::eval_args eval_args;
   auto* eval_cmd = kj::app::add_eval_command(app, eval_args);
   auto* version_cmd = app.add_subcommand("version", "versions");
+  kj::app::specs_args specs_args;
+  auto* specs_cmd = kj::app::add_specs_command(app, specs_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success&) {
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
   try {
     if (eval_cmd->parsed()) return kj::app::run_eval(eval_args);
     if (version_cmd->parsed()) return kj::app::run_version();
+    if (specs_cmd->parsed()) return kj::app::run_specs(specs_args);
   } catch (const kj::error& e) {
     std::fprintf(stderr, "kjudge: %s\n", e.message().c_str());
     return e.kind() == kj::error_kind::usage ? kj::exit_code::usage : kj::exit_code::internal_error;

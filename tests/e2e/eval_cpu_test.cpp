@@ -216,7 +216,9 @@ TEST(EvalCpu, StressShapesScaleTheJitteredSizes) {
   EXPECT_EQ(r.result["correctness"]["stress_trials"], 2);
   EXPECT_EQ(r.result["correctness"]["stress_passed"], 2);
   for (const auto& t : r.result["trials"]) {
-    if (t["kind"] == "stress") EXPECT_GE(t["input_shapes"][0][1].get<int>(), 4 * 54);
+    if (t["kind"] == "stress") {
+      EXPECT_GE(t["input_shapes"][0][1].get<int>(), 4 * 54);
+    }
   }
 }
 

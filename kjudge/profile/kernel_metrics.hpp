@@ -1,0 +1,161 @@
+#pragma once
+/** @file The counter-side data model of `kjudge profile`: what Nsight Compute / CUPTI report for
+ *  one kernel, kept as raw counts and cycles. Ratios (hit rates, sectors per request, occupancy,
+ *  throughput) are never stored; derive.hpp computes them from these counts, and aggregate.hpp
+ *  sums the counts of several kernels before any ratio is taken (measurement.md, rule 13). The only
+ *  percentages stored are the few that ncu reports as percentages alone; their names end in `_pct`
+ *  and they are std::optional (absent: not collected). See docs/profile-metrics.md.
+ *
+ *  Counts are doubles: ncu prints some of them as floats (sums of per-unit averages), and a double
+ *  holds every integer up to 2^53 exactly, far above any count one forward produces. */
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kj::profile {
+
+/** The floating-point pipes and datatypes that have a roof of their own (rule 15). The first four
+ *  are the ordinary (CUDA-core) pipes; `tensor_*` is tensor-core work by input datatype. The dense
+ *  datasheet peaks map onto kj::device::datatype as fp64 -> fp64, fp32 -> fp32, tensor_x ->
+ *  x_tensor; plain fp16 / bf16 have no datasheet figure. */
+enum class flop_type {
+  fp64,
+  fp32,
+  fp16,
+  bf16,
+  tensor_fp64,
+  tensor_tf32,
+  tensor_fp16,
+  tensor_bf16,
+  tensor_fp8,
+};
+
+inline constexpr std::size_t flop_type_count = 9;
+inline constexpr std::array<flop_type, flop_type_count> all_flop_types{
+    flop_type::fp64,        flop_type::fp32,        flop_type::fp16,
+    flop_type::bf16,        flop_type::tensor_fp64, flop_type::tensor_tf32,
+    flop_type::tensor_fp16, flop_type::tensor_bf16, flop_type::tensor_fp8,
+};
+
+/** "fp64", "fp32", ..., "tensor_fp8". */
+[[nodiscard]] std::string_view to_string(flop_type t) noexcept;
+
+/** Thread-level arithmetic instructions of one CUDA-core datatype, as scalar operations (a packed
+ *  HFMA2 counts as two `fma`). A fused multiply-add is 2 FLOP (rule 15): see flop(). */
+struct scalar_ops {
+  double add = 0;  ///< adds and subtracts
+  double mul = 0;  ///< multiplies
+  double fma = 0;  ///< fused multiply-adds (2 FLOP each)
+
+  [[nodiscard]] double flop() const noexcept { return add + mul + 2.0 * fma; }
+};
+
+/** Floating-point work of one kernel, by pipe and datatype. Tensor-core work is given directly in
+ *  FLOP (an m x n x k MMA is 2mnk FLOP), as ncu's tensor `ops` counters report it. */
+struct flop_counts {
+  scalar_ops fp64, fp32, fp16, bf16;
+  double tensor_fp64_flop = 0;
+  double tensor_tf32_flop = 0;
+  double tensor_fp16_flop = 0;
+  double tensor_bf16_flop = 0;
+  double tensor_fp8_flop = 0;
+};
+
+/** FLOP of one type (FMA = 2). */
+[[nodiscard]] double flop(const flop_counts& f, flop_type t) noexcept;
+/** FLOP of all types together. */
+[[nodiscard]] double total_flop(const flop_counts& f) noexcept;
+
+/** Grid or block dimensions of a launch. */
+struct launch_dims {
+  std::uint32_t x = 1, y = 1, z = 1;
+
+  [[nodiscard]] std::uint64_t count() const noexcept {
+    return std::uint64_t{x} * std::uint64_t{y} * std::uint64_t{z};
+  }
+};
+
+/** One kernel launch as the profiler saw it. Every field is a raw count, a size or a cycle count
+ *  unless its name ends in `_pct`. The ncu metric each field comes from is named beside it; a
+ *  field the profiler did not collect stays 0 (a count) or absent (a percentage), and the derived
+ *  metric that needs it is reported as "no data", never as 0%. */
+struct kernel_metrics {
+  std::string name;            ///< the symbol as launched (mangled for C++ kernels)
+  std::string demangled_name;  ///< for people
+  double duration_ns = 0;      ///< gpu__time_duration.sum
+
+  launch_dims grid, block;
+  std::uint32_t registers_per_thread = 0;  ///< launch__registers_per_thread
+  double shared_mem_per_block_bytes = 0;   ///< static + dynamic, launch__shared_mem_per_block
+
+  // Device facts the ratios need (from device__attribute_*; the same for every kernel of a run).
+  std::uint32_t sm_count = 0;          ///< device__attribute_multiprocessor_count
+  std::uint32_t max_warps_per_sm = 0;  ///< device__attribute_max_warps_per_multiprocessor
+
+  // Memory traffic. A sector is 32 bytes.
+  double dram_read_bytes = 0;        ///< dram__bytes_read.sum
+  double dram_write_bytes = 0;       ///< dram__bytes_write.sum
+  double l1_hit_sectors = 0;         ///< l1tex__t_sector_hit.sum (global and local accesses)
+  double l1_sectors = 0;             ///< l1tex__t_sectors.sum
+  double l2_hit_sectors = 0;         ///< lts__t_sector_hit.sum
+  double l2_sectors = 0;             ///< lts__t_sectors.sum
+  double global_load_requests = 0;   ///< l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+  double global_load_sectors = 0;    ///< l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
+  double global_store_requests = 0;  ///< l1tex__t_requests_pipe_lsu_mem_global_op_st.sum
+  double global_store_sectors = 0;   ///< l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum
+
+  // SM activity and occupancy inputs.
+  double sm_active_cycles = 0;  ///< sm__cycles_active.sum: cycles with a warp resident, all SMs
+  double elapsed_cycles = 0;    ///< sm__cycles_elapsed.max: the kernel's length in SM cycles
+  double warps_active = 0;      ///< sm__warps_active.sum: resident warps summed over active cycles
+  /** launch__occupancy_limit based: ncu gives this only as a percentage. */
+  std::optional<double> theoretical_occupancy_pct;
+  /** ncu's SOL figures, given only as percentages of peak (sm__throughput and
+   *  gpu__compute_memory_throughput, .avg.pct_of_peak_sustained_elapsed). */
+  std::optional<double> sm_throughput_pct;
+  std::optional<double> memory_throughput_pct;
+
+  flop_counts flops;
+
+  double instructions_issued = 0;  ///< smsp__inst_issued.sum, warp-level
+  /** Warp-level instructions executed per pipe ("alu", "fma", "lsu", "tensor", ...):
+   *  sm__inst_executed_pipe_<name>.sum. */
+  std::map<std::string, double> instructions_per_pipe;
+  /** Warp-cycles spent stalled, per reason as ncu names it ("long_scoreboard", "barrier", ...):
+   *  smsp__warps_issue_stalled_<reason>.sum. Cycles, never percentages or per-instruction ratios;
+   *  "selected" (issuing) is not a stall and does not belong here. */
+  std::map<std::string, double> stall_cycles;
+
+  [[nodiscard]] double dram_bytes() const noexcept { return dram_read_bytes + dram_write_bytes; }
+};
+
+/** One forward call as the device saw it: every kernel record (CUPTI, rule 17: device records,
+ *  never host ops), the copies and fills counted apart, and the times the timing checks compare.
+ *  Times are nanoseconds; 0 (or absent) means not measured, and the check that needs it is skipped.
+ */
+struct forward_metrics {
+  bool cuda_candidate = true;  ///< a candidate that claims to run on the GPU
+  bool eager = true;           ///< launched one by one from the host (false: a replayed graph)
+  std::vector<kernel_metrics> kernels;  ///< one per kernel launch, in launch order
+  std::uint64_t memcpy_count = 0;       ///< device memcpy records, not launches
+  std::uint64_t memset_count = 0;       ///< device memset records, not launches
+  double device_time_ns = 0;  ///< the forward on the device: first kernel start to last kernel end
+  double event_time_ns = 0;   ///< events around the call as issued (the `stream` figure)
+  double host_wall_ns = 0;    ///< synchronous host wall time of the same call
+  std::optional<std::uint64_t> peak_memory_bytes;  ///< peak over a reset baseline (rule 18)
+  std::uint64_t output_bytes = 0;                  ///< bytes of all outputs
+  std::uint64_t device_memory_bytes = 0;           ///< the device's total memory
+
+  [[nodiscard]] std::uint64_t kernel_launches() const noexcept { return kernels.size(); }
+};
+
+/** Sum of the kernels' durations, ns. */
+[[nodiscard]] double kernel_time_sum_ns(const std::vector<kernel_metrics>& kernels) noexcept;
+
+}  // namespace kj::profile
