@@ -348,18 +348,10 @@ class pipeline {
     auto opts = m_job.timing_options;
     opts.gpu = gpu;
     // Rotate among several input sets, bounded so that large problems do not exhaust memory.
-    const auto probe_info = m_session->timing_setup(1, m_job.base_seed ^ 0x5eed);
-    std::uint64_t set_bytes = 0;
-    for (std::size_t i = 0; i < probe_info.shapes.size(); ++i) {
-      std::uint64_t n = 1;
-      for (auto d : probe_info.shapes[i]) n *= static_cast<std::uint64_t>(d);
-      const auto t = dtype_from_string(probe_info.dtypes[i]);
-      set_bytes += n * (t ? element_size(*t) : 8);
-    }
-    const std::uint64_t budget = 1ull << 30;
-    const std::size_t sets = static_cast<std::size_t>(
-        std::clamp<std::uint64_t>(set_bytes ? budget / set_bytes : 8, 2, 8));
-    const auto info = m_session->timing_setup(sets, m_job.base_seed ^ 0x5eed);
+    const auto ti = m_session->timing_setup(8, m_job.base_seed ^ 0x5eed, 1ull << 30);
+    const auto& info = ti.shapes;
+    const std::size_t sets = ti.sets;
+    const std::uint64_t set_bytes = ti.bytes_per_set;
     m_events.send({{"timing_inputs",
                     {{"sets", sets},
                      {"shapes", info.shapes},

@@ -251,9 +251,15 @@ trial_outputs session::trial_finish() {
   });
 }
 
-trial_inputs_info session::timing_setup(std::size_t count, std::uint64_t data_seed) {
+timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t data_seed,
+                                         std::uint64_t byte_budget) {
   return m_impl->call("timing_setup", [&] {
-    return to_inputs_info(m_impl->harness.attr("timing_setup")(count, data_seed));
+    const py::object d = m_impl->harness.attr("timing_setup")(max_sets, data_seed, byte_budget);
+    timing_inputs_info out;
+    out.shapes = to_inputs_info(d);
+    out.sets = d["sets"].cast<std::size_t>();
+    out.bytes_per_set = d["bytes_per_set"].cast<std::uint64_t>();
+    return out;
   });
 }
 

@@ -56,6 +56,12 @@ struct trial_inputs_info {
   std::map<std::string, std::int64_t> jitter;  ///< nominal -> drawn, as strings of the nominal
 };
 
+struct timing_inputs_info {
+  trial_inputs_info shapes;  ///< of every set (the nominal sizes)
+  std::size_t sets = 0;
+  std::uint64_t bytes_per_set = 0;  ///< tensor inputs of one set
+};
+
 /** Tolerance the problem file asks for (module constants KJUDGE_ATOL / KJUDGE_RTOL), if any. */
 struct problem_tolerance {
   bool has_atol = false, has_rtol = false;
@@ -107,8 +113,10 @@ class session {
    *  until the next trial_begin. */
   trial_outputs trial_finish();
 
-  // Timing: `count` input sets at the nominal sizes (no jitter) with different data.
-  trial_inputs_info timing_setup(std::size_t count, std::uint64_t data_seed);
+  /** Timing inputs at the nominal sizes (no jitter), one set per seed: as many as fit in
+   *  `byte_budget`, at least 2, at most `max_sets`. */
+  timing_inputs_info timing_setup(std::size_t max_sets, std::uint64_t data_seed,
+                                  std::uint64_t byte_budget);
   /** A target that calls the reference or the Python candidate on timing set i. */
   [[nodiscard]] std::unique_ptr<measure::target> make_target(side s);
   /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */

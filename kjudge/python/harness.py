@@ -393,18 +393,26 @@ def trial_finish():
 
 # --- timing -------------------------------------------------------------------------------------
 
-def timing_setup(count, data_seed):
-    """`count` input sets at the problem's nominal sizes (no jitter) with different data, so every
-    sample sees fresh inputs of identical shape and figures compare across runs and candidates."""
+def _bytes(inputs):
+    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def timing_setup(max_sets, data_seed, byte_budget):
+    """Input sets at the problem's nominal sizes (no jitter) with different data, so every sample
+    sees fresh inputs of identical shape and figures compare across runs and candidates: as many
+    as fit in byte_budget, at least 2 and at most max_sets."""
     _timing_sets.clear()
     _timing_native_inputs.clear()
     _timing_native_outputs.clear()
-    info = None
-    for i in range(count):
-        inputs = _make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False)
-        if info is None:
-            info = _input_info(inputs)
-        _timing_sets.append(inputs)
+    first = _make_inputs(data_seed, data_seed, 1, jitter=False)
+    info = _input_info(first)
+    set_bytes = _bytes(first)
+    count = max_sets if set_bytes == 0 else max(2, min(max_sets, byte_budget // set_bytes))
+    _timing_sets.append(first)
+    for i in range(1, count):
+        _timing_sets.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
+    info["sets"] = len(_timing_sets)
+    info["bytes_per_set"] = set_bytes
     return info
 
 
