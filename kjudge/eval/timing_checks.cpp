@@ -1,24 +1,43 @@
 #include <kjudge/eval/timing_checks.hpp>
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include <kjudge/device/datasheet.hpp>
 
 namespace kj::eval {
 
 double dram_peak_bytes_per_s(const cuda::device_properties& d) noexcept {
-  return 2.0 * static_cast<double>(d.memory_clock_khz) * 1e3 *
-         static_cast<double>(d.memory_bus_width_bits) / 8.0;
+  // The larger of the figure derived from the reported memory clock and the datasheet's: the
+  // derived one undershoots on some parts (4.1 against 4.8 TB/s on an H200), and a floor set too
+  // high would accuse an honest kernel.
+  const double derived = 2.0 * static_cast<double>(d.memory_clock_khz) * 1e3 *
+                         static_cast<double>(d.memory_bus_width_bits) / 8.0;
+  const auto* sheet = device::find_by_name(d.name);
+  return std::max(derived, sheet ? sheet->memory_tbps * 1e12 : 0.0);
 }
 
 namespace {
 
-void check_side(const measure::side_result& s, std::vector<flag>& out) {
+/** A figure that failed an invariant is not shown as a number: it becomes invalid, with the
+ *  reason as its note, and the flag says why. */
+void reject(measure::figure& f, const flag& why, std::vector<flag>& out) {
+  f.valid = false;
+  f.note = "failed invariant " + why.code + ": " + why.message;
+  out.push_back(why);
+}
+
+void check_side(measure::side_result& s, std::vector<flag>& out) {
   const auto& dev = s.device;
   if (dev.valid && dev.summary.n > 0) {
     if (dev.summary.median < 0.5)
-      out.push_back({"impossible_time", "error",
-                     fmt::format("{} device median {:.3f} us is under 0.5 us, less than any kernel "
-                                 "takes: the figure is not trustworthy",
-                                 s.name, dev.summary.median)});
+      reject(s.device,
+             {"impossible_time", "error",
+              fmt::format("{} device median {:.3f} us is under 0.5 us, less than any kernel "
+                          "takes: the figure is not trustworthy",
+                          s.name, dev.summary.median)},
+             out);
     else if (dev.summary.median < 2.0)
       out.push_back({"very_fast", "info",
                      fmt::format("{} device median {:.2f} us is under 2 us: review", s.name,
@@ -28,10 +47,12 @@ void check_side(const measure::side_result& s, std::vector<flag>& out) {
   // compare distributions: the stream figure's lower quartile above the host wall's upper quartile
   // cannot come from noise.
   if (s.stream.valid && s.host_wall.valid && s.stream.summary.q1 > s.host_wall.summary.q3)
-    out.push_back({"event_exceeds_wall", "error",
-                   fmt::format("{} stream figure (q1 {:.2f} us) lies above its host wall figure "
-                               "(q3 {:.2f} us): events and host clock disagree",
-                               s.name, s.stream.summary.q1, s.host_wall.summary.q3)});
+    reject(s.stream,
+           {"event_exceeds_wall", "error",
+            fmt::format("{} stream figure (q1 {:.2f} us) lies above its host wall figure "
+                        "(q3 {:.2f} us): events and host clock disagree",
+                        s.name, s.stream.summary.q1, s.host_wall.summary.q3)},
+           out);
   if (s.host_sync_detected)
     out.push_back({"host_sync_in_forward", "warning",
                    fmt::format("the {} forward waits for the host (.item(), a synchronize or a "
@@ -54,31 +75,46 @@ void check_side(const measure::side_result& s, std::vector<flag>& out) {
 
 }  // namespace
 
-std::vector<flag> check_timing(const measure::comparison& c, const cuda::device_properties* device,
+std::vector<flag> check_timing(measure::comparison& c, const cuda::device_properties* device,
                                std::uint64_t min_bytes) {
   std::vector<flag> out;
   check_side(c.reference, out);
   check_side(c.candidate, out);
   // Invariant 12: same method and cache state on both sides.
-  const measure::figure* pairs[][2] = {{&c.reference.device, &c.candidate.device},
-                                       {&c.reference.stream, &c.candidate.stream},
-                                       {&c.reference.host_wall, &c.candidate.host_wall}};
+  measure::figure* pairs[][2] = {{&c.reference.device, &c.candidate.device},
+                                 {&c.reference.stream, &c.candidate.stream},
+                                 {&c.reference.host_wall, &c.candidate.host_wall}};
   for (const auto& p : pairs)
-    if (p[0]->valid && p[1]->valid && (p[0]->method != p[1]->method || p[0]->cold != p[1]->cold))
-      out.push_back({"method_mismatch", "error",
+    if (p[0]->valid && p[1]->valid && (p[0]->method != p[1]->method || p[0]->cold != p[1]->cold)) {
+      const flag why{"method_mismatch", "error",
                      fmt::format("{} figures were taken differently for reference and candidate",
-                                 measure::to_string(p[0]->kind))});
+                                 measure::to_string(p[0]->kind))};
+      reject(*p[0], why, out);
+      p[1]->valid = false;
+      p[1]->note = p[0]->note;
+    }
   // Invariant 9: faster than its minimum bytes at the DRAM peak is impossible (cold L2 only).
   if (device && min_bytes > 0 && c.candidate.device.valid && c.candidate.device.cold) {
     const double peak = dram_peak_bytes_per_s(*device);
     const double floor_us = peak > 0 ? static_cast<double>(min_bytes) / peak * 1e6 : 0;
     if (floor_us > 1.0 && c.candidate.device.summary.median < 0.9 * floor_us)
-      out.push_back(
-          {"faster_than_memory", "error",
-           fmt::format("candidate device median {:.2f} us is below {:.2f} us, the time "
-                       "its {} minimum bytes need at the {:.0f} GB/s DRAM peak: it "
-                       "cannot have read its inputs",
-                       c.candidate.device.summary.median, floor_us, min_bytes, peak / 1e9)});
+      reject(c.candidate.device,
+             {"faster_than_memory", "error",
+              fmt::format("candidate device median {:.2f} us is below {:.2f} us, the time "
+                          "its {} minimum bytes need at the {:.0f} GB/s DRAM peak: it "
+                          "cannot have read its inputs",
+                          c.candidate.device.summary.median, floor_us, min_bytes, peak / 1e9)},
+             out);
+  }
+  // A speedup needs both of its figures.
+  for (auto& s : c.speedups) {
+    const auto& r = s.kind == measure::figure_kind::device   ? c.reference.device
+                    : s.kind == measure::figure_kind::stream ? c.reference.stream
+                                                             : c.reference.host_wall;
+    const auto& k = s.kind == measure::figure_kind::device   ? c.candidate.device
+                    : s.kind == measure::figure_kind::stream ? c.candidate.stream
+                                                             : c.candidate.host_wall;
+    if (!r.valid || !k.valid) s.valid = false;
   }
   return out;
 }

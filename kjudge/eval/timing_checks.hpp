@@ -10,12 +10,15 @@
 
 namespace kj::eval {
 
-/** Theoretical DRAM bandwidth in bytes/s from the memory clock and bus width (DDR: x2), or 0. */
+/** DRAM peak in bytes/s: the larger of the datasheet figure and the one derived from the memory
+ *  clock and bus width (DDR: x2); 0 when neither is known. */
 [[nodiscard]] double dram_peak_bytes_per_s(const cuda::device_properties& d) noexcept;
 
-/** `min_bytes`: the fewest bytes the candidate must move (inputs once + outputs once). `device`
+/** Checks every figure; one that fails an invariant is made invalid (its note says why) and
+ *  speedups that need it are marked invalid, so no failing number is shown. Returns the flags.
+ *  `min_bytes`: the fewest bytes the candidate must move (inputs once + outputs once). `device`
  *  may be null (CPU runs). */
-[[nodiscard]] std::vector<flag> check_timing(const measure::comparison& c,
+[[nodiscard]] std::vector<flag> check_timing(measure::comparison& c,
                                              const cuda::device_properties* device,
                                              std::uint64_t min_bytes);
 

@@ -259,6 +259,7 @@ timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t dat
     out.shapes = to_inputs_info(d);
     out.sets = d["sets"].cast<std::size_t>();
     out.bytes_per_set = d["bytes_per_set"].cast<std::uint64_t>();
+    out.output_bytes = d["output_bytes"].cast<std::uint64_t>();
     return out;
   });
 }

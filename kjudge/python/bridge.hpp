@@ -60,6 +60,7 @@ struct timing_inputs_info {
   trial_inputs_info shapes;  ///< of every set (the nominal sizes)
   std::size_t sets = 0;
   std::uint64_t bytes_per_set = 0;  ///< tensor inputs of one set
+  std::uint64_t output_bytes = 0;   ///< the reference's outputs on one set
 };
 
 /** Tolerance the problem file asks for (module constants KJUDGE_ATOL / KJUDGE_RTOL), if any. */

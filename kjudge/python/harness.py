@@ -413,6 +413,16 @@ def timing_setup(max_sets, data_seed, byte_budget):
         _timing_sets.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
     info["sets"] = len(_timing_sets)
     info["bytes_per_set"] = set_bytes
+    # The reference's outputs at these shapes: their bytes bound what any candidate must write.
+    try:
+        with torch.no_grad():
+            out = _normalise(_ref(*_timing_sets[0]), "Model.forward", ProblemError)
+    except ProblemError:
+        raise
+    except BaseException as exc:
+        raise ProblemError("the reference Model failed on the timing inputs:\n%s"
+                           % _format_exception(exc))
+    info["output_bytes"] = _bytes(out)
     return info
 
 

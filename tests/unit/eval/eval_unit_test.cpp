@@ -10,6 +10,7 @@
 #include <kjudge/core/result.hpp>
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/protocol.hpp>
+#include <kjudge/eval/timing_checks.hpp>
 
 #include "commands.hpp"
 #include "help.hpp"
@@ -137,6 +138,94 @@ TEST(Cli, EveryEvalOptionIsDocumented) {
   EXPECT_GE(checked, 15);
   EXPECT_FALSE(app::help_section("").empty());
   EXPECT_TRUE(app::help_section("no-such-command").empty());
+}
+
+}  // namespace
+}  // namespace kj
+
+namespace kj {
+namespace {
+
+measure::figure make_figure(measure::figure_kind kind, std::string method, double median_us) {
+  measure::figure f;
+  f.kind = kind;
+  f.method = std::move(method);
+  f.cold = true;
+  f.valid = true;
+  f.samples_us = {median_us, median_us, median_us};
+  f.summary = stats::summarize(f.samples_us);
+  return f;
+}
+
+measure::comparison healthy_comparison() {
+  measure::comparison c;
+  for (auto* s : {&c.reference, &c.candidate}) {
+    s->device = make_figure(measure::figure_kind::device, "blocking-kernel+events", 40);
+    s->stream = make_figure(measure::figure_kind::stream, "events-as-issued", 60);
+    s->host_wall = make_figure(measure::figure_kind::host_wall, "host-steady-clock+sync", 80);
+  }
+  c.reference.name = "reference";
+  c.candidate.name = "candidate";
+  for (auto k : {measure::figure_kind::device, measure::figure_kind::stream,
+                 measure::figure_kind::host_wall})
+    c.speedups.push_back({k, true, {1.0, 0.9, 1.1, 0.95, 2000}});
+  return c;
+}
+
+cuda::device_properties h200() {
+  cuda::device_properties d;
+  d.name = "NVIDIA H200";
+  d.memory_clock_khz = 3201000;
+  d.memory_bus_width_bits = 5120;
+  return d;
+}
+
+bool has(const std::vector<flag>& flags, const std::string& code) {
+  for (const auto& f : flags)
+    if (f.code == code) return true;
+  return false;
+}
+
+TEST(TimingChecks, HealthyFiguresPassUntouched) {
+  auto c = healthy_comparison();
+  const auto d = h200();
+  const auto flags = eval::check_timing(c, &d, 1 << 20);
+  EXPECT_TRUE(flags.empty()) << flags.front().code;
+  EXPECT_TRUE(c.candidate.device.valid);
+  for (const auto& s : c.speedups) EXPECT_TRUE(s.valid);
+}
+
+TEST(TimingChecks, ImpossiblyFastFigureIsWithheldNotPrinted) {
+  auto c = healthy_comparison();
+  c.candidate.device = make_figure(measure::figure_kind::device, "blocking-kernel+events", 0.04);
+  const auto flags = eval::check_timing(c, nullptr, 0);
+  EXPECT_TRUE(has(flags, "impossible_time"));
+  EXPECT_FALSE(c.candidate.device.valid);
+  EXPECT_NE(c.candidate.device.note.find("impossible_time"), std::string::npos);
+  EXPECT_FALSE(c.speedups[0].valid) << "a speedup needs both of its figures";
+  EXPECT_TRUE(c.speedups[1].valid);
+}
+
+TEST(TimingChecks, FasterThanItsBytesAllowIsFlagged) {
+  auto c = healthy_comparison();
+  const auto d = h200();
+  // 384 MiB at the H200's 4.8 TB/s datasheet peak needs about 84 us; 40 us is impossible.
+  const auto flags = eval::check_timing(c, &d, 384ull << 20);
+  EXPECT_TRUE(has(flags, "faster_than_memory"));
+  EXPECT_FALSE(c.candidate.device.valid);
+  EXPECT_NEAR(eval::dram_peak_bytes_per_s(d), 4.8e12, 1e9) << "datasheet beats the derived 4.1";
+}
+
+TEST(TimingChecks, EventAboveWallAndMethodMismatch) {
+  auto c = healthy_comparison();
+  c.reference.stream = make_figure(measure::figure_kind::stream, "events-as-issued", 200);
+  c.candidate.host_wall.method = "something-else";
+  const auto flags = eval::check_timing(c, nullptr, 0);
+  EXPECT_TRUE(has(flags, "event_exceeds_wall"));
+  EXPECT_FALSE(c.reference.stream.valid);
+  EXPECT_TRUE(has(flags, "method_mismatch"));
+  EXPECT_FALSE(c.reference.host_wall.valid);
+  EXPECT_FALSE(c.candidate.host_wall.valid);
 }
 
 }  // namespace
