@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 
@@ -85,15 +87,24 @@ eval::job make_job(const eval_args& a) {
   return j;
 }
 
+/** Fails early (usage) when --json cannot be written, rather than after the evaluation. */
+void check_json_path(const std::string& path) {
+  if (path.empty() || path == "-") return;
+  const fs::path dir = fs::absolute(path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+    KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
+}
+
 }  // namespace
 
 int run_eval(const eval_args& a) {
+  check_json_path(a.json_path);
   const auto j = make_job(a);
   eval::run_options ro;
   ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   ro.echo_output = a.verbose;
   const auto result = eval::evaluate(j, ro);
-  if (!a.json_path.empty()) report::write_json(result, a.json_path);
   if (a.json_path != "-") {
     if (a.quiet) {
       std::printf("%s\n", std::string(to_string(result.status)).c_str());
@@ -102,6 +113,15 @@ int run_eval(const eval_args& a) {
       to.verbose = a.verbose;
       const auto text = report::render_terminal(result, to);
       std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  if (!a.json_path.empty()) {
+    // The report is already out; a failed write loses the file, not the verdict.
+    try {
+      report::write_json(result, a.json_path);
+    } catch (const kj::error& e) {
+      std::fprintf(stderr, "kjudge: warning: %s\n", e.message().c_str());
     }
   }
   return exit_code_for(result.status);

@@ -95,8 +95,6 @@ void to_json(nlohmann::json& j, const eval_result& v) {
                       flags, worker, wall_s)
   j["provenance"] = v.prov;
   j["timing"] = v.timing ? nlohmann::json(*v.timing) : nlohmann::json();
-  j["reference_only_timing"] =
-      v.reference_only_timing ? nlohmann::json(*v.reference_only_timing) : nlohmann::json();
 }
 
 void from_json(const nlohmann::json& j, eval_result& v) {
@@ -109,8 +107,6 @@ void from_json(const nlohmann::json& j, eval_result& v) {
   get(j, "provenance", v.prov);
   if (auto it = j.find("timing"); it != j.end() && it->is_object())
     v.timing = it->get<measure::comparison>();
-  if (auto it = j.find("reference_only_timing"); it != j.end() && it->is_object())
-    v.reference_only_timing = it->get<measure::side_result>();
 }
 
 }  // namespace kj

@@ -153,7 +153,6 @@ struct eval_result {
   correctness_summary correctness;
   std::vector<trial_result> trials;
   std::optional<measure::comparison> timing;
-  std::optional<measure::side_result> reference_only_timing;
   std::vector<flag> flags;
   provenance prov;
   worker_info worker;

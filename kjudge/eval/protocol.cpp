@@ -80,8 +80,6 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
       r.correctness.tolerance_source = it->get<std::string>();
     if (auto it = e.find("trial"); it != e.end()) r.trials.push_back(it->get<trial_result>());
     if (auto it = e.find("timing"); it != e.end()) r.timing = it->get<measure::comparison>();
-    if (auto it = e.find("reference_only_timing"); it != e.end())
-      r.reference_only_timing = it->get<measure::side_result>();
     if (auto it = e.find("timing_inputs"); it != e.end()) r.options["timing_inputs"] = *it;
     if (auto it = e.find("flag"); it != e.end()) {
       const auto f = it->get<flag>();

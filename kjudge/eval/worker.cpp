@@ -68,6 +68,10 @@ class pipeline {
  public:
   pipeline(const job& j, event_writer& events) : m_job(j), m_events(events) {}
 
+  /** Whether candidate code has run on the device yet: a CUDA error before then is the
+   *  environment's (no usable GPU), after it most likely a sticky error the candidate left. */
+  [[nodiscard]] bool candidate_ran() const noexcept { return m_candidate_ran; }
+
   void run() {
     const bool gpu = m_job.device == "cuda";
     if (gpu) {
@@ -116,8 +120,10 @@ class pipeline {
 
     if (!load_candidate()) return;
 
-    m_events.phase("build_models");
-    const std::string copy = m_session->build_models(m_job.base_seed);
+    m_events.phase("build_models reference");
+    m_session->build_reference(m_job.base_seed);
+    m_events.phase("build_models candidate");
+    const std::string copy = m_session->build_candidate(m_job.base_seed);
     m_events.send({{"weight_copy", copy}});
     if (copy == "seed_only")
       m_events.flag("weights_not_copied", "warning",
@@ -205,11 +211,13 @@ class pipeline {
     return tol;
   }
 
-  /** Runs the candidate on the trial's inputs (Python or native). */
-  void run_candidate_on_trial() {
+  /** Runs the candidate on the trial's inputs (Python or native). Returns the host wall time of
+   *  a native call plus its synchronisation in ms (Python candidates are timed by the harness). */
+  double run_candidate_on_trial() {
+    m_candidate_ran = true;
     if (m_job.kind == candidate_kind::python) {
       m_session->trial_run_candidate();
-      return;
+      return 0;
     }
     const auto inputs = m_session->trial_native_inputs();
     const auto outputs = m_session->trial_native_outputs();
@@ -219,8 +227,11 @@ class pipeline {
     // Garbage in the workspace at every trial: a candidate must not rely on zeroed scratch.
     m_workspace->fill(0xFF, static_cast<cudaStream_t>(m_session->stream()));
     rec.set_workspace(m_workspace->data(), m_workspace->size());
+    m_session->synchronize_candidate();
+    const auto start = std::chrono::steady_clock::now();
     m_library->forward(rec.call());
     m_session->synchronize_candidate();
+    return milliseconds(std::chrono::steady_clock::now() - start).count();
   }
 
   void ensure_workspace(const kj_call& shape_only) {
@@ -244,19 +255,21 @@ class pipeline {
     t.input_shapes = info.shapes;
     t.input_dtypes = info.dtypes;
     m_events.phase(fmt::format("trial {} {} candidate", kind, index));
+    double native_ms = 0;
+    python::trial_outputs out;
     try {
-      run_candidate_on_trial();
+      native_ms = run_candidate_on_trial();
+      m_events.phase(fmt::format("trial {} {} compare", kind, index));
+      out = m_session->trial_finish();
     } catch (const kj::error& e) {
-      if (e.kind() != error_kind::candidate) throw;
+      // The trial is reported whatever ended it, with the reason.
       t.error = e.message();
       m_events.send({{"trial", t}});
       throw;
     }
-    m_events.phase(fmt::format("trial {} {} compare", kind, index));
-    const auto out = m_session->trial_finish();
     t.inputs_modified = out.inputs_modified;
     t.reference_ms = out.reference_ms;
-    t.candidate_ms = out.candidate_ms;
+    t.candidate_ms = m_job.kind == candidate_kind::native ? native_ms : out.candidate_ms;
     t.passed = true;
     if (out.reference.size() != out.candidate.size()) {
       t.passed = false;
@@ -281,6 +294,7 @@ class pipeline {
   }
 
   void note_output_flags(const trial_result& t) {
+    if (m_seen_outputs.size() < t.outputs.size()) m_seen_outputs.resize(t.outputs.size());
     if (!t.inputs_modified.empty()) {
       std::string which;
       for (int i : t.inputs_modified) which += (which.empty() ? "" : ", ") + std::to_string(i);
@@ -305,7 +319,7 @@ class pipeline {
 
   /** All correctness trials; false when the evaluation ended (incorrect or candidate error). */
   bool run_trials() {
-    m_seen_outputs.assign(16, {});
+    m_seen_outputs.clear();
     int passed = 0;
     try {
       for (int i = 0; i < m_job.trials; ++i)
@@ -399,13 +413,14 @@ class pipeline {
   std::optional<cuda::device_buffer> m_workspace;
   std::optional<double> m_atol, m_rtol;
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
+  bool m_candidate_ran = false;
 };
 
 }  // namespace
 
 void run_worker(const job& j, event_writer& events) {
+  pipeline p(j, events);
   try {
-    pipeline p(j, events);
     p.run();
   } catch (const kj::error& e) {
     switch (e.kind()) {
@@ -416,8 +431,13 @@ void run_worker(const job& j, event_writer& events) {
         events.final(eval_status::runtime_error, e.message());
         break;
       case error_kind::cuda:
-        // A CUDA error outside the targets is, in practice, a sticky error the candidate left.
-        events.final(eval_status::runtime_error, e.message());
+        if (p.candidate_ran()) {
+          // Outside the targets, in practice a sticky error the candidate left behind.
+          events.final(eval_status::runtime_error, e.message());
+        } else {
+          events.final(eval_status::internal_error,
+                       "the GPU is not usable before any candidate code ran: " + e.message());
+        }
         break;
       case error_kind::usage:
         events.final(eval_status::internal_error, e.message());

@@ -63,7 +63,7 @@ struct side_result {
   figure device, stream, host_wall;
   bool host_sync_detected = false;  ///< the forward waited for the host; device figure invalid
   std::size_t warmup_runs = 0;
-  double warmup_first_call_ms = 0;  ///< the very first call (JIT, autotune, module load)
+  double warmup_first_call_ms = 0;  ///< the first call of the warm-up (of this timing run)
   double spent_s = 0;               ///< wall time spent measuring this side
   std::size_t input_sets = 0;
 };

@@ -25,7 +25,6 @@ class candidate_library {
   void forward(const kj_call& call) const;
   /** kj_workspace_bytes when exported, else default_workspace_bytes. */
   [[nodiscard]] std::uint64_t workspace_bytes(const kj_call& shape_only_call) const;
-  [[nodiscard]] bool has_workspace_query() const noexcept { return m_workspace != nullptr; }
 
   static constexpr std::uint64_t default_workspace_bytes = 16ull << 20;
 

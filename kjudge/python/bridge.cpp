@@ -54,12 +54,15 @@ std::size_t tensor_view::numel() const noexcept {
 
 namespace {
 
-tensor_view to_view(const py::handle& d) {
+/** `owner` is who produced the tensor: an unsupported dtype is that side's problem. */
+tensor_view to_view(const py::handle& d, error_kind owner) {
   tensor_view v;
   v.data = reinterpret_cast<void*>(d["data"].cast<std::uintptr_t>());
   const auto name = d["dtype"].cast<std::string>();
   const auto t = dtype_from_string(name);
-  if (!t) KJ_THROW(error_kind::candidate, "unsupported tensor dtype '{}'", name);
+  if (!t)
+    KJ_THROW(owner, "kjudge cannot compare or pass tensors of dtype '{}' ({} side)", name,
+             owner == error_kind::candidate ? "candidate" : "reference");
   v.type = *t;
   v.shape = d["shape"].cast<std::vector<std::int64_t>>();
   v.strides = d["strides"].cast<std::vector<std::int64_t>>();
@@ -67,9 +70,9 @@ tensor_view to_view(const py::handle& d) {
   return v;
 }
 
-std::vector<tensor_view> to_views(const py::handle& list) {
+std::vector<tensor_view> to_views(const py::handle& list, error_kind owner = error_kind::problem) {
   std::vector<tensor_view> out;
-  for (const auto& d : list) out.push_back(to_view(d));
+  for (const auto& d : list) out.push_back(to_view(d, owner));
   return out;
 }
 
@@ -130,7 +133,6 @@ session::session(const session_options& options) {
     ::setenv("TORCH_EXTENSIONS_DIR", options.torch_extensions_dir.c_str(), 1);
   m_impl = std::make_unique<impl>(impl::make_config(options));
   auto& s = *m_impl;
-  const auto start = std::chrono::steady_clock::now();
   try {
     s.harness = py::module_::import("types").attr("ModuleType")("kjudge_harness");
     py::dict scope = s.harness.attr("__dict__");
@@ -151,8 +153,6 @@ session::session(const session_options& options) {
   s.problem_error = s.harness.attr("ProblemError");
   s.candidate_error = s.harness.attr("CandidateError");
   s.env_error = s.harness.attr("EnvError");
-  s.env.import_torch_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto handle = s.call(
       "setup", [&] { return s.harness.attr("setup")(options.device).cast<std::uintptr_t>(); });
   s.stream = reinterpret_cast<void*>(handle);
@@ -162,7 +162,6 @@ session::session(const session_options& options) {
     s.env.python_executable = d["python_executable"].cast<std::string>();
     s.env.torch_version = d["torch_version"].cast<std::string>();
     s.env.torch_cuda_version = d["torch_cuda_version"].cast<std::string>();
-    s.env.device_name = d["device_name"].cast<std::string>();
     return 0;
   });
 }
@@ -202,9 +201,13 @@ double session::load_candidate(const std::filesystem::path& path) {
   });
 }
 
-std::string session::build_models(std::uint64_t seed) {
-  return m_impl->call("build_models", [&] {
-    return m_impl->harness.attr("build_models")(seed).cast<std::string>();
+void session::build_reference(std::uint64_t seed) {
+  m_impl->call("build_reference", [&] { return m_impl->harness.attr("build_reference")(seed); });
+}
+
+std::string session::build_candidate(std::uint64_t seed) {
+  return m_impl->call("build_candidate", [&] {
+    return m_impl->harness.attr("build_candidate")(seed).cast<std::string>();
   });
 }
 
@@ -243,7 +246,7 @@ trial_outputs session::trial_finish() {
     py::dict d = m_impl->harness.attr("trial_finish")();
     trial_outputs out;
     out.reference = to_views(d["reference"]);
-    out.candidate = to_views(d["candidate"]);
+    out.candidate = to_views(d["candidate"], error_kind::candidate);
     out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
     out.reference_ms = d["reference_ms"].cast<double>();
     out.candidate_ms = d["candidate_ms"].cast<double>();

@@ -28,8 +28,6 @@ struct session_options {
 
 struct environment_info {
   std::string python_version, python_executable, torch_version, torch_cuda_version;
-  std::string device_name;  ///< torch's name for the device ("NVIDIA H200", "cpu")
-  double import_torch_s = 0;
 };
 
 /** A tensor as the native ABI and the comparison code see it (device or host memory). */
@@ -91,10 +89,11 @@ class session {
    *  spent. Throws kj::error(candidate) with the full build output on failure. */
   double load_candidate(const std::filesystem::path& path);
 
-  /** Builds Model (and ModelNew when a Python candidate is loaded) under `seed`, then copies the
-   *  reference's state_dict into the candidate. Returns "by_name", "by_order", "seed_only" or
-   *  "none". */
-  std::string build_models(std::uint64_t seed);
+  /** Builds Model under `seed` (KernelBench order). Throws kj::error(problem). */
+  void build_reference(std::uint64_t seed);
+  /** Builds ModelNew under the same seed and copies the reference's state_dict into it. Returns
+   *  "by_name", "by_order", "seed_only", "none", or "native" when no Python candidate is loaded. */
+  std::string build_candidate(std::uint64_t seed);
 
   /** Reference parameters and buffers in state_dict order (device memory, contiguous). Valid until
    *  build_models is called again. */

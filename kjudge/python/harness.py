@@ -42,6 +42,7 @@ _trial = {}
 _timing_sets = []
 _timing_native_inputs = []
 _timing_native_outputs = []
+_timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
 
 
 def _format_exception(exc, limit=12):
@@ -69,13 +70,11 @@ def setup(device):
 
 
 def environment():
-    name = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu"
     return {
         "python_version": sys.version.split()[0],
         "python_executable": sys.executable,
         "torch_version": torch.__version__,
         "torch_cuda_version": torch.version.cuda or "",
-        "device_name": name,
     }
 
 
@@ -183,29 +182,38 @@ def _copy_weights(ref, cand):
     return "seed_only"
 
 
-def build_models(seed):
-    global _ref, _cand, _params
+def build_reference(seed):
+    """Model(*get_init_inputs()) under the seed (KernelBench: seed, init inputs, seed, Model)."""
+    global _ref, _params, _init
     try:
         _seed(seed)
-        init = _to_device(list(_problem.get_init_inputs()))
+        _init = _to_device(list(_problem.get_init_inputs()))
     except BaseException as exc:
         raise ProblemError("get_init_inputs() failed:\n%s" % _format_exception(exc))
     try:
         with torch.no_grad():
             _seed(seed)
-            _ref = _problem.Model(*init).to(DEVICE).eval()
+            _ref = _problem.Model(*_init).to(DEVICE).eval()
     except BaseException as exc:
         raise ProblemError("Model(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
-    _params = [v.detach().contiguous() for v in _ref.state_dict().values()]
+    # Native candidates get copies: writing through kj_call.params must not touch the reference.
+    state = _ref.state_dict()
+    _params = [v.detach().clone(memory_format=torch.contiguous_format) for v in state.values()]
     _param_names.clear()
-    _param_names.extend(_ref.state_dict().keys())
+    _param_names.extend(state.keys())
+
+
+def build_candidate(seed):
+    """ModelNew under the same seed, then the reference's weights copied in. Returns the copy
+    method; "native" when the candidate is a native library (it gets the reference's tensors)."""
+    global _cand
     if _candidate is None:
         _cand = None
         return "native"
     try:
         with torch.no_grad():
             _seed(seed)
-            _cand = _candidate.ModelNew(*init).to(DEVICE).eval()
+            _cand = _candidate.ModelNew(*_init).to(DEVICE).eval()
     except BaseException as exc:
         raise CandidateError("ModelNew(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
     try:
@@ -216,6 +224,7 @@ def build_models(seed):
 
 
 _param_names = []
+_init = []
 
 
 def parameters():
@@ -422,6 +431,7 @@ def timing_setup(max_sets, data_seed, byte_budget):
     except BaseException as exc:
         raise ProblemError("the reference Model failed on the timing inputs:\n%s"
                            % _format_exception(exc))
+    _timing_ref_out[:] = out
     info["output_bytes"] = _bytes(out)
     return info
 
@@ -447,7 +457,5 @@ def timing_native_inputs(i):
 
 def timing_native_outputs():
     if not _timing_native_outputs:
-        with torch.no_grad():
-            out = _normalise(_ref(*_timing_sets[0]), "Model.forward", ProblemError)
-        _timing_native_outputs.extend(_poisoned_like(t) for t in out)
+        _timing_native_outputs.extend(_poisoned_like(t) for t in _timing_ref_out)
     return [_describe(t, "output%d" % i) for i, t in enumerate(_timing_native_outputs)]

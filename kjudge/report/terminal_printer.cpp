@@ -161,7 +161,9 @@ void print_timing(const eval_result& r, std::string& out) {
     print_figure_row("", t.candidate.*member, "candidate", out);
   }
   if (!t.speedups.empty()) {
-    out += "  speedup (reference median / candidate median, 95% bootstrap CI):";
+    const double confidence = t.speedups.front().ci.confidence * 100.0;
+    out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI):",
+                       confidence);
     for (const auto& s : t.speedups)
       if (s.valid)
         out += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", measure::to_string(s.kind), s.ci.ratio,
@@ -178,7 +180,7 @@ void print_timing(const eval_result& r, std::string& out) {
     out += fmt::format("  SM clock not recorded ({})\n", c.source.empty() ? "unknown" : c.source);
   else
     out += "  host timing only: no GPU in this run, so no device or stream figures\n";
-  out += fmt::format("  first call: reference {}, candidate {}\n",
+  out += fmt::format("  first timed call (after the trials): reference {}, candidate {}\n",
                      us(t.reference.warmup_first_call_ms * 1e3),
                      us(t.candidate.warmup_first_call_ms * 1e3));
 }
