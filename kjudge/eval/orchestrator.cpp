@@ -56,6 +56,41 @@ bool reference_phase(const std::string& phase) {
   return phase == "load_problem" || phase.ends_with(" reference");
 }
 
+/** A "correct" verdict stands only with its evidence: every trial reported and passed, and the
+ *  worker ending normally. The candidate runs inside the worker and could write to its event pipe;
+ *  this turns a forged or truncated report into a failure instead of a pass. */
+void check_verdict(const job& j, const runner::process_result& p, eval_result& r) {
+  if (r.status != eval_status::correct) return;
+  int nominal = 0, nominal_passed = 0, stress = 0, stress_passed = 0;
+  bool held_out = false;
+  for (const auto& t : r.trials) {
+    if (t.kind == "nominal") nominal += 1, nominal_passed += t.passed ? 1 : 0;
+    if (t.kind == "stress") stress += 1, stress_passed += t.passed ? 1 : 0;
+    if (t.kind == "held_out") held_out = t.passed;
+  }
+  std::string missing;
+  if (nominal != j.trials || nominal_passed != j.trials)
+    missing = fmt::format("{} of {} nominal trials reported passed", nominal_passed, j.trials);
+  else if (!held_out)
+    missing = "no passed held-out trial was reported";
+  else if (j.stress && (stress == 0 || stress_passed != stress))
+    missing = "the stress trials were not all reported passed";
+  else if (j.timing && !r.timing)
+    missing = "no timing was reported";
+  if (!missing.empty()) {
+    r.status = eval_status::incorrect;
+    r.message = "the worker reported 'correct' without the evidence for it: " + missing;
+    r.add_flag("unverified_verdict", "error", r.message);
+    return;
+  }
+  if (!p.ok()) {
+    r.status =
+        p.how == runner::exit_kind::timed_out ? eval_status::timed_out : eval_status::crashed;
+    r.message = fmt::format("the worker reported 'correct' but then {}", p.describe());
+    r.add_flag("unverified_verdict", "error", r.message);
+  }
+}
+
 }  // namespace
 
 eval_result evaluate(const job& j, const run_options& options) {
@@ -114,6 +149,7 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.message = fmt::format("the worker {}{}", p.describe(), during);
     }
   }
+  if (state.final_seen) check_verdict(j, p, r);
   if (state.malformed_lines > 0)
     r.add_flag(
         "malformed_events", "warning",

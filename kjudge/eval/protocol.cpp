@@ -51,7 +51,8 @@ void event_writer::final(eval_status status, std::string_view message) {
 }
 
 void apply_event_line(eval_result& r, const std::string& line, fold_state& state) {
-  if (line.empty()) return;
+  // The worker ends with its final event; anything after it is not the worker's.
+  if (line.empty() || state.final_seen) return;
   nlohmann::json e;
   try {
     e = nlohmann::json::parse(line);

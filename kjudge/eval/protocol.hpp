@@ -43,7 +43,8 @@ struct fold_state {
   std::size_t malformed_lines = 0;
 };
 
-/** Applies one event line to the result. Malformed lines are counted, never fatal. */
+/** Applies one event line to the result. Malformed lines are counted, never fatal; lines after
+ *  the final event are ignored. */
 void apply_event_line(eval_result& result, const std::string& line, fold_state& state);
 
 /** Recomputes result.correctness (counts, precision) from result.trials. */

@@ -139,6 +139,14 @@ TEST(EvalCpu, SegfaultBecomesACrashResult) {
             std::string::npos);
 }
 
+TEST(EvalCpu, ForgedVerdictIsNotBelieved) {
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/forges_verdict.py", cpu_fast);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.result["status"], "correct");
+  EXPECT_TRUE(has_flag(r.result, "unverified_verdict")) << r.result.dump(1);
+}
+
 TEST(EvalCpu, HangBecomesATimeout) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", with({"--timeout", "25"}));
