@@ -133,6 +133,10 @@ class pipeline {
     resolve_tolerance();
     if (!run_trials()) return;
     if (m_job.timing) run_timing();
+    if (!m_timing_failed.empty()) {
+      m_events.final(eval_status::incorrect, m_timing_failed);
+      return;
+    }
     m_events.final(eval_status::correct, "");
   }
 
@@ -242,6 +246,31 @@ class pipeline {
     }
   }
 
+  /** Compares every output pair; returns whether all passed. `error` says why when the counts
+   *  differ. */
+  bool compare_outputs(const python::trial_outputs& out, std::vector<output_check>& checks,
+                       std::string& error) const {
+    bool passed = true;
+    if (out.reference.size() != out.candidate.size()) {
+      passed = false;
+      error = fmt::format("the candidate returned {} output(s), the reference {}",
+                          out.candidate.size(), out.reference.size());
+    }
+    const auto n = std::min(out.reference.size(), out.candidate.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& ref = out.reference[i];
+      const auto c =
+          check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
+      auto o = to_output_check(static_cast<int>(i), c);
+      o.expected_hash = check::fnv1a64(ref.data, ref.numel() * element_size(ref.type));
+      // Is the reference itself constant? Then a constant candidate output is no evidence.
+      o.reference_constant = check::is_constant(to_host(ref));
+      passed = passed && o.passed;
+      checks.push_back(std::move(o));
+    }
+    return passed;
+  }
+
   /** One trial; returns whether it passed. Throws on candidate errors. */
   bool run_trial(const std::string& kind, int index, std::uint64_t seed, std::int64_t scale) {
     m_events.phase(fmt::format("trial {} {} reference", kind, index));
@@ -270,24 +299,7 @@ class pipeline {
     t.inputs_modified = out.inputs_modified;
     t.reference_ms = out.reference_ms;
     t.candidate_ms = m_job.kind == candidate_kind::native ? native_ms : out.candidate_ms;
-    t.passed = true;
-    if (out.reference.size() != out.candidate.size()) {
-      t.passed = false;
-      t.error = fmt::format("the candidate returned {} output(s), the reference {}",
-                            out.candidate.size(), out.reference.size());
-    }
-    const auto n = std::min(out.reference.size(), out.candidate.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto& ref = out.reference[i];
-      const auto c =
-          check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
-      auto o = to_output_check(static_cast<int>(i), c);
-      o.expected_hash = check::fnv1a64(ref.data, ref.numel() * element_size(ref.type));
-      // Is the reference itself constant? Then a constant candidate output is no evidence.
-      o.reference_constant = check::is_constant(to_host(ref));
-      t.passed = t.passed && o.passed;
-      t.outputs.push_back(std::move(o));
-    }
+    t.passed = compare_outputs(out, t.outputs, t.error);
     note_output_flags(t);
     m_events.send({{"trial", t}});
     return t.passed;
@@ -390,7 +402,10 @@ class pipeline {
         calls.push_back(std::move(rec));
       }
       for (auto& rec : calls) rec->set_workspace(m_workspace->data(), m_workspace->size());
-      candidate = std::make_unique<native::native_target>(*m_library, std::move(calls));
+      candidate = std::make_unique<native::native_target>(
+          *m_library, std::move(calls), [this](std::size_t sample) {
+            return m_session->timing_refresh(python::side::candidate, sample);
+          });
     }
     measure::device_facts facts;
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
@@ -399,8 +414,45 @@ class pipeline {
     // Invariants first: a figure that fails one is sent as invalid, never as a number.
     const auto flags =
         check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
+    const std::string replay = check_timed_outputs(outputs);
+    if (!replay.empty()) {
+      for (auto* f : {&cmp.candidate.device, &cmp.candidate.stream, &cmp.candidate.host_wall})
+        if (f->valid) f->valid = false, f->note = "withheld: " + replay;
+      for (auto& s : cmp.speedups) s.valid = false;
+    }
     m_events.send({{"timing", cmp}});
     for (const auto& f : flags) m_events.flag(f.code, f.severity, f.message);
+    if (!replay.empty()) {
+      m_events.flag("timing_outputs_differ", "error", replay);
+      m_timing_failed = replay;
+    }
+  }
+
+  /** After sampling, both sides run once more on a fresh rewrite of the inputs and must agree; a
+   *  candidate that replays results cached during timing does not. Returns why not, or empty. */
+  std::string check_timed_outputs(const std::vector<python::tensor_view>& native_outputs) {
+    m_events.phase("timing check reference");
+    constexpr std::size_t check_sample = (1u << 30) + 7;  // a factor no sample used
+    const auto k = m_session->timing_check_begin(check_sample);
+    m_events.phase("timing check candidate");
+    if (m_job.kind == candidate_kind::python) {
+      m_session->timing_check_candidate(k);
+    } else {
+      native::call_record rec(m_session->timing_native_inputs(k), m_session->parameters(),
+                              native_outputs, m_session->stream());
+      rec.set_workspace(m_workspace->data(), m_workspace->size());
+      m_library->forward(rec.call());
+      m_session->synchronize_candidate();
+    }
+    const auto out = m_session->timing_check_finish(m_job.kind == candidate_kind::native);
+    std::vector<output_check> checks;
+    std::string error;
+    if (compare_outputs(out, checks, error)) return "";
+    for (const auto& c : checks)
+      if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
+    return "after timing, on fresh inputs, the candidate's output no longer matches the "
+           "reference's (" +
+           error + "): it may replay results cached during timing";
   }
 
   const job& m_job;
@@ -414,6 +466,7 @@ class pipeline {
   std::optional<double> m_atol, m_rtol;
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
   bool m_candidate_ran = false;
+  std::string m_timing_failed;  ///< why the post-timing output check failed, if it did
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,9 +62,14 @@ class call_record {
 /** Times a native candidate through the timing engine: one call_record per input set. */
 class native_target final : public measure::target {
  public:
-  native_target(const candidate_library& library, std::vector<std::unique_ptr<call_record>> calls)
-      : m_library(library), m_calls(std::move(calls)) {}
-  void prepare(std::size_t sample_index) override { m_index = sample_index % m_calls.size(); }
+  /** `refresh(sample)` rewrites the inputs for a sample and returns the set index to use (the
+   *  records point at those inputs); without it sets rotate unchanged. */
+  native_target(const candidate_library& library, std::vector<std::unique_ptr<call_record>> calls,
+                std::function<std::size_t(std::size_t)> refresh = {})
+      : m_library(library), m_calls(std::move(calls)), m_refresh(std::move(refresh)) {}
+  void prepare(std::size_t sample_index) override {
+    m_index = (m_refresh ? m_refresh(sample_index) : sample_index) % m_calls.size();
+  }
   void run() override { m_library.forward(m_calls[m_index]->call()); }
   [[nodiscard]] std::size_t input_sets() const override { return m_calls.size(); }
   [[nodiscard]] std::string name() const override { return "candidate"; }
@@ -71,6 +77,7 @@ class native_target final : public measure::target {
  private:
   const candidate_library& m_library;
   std::vector<std::unique_ptr<call_record>> m_calls;
+  std::function<std::size_t(std::size_t)> m_refresh;
   std::size_t m_index = 0;
 };
 

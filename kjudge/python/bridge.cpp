@@ -272,20 +272,16 @@ namespace {
 /** Calls the harness's runner closure for one side; the GIL is held by the worker's only thread. */
 class python_target final : public measure::target {
  public:
-  python_target(py::object run, side which, std::size_t sets)
-      : m_side(which), m_sets(sets), m_run(std::move(run)) {}
+  python_target(py::object prepare, py::object run, side which, std::size_t sets)
+      : m_side(which), m_sets(sets), m_prepare(std::move(prepare)), m_run(std::move(run)) {}
 
-  void prepare(std::size_t sample_index) override { m_index = sample_index % m_sets; }
+  /** Rewrites this side's copy of the sample's input set (outside the timed region). */
+  void prepare(std::size_t sample_index) override {
+    guarded("preparing inputs for", [&] { m_prepare(sample_index); });
+  }
 
   void run() override {
-    try {
-      m_run(m_index);
-    } catch (py::error_already_set& e) {
-      const std::string text = e.what();
-      if (m_side == side::reference)
-        KJ_THROW(error_kind::problem, "the reference failed while being timed: {}", text);
-      KJ_THROW(error_kind::candidate, "the candidate failed while being timed: {}", text);
-    }
+    guarded("timing", [&] { m_run(); });
   }
 
   [[nodiscard]] std::size_t input_sets() const override { return m_sets; }
@@ -294,22 +290,65 @@ class python_target final : public measure::target {
   }
 
  private:
+  template <class F>
+  void guarded(const char* what, F&& f) {
+    try {
+      f();
+    } catch (py::error_already_set& e) {
+      const std::string text = e.what();
+      if (m_side == side::reference)
+        KJ_THROW(error_kind::problem, "the reference failed while {} it: {}", what, text);
+      KJ_THROW(error_kind::candidate, "the candidate failed while {} it: {}", what, text);
+    }
+  }
+
   side m_side;
   std::size_t m_sets;
-  std::size_t m_index = 0;
-  py::object m_run;
+  py::object m_prepare, m_run;
 };
 
 }  // namespace
 
 std::unique_ptr<measure::target> session::make_target(side s) {
-  const auto sets =
-      m_impl->call("timing sets", [&] { return py::len(m_impl->harness.attr("_timing_sets")); });
+  const auto sets = timing_sets();
   if (sets == 0) KJ_THROW(error_kind::internal, "make_target before timing_setup");
-  py::object run = m_impl->call("make_runner", [&] {
-    return m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate");
+  py::tuple fns = m_impl->call("make_runner", [&] {
+    return py::tuple(
+        m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate"));
   });
-  return std::make_unique<python_target>(std::move(run), s, sets);
+  return std::make_unique<python_target>(fns[0], fns[1], s, sets);
+}
+
+std::size_t session::timing_sets() const {
+  return m_impl->call("timing sets", [&] { return py::len(m_impl->harness.attr("_timing_base")); });
+}
+
+std::size_t session::timing_refresh(side s, std::size_t sample) {
+  return m_impl->call("refresh", [&] {
+    return m_impl->harness.attr("refresh")(s == side::reference ? "reference" : "candidate", sample)
+        .cast<std::size_t>();
+  });
+}
+
+std::size_t session::timing_check_begin(std::size_t sample) {
+  return m_impl->call("timing_check_begin", [&] {
+    return m_impl->harness.attr("timing_check_begin")(sample).cast<std::size_t>();
+  });
+}
+
+void session::timing_check_candidate(std::size_t set) {
+  m_impl->call("timing_check_candidate",
+               [&] { return m_impl->harness.attr("timing_check_candidate")(set); });
+}
+
+trial_outputs session::timing_check_finish(bool native) {
+  return m_impl->call("timing_check_finish", [&] {
+    py::dict d = m_impl->harness.attr("timing_check_finish")(native);
+    trial_outputs out;
+    out.reference = to_views(d["reference"]);
+    out.candidate = to_views(d["candidate"], error_kind::candidate);
+    return out;
+  });
 }
 
 std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {

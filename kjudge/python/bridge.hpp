@@ -117,8 +117,17 @@ class session {
    *  `byte_budget`, at least 2, at most `max_sets`. */
   timing_inputs_info timing_setup(std::size_t max_sets, std::uint64_t data_seed,
                                   std::uint64_t byte_budget);
-  /** A target that calls the reference or the Python candidate on timing set i. */
+  /** A target for the reference or the Python candidate: prepare(sample) rewrites its own copy of
+   *  the sample's input set (float tensors scaled by a per-sample factor), run() calls it. */
   [[nodiscard]] std::unique_ptr<measure::target> make_target(side s);
+  [[nodiscard]] std::size_t timing_sets() const;
+  /** Rewrites side `s`'s copy of set sample % sets for `sample`; returns the set index. */
+  std::size_t timing_refresh(side s, std::size_t sample);
+  /** After timing: both sides once more on a fresh rewrite (set returned by begin), outputs to
+   *  host for comparison. A candidate replaying results cached during timing fails this. */
+  std::size_t timing_check_begin(std::size_t sample);
+  void timing_check_candidate(std::size_t set);
+  trial_outputs timing_check_finish(bool native);
   /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */
   [[nodiscard]] std::vector<tensor_view> timing_native_inputs(std::size_t set);
   [[nodiscard]] std::vector<tensor_view> timing_native_outputs();

@@ -39,8 +39,8 @@ _ref = None
 _cand = None
 _params = []  # contiguous reference parameters/buffers, kept alive for native views
 _trial = {}
-_timing_sets = []
-_timing_native_inputs = []
+_timing_base = []  # pristine timing input sets
+_timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
 _timing_native_outputs = []
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
 
@@ -401,31 +401,46 @@ def trial_finish():
 
 
 # --- timing -------------------------------------------------------------------------------------
+#
+# Every timed call gets inputs nobody has seen in that form: before each sample the chosen set is
+# rewritten from its pristine base, floating-point tensors scaled by a factor that changes with
+# every sample (integer and bool tensors, indices and masks, are rotated among the sets, not
+# changed). Each side has its own working copy, so a candidate that writes into its inputs cannot
+# change what the reference is timed on. After sampling, timing_check_* runs both sides once more
+# on a fresh rewrite and the outputs are compared: a candidate that replays results it cached
+# during timing fails there.
 
 def _bytes(inputs):
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
 
 
+def _contiguous_clone(x):
+    return x.clone(memory_format=torch.contiguous_format) if isinstance(x, torch.Tensor) else x
+
+
 def timing_setup(max_sets, data_seed, byte_budget):
-    """Input sets at the problem's nominal sizes (no jitter) with different data, so every sample
-    sees fresh inputs of identical shape and figures compare across runs and candidates: as many
-    as fit in byte_budget, at least 2 and at most max_sets."""
-    _timing_sets.clear()
-    _timing_native_inputs.clear()
+    """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
+    in byte_budget (counting the pristine base and one working copy per side), at least 2 and at
+    most max_sets."""
+    _timing_base.clear()
+    _timing_work["reference"] = []
+    _timing_work["candidate"] = []
     _timing_native_outputs.clear()
     first = _make_inputs(data_seed, data_seed, 1, jitter=False)
     info = _input_info(first)
     set_bytes = _bytes(first)
-    count = max_sets if set_bytes == 0 else max(2, min(max_sets, byte_budget // set_bytes))
-    _timing_sets.append(first)
+    count = max_sets if set_bytes == 0 else max(2, min(max_sets, byte_budget // (3 * set_bytes)))
+    _timing_base.append(first)
     for i in range(1, count):
-        _timing_sets.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
-    info["sets"] = len(_timing_sets)
+        _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
+    for side in ("reference", "candidate"):
+        _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
+    info["sets"] = len(_timing_base)
     info["bytes_per_set"] = set_bytes
     # The reference's outputs at these shapes: their bytes bound what any candidate must write.
     try:
         with torch.no_grad():
-            out = _normalise(_ref(*_timing_sets[0]), "Model.forward", ProblemError)
+            out = _normalise(_ref(*_timing_base[0]), "Model.forward", ProblemError)
     except ProblemError:
         raise
     except BaseException as exc:
@@ -436,26 +451,85 @@ def timing_setup(max_sets, data_seed, byte_budget):
     return info
 
 
+def _factor(sample):
+    """A scale in [0.5, 2) that differs for every sample index (golden-ratio sequence)."""
+    return float(2.0 ** (((sample * 0.6180339887498949) % 1.0) * 2.0 - 1.0))
+
+
+def refresh(which, sample):
+    """Rewrites `which`'s working copy of set sample % K from its base; returns the set index."""
+    k = sample % len(_timing_base)
+    f = _factor(sample)
+    for dst, src in zip(_timing_work[which][k], _timing_base[k]):
+        if isinstance(src, torch.Tensor) and src.is_floating_point():
+            torch.mul(src, f, out=dst)
+    return k
+
+
 def make_runner(which):
+    """(prepare, run) for one side: prepare(sample) refreshes and selects the set, run() calls."""
     model = _ref if which == "reference" else _cand
-    sets = _timing_sets
+    sets = _timing_work[which]
     no_grad = torch.no_grad
+    current = [0]
 
-    def run(i):
+    def prepare(sample):
+        current[0] = refresh(which, sample)
+
+    def run():
         with no_grad():
-            model(*sets[i])
+            model(*sets[current[0]])
 
-    return run
+    return prepare, run
 
 
-def timing_native_inputs(i):
-    while len(_timing_native_inputs) <= i:
-        k = len(_timing_native_inputs)
-        _timing_native_inputs.append([_as_tensor_input(x) for x in _timing_sets[k]])
-    return [_describe(t, "input%d" % j) for j, t in enumerate(_timing_native_inputs[i])]
+def timing_native_inputs(k):
+    """The candidate's working copy of set k (contiguous device tensors, refreshed in place)."""
+    return [_describe(_as_tensor_input(x), "input%d" % j)
+            for j, x in enumerate(_timing_work["candidate"][k])]
 
 
 def timing_native_outputs():
     if not _timing_native_outputs:
         _timing_native_outputs.extend(_poisoned_like(t) for t in _timing_ref_out)
     return [_describe(t, "output%d" % i) for i, t in enumerate(_timing_native_outputs)]
+
+
+def timing_check_begin(sample):
+    """Refreshes both sides' copies for `sample` and runs the reference; returns the set index."""
+    k = refresh("reference", sample)
+    refresh("candidate", sample)
+    try:
+        with torch.no_grad():
+            out = _ref(*_timing_work["reference"][k])
+        _trial["timing_ref_out"] = _normalise(out, "Model.forward", ProblemError)
+    except ProblemError:
+        raise
+    except BaseException as exc:
+        raise ProblemError("the reference failed on the timing check:\n%s" % _format_exception(exc))
+    return k
+
+
+def timing_check_candidate(k):
+    try:
+        with torch.no_grad():
+            out = _cand(*_timing_work["candidate"][k])
+        synchronize()
+    except BaseException as exc:
+        raise CandidateError("ModelNew.forward raised on the timing check:\n%s"
+                             % _format_exception(exc))
+    _trial["timing_cand_out"] = _normalise(out, "ModelNew.forward", CandidateError)
+
+
+def timing_check_finish(native):
+    cand = _timing_native_outputs if native else _trial["timing_cand_out"]
+    ref_host = [_host(t) for t in _trial["timing_ref_out"]]
+    cand_host = [_host(t) for t in cand]
+    _trial["host"] = (ref_host, cand_host)
+    return {
+        "reference": [_describe(t) for t in ref_host],
+        "candidate": [_describe(t) for t in cand_host],
+        "inputs_modified": [],
+        "reference_ms": 0.0,
+        "candidate_ms": 0.0,
+    }

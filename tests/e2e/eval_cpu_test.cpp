@@ -147,6 +147,16 @@ TEST(EvalCpu, ForgedVerdictIsNotBelieved) {
   EXPECT_TRUE(has_flag(r.result, "unverified_verdict")) << r.result.dump(1);
 }
 
+TEST(EvalCpu, ResultsReplayedDuringTimingAreCaught) {
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/replays_cache.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_EQ(r.result["correctness"]["trials_passed"], 3) << "fresh trial inputs miss its cache";
+  EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result.dump(1);
+  EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+}
+
 TEST(EvalCpu, HangBecomesATimeout) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", with({"--timeout", "25"}));

@@ -1,0 +1,22 @@
+# Faulty on purpose: memoises its result per input buffer and per "pattern" of the input (the ratio
+# of two elements, which survives rescaling). Fresh random inputs (every correctness trial) always
+# miss the cache, so the trials pass; during timing the same buffers come back rescaled, the cache
+# hits and the forward costs nothing. kjudge's post-timing check on fresh inputs must catch it.
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._cache = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1)
+        key = (x.data_ptr(), tuple(x.shape), float(flat[0] / flat[1]))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        out = torch.softmax(x, dim=-1)
+        self._cache[key] = out
+        return out
