@@ -1,5 +1,5 @@
-# Faulty on purpose: memoises its result per input buffer and per "pattern" of the input (the ratio
-# of two elements, which survives rescaling). Fresh random inputs (every correctness trial) always
+# Faulty on purpose: memoises its result per input buffer and per "pattern" of the input (the signs
+# of its first 32 elements, which survive rescaling by a positive factor). Fresh random inputs (every correctness trial) always
 # miss the cache, so the trials pass; during timing the same buffers come back rescaled, the cache
 # hits and the forward costs nothing. kjudge's post-timing check on fresh inputs must catch it.
 import torch
@@ -13,7 +13,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1)
-        key = (x.data_ptr(), tuple(x.shape), float(flat[0] / flat[1]))
+        key = (x.data_ptr(), tuple(x.shape), tuple((flat[:32] > 0).tolist()))
         hit = self._cache.get(key)
         if hit is not None:
             return hit
