@@ -450,9 +450,11 @@ class pipeline {
     if (compare_outputs(out, checks, error)) return "";
     for (const auto& c : checks)
       if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
-    return "after timing, on fresh inputs, the candidate's output no longer matches the "
-           "reference's (" +
-           error + "): it may replay results cached during timing";
+    return "after timing, on fresh (rescaled) inputs, the candidate's output no longer matches "
+           "the reference's (" +
+           error +
+           "): it may replay results cached during timing, or fail on inputs of another "
+           "magnitude";
   }
 
   const job& m_job;
