@@ -431,30 +431,35 @@ class pipeline {
   /** After sampling, both sides run once more on a fresh rewrite of the inputs and must agree; a
    *  candidate that replays results cached during timing does not. Returns why not, or empty. */
   std::string check_timed_outputs(const std::vector<python::tensor_view>& native_outputs) {
-    m_events.phase("timing check reference");
-    constexpr std::size_t check_sample = (1u << 30) + 7;  // a factor no sample used
-    const auto k = m_session->timing_check_begin(check_sample);
-    m_events.phase("timing check candidate");
-    if (m_job.kind == candidate_kind::python) {
-      m_session->timing_check_candidate(k);
-    } else {
-      native::call_record rec(m_session->timing_native_inputs(k), m_session->parameters(),
-                              native_outputs, m_session->stream());
-      rec.set_workspace(m_workspace->data(), m_workspace->size());
-      m_library->forward(rec.call());
-      m_session->synchronize_candidate();
+    // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
+    // buffer, is stale now.
+    const std::size_t sets = m_session->timing_sets();
+    for (std::size_t i = 0; i < sets; ++i) {
+      m_events.phase(fmt::format("timing check {} reference", i));
+      const auto k = m_session->timing_check_begin(sets * 1'000'003 + i);
+      m_events.phase(fmt::format("timing check {} candidate", i));
+      if (m_job.kind == candidate_kind::python) {
+        m_session->timing_check_candidate(k);
+      } else {
+        native::call_record rec(m_session->timing_native_inputs(k), m_session->parameters(),
+                                native_outputs, m_session->stream());
+        rec.set_workspace(m_workspace->data(), m_workspace->size());
+        m_library->forward(rec.call());
+        m_session->synchronize_candidate();
+      }
+      const auto out = m_session->timing_check_finish(m_job.kind == candidate_kind::native);
+      std::vector<output_check> checks;
+      std::string error;
+      if (compare_outputs(out, checks, error)) continue;
+      for (const auto& c : checks)
+        if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
+      return fmt::format(
+          "after timing, on fresh (rescaled) inputs of set {}, the candidate's output no longer "
+          "matches the reference's ({}): it may replay results cached during timing, or fail on "
+          "inputs of another magnitude",
+          i, error);
     }
-    const auto out = m_session->timing_check_finish(m_job.kind == candidate_kind::native);
-    std::vector<output_check> checks;
-    std::string error;
-    if (compare_outputs(out, checks, error)) return "";
-    for (const auto& c : checks)
-      if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
-    return "after timing, on fresh (rescaled) inputs, the candidate's output no longer matches "
-           "the reference's (" +
-           error +
-           "): it may replay results cached during timing, or fail on inputs of another "
-           "magnitude";
+    return "";
   }
 
   const job& m_job;
