@@ -53,4 +53,18 @@ CLI::App* add_specs_command(CLI::App& app, specs_args& args);
 /** Prints the GPU's properties and datasheet peaks; returns the process exit code. */
 [[nodiscard]] int run_specs(const specs_args& args);
 
+struct roofline_args {
+  bool refresh = false;
+  std::string json_path;
+  std::string from_path;
+  int device = 0;
+  int repetitions = 7;
+  std::string cache_dir;
+};
+
+/** Registers `roofline`'s options (names as in docs/cli.md). */
+CLI::App* add_roofline_command(CLI::App& app, roofline_args& args);
+/** Shows the measured ceilings (cached, measured, or read with --from); returns the exit code. */
+[[nodiscard]] int run_roofline(const roofline_args& args);
+
 }  // namespace kj::app

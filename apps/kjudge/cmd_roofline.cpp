@@ -1,0 +1,101 @@
+// `kjudge roofline`: the GPU's measured ceilings, cached per GPU UUID and driver. Like `specs`, it
+// is not an evaluation and uses the GPU in this process. Without a GPU it can still show a saved
+// result (--from); otherwise it says why there is nothing to show and exits 1 (docs/cli.md).
+
+#include <cstdio>
+#include <string>
+
+#include <kjudge/compile/nvcc.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/exit_codes.hpp>
+#include <kjudge/cuda/probe.hpp>
+#include <kjudge/roofline/cache.hpp>
+#include <kjudge/roofline/check.hpp>
+#include <kjudge/roofline/measure.hpp>
+#include <kjudge/roofline/report.hpp>
+
+#include "commands.hpp"
+
+namespace kj::app {
+
+CLI::App* add_roofline_command(CLI::App& app, roofline_args& a) {
+  auto* cmd = app.add_subcommand("roofline", "measured ceilings of the GPU, cached per GPU");
+  cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
+  cmd->add_flag("--refresh", a.refresh);
+  cmd->add_option("--json", a.json_path);
+  cmd->add_option("--from", a.from_path);
+  cmd->add_option("--device", a.device)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repetitions", a.repetitions)->check(CLI::Range(5, 100));
+  cmd->add_option("--cache-dir", a.cache_dir);
+  return cmd;
+}
+
+namespace {
+
+/** Exit code of `roofline` when there is no GPU and no --from file (docs/cli.md). */
+constexpr int no_gpu_exit_code = 1;
+
+}  // namespace
+
+int run_roofline(const roofline_args& a) {
+  roofline::roofline_result result;
+  std::string origin;
+  if (!a.from_path.empty()) {
+    result = roofline::read_result(a.from_path);
+    origin = "read from " + a.from_path;
+  } else {
+    const auto probe = cuda::probe();
+    if (!probe.available) {
+      std::fprintf(stderr,
+                   "kjudge roofline: no GPU (%s): nothing to measure; --from <file> shows a saved "
+                   "result\n",
+                   probe.reason.c_str());
+      return no_gpu_exit_code;
+    }
+    if (a.device >= probe.device_count)
+      KJ_THROW(error_kind::usage, "--device {}: there are {} CUDA devices", a.device,
+               probe.device_count);
+    const auto d = cuda::query_device(a.device);
+    const auto root =
+        a.cache_dir.empty() ? compile::default_cache_dir() : std::filesystem::path(a.cache_dir);
+    const auto path = roofline::cache_path(root, d.uuid, d.driver_version);
+    std::string why;
+    std::optional<roofline::roofline_result> cached;
+    if (!a.refresh) cached = roofline::load_cached(path, d.uuid, d.driver_version, &why);
+    if (cached) {
+      result = std::move(*cached);
+      origin = "cached in " + path.string();
+    } else {
+      if (!a.refresh) std::fprintf(stderr, "kjudge roofline: %s; measuring\n", why.c_str());
+      roofline::measure_options o;
+      o.device = a.device;
+      o.repetitions = a.repetitions;
+      o.progress = [](std::string_view step) {
+        std::fprintf(stderr, "kjudge roofline: %.*s\n", static_cast<int>(step.size()), step.data());
+      };
+      result = roofline::measure_roofline(o);
+      origin = "measured now, cached in " + path.string();
+      try {
+        roofline::write_file_atomic(
+            path, roofline::to_document(result, roofline::check_roofline(result)).dump(2) + "\n");
+      } catch (const error& e) {
+        std::fprintf(stderr, "kjudge roofline: not cached: %s\n", e.message().c_str());
+        origin = "measured now (not cached)";
+      }
+    }
+  }
+  const auto checked = roofline::check_roofline(result);
+  if (!a.json_path.empty()) {
+    const std::string text = roofline::to_document(result, checked).dump(2) + "\n";
+    if (a.json_path == "-") {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return 0;
+    }
+    roofline::write_file_atomic(a.json_path, text);
+  }
+  const std::string text = roofline::render_text(result, checked, origin);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace kj::app

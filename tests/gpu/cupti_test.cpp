@@ -1,0 +1,173 @@
+// The CUPTI activity collector on a real device: known kernels and a memset inside start()/stop()
+// come back as exactly those device records (demangled names, ns durations, the right stream), and
+// the launch summary's cross-checks hold on them, or catch a kernel that escaped the timed stream.
+// Skipped where kj::cuda::probe() finds no GPU or the build has no CUPTI.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <kjudge/cuda/device_buffer.hpp>
+#include <kjudge/cuda/event.hpp>
+#include <kjudge/cuda/probe.hpp>
+#include <kjudge/cuda/stream.hpp>
+#include <kjudge/profile/cupti_activity.hpp>
+#include <kjudge/profile/launch_summary.hpp>
+
+#include "spin_kernels.hpp"
+
+namespace kj::profile {
+namespace {
+
+#define KJ_REQUIRE_GPU_AND_CUPTI()                                          \
+  do {                                                                      \
+    const auto kj_probe = ::kj::cuda::probe();                              \
+    if (!kj_probe.available) GTEST_SKIP() << "no GPU: " << kj_probe.reason; \
+    if (!cupti_built_in()) GTEST_SKIP() << "no CUPTI in this build";        \
+  } while (0)
+
+constexpr std::uint64_t spin_ns = 20'000;                   // 20 us each
+constexpr std::size_t read_float4s = std::size_t{1} << 20;  // 16 MiB read
+
+std::vector<kernel_record> by_start(std::vector<kernel_record> k) {
+  std::sort(k.begin(), k.end(),
+            [](const kernel_record& a, const kernel_record& b) { return a.start_ns < b.start_ns; });
+  return k;
+}
+
+TEST(CuptiCollector, ThreeKernelsAndOneMemsetOnAStream) {
+  KJ_REQUIRE_GPU_AND_CUPTI();
+  cuda::stream s;
+  cuda::device_buffer data(read_float4s * 16);
+  cuda::device_buffer partial(test::read_threads * sizeof(float));
+  data.fill(1, s.get());  // before the region: not a record of it
+  s.synchronize();
+
+  activity_collector c;
+  ASSERT_TRUE(c.available()) << c.unavailable_reason();
+  cuda::event before, after;
+  ASSERT_TRUE(c.start()) << c.unavailable_reason();
+  const auto sid = c.stream_id(s.get());  // launches nothing
+  ASSERT_TRUE(sid.has_value());
+  before.record(s.get());
+  partial.fill(0, s.get());
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+  ASSERT_EQ(
+      test::launch_read(data.data(), read_float4s, static_cast<float*>(partial.data()), s.get()),
+      cudaSuccess);
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+  after.record(s.get());
+  ASSERT_TRUE(c.stop()) << c.unavailable_reason();
+  EXPECT_FALSE(c.collecting());
+
+  const activity_records r = c.records();
+  EXPECT_EQ(r.dropped, 0u);
+  ASSERT_EQ(r.kernels.size(), 3u);
+  ASSERT_EQ(r.count(memory_op::memset), 1u);
+  EXPECT_EQ(r.count(memory_op::memcpy), 0u);
+
+  const auto k = by_start(r.kernels);
+  const char* expected[] = {"spin_kernel(unsigned long long)", "read_kernel(", "spin_kernel("};
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    SCOPED_TRACE(k[i].name);
+    EXPECT_EQ(k[i].name.rfind("_Z", 0), 0u);            // launched mangled
+    EXPECT_NE(k[i].demangled_name.rfind("_Z", 0), 0u);  // shown demangled
+    EXPECT_NE(k[i].demangled_name.find(expected[i]), std::string::npos) << k[i].demangled_name;
+    EXPECT_NE(k[i].demangled_name.find("kj::test::"), std::string::npos);
+    EXPECT_TRUE(k[i].timed());
+    EXPECT_GT(k[i].duration().count(), 0.0);
+    EXPECT_EQ(k[i].stream_id, *sid);
+    EXPECT_GT(k[i].registers_per_thread, 0u);
+  }
+  // Durations are ns: a 20 us spin lasts at least 20'000 ns and far less than a second.
+  for (std::size_t i : {std::size_t{0}, std::size_t{2}}) {
+    EXPECT_GE(k[i].duration().count(), static_cast<double>(spin_ns));
+    EXPECT_LT(k[i].duration().count(), 1e7);
+    EXPECT_EQ(k[i].grid.count(), 1u);
+    EXPECT_EQ(k[i].block.count(), 1u);
+  }
+  EXPECT_EQ(k[1].grid.x, 1024u);
+  EXPECT_EQ(k[1].block.x, 256u);
+  EXPECT_EQ(k[0].context_id, k[1].context_id);
+
+  const memory_record& m = r.memory_ops.front();
+  EXPECT_EQ(m.op, memory_op::memset);
+  EXPECT_EQ(m.bytes, test::read_threads * sizeof(float));
+  EXPECT_EQ(m.stream_id, *sid);
+  EXPECT_GT(m.duration().count(), 0.0);
+
+  timed_forward t;
+  t.event_time = cuda::elapsed(before, after);
+  t.timed_stream = sid;
+  const auto summary = checked_launches(r, t);
+  ASSERT_TRUE(summary.ok()) << summary.failure().code << ": " << summary.failure().message;
+  EXPECT_EQ(summary.value().kernel_launches, 3u);
+  EXPECT_EQ(summary.value().memset_count, 1u);
+  EXPECT_EQ(summary.value().kernel_streams, std::set<std::uint32_t>{*sid});
+  // One stream, serial kernels: busy time equals the sum, and the events cover it.
+  EXPECT_NEAR(summary.value().kernel_busy_time.count(), summary.value().kernel_time_sum.count(),
+              1.0);
+  EXPECT_GE(t.event_time.count(), summary.value().kernel_busy_time.count());
+}
+
+TEST(CuptiCollector, KernelOnAnUnjoinedSideStreamIsCaught) {
+  KJ_REQUIRE_GPU_AND_CUPTI();
+  cuda::stream timed_s, side_s;
+  activity_collector c;
+  ASSERT_TRUE(c.available()) << c.unavailable_reason();
+  cuda::event before, after;
+  ASSERT_TRUE(c.start()) << c.unavailable_reason();
+  const auto timed_id = c.stream_id(timed_s.get());
+  const auto side_id = c.stream_id(side_s.get());
+  ASSERT_TRUE(timed_id && side_id);
+  EXPECT_NE(*timed_id, *side_id);
+  before.record(timed_s.get());
+  ASSERT_EQ(test::launch_spin(spin_ns, timed_s.get()), cudaSuccess);
+  ASSERT_EQ(test::launch_spin(20 * spin_ns, side_s.get()), cudaSuccess);  // 400 us, never joined
+  after.record(timed_s.get());
+  after.synchronize();
+  timed_forward t;
+  t.event_time = cuda::elapsed(before, after);
+  ASSERT_TRUE(c.stop()) << c.unavailable_reason();
+  t.timed_stream = timed_id;
+
+  const activity_records r = c.records();
+  ASSERT_EQ(r.kernels.size(), 2u);
+  const launch_summary s = summarize_launches(r);
+  EXPECT_EQ(s.kernel_streams, (std::set<std::uint32_t>{*timed_id, *side_id}));
+  const auto flags = check_launch_summary(r, s, t);
+  const auto has = [&](const char* code) {
+    return std::any_of(flags.begin(), flags.end(), [&](const flag& f) { return f.code == code; });
+  };
+  EXPECT_TRUE(has("work_outside_timed_stream"));
+  EXPECT_TRUE(has("kernels_outside_timed_region")) << "event " << t.event_time.count() << " ns";
+}
+
+TEST(CuptiCollector, EachRegionStartsEmpty) {
+  KJ_REQUIRE_GPU_AND_CUPTI();
+  cuda::stream s;
+  activity_collector c;
+  ASSERT_TRUE(c.start()) << c.unavailable_reason();
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+  ASSERT_TRUE(c.stop());
+  EXPECT_EQ(c.records().kernels.size(), 2u);
+
+  // Launched outside any region: not recorded.
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+  s.synchronize();
+
+  ASSERT_TRUE(c.start());
+  ASSERT_TRUE(c.stop());
+  EXPECT_TRUE(c.records().kernels.empty());
+
+  ASSERT_TRUE(c.start());
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+  ASSERT_TRUE(c.stop());
+  EXPECT_EQ(c.records().kernels.size(), 1u);
+}
+
+}  // namespace
+}  // namespace kj::profile
