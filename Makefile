@@ -24,6 +24,7 @@ build: configure
 demo: build
 	@scripts/demo.sh
 
+test: export KJ_BOOTSTRAP_TEST = 1
 test: build format-check
 	ctest --preset $(PRESET) -j $(JOBS)
 

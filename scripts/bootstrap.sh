@@ -11,34 +11,31 @@ mkdir -p "$(dirname "$out")"
 say() { echo "bootstrap: $*" >&2; }
 
 # --- system packages ---------------------------------------------------------------------------
-need=()
 have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
+apt_install() {  # installs the Debian/Ubuntu packages named, or says what is missing
+  [ $# -eq 0 ] && return 0
+  if command -v apt-get >/dev/null; then
+    say "installing $*"
+    local sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq && \
+      DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "$@" >&2 && return 0
+  fi
+  say "missing $* and could not install them: install them by hand"; exit 1
+}
+need=()
 command -v cmake >/dev/null || need+=(cmake)
 command -v ninja >/dev/null || need+=(ninja-build)
 command -v g++ >/dev/null || need+=(g++)
-command -v clang-format >/dev/null || need+=(clang-format)
 have_header nlohmann/json.hpp || need+=(nlohmann-json3-dev)
 have_header CLI/CLI.hpp || need+=(libcli11-dev)
 have_header fmt/format.h || need+=(libfmt-dev)
 have_header gtest/gtest.h || need+=(libgtest-dev)
-[ -x /usr/bin/python3 ] || need+=(python3)
-/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
-# Python.h of the system python (the one a project venv is made from).
-sysinc=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || true)
-[ -n "$sysinc" ] && [ -e "$sysinc/Python.h" ] || need+=(python3-dev)
 if ! have_header pybind11/pybind11.h; then
   python3 -c 'import pybind11' 2>/dev/null || need+=(pybind11-dev)
 fi
-if [ ${#need[@]} -gt 0 ]; then
-  if command -v apt-get >/dev/null; then
-    say "installing ${need[*]}"
-    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-  else
-    say "missing ${need[*]} and no apt-get: install them by hand"; exit 1
-  fi
-fi
+# `make test` checks formatting; `make demo` does not need clang-format.
+[ "${KJ_BOOTSTRAP_TEST:-0}" = 1 ] && ! command -v clang-format >/dev/null && need+=(clang-format)
+apt_install "${need[@]}"
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   say "nvcc not found: kjudge needs the CUDA toolkit (13.x) to build"; exit 1
 fi
@@ -63,6 +60,14 @@ else
   done
 fi
 if [ -z "$pick" ]; then
+  # Only now does the system python matter: the project venv is made from it and embeds its
+  # shared libpython, so it needs venv support and its headers.
+  pyneed=()
+  [ -x /usr/bin/python3 ] || pyneed+=(python3)
+  /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || pyneed+=(python3-venv)
+  sysinc=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || true)
+  { [ -n "$sysinc" ] && [ -e "$sysinc/Python.h" ]; } || pyneed+=(python3-dev)
+  apt_install "${pyneed[@]}"
   say "no python3 with torch found: creating .venv from /usr/bin/python3 and installing torch from PyPI"
   [ -x "$root/.venv/bin/python3" ] || /usr/bin/python3 -m venv "$root/.venv"
   "$root/.venv/bin/python3" -m pip install -q --upgrade pip >&2
