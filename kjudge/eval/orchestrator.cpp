@@ -61,19 +61,13 @@ bool reference_phase(const std::string& phase) {
  *  this turns a forged or truncated report into a failure instead of a pass. */
 void check_verdict(const job& j, const runner::process_result& p, eval_result& r) {
   if (r.status != eval_status::correct) return;
-  int nominal = 0, nominal_passed = 0, stress = 0, stress_passed = 0;
-  bool held_out = false;
-  for (const auto& t : r.trials) {
-    if (t.kind == "nominal") nominal += 1, nominal_passed += t.passed ? 1 : 0;
-    if (t.kind == "stress") stress += 1, stress_passed += t.passed ? 1 : 0;
-    if (t.kind == "held_out") held_out = t.passed;
-  }
+  const auto& c = r.correctness;  // summarize_correctness has counted the reported trials
   std::string missing;
-  if (nominal != j.trials || nominal_passed != j.trials)
-    missing = fmt::format("{} of {} nominal trials reported passed", nominal_passed, j.trials);
-  else if (!held_out)
+  if (c.trials != j.trials || c.trials_passed != j.trials)
+    missing = fmt::format("{} of {} nominal trials reported passed", c.trials_passed, j.trials);
+  else if (!c.held_out_passed)
     missing = "no passed held-out trial was reported";
-  else if (j.stress && (stress == 0 || stress_passed != stress))
+  else if (j.stress && (c.stress_trials == 0 || c.stress_passed != c.stress_trials))
     missing = "the stress trials were not all reported passed";
   else if (j.timing && !r.timing)
     missing = "no timing was reported";
@@ -149,12 +143,12 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.message = fmt::format("the worker {}{}", p.describe(), during);
     }
   }
-  if (state.final_seen) check_verdict(j, p, r);
   if (state.malformed_lines > 0)
     r.add_flag(
         "malformed_events", "warning",
         fmt::format("{} malformed line(s) on the worker's event channel", state.malformed_lines));
   summarize_correctness(r);
+  if (state.final_seen) check_verdict(j, p, r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

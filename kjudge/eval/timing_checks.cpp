@@ -28,6 +28,18 @@ void reject(measure::figure& f, const flag& why, std::vector<flag>& out) {
   out.push_back(why);
 }
 
+const measure::figure& figure_of(const measure::side_result& s, measure::figure_kind k) {
+  switch (k) {
+    case measure::figure_kind::device:
+      return s.device;
+    case measure::figure_kind::stream:
+      return s.stream;
+    case measure::figure_kind::host_wall:
+      break;
+  }
+  return s.host_wall;
+}
+
 void check_side(measure::side_result& s, std::vector<flag>& out) {
   const auto& dev = s.device;
   if (dev.valid && dev.summary.n > 0) {
@@ -107,15 +119,9 @@ std::vector<flag> check_timing(measure::comparison& c, const cuda::device_proper
              out);
   }
   // A speedup needs both of its figures.
-  for (auto& s : c.speedups) {
-    const auto& r = s.kind == measure::figure_kind::device   ? c.reference.device
-                    : s.kind == measure::figure_kind::stream ? c.reference.stream
-                                                             : c.reference.host_wall;
-    const auto& k = s.kind == measure::figure_kind::device   ? c.candidate.device
-                    : s.kind == measure::figure_kind::stream ? c.candidate.stream
-                                                             : c.candidate.host_wall;
-    if (!r.valid || !k.valid) s.valid = false;
-  }
+  for (auto& s : c.speedups)
+    if (!figure_of(c.reference, s.kind).valid || !figure_of(c.candidate, s.kind).valid)
+      s.valid = false;
   return out;
 }
 

@@ -241,17 +241,24 @@ void session::synchronize_candidate() {
                [&] { return m_impl->harness.attr("synchronize_candidate")(); });
 }
 
+namespace {
+
+/** The harness's {reference, candidate, inputs_modified, *_ms} dict (trial and timing check). */
+trial_outputs to_trial_outputs(const py::dict& d) {
+  trial_outputs out;
+  out.reference = to_views(d["reference"]);
+  out.candidate = to_views(d["candidate"], error_kind::candidate);
+  out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
+  out.reference_ms = d["reference_ms"].cast<double>();
+  out.candidate_ms = d["candidate_ms"].cast<double>();
+  return out;
+}
+
+}  // namespace
+
 trial_outputs session::trial_finish() {
-  return m_impl->call("trial_finish", [&] {
-    py::dict d = m_impl->harness.attr("trial_finish")();
-    trial_outputs out;
-    out.reference = to_views(d["reference"]);
-    out.candidate = to_views(d["candidate"], error_kind::candidate);
-    out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
-    out.reference_ms = d["reference_ms"].cast<double>();
-    out.candidate_ms = d["candidate_ms"].cast<double>();
-    return out;
-  });
+  return m_impl->call("trial_finish",
+                      [&] { return to_trial_outputs(m_impl->harness.attr("trial_finish")()); });
 }
 
 timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t data_seed,
@@ -343,11 +350,7 @@ void session::timing_check_candidate(std::size_t set) {
 
 trial_outputs session::timing_check_finish(bool native) {
   return m_impl->call("timing_check_finish", [&] {
-    py::dict d = m_impl->harness.attr("timing_check_finish")(native);
-    trial_outputs out;
-    out.reference = to_views(d["reference"]);
-    out.candidate = to_views(d["candidate"], error_kind::candidate);
-    return out;
+    return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(native));
   });
 }
 

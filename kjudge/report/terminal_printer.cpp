@@ -101,11 +101,11 @@ void print_trials(const eval_result& r, std::string& out) {
       mean_abs = std::max(mean_abs, o.mean_abs_err);
       max_rel = std::max(max_rel, o.max_rel_err);
     }
-    const std::string label = t.kind == "nominal" ? fmt::format("{}", t.index + 1)
-                                                  : fmt::format("{} {}", t.kind, t.index + 1);
-    const std::string label_short = t.kind == "held_out" ? "held-out" : label;
-    out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", label_short, t.seed,
-                       inputs, sci(max_abs), sci(mean_abs), sci(max_rel), t.passed ? "ok" : "FAIL");
+    const std::string label = t.kind == "nominal"    ? fmt::format("{}", t.index + 1)
+                              : t.kind == "held_out" ? std::string("held-out")
+                                                     : fmt::format("{} {}", t.kind, t.index + 1);
+    out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", label, t.seed, inputs,
+                       sci(max_abs), sci(mean_abs), sci(max_rel), t.passed ? "ok" : "FAIL");
     if (!t.error.empty()) {
       const auto nl = t.error.find('\n');
       out += fmt::format("             {}\n",
