@@ -46,8 +46,9 @@ inline constexpr std::array<flop_type, flop_type_count> all_flop_types{
 /** "fp64", "fp32", ..., "tensor_fp8". */
 [[nodiscard]] std::string_view to_string(flop_type t) noexcept;
 
-/** Thread-level arithmetic instructions of one CUDA-core datatype, as scalar operations (a packed
- *  HFMA2 counts as two `fma`). A fused multiply-add is 2 FLOP (rule 15): see flop(). */
+/** Thread-level arithmetic instructions of one CUDA-core datatype, as ncu counts them
+ *  (smsp__sass_thread_inst_executed_op_*_pred_on: a packed HFMA2 is one instruction, the convention
+ *  of ncu's own roofline). A fused multiply-add is 2 FLOP (rule 15): see flop(). */
 struct scalar_ops {
   double add = 0;  ///< adds and subtracts
   double mul = 0;  ///< multiplies
@@ -94,6 +95,14 @@ struct kernel_metrics {
   std::uint32_t registers_per_thread = 0;  ///< launch__registers_per_thread
   double shared_mem_per_block_bytes = 0;   ///< static + dynamic, launch__shared_mem_per_block
 
+  /** Blocks per SM each resource allows (launch__occupancy_limit_registers, _shared_mem, _warps,
+   *  _blocks); 0 = not collected. The smallest is the occupancy limiter. */
+  std::uint32_t occupancy_limit_registers = 0;
+  std::uint32_t occupancy_limit_shared_mem = 0;
+  std::uint32_t occupancy_limit_warps = 0;
+  std::uint32_t occupancy_limit_blocks = 0;
+  double waves_per_sm = 0;  ///< launch__waves_per_multiprocessor; 0 = not collected
+
   // Device facts the ratios need (from device__attribute_*; the same for every kernel of a run).
   std::uint32_t sm_count = 0;          ///< device__attribute_multiprocessor_count
   std::uint32_t max_warps_per_sm = 0;  ///< device__attribute_max_warps_per_multiprocessor
@@ -101,9 +110,9 @@ struct kernel_metrics {
   // Memory traffic. A sector is 32 bytes.
   double dram_read_bytes = 0;        ///< dram__bytes_read.sum
   double dram_write_bytes = 0;       ///< dram__bytes_write.sum
-  double l1_hit_sectors = 0;         ///< l1tex__t_sector_hit.sum (global and local accesses)
+  double l1_hit_sectors = 0;         ///< l1tex__t_sectors_lookup_hit.sum
   double l1_sectors = 0;             ///< l1tex__t_sectors.sum
-  double l2_hit_sectors = 0;         ///< lts__t_sector_hit.sum
+  double l2_hit_sectors = 0;         ///< lts__t_sectors_lookup_hit.sum
   double l2_sectors = 0;             ///< lts__t_sectors.sum
   double global_load_requests = 0;   ///< l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
   double global_load_sectors = 0;    ///< l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum

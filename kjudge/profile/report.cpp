@@ -1,0 +1,333 @@
+#include <kjudge/profile/report.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/profile/aggregate.hpp>
+#include <kjudge/profile/format.hpp>
+#include <kjudge/profile/invariants.hpp>
+
+namespace kj::profile {
+
+namespace {
+
+using metric = checked<double>;
+
+/** Kernel names in flag messages are cut to this many characters. */
+constexpr std::size_t flag_name_chars = 60;
+
+void append(std::vector<flag>& out, const std::vector<flag>& more) {
+  for (const auto& f : more) out.push_back(f);
+}
+
+/** `flags` with each (code, message) once, first occurrence kept, order kept. */
+std::vector<flag> deduplicated(const std::vector<flag>& flags) {
+  std::vector<flag> out;
+  for (const auto& f : flags) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&f](const flag& g) {
+      return g.code == f.code && g.message == f.message;
+    });
+    if (!seen) out.push_back(f);
+  }
+  return out;
+}
+
+/** Flags of a checked metric worth listing: everything but `no_data`. */
+template <class T>
+void append_metric_flags(std::vector<flag>& out, const checked<T>& c) {
+  for (const auto& f : c.flags())
+    if (f.code != no_data_code) out.push_back(f);
+}
+
+std::string display_name(const kernel_metrics& k) {
+  return k.demangled_name.empty() ? k.name : k.demangled_name;
+}
+
+/** The name flag messages use: short enough to read, with the template head. */
+std::string flag_name(const kernel_metrics& k) {
+  return detail::short_kernel_name(display_name(k), flag_name_chars);
+}
+
+/** Derived-metric flags of one kernel (or the total) with the kernel named in the message: the
+ *  invariants' messages say what broke, not where. */
+void append_scoped(std::vector<flag>& out, const std::vector<flag>& more,
+                   const std::string& where) {
+  for (const auto& f : more) out.push_back({f.code, f.severity, where + ": " + f.message});
+}
+
+/** The kernel's own identifier, which CUPTI's and ncu's demanglers agree on: they print template
+ *  arguments, lambdas, namespaces ("at::native::" vs "at::") and anonymous namespaces
+ *  ("(anonymous namespace)" vs "<unnamed>") differently, so only the name after the last scope and
+ *  before the template or parameter list is compared. */
+std::string name_key(std::string_view name) {
+  if (name.starts_with("void ")) name.remove_prefix(5);
+  std::string s(name);
+  for (const std::string_view anon : {"(anonymous namespace)::", "<unnamed>::"})
+    for (auto at = s.find(anon); at != std::string::npos; at = s.find(anon))
+      s.erase(at, anon.size());
+  s = s.substr(0, s.find_first_of("<("));
+  if (const auto scope = s.rfind("::"); scope != std::string::npos) s = s.substr(scope + 2);
+  std::erase(s, ' ');
+  return s;
+}
+
+bool same_dims(const launch_dims& a, const launch_dims& b) {
+  return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+/** The same launch: the same kernel identifier and the same grid and block. */
+bool same_kernel(const kernel_metrics& ncu, const timed_kernel& cupti) {
+  const std::string key = name_key(cupti.name);
+  const bool named = key == name_key(ncu.demangled_name) || key == name_key(ncu.name);
+  return named && same_dims(ncu.grid, cupti.grid) && same_dims(ncu.block, cupti.block);
+}
+
+/** Kernels in launch order for the launch-bound test: ncu's, else CUPTI's (durations only). */
+std::vector<kernel_metrics> forward_kernels(const side_inputs& in) {
+  if (!in.ncu_kernels.empty() || !in.cupti) return in.ncu_kernels;
+  std::vector<kernel_metrics> out;
+  for (const auto& t : in.cupti->kernels) {
+    kernel_metrics k;
+    k.name = t.name;
+    k.demangled_name = t.name;
+    k.duration_ns = t.duration_ns;
+    k.grid = t.grid;
+    k.block = t.block;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+classification classify_side(const side_inputs& in, const ceilings& roofs) {
+  forward_metrics f;
+  f.cuda_candidate = in.cuda;
+  f.kernels = forward_kernels(in);
+  f.device_time_ns = in.device_time_ns;
+  if (in.cupti) {
+    f.event_time_ns = in.cupti->event_time_ns;
+    if (in.cupti->launches.ok()) {
+      const auto& l = in.cupti->launches.value();
+      f.memcpy_count = l.memcpy_count;
+      f.memset_count = l.memset_count;
+      if (f.device_time_ns <= 0) f.device_time_ns = l.kernel_span.count();
+    }
+    if (in.cupti->memory.ok()) f.peak_memory_bytes = in.cupti->memory.value().bytes;
+  }
+  if (f.kernels.empty())
+    return {bottleneck::unknown, "no kernel records: counters not collected and no CUPTI records"};
+  for (const auto& k : f.kernels)
+    if (const auto bad = check_kernel_time(k.name, nanoseconds(k.duration_ns)); !bad.empty())
+      return {bottleneck::unknown,
+              fmt::format("kernel {} failed its duration check ({}): no class from broken times",
+                          flag_name(k), bad.front().code)};
+  try {
+    return classify_forward(f, roofs);
+  } catch (const kj::error& e) {
+    return {bottleneck::unknown, fmt::format("the kernels cannot be combined: {}", e.message())};
+  }
+}
+
+/** The roofline point of the side's total (see side_profile). */
+void place_on_roofline(side_profile& s, const ceilings& roofs) {
+  if (!s.total) {
+    s.intensity_flop_per_byte = metric::missing("roofline: no counters");
+    s.achieved_flop_per_s = metric::missing("roofline: no counters");
+    s.attainable_flop_per_s = metric::missing("roofline: no counters");
+    return;
+  }
+  const auto& t = s.total->counters;
+  const double flop_sum = total_flop(t.flops);
+  const double bytes = t.dram_bytes();
+  if (bytes <= 0)
+    s.intensity_flop_per_byte = metric::missing("arithmetic intensity: no DRAM bytes");
+  else if (flop_sum <= 0)
+    s.intensity_flop_per_byte = metric::missing("arithmetic intensity: no FLOP counted");
+  else
+    s.intensity_flop_per_byte = metric::pass(flop_sum / bytes);
+
+  if (t.duration_ns <= 0)
+    s.achieved_flop_per_s = metric::missing("achieved FLOP/s: no kernel duration");
+  else if (flop_sum <= 0)
+    s.achieved_flop_per_s = metric::missing("achieved FLOP/s: no FLOP counted");
+  else
+    s.achieved_flop_per_s = metric::pass(flop_sum / (t.duration_ns * 1e-9));
+
+  flop_type dominant = flop_type::fp32;
+  double most = -1;
+  for (auto type : all_flop_types)
+    if (flop(t.flops, type) > most) {
+      most = flop(t.flops, type);
+      dominant = type;
+    }
+  const double compute_roof = roofs.at(dominant).roof();
+  const double dram_roof = roofs.dram.roof();
+  if (!s.intensity_flop_per_byte.ok())
+    s.attainable_flop_per_s = s.intensity_flop_per_byte;
+  else if (compute_roof <= 0)
+    s.attainable_flop_per_s =
+        metric::missing(fmt::format("attainable FLOP/s: no {} roof known", to_string(dominant)));
+  else if (dram_roof <= 0)
+    s.attainable_flop_per_s = metric::missing("attainable FLOP/s: no DRAM roof known");
+  else
+    s.attainable_flop_per_s =
+        metric::pass(std::min(compute_roof, s.intensity_flop_per_byte.value() * dram_roof));
+
+  if (s.achieved_flop_per_s.ok() && s.attainable_flop_per_s.ok() &&
+      s.achieved_flop_per_s.value() > measured_ceiling_tolerance * s.attainable_flop_per_s.value())
+    s.achieved_flop_per_s = metric::fail(
+        {"flops_above_roofline", severity_error,
+         fmt::format("achieved {} is above {:.2f} x the roof at this intensity, {} ({} roof {}, "
+                     "{:.2f} FLOP/byte x DRAM roof {}): the FLOP count, the bytes or the duration "
+                     "is wrong",
+                     format_flop_per_s(s.achieved_flop_per_s.value()), measured_ceiling_tolerance,
+                     format_flop_per_s(s.attainable_flop_per_s.value()), to_string(dominant),
+                     format_flop_per_s(compute_roof), s.intensity_flop_per_byte.value(),
+                     format_bytes_per_s(dram_roof))});
+}
+
+/** Pairs of (ncu index, CUPTI index): by position when counts and names agree, else each ncu
+ *  kernel with the next CUPTI kernel of the same name. */
+std::vector<std::pair<std::size_t, std::size_t>> pair_kernels(
+    const std::vector<kernel_metrics>& ncu, const std::vector<timed_kernel>& cupti) {
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  bool positional = ncu.size() == cupti.size();
+  for (std::size_t i = 0; positional && i < ncu.size(); ++i)
+    positional = same_kernel(ncu[i], cupti[i]);
+  if (positional) {
+    for (std::size_t i = 0; i < ncu.size(); ++i) pairs.emplace_back(i, i);
+    return pairs;
+  }
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < ncu.size(); ++i)
+    for (std::size_t j = next; j < cupti.size(); ++j)
+      if (same_kernel(ncu[i], cupti[j])) {
+        pairs.emplace_back(i, j);
+        next = j + 1;
+        break;
+      }
+  return pairs;
+}
+
+void match_durations(side_profile& s, const side_inputs& in, std::vector<flag>& flags) {
+  if (in.ncu_kernels.empty() || !in.cupti || in.cupti->kernels.empty()) return;
+  const auto& ncu = in.ncu_kernels;
+  const auto& cupti = in.cupti->kernels;
+  std::size_t matched = 0;
+  for (const auto& [i, j] : pair_kernels(ncu, cupti)) {
+    if (ncu[i].duration_ns <= 0) continue;  // no duration to compare against: unmatched
+    ++matched;
+    duration_match m;
+    m.name = display_name(ncu[i]);
+    m.cupti_ns = cupti[j].duration_ns;
+    m.ncu_ns = ncu[i].duration_ns;
+    m.difference_pct = 100.0 * std::fabs(m.cupti_ns - m.ncu_ns) / m.ncu_ns;
+    if (std::max(m.cupti_ns, m.ncu_ns) >= duration_match_min_ns &&
+        m.difference_pct > duration_match_tolerance_pct)
+      flags.push_back(
+          {"duration_disagrees", severity_warning,
+           fmt::format("kernel {} (#{}): CUPTI timed {:.2f} us, ncu {:.2f} us, {:.1f}% apart "
+                       "(over {:.0f}% for a kernel >= {:.0f} us): cache state, clocks or inputs "
+                       "differ between the timed and the profiled forward",
+                       flag_name(ncu[i]), i + 1, m.cupti_ns / 1e3, m.ncu_ns / 1e3, m.difference_pct,
+                       duration_match_tolerance_pct, duration_match_min_ns / 1e3)});
+    s.durations.push_back(std::move(m));
+  }
+  if (matched < ncu.size() || matched < cupti.size())
+    flags.push_back(
+        {"duration_unmatched", severity_warning,
+         fmt::format("{} of {} ncu kernels and {} of {} CUPTI kernels have no partner by launch "
+                     "order and name: the profiled and the timed forward ran different kernels; "
+                     "their durations are not compared",
+                     ncu.size() - matched, ncu.size(), cupti.size() - matched, cupti.size())});
+}
+
+side_profile build_side(std::string name, const side_inputs& in, const ceilings& roofs) {
+  side_profile s;
+  s.side = std::move(name);
+  s.cupti = in.cupti;
+  s.device_time_ns = in.device_time_ns;
+  std::vector<flag> flags;
+  std::vector<flag> kernel_flags;  // unscoped, to leave out what the total merely repeats
+  for (const auto& k : in.ncu_kernels) {
+    kernel_profile p{k, derive(k, roofs)};
+    append(kernel_flags, p.derived.flags());
+    append_scoped(flags, p.derived.flags(),
+                  fmt::format("kernel #{} {}", s.kernels.size() + 1, flag_name(k)));
+    append(flags, check_kernel_time(flag_name(k), nanoseconds(k.duration_ns)));
+    s.kernels.push_back(std::move(p));
+  }
+  if (!in.ncu_kernels.empty()) {
+    try {
+      kernel_metrics t = aggregate(in.ncu_kernels);
+      derived_metrics d = derive(t, roofs);
+      std::vector<flag> own;
+      for (const auto& f : d.flags())
+        if (std::none_of(kernel_flags.begin(), kernel_flags.end(), [&f](const flag& g) {
+              return g.code == f.code && g.message == f.message;
+            }))
+          own.push_back(f);
+      append_scoped(flags, own, fmt::format("total of {} kernels", in.ncu_kernels.size()));
+      s.total = kernel_profile{std::move(t), std::move(d)};
+    } catch (const kj::error& e) {
+      flags.push_back({"kernels_not_combinable", severity_error,
+                       fmt::format("no total over the kernels: {}", e.message())});
+    }
+  }
+  s.bound = classify_side(in, roofs);
+  place_on_roofline(s, roofs);
+  append_metric_flags(flags, s.achieved_flop_per_s);
+  match_durations(s, in, flags);
+  if (in.cupti) {
+    append_metric_flags(flags, in.cupti->launches);
+    append_metric_flags(flags, in.cupti->memory);
+  }
+  s.flags = deduplicated(flags);
+  return s;
+}
+
+std::optional<std::uint64_t> cupti_launches(const side_inputs& in) {
+  if (in.cupti && in.cupti->launches.ok()) return in.cupti->launches.value().kernel_launches;
+  return std::nullopt;
+}
+
+}  // namespace
+
+profile_report build_report(std::string problem, std::string candidate, std::string gpu,
+                            const ceilings& roofs, std::string ceilings_source,
+                            counter_source counters, const side_inputs& reference,
+                            const side_inputs& candidate_inputs) {
+  profile_report r;
+  r.problem = std::move(problem);
+  r.candidate = std::move(candidate);
+  r.gpu = std::move(gpu);
+  r.ceilings_source = std::move(ceilings_source);
+  r.roofs = roofs;
+  r.counters = std::move(counters);
+  r.reference = build_side("reference", reference, roofs);
+  r.candidate_side = build_side("candidate", candidate_inputs, roofs);
+
+  const auto ref_launches = cupti_launches(reference);
+  const auto cand_launches = cupti_launches(candidate_inputs);
+  if (ref_launches && cand_launches)
+    r.fusion_ratio = fusion_ratio(*ref_launches, *cand_launches);
+  else
+    r.fusion_ratio =
+        fusion_ratio(reference.ncu_kernels.size(), candidate_inputs.ncu_kernels.size());
+
+  r.flags = check_ceilings(roofs);
+  if (!r.counters.collected)
+    r.flags.push_back(
+        {"counters_unavailable", severity_info,
+         fmt::format("hardware counters were not collected: {}",
+                     r.counters.unavailable_reason.empty() ? std::string("no reason given")
+                                                           : r.counters.unavailable_reason)});
+  r.flags = deduplicated(r.flags);
+  return r;
+}
+
+}  // namespace kj::profile

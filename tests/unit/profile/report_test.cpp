@@ -1,0 +1,521 @@
+// The profile report from synthetic but realistic inputs: the QuantVLA native candidate as
+// recorded on an H200 (one fused kernel, 7.4 us) against the eager PyTorch reference (14 kernels).
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/profile/report.hpp>
+
+#include "test_util.hpp"
+
+namespace kj::profile {
+namespace {
+
+using test::find_code;
+using test::has_code;
+
+constexpr double tb = 1e12;
+
+ceilings h200() {
+  ceilings c;
+  c.l1 = {30 * tb, 0, 32 << 10};
+  c.l2 = {10 * tb, 0, 16 << 20};
+  c.dram = {3.9 * tb, 4.8 * tb, 1ull << 30};
+  c.at(flop_type::fp32) = {51.9 * tb, 67 * tb};
+  c.at(flop_type::tensor_bf16) = {790 * tb, 989.4 * tb};
+  return c;
+}
+
+counter_source ncu_source() {
+  return {true, "ncu 2025.3.1.0", "none", "all", "", 12.5};
+}
+
+constexpr const char* fused_demangled =
+    "fused_kernel_opt(float const*, float const*, float const*, float const*, float*, float, int, "
+    "int, int)";
+
+/** The native candidate's one kernel, numbers as ncu recorded them on the H200. */
+kernel_metrics fused_kernel() {
+  kernel_metrics k;
+  k.name = "_Z16fused_kernel_optPKfS0_S0_S0_Pffiii";
+  k.demangled_name = fused_demangled;
+  k.duration_ns = 7424;
+  k.grid = {128, 1, 1};
+  k.block = {256, 1, 1};
+  k.registers_per_thread = 40;
+  k.shared_mem_per_block_bytes = 512;
+  k.occupancy_limit_registers = 4;  // 4 blocks x 8 warps = 50% of 64
+  k.occupancy_limit_shared_mem = 32;
+  k.occupancy_limit_warps = 8;
+  k.occupancy_limit_blocks = 32;
+  k.waves_per_sm = 0.24;  // 128 blocks / (132 SMs x 4)
+  k.sm_count = 132;
+  k.max_warps_per_sm = 64;
+  k.dram_read_bytes = 328'960;
+  k.dram_write_bytes = 262'144;
+  k.l1_sectors = 300'000;
+  k.l1_hit_sectors = 120'000;
+  k.l2_sectors = 216'369;
+  k.l2_hit_sectors = 192'177;
+  k.global_load_requests = 20'000;
+  k.global_load_sectors = 80'000;  // 4.0 per request: coalesced 4-byte loads
+  k.global_store_requests = 2'048;
+  k.global_store_sectors = 8'192;
+  k.sm_active_cycles = 1'412'014;
+  k.elapsed_cycles = 14'352;
+  k.warps_active = 12'873'698;
+  k.theoretical_occupancy_pct = 50.0;
+  k.sm_throughput_pct = 17.13;
+  k.memory_throughput_pct = 12.93;
+  k.flops.fp32 = {65'536, 131'072, 8'388'608};
+  k.instructions_issued = 1'294'976;
+  k.stall_cycles = {{"long_scoreboard", 6'000'000},
+                    {"barrier", 3'000'000},
+                    {"short_scoreboard", 1'200'000},
+                    {"wait", 800'000},
+                    {"mio_throttle", 400'000}};
+  return k;
+}
+
+const std::vector<double> ref_ncu_ns{2100, 2400, 2000, 2300, 6400, 2200, 2100,
+                                     2000, 2600, 2400, 2200, 2100, 2000, 2200};
+
+/** The eager reference: 14 small elementwise / reduction kernels. */
+std::vector<kernel_metrics> reference_kernels() {
+  std::vector<kernel_metrics> out;
+  for (std::size_t i = 0; i < ref_ncu_ns.size(); ++i) {
+    kernel_metrics k;
+    k.name = "_ZN2at6native29vectorized_elementwise_kernelILi4E" + std::to_string(i);
+    k.demangled_name = "void at::native::vectorized_elementwise_kernel<4, at::native::Functor" +
+                       std::to_string(i) + "<float>, at::detail::Array<char*, 2> >(int, float)";
+    k.duration_ns = ref_ncu_ns[i];
+    k.grid = {256, 1, 1};
+    k.block = {128, 1, 1};
+    k.registers_per_thread = 24;
+    k.sm_count = 132;
+    k.max_warps_per_sm = 64;
+    k.dram_read_bytes = 262'144;
+    k.dram_write_bytes = 262'144;
+    k.l2_sectors = 20'000;
+    k.l2_hit_sectors = 4'000;
+    k.global_load_requests = 2'048;
+    k.global_load_sectors = 8'192;
+    k.sm_active_cycles = 200'000;
+    k.elapsed_cycles = 3'000;
+    k.warps_active = 3'000'000;
+    k.theoretical_occupancy_pct = 100.0;
+    k.sm_throughput_pct = 4.0;
+    k.memory_throughput_pct = 9.0;
+    k.flops.fp32 = {65'536, 0, 0};
+    k.instructions_issued = 40'000;
+    k.stall_cycles = {{"long_scoreboard", 300'000}, {"wait", 50'000}, {"barrier", 10'000}};
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+launch_summary launches(std::uint64_t n, double span_ns) {
+  launch_summary l;
+  l.kernel_launches = n;
+  l.kernel_span = nanoseconds(span_ns);
+  l.kernel_time_sum = nanoseconds(span_ns);
+  l.kernel_busy_time = nanoseconds(span_ns);
+  return l;
+}
+
+side_inputs reference_inputs() {
+  side_inputs in;
+  in.ncu_kernels = reference_kernels();
+  cupti_forward f;
+  for (std::size_t i = 0; i < ref_ncu_ns.size(); ++i) {
+    double ns = ref_ncu_ns[i] * 1.03;
+    if (i == 0) ns = 2900;  // 38% apart but under 5 us: not judged
+    if (i == 4) ns = 8000;  // 25% apart at 6.4 us: flagged
+    f.kernels.push_back({in.ncu_kernels[i].demangled_name, ns, {256, 1, 1}, {128, 1, 1}, 7});
+  }
+  f.launches = checked<launch_summary>::pass(launches(14, 60'000));
+  f.memory = checked<peak_memory>::pass({1'572'864, 1'572'864, 0});
+  f.event_time_ns = 70'000;
+  in.cupti = f;
+  in.device_time_ns = 124'600;  // eager reference: host launch latency dominates
+  return in;
+}
+
+side_inputs candidate_inputs(double device_time_ns = 8'700) {
+  side_inputs in;
+  in.ncu_kernels = {fused_kernel()};
+  cupti_forward f;
+  f.kernels.push_back({fused_demangled, 7300, {128, 1, 1}, {256, 1, 1}, 7});
+  f.launches = checked<launch_summary>::pass(launches(1, 7300));
+  f.memory = checked<peak_memory>::pass({262'144, 262'144, 0});
+  f.event_time_ns = 8'900;
+  in.cupti = f;
+  in.device_time_ns = device_time_ns;
+  return in;
+}
+
+profile_report make_report(const side_inputs& ref, const side_inputs& cand) {
+  return build_report("problems/quantvla.py", "candidates/quantvla_native.cu", "NVIDIA H200",
+                      h200(), "test roofs", ncu_source(), ref, cand);
+}
+
+TEST(ProfileReport, TotalsBoundAndRooflineOfTheCandidate) {
+  const auto r = make_report(reference_inputs(), candidate_inputs());
+  const auto& c = r.candidate_side;
+  ASSERT_TRUE(c.total.has_value());
+  EXPECT_DOUBLE_EQ(c.total->counters.duration_ns, 7424);
+  EXPECT_DOUBLE_EQ(c.total->counters.dram_bytes(), 591'104);
+  EXPECT_NEAR(c.total->derived.l2_hit_rate_pct.value(), 100.0 * 192'177 / 216'369, 1e-9);
+  EXPECT_NEAR(c.total->derived.achieved_occupancy_pct.value(),
+              100.0 * 12'873'698 / (1'412'014.0 * 64), 1e-9);
+  EXPECT_NEAR(c.total->derived.sm_busy_pct.value(), 100.0 * 1'412'014 / (14'352.0 * 132), 1e-9);
+  // SM 17.1% and memory 12.9% of peak: neither near 60%.
+  EXPECT_EQ(c.bound.bound, bottleneck::latency_bound) << c.bound.reason;
+
+  const double flop_sum = 65'536 + 131'072 + 2.0 * 8'388'608;
+  EXPECT_NEAR(c.intensity_flop_per_byte.value(), flop_sum / 591'104, 1e-12);
+  EXPECT_NEAR(c.achieved_flop_per_s.value(), flop_sum / 7.424e-6, 1.0);
+  // fp32 dominates: min(67 TFLOP/s, 28.7 FLOP/byte x 4.8 TB/s) = the fp32 roof.
+  EXPECT_DOUBLE_EQ(c.attainable_flop_per_s.value(), 67 * tb);
+
+  // The reference's 14 kernels ran 33 us of a 124.6 us forward: launch gaps dominate.
+  const auto& ref = r.reference;
+  ASSERT_TRUE(ref.total.has_value());
+  EXPECT_DOUBLE_EQ(ref.total->counters.duration_ns,
+                   std::accumulate(ref_ncu_ns.begin(), ref_ncu_ns.end(), 0.0));
+  EXPECT_EQ(ref.bound.bound, bottleneck::launch_bound) << ref.bound.reason;
+  EXPECT_NEAR(ref.total->derived.l2_hit_rate_pct.value(), 20.0, 1e-9) << "from summed sectors";
+}
+
+TEST(ProfileReport, RooflineIsMemoryLimitedAtLowIntensity) {
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].flops.fp32 = {591'104, 0, 0};  // 1 FLOP per DRAM byte
+  const auto r = make_report(reference_inputs(), cand);
+  EXPECT_DOUBLE_EQ(r.candidate_side.intensity_flop_per_byte.value(), 1.0);
+  EXPECT_DOUBLE_EQ(r.candidate_side.attainable_flop_per_s.value(), 4.8 * tb);
+}
+
+TEST(ProfileReport, NoFlopMeansNoRooflinePointNotZero) {
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].flops = {};
+  const auto r = make_report(reference_inputs(), cand);
+  EXPECT_TRUE(r.candidate_side.intensity_flop_per_byte.is_missing());
+  EXPECT_TRUE(r.candidate_side.achieved_flop_per_s.is_missing());
+  EXPECT_TRUE(r.candidate_side.attainable_flop_per_s.is_missing());
+}
+
+TEST(ProfileReport, FusionRatioFromCuptiLaunches) {
+  const auto r = make_report(reference_inputs(), candidate_inputs());
+  EXPECT_DOUBLE_EQ(r.fusion_ratio.value(), 14.0);
+  // Without CUPTI on one side the ncu kernel counts are used.
+  auto cand = candidate_inputs();
+  cand.cupti.reset();
+  auto ref = reference_inputs();
+  ref.ncu_kernels.resize(7);
+  ref.cupti->kernels.resize(7);
+  EXPECT_DOUBLE_EQ(make_report(ref, cand).fusion_ratio.value(), 7.0);
+}
+
+TEST(ProfileReport, DurationsMatchedByLaunchOrderAndOneDisagreementFlagged) {
+  const auto r = make_report(reference_inputs(), candidate_inputs());
+  const auto& ref = r.reference;
+  ASSERT_EQ(ref.durations.size(), 14u);
+  EXPECT_DOUBLE_EQ(ref.durations[4].ncu_ns, 6400);
+  EXPECT_DOUBLE_EQ(ref.durations[4].cupti_ns, 8000);
+  EXPECT_NEAR(ref.durations[4].difference_pct, 25.0, 1e-9);
+  EXPECT_NEAR(ref.durations[0].difference_pct, 100.0 * 800 / 2100, 1e-9);
+  int disagreements = 0;
+  for (const auto& f : ref.flags)
+    if (f.code == "duration_disagrees") {
+      ++disagreements;
+      EXPECT_EQ(f.severity, "warning");
+      EXPECT_NE(f.message.find("#5"), std::string::npos) << f.message;
+    }
+  EXPECT_EQ(disagreements, 1) << "kernel #1 differs by 38% but is under 5 us";
+  EXPECT_FALSE(has_code(ref.flags, "duration_unmatched"));
+
+  const auto& cand = r.candidate_side;
+  ASSERT_EQ(cand.durations.size(), 1u);
+  EXPECT_NEAR(cand.durations[0].difference_pct, 100.0 * 124 / 7424, 1e-9);
+  EXPECT_FALSE(has_code(cand.flags, "duration_disagrees"));
+}
+
+TEST(ProfileReport, DurationsMatchedByNameWhenCountsDifferAndRestFlaggedUnmatched) {
+  auto ref = reference_inputs();
+  // CUPTI saw an extra fill kernel before the others: order shifts, names still pair them.
+  ref.cupti->kernels.insert(ref.cupti->kernels.begin(),
+                            {"void at::native::fill_kernel<float>(float*)", 1500, {}, {}, 7});
+  auto cand = candidate_inputs();
+  cand.cupti->kernels[0].name = "some_other_kernel(float*)";
+  const auto r = make_report(ref, cand);
+  EXPECT_EQ(r.reference.durations.size(), 14u);
+  EXPECT_DOUBLE_EQ(r.reference.durations[4].cupti_ns, 8000);
+  EXPECT_TRUE(has_code(r.reference.flags, "duration_unmatched")) << "the fill kernel";
+  EXPECT_TRUE(r.candidate_side.durations.empty());
+  const auto* f = find_code(r.candidate_side.flags, "duration_unmatched");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, "warning");
+}
+
+TEST(ProfileReport, DurationsPairCuptiAndNcuNamesOfTheSameLaunch) {
+  // Names as the two tools printed them for the same launches on the H200 (2026-11-30): CUPTI's
+  // demangler keeps at::native:: and "(anonymous namespace)", ncu drops the first and prints
+  // "<unnamed>"; launches pair by kernel identifier and launch shape.
+  kernel_metrics abs_ncu = fused_kernel();
+  abs_ncu.name = abs_ncu.demangled_name =
+      "void at::vectorized_elementwise_kernel<4, at::AbsFunctor<float>, std::array<char *, "
+      "2>>(int, T2, T3)";
+  abs_ncu.grid = {64, 1, 1};
+  abs_ncu.block = {128, 1, 1};
+  kernel_metrics fused_ncu = fused_kernel();
+  fused_ncu.name = fused_ncu.demangled_name =
+      "void <unnamed>::quantvla_kernel<<unnamed>::tile_cfg<16, 32, 128, 4, 4, 8>, "
+      "1>(<unnamed>::qv_args)";
+  auto in = candidate_inputs();
+  in.ncu_kernels = {abs_ncu, fused_ncu};
+  in.cupti->kernels = {
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>, "
+       "std::array<char*, 2ul> >(int, at::native::AbsFunctor<float>, std::array<char*, 2ul>)",
+       2300,
+       {64, 1, 1},
+       {128, 1, 1},
+       7},
+      {"void (anonymous namespace)::quantvla_kernel<(anonymous namespace)::tile_cfg<16, 32, 128, "
+       "4, 4, 8>, true>((anonymous namespace)::qv_args)",
+       7300,
+       {128, 1, 1},
+       {256, 1, 1},
+       7}};
+  const auto paired = make_report(reference_inputs(), in);
+  EXPECT_EQ(paired.candidate_side.durations.size(), 2u);
+  EXPECT_FALSE(has_code(paired.candidate_side.flags, "duration_unmatched"));
+  // Same names, another grid: not the same launch.
+  in.cupti->kernels[1].grid = {64, 1, 1};
+  const auto unpaired = make_report(reference_inputs(), in);
+  EXPECT_EQ(unpaired.candidate_side.durations.size(), 1u);
+  EXPECT_TRUE(has_code(unpaired.candidate_side.flags, "duration_unmatched"));
+}
+
+TEST(ProfileReport, BrokenCountersBecomeFlagsAndTheTextShowsTheFlagNotANumber) {
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].l2_hit_sectors = 779'000;  // 360.0% of the sectors: impossible
+  cand.ncu_kernels[0].duration_ns = 100;         // under 0.5 us: impossible
+  const auto r = make_report(reference_inputs(), cand);
+  EXPECT_TRUE(has_code(r.candidate_side.flags, "percentage_out_of_range"));
+  EXPECT_TRUE(has_code(r.candidate_side.flags, "impossible_kernel_time"));
+  EXPECT_TRUE(has_error(r.candidate_side.flags));
+  EXPECT_FALSE(has_error(r.reference.flags));
+
+  const std::string text = render_report(r);
+  EXPECT_NE(text.find("FAILED percentage_out_of_range"), std::string::npos) << text;
+  EXPECT_NE(text.find("FAILED impossible_kernel_time"), std::string::npos) << text;
+  // The totals row shows the flag; 360.0% appears only inside the flag's own message.
+  const auto row_start = text.find("L1 hit rate / L2 hit rate");
+  ASSERT_NE(row_start, std::string::npos);
+  const std::string row = text.substr(row_start, text.find('\n', row_start) - row_start);
+  EXPECT_NE(row.find("FAILED percentage_out_of_range"), std::string::npos) << row;
+  EXPECT_EQ(row.find("360"), std::string::npos) << row;
+  EXPECT_EQ(text.find("100 ns"), std::string::npos) << text;
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << "no class from broken times";
+  int l2_flags = 0;
+  for (const auto& f : r.candidate_side.flags)
+    l2_flags += f.message.find("L2 hit rate") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(l2_flags, 1) << "the one-kernel total does not repeat its kernel's flag";
+  EXPECT_NE(text.find("error ("), std::string::npos) << "flags grouped by severity";
+  EXPECT_NE(text.find("[candidate] impossible_kernel_time"), std::string::npos);
+}
+
+TEST(ProfileReport, AchievedAboveTheRoofIsFlagged) {
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].flops.fp32 = {0, 0, 80e12 * 7.424e-6 / 2};  // 80 TFLOP/s on a 67 roof
+  const auto r = make_report(reference_inputs(), cand);
+  const auto& c = r.candidate_side;
+  ASSERT_FALSE(c.achieved_flop_per_s.ok());
+  EXPECT_EQ(c.achieved_flop_per_s.failure().code, "flops_above_roofline");
+  EXPECT_TRUE(has_code(c.flags, "flops_above_roofline"));
+  EXPECT_NE(render_report(r).find("FAILED flops_above_roofline"), std::string::npos);
+}
+
+TEST(ProfileReport, KernelsOfDifferentDevicesDoNotThrow) {
+  auto cand = candidate_inputs();
+  auto other = fused_kernel();
+  other.sm_count = 114;
+  cand.ncu_kernels.push_back(other);
+  profile_report r;
+  ASSERT_NO_THROW(r = make_report(reference_inputs(), cand));
+  EXPECT_FALSE(r.candidate_side.total.has_value());
+  EXPECT_TRUE(has_code(r.candidate_side.flags, "kernels_not_combinable"));
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown);
+  EXPECT_NO_THROW((void)render_report(r));
+  EXPECT_NO_THROW((void)agent_summary(r));
+}
+
+TEST(ProfileReport, ReportLevelFlagsComeFromTheCeilingsAndMissingCounters) {
+  auto roofs = h200();
+  roofs.l1.measured_bytes_per_s = 13.6e9;  // the seed's L1 "ceiling": one launch timed
+  counter_source none;
+  none.unavailable_reason = "ncu not found on PATH";
+  const auto r =
+      build_report("p", "c", "gpu", roofs, "src", none, reference_inputs(), candidate_inputs());
+  EXPECT_TRUE(has_code(r.flags, "ceilings_out_of_order"));
+  const auto* f = find_code(r.flags, "counters_unavailable");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("ncu not found on PATH"), std::string::npos);
+}
+
+TEST(ProfileReport, JsonRoundTripKeepsNumbersClassesAndFlags) {
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].l2_hit_sectors = 779'000;  // a failed metric must survive as a flag
+  auto r = make_report(reference_inputs(), cand);
+  r.flags.push_back({"caller_note", "info", "added after build_report"});
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j.at("schema"), "kjudge.profile/1");
+  EXPECT_TRUE(j.at("sides")
+                  .at("candidate")
+                  .at("total")
+                  .at("derived")
+                  .at("l2_hit_rate_pct")
+                  .at("value")
+                  .is_null());
+  EXPECT_TRUE(
+      j.at("sides").at("candidate").at("kernels")[0].at("counters").contains("duration_ns"));
+
+  const auto back = report_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(back.problem, r.problem);
+  EXPECT_EQ(back.candidate, r.candidate);
+  EXPECT_EQ(back.counters.tool, "ncu 2025.3.1.0");
+  EXPECT_DOUBLE_EQ(back.roofs.dram.datasheet_bytes_per_s, 4.8 * tb);
+  ASSERT_EQ(back.reference.kernels.size(), 14u);
+  ASSERT_TRUE(back.candidate_side.total.has_value());
+  EXPECT_DOUBLE_EQ(back.candidate_side.total->counters.dram_bytes(), 591'104);
+  EXPECT_DOUBLE_EQ(back.candidate_side.total->derived.dram_bytes_per_s.value(),
+                   r.candidate_side.total->derived.dram_bytes_per_s.value());
+  EXPECT_EQ(back.candidate_side.bound.bound, bottleneck::latency_bound);
+  EXPECT_EQ(back.reference.bound.bound, bottleneck::launch_bound);
+  EXPECT_DOUBLE_EQ(back.candidate_side.achieved_flop_per_s.value(),
+                   r.candidate_side.achieved_flop_per_s.value());
+  EXPECT_DOUBLE_EQ(back.fusion_ratio.value(), 14.0);
+  ASSERT_EQ(back.reference.durations.size(), 14u);
+  EXPECT_DOUBLE_EQ(back.reference.durations[4].difference_pct, 25.0);
+  EXPECT_DOUBLE_EQ(back.reference.device_time_ns, 124'600);
+  EXPECT_EQ(back.candidate_side.cupti->memory.value().bytes, 262'144u);
+  EXPECT_TRUE(has_code(back.candidate_side.flags, "percentage_out_of_range"));
+  EXPECT_TRUE(has_code(back.flags, "caller_note"));
+  EXPECT_EQ(to_json(back), j) << "a restored report writes the same JSON";
+}
+
+TEST(ProfileReport, JsonOfAnotherSchemaIsRejected) {
+  auto j = to_json(make_report(reference_inputs(), candidate_inputs()));
+  j["schema"] = "kjudge.profile/0";
+  EXPECT_THROW((void)report_from_json(j), kj::error);
+  j["schema"] = "kjudge.profile/1";
+  j["sides"].erase("candidate");
+  EXPECT_THROW((void)report_from_json(j), kj::error);
+  EXPECT_THROW((void)report_from_json(nlohmann::json::array()), kj::error);
+}
+
+TEST(ProfileReport, RenderShowsTotalsSideBySideAndTopKernels) {
+  const auto r = make_report(reference_inputs(), candidate_inputs());
+  const std::string text = render_report(r, 3);
+  EXPECT_NE(text.find("14 / 14"), std::string::npos) << text;
+  EXPECT_NE(text.find("launch-bound"), std::string::npos);
+  EXPECT_NE(text.find("latency-bound"), std::string::npos);
+  EXPECT_NE(text.find("fusion ratio (reference / candidate launches, CUPTI): 14.00"),
+            std::string::npos);
+  EXPECT_NE(text.find("top 3 of 14 kernels"), std::string::npos);
+  EXPECT_NE(text.find("fused_kernel_opt"), std::string::npos);
+  EXPECT_NE(text.find("7.42 us"), std::string::npos);
+  EXPECT_NE(text.find("grid 128x1x1 block 256x1x1"), std::string::npos);
+  EXPECT_NE(text.find("SM SOL 17.1%"), std::string::npos);
+  EXPECT_NE(text.find("long_scoreboard 52.6%"), std::string::npos) << "6.0M of 11.4M stall cycles";
+  EXPECT_NE(text.find("[reference] duration_disagrees"), std::string::npos);
+  EXPECT_EQ(text.find("(int, float)"), std::string::npos) << "parameter lists dropped";
+}
+
+TEST(ProfileReport, ShortKernelNameKeepsTheTemplateHead) {
+  const std::string name =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>, "
+      "at::detail::Array<char*, 2> >(int, at::native::AbsFunctor<float>, "
+      "at::detail::Array<char*, 2>)";
+  EXPECT_EQ(detail::short_kernel_name(name, 200),
+            "at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>, "
+            "at::detail::Array<char*, 2> >");
+  const auto cut = detail::short_kernel_name(name, 60);
+  EXPECT_EQ(cut.size(), 60u);
+  EXPECT_EQ(cut.rfind("vectorized_elementwise_kernel<4, at::native::AbsFunctor", 0), 0u) << cut;
+  EXPECT_EQ(cut.substr(cut.size() - 4), "...>");
+  EXPECT_EQ(detail::short_kernel_name("at::native::reduce_kernel(int)", 20), "reduce_kernel");
+  EXPECT_EQ(detail::short_kernel_name("(anonymous namespace)::k(int)", 80),
+            "(anonymous namespace)::k");
+}
+
+TEST(ProfileReport, AgentSummaryQuotesStallsAsSharesAndBounds) {
+  const auto r = make_report(reference_inputs(), candidate_inputs());
+  const std::string s = agent_summary(r);
+  EXPECT_NE(s.find("share of stall cycles"), std::string::npos) << s;
+  EXPECT_NE(s.find("long_scoreboard 52.6%"), std::string::npos) << s;
+  EXPECT_EQ(s.find("% of time"), std::string::npos);
+  EXPECT_NE(s.find("reference: 124.60 us (device median), 14 kernels, launch-bound"),
+            std::string::npos);
+  EXPECT_NE(s.find("candidate: 8.70 us (device median), 1 kernel, latency-bound"),
+            std::string::npos);
+  EXPECT_NE(s.find("limited by registers (4 blocks/SM)"), std::string::npos) << s;
+  EXPECT_NE(s.find("long_scoreboard is 52.6% of stall cycles"), std::string::npos);
+  EXPECT_NE(s.find("achieved occupancy 14.2% is under 80% of the theoretical 50.0%"),
+            std::string::npos);
+  EXPECT_NE(s.find("fills 0.24 waves of 132 SMs"), std::string::npos);
+  EXPECT_NE(s.find("registers limit occupancy to 4 blocks/SM"), std::string::npos);
+  const auto lines = std::count(s.begin(), s.end(), '\n');
+  EXPECT_LE(lines, 40) << s;
+}
+
+TEST(ProfileReport, UncoalescedHintOnlyAboveFourSectorsPerRequest) {
+  const auto at = [](double sectors) {
+    auto cand = candidate_inputs();
+    cand.ncu_kernels[0].global_load_sectors = sectors;  // 20'000 requests
+    return agent_summary(make_report(reference_inputs(), cand));
+  };
+  EXPECT_EQ(at(80'000).find("uncoalesced"), std::string::npos) << "4.00 per request";
+  const std::string s = at(90'000);
+  EXPECT_NE(s.find("global loads touch 4.50 sectors per request"), std::string::npos) << s;
+  EXPECT_NE(s.find("uncoalesced"), std::string::npos);
+}
+
+TEST(ProfileReport, RegisterHintOnlyWhenRegistersAreTheLimiter) {
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].occupancy_limit_registers = 8;  // equal to the block-size limit
+  const std::string s = agent_summary(make_report(reference_inputs(), cand));
+  EXPECT_EQ(s.find("registers limit occupancy"), std::string::npos) << s;
+}
+
+TEST(ProfileReport, AgentSummaryDeltasAgainstABaseline) {
+  auto before_cand = candidate_inputs(8'700);
+  // The baseline candidate: 5 launches of the seed agent's design.
+  before_cand.cupti->launches = checked<launch_summary>::pass(launches(5, 9'200));
+  before_cand.ncu_kernels[0].dram_read_bytes = 428'960;
+  before_cand.ncu_kernels[0].stall_cycles["barrier"] = 9'000'000;
+  const auto baseline = make_report(reference_inputs(), before_cand);
+  const auto r = make_report(reference_inputs(), candidate_inputs(6'100));
+  const std::string s = agent_summary(r, &baseline);
+  EXPECT_NE(s.find("candidate device median 8.70 us → 6.10 us (-29.9%)"), std::string::npos) << s;
+  EXPECT_NE(s.find("candidate kernels 5 → 1 (-80.0%)"), std::string::npos);
+  EXPECT_NE(s.find("candidate DRAM bytes 691.10 kB → 591.10 kB (-14.5%)"), std::string::npos);
+  EXPECT_NE(s.find("bound unchanged: latency-bound"), std::string::npos);
+  EXPECT_NE(s.find("top stall (share of stall cycles) barrier"), std::string::npos);
+  const std::string worse = agent_summary(baseline, &r);
+  EXPECT_NE(worse.find("6.10 us → 8.70 us (+42.6%)"), std::string::npos) << worse;
+}
+
+TEST(ProfileReport, LaunchBoundCandidateGetsTheFusionHint) {
+  auto cand = candidate_inputs(40'000);  // 7.4 us of kernels in a 40 us forward
+  const std::string s = agent_summary(make_report(reference_inputs(), cand));
+  EXPECT_NE(s.find("launch-bound ("), std::string::npos) << s;
+  EXPECT_NE(s.find("fuse kernels"), std::string::npos);
+  EXPECT_EQ(agent_summary(make_report(reference_inputs(), candidate_inputs())).find("fuse kernels"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kj::profile
