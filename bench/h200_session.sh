@@ -3,32 +3,9 @@
 # then the measurements behind docs/benchmarks.md. Logs go to $OUT (tarred: the tool returns at
 # most 8 files); the last lines printed are a summary table.
 set -u
-OUT=${OUT:-/tmp/kjudge-out}
-mkdir -p "$OUT/logs"
-L=$OUT/logs
-export PYTHONUNBUFFERED=1 KJUDGE_CACHE_DIR=/tmp/kjcache
-PY=$(command -v python3)
-stamp() { date +%s.%N; }
-elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$(stamp)"; }
-finish() { tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs; rm -rf "$OUT/logs"; }
-trap finish EXIT
+source "$(dirname "$0")/session_lib.sh"
+build_kjudge
 
-nvidia-smi > $L/nvidia-smi.txt 2>&1
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >> $L/nvidia-smi.txt 2>&1
-t0=$(stamp)
-if ! { cmake -S . -B build -G Ninja -DKJ_PYTHON="$PY" -DCMAKE_CUDA_ARCHITECTURES=90 \
-         -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build -j16; } > $L/build.log 2>&1; then
-  echo "BUILD FAILED"; tail -40 $L/build.log; exit 1
-fi
-echo "build: $(elapsed $t0) s"
-
-eval_run() {  # name, then kjudge eval arguments
-  local name=$1; shift
-  local s=$(stamp)
-  build/kjudge eval "$@" --json $L/$name.json > $L/$name.txt 2>&1
-  local rc=$?
-  printf '%-28s rc=%d wall=%ss\n' "$name" $rc "$(elapsed $s)" | tee -a $L/summary.txt
-}
 P=problems/level2/quantvla_selective_layout_fusion.py
 eval_run fused_cold $P examples/quantvla/fused.cu
 eval_run fused_warm1 $P examples/quantvla/fused.cu
@@ -43,12 +20,26 @@ if [ "${KJ_SESSION_INLINE:-0}" = 1 ]; then
 fi
 eval_run vadd $PWD/problems/level1/vector_add_large.py examples/vector_add_large/naive.py
 eval_run softmax_triton problems/level1/softmax.py examples/softmax/triton_rowwise.py
+eval_run fused_verbose $P examples/quantvla/fused.cu -v
 cat $L/fused_warm1.txt
+python3 -X importtime -c "import torch" 2> $L/importtime.txt
+python3 -c "import time; t=time.time(); import torch; t1=time.time(); torch.zeros(1, device='cuda'); t2=time.time(); print('import', round(t1-t, 3), 'cuda init', round(t2-t1, 3))" > $L/torch_init.txt 2>&1
+cat $L/torch_init.txt
 
-python3 bench/do_bench_reference.py --result $L/fused_warm1.json --out $L/dobench_quantvla.json > $L/dobench_quantvla.txt 2>&1
-python3 bench/do_bench_reference.py --result $L/vadd.json --out $L/dobench_vadd.json > $L/dobench_vadd.txt 2>&1
-timeout 240 python3 bench/quantvla_native.py --skip-inline --out $L/quantvla_native.json > $L/quantvla_native.txt 2>&1
+timed specs build/kjudge specs --all --json $L/specs.json
+timed roofline_first build/kjudge roofline --refresh --json $L/roofline.json
+timed roofline_cached build/kjudge roofline
 (cd build && timeout 420 ctest -L gpu --output-on-failure -V --timeout 200) > $L/gpu_tests.log 2>&1
 echo "gpu tests rc=$?"
 grep -E "tests passed|tests failed|\(Failed\)|\(Skipped\)" $L/gpu_tests.log | tail -20
+if [ "${KJ_SESSION_NCU:-1}" = 1 ]; then
+  timeout 400 bash bench/ncu_capture.sh $L/ncu
+  python3 -c "import torch; torch.zeros(1, device='cuda'); print([l.split()[-1] for l in open('/proc/self/maps') if 'cupti' in l])" > $L/torch_cupti.txt 2>&1
+  ldd build/kjudge | grep -i cupti >> $L/torch_cupti.txt
+fi
+python3 bench/do_bench_reference.py --result $L/fused_warm1.json --out $L/dobench_quantvla.json > $L/dobench_quantvla.txt 2>&1
+python3 bench/do_bench_reference.py --result $L/vadd.json --out $L/dobench_vadd.json > $L/dobench_vadd.txt 2>&1
+if [ "${KJ_SESSION_NATIVE:-0}" = 1 ]; then
+  timeout 240 python3 bench/quantvla_native.py --skip-inline --out $L/quantvla_native.json > $L/quantvla_native.txt 2>&1
+fi
 python3 bench/summarize_session.py $L | tee $L/table.txt

@@ -1,7 +1,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -11,6 +14,8 @@
 #include <kjudge/core/exit_codes.hpp>
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/orchestrator.hpp>
+#include <kjudge/eval/profile_job.hpp>
+#include <kjudge/profile/report.hpp>
 #include <kjudge/python/interpreter.hpp>
 #include <kjudge/report/json_printer.hpp>
 #include <kjudge/report/terminal_printer.hpp>
@@ -21,8 +26,10 @@ namespace kj::app {
 
 namespace fs = std::filesystem;
 
-CLI::App* add_eval_command(CLI::App& app, eval_args& a) {
-  auto* cmd = app.add_subcommand("eval", "judge a candidate against a problem");
+namespace {
+
+/** The options `eval` and `profile` share. */
+void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
   cmd->add_option("problem", a.problem)->required();
   cmd->add_option("candidate", a.candidate)->required();
@@ -45,6 +52,26 @@ CLI::App* add_eval_command(CLI::App& app, eval_args& a) {
   cmd->add_option("--nvcc-flag", a.nvcc_flags)->allow_extra_args(false);
   cmd->add_flag("-v,--verbose", a.verbose);
   cmd->add_flag("-q,--quiet", a.quiet);
+  cmd->add_option("--baseline", a.baseline_path);
+  cmd->add_flag("--summary", a.summary_only);
+  cmd->add_flag("--no-counters", a.no_counters);
+  cmd->add_option("--ncu", a.ncu_path);
+  cmd->add_option("--ncu-cache-control", a.ncu_cache_control)
+      ->check(CLI::IsMember({"all", "none"}));
+}
+
+}  // namespace
+
+CLI::App* add_eval_command(CLI::App& app, eval_args& a) {
+  auto* cmd = app.add_subcommand("eval", "judge a candidate against a problem");
+  add_shared_options(cmd, a);
+  cmd->add_flag("--profile", a.profile);
+  return cmd;
+}
+
+CLI::App* add_profile_command(CLI::App& app, eval_args& a) {
+  auto* cmd = app.add_subcommand("profile", "counters for reference and candidate, side by side");
+  add_shared_options(cmd, a);
   return cmd;
 }
 
@@ -96,24 +123,78 @@ void check_json_path(const std::string& path) {
     KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
 }
 
+/** A saved profile to compare with: a kjudge.profile/1 document, or an eval result holding one. */
+std::optional<profile::profile_report> read_baseline(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path);
+  if (!in) KJ_THROW(error_kind::usage, "--baseline {}: cannot read the file", path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    KJ_THROW(error_kind::usage, "--baseline {}: not JSON ({})", path, e.what());
+  }
+  if (j.contains("profile")) j = j.at("profile");
+  if (j.is_null())
+    KJ_THROW(error_kind::usage, "--baseline {}: the result holds no profile (run with --profile)",
+             path);
+  return profile::report_from_json(j);
+}
+
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_eval(const eval_args& a) {
   check_json_path(a.json_path);
+  const auto baseline = read_baseline(a.baseline_path);
   const auto j = make_job(a);
   eval::run_options ro;
   ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   ro.echo_output = a.verbose;
-  const auto result = eval::evaluate(j, ro);
-  if (a.json_path != "-") {
+  auto result = eval::evaluate(j, ro);
+  const bool show = a.json_path != "-";
+  if (show && !a.summary_only) {
     if (a.quiet) {
       std::printf("%s\n", std::string(to_string(result.status)).c_str());
     } else {
       report::terminal_options to;
       to.verbose = a.verbose;
-      const auto text = report::render_terminal(result, to);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
+      print(report::render_terminal(result, to));
+    }
+  }
+  if (a.profile) {
+    eval::profile_options po;
+    po.collect_counters = !a.no_counters;
+    po.counters.ncu = a.ncu_path;
+    po.counters.cache_control = a.ncu_cache_control;
+    po.counters.timeout = ro.timeout;
+    po.counters.echo_output = a.verbose;
+    po.cache_root = j.cache_dir;
+    // Keep ncu's raw report (for fixtures and for reading it by hand), documented in docs/cli.md.
+    if (const char* keep = std::getenv("KJUDGE_NCU_KEEP"); keep != nullptr && *keep != '\0') {
+      po.counters.work_dir = keep;
+      fs::create_directories(po.counters.work_dir);
+    }
+    if (!a.quiet && show)
+      po.progress = [](std::string_view s) {
+        std::fprintf(stderr, "kjudge profile: %.*s\n", static_cast<int>(s.size()), s.data());
+      };
+    const auto started = std::chrono::steady_clock::now();
+    const auto rep = eval::profile_evaluation(j, result, po);
+    result.profile = profile::to_json(rep);
+    result.wall_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (show && !a.quiet) {
+      if (a.summary_only) {
+        print(profile::agent_summary(rep, baseline ? &*baseline : nullptr));
+      } else {
+        print("\n" + profile::render_report(rep));
+        if (baseline) print("\n" + profile::agent_summary(rep, &*baseline));
+      }
     }
   }
   if (!a.json_path.empty()) {
@@ -125,6 +206,11 @@ int run_eval(const eval_args& a) {
     }
   }
   return exit_code_for(result.status);
+}
+
+int run_profile(eval_args a) {
+  a.profile = true;
+  return run_eval(a);
 }
 
 }  // namespace kj::app

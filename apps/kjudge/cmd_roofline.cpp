@@ -11,7 +11,7 @@
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/roofline/cache.hpp>
 #include <kjudge/roofline/check.hpp>
-#include <kjudge/roofline/measure.hpp>
+#include <kjudge/roofline/obtain.hpp>
 #include <kjudge/roofline/report.hpp>
 
 #include "commands.hpp"
@@ -55,34 +55,18 @@ int run_roofline(const roofline_args& a) {
     if (a.device >= probe.device_count)
       KJ_THROW(error_kind::usage, "--device {}: there are {} CUDA devices", a.device,
                probe.device_count);
-    const auto d = cuda::query_device(a.device);
-    const auto root =
+    roofline::obtain_options o;
+    o.device = a.device;
+    o.repetitions = a.repetitions;
+    o.refresh = a.refresh;
+    o.cache_root =
         a.cache_dir.empty() ? compile::default_cache_dir() : std::filesystem::path(a.cache_dir);
-    const auto path = roofline::cache_path(root, d.uuid, d.driver_version);
-    std::string why;
-    std::optional<roofline::roofline_result> cached;
-    if (!a.refresh) cached = roofline::load_cached(path, d.uuid, d.driver_version, &why);
-    if (cached) {
-      result = std::move(*cached);
-      origin = "cached in " + path.string();
-    } else {
-      if (!a.refresh) std::fprintf(stderr, "kjudge roofline: %s; measuring\n", why.c_str());
-      roofline::measure_options o;
-      o.device = a.device;
-      o.repetitions = a.repetitions;
-      o.progress = [](std::string_view step) {
-        std::fprintf(stderr, "kjudge roofline: %.*s\n", static_cast<int>(step.size()), step.data());
-      };
-      result = roofline::measure_roofline(o);
-      origin = "measured now, cached in " + path.string();
-      try {
-        roofline::write_file_atomic(
-            path, roofline::to_document(result, roofline::check_roofline(result)).dump(2) + "\n");
-      } catch (const error& e) {
-        std::fprintf(stderr, "kjudge roofline: not cached: %s\n", e.message().c_str());
-        origin = "measured now (not cached)";
-      }
-    }
+    o.progress = [](std::string_view step) {
+      std::fprintf(stderr, "kjudge roofline: %.*s\n", static_cast<int>(step.size()), step.data());
+    };
+    auto got = roofline::obtain_roofline(o);
+    result = std::move(got.result);
+    origin = std::move(got.origin);
   }
   const auto checked = roofline::check_roofline(result);
   if (!a.json_path.empty()) {

@@ -26,7 +26,11 @@ int run_worker_command() {
   eval::event_writer events(eval::channel_fd);
   try {
     const auto j = eval::job_from_json(nlohmann::json::parse(text));
-    eval::run_worker(j, events);
+    eval::run_worker(j, events, [] {
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(0);  // see below
+    });
   } catch (const std::exception& e) {
     events.final(eval_status::internal_error, fmt::format("worker: {}", e.what()));
   }

@@ -31,12 +31,24 @@ struct eval_args {
   std::vector<std::string> nvcc_flags;
   bool verbose = false;
   bool quiet = false;
+  // Profiling (`eval --profile`, and always for `kjudge profile`).
+  bool profile = false;
+  std::string baseline_path;              ///< an earlier result (or profile) to show deltas against
+  bool summary_only = false;              ///< print the agent summary instead of the full report
+  bool no_counters = false;               ///< skip the Nsight Compute run
+  std::string ncu_path;                   ///< ncu to use (default: KJUDGE_NCU, PATH, usual folders)
+  std::string ncu_cache_control = "all";  ///< ncu --cache-control
 };
 
 /** Registers `eval`'s options (names as in docs/cli.md). */
 CLI::App* add_eval_command(CLI::App& app, eval_args& args);
 /** Runs an evaluation; returns the process exit code. */
 [[nodiscard]] int run_eval(const eval_args& args);
+
+/** Registers `profile`: eval's options plus the profile ones (docs/cli.md). */
+CLI::App* add_profile_command(CLI::App& app, eval_args& args);
+/** `kjudge profile`: evaluation, then counters; returns the process exit code. */
+[[nodiscard]] int run_profile(eval_args args);
 
 /** The hidden worker: reads a job on stdin, reports on fd 3. Returns the exit code. */
 [[nodiscard]] int run_worker_command();

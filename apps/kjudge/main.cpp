@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   auto* version_cmd = app.add_subcommand("version", "versions");
   kj::app::specs_args specs_args;
   auto* specs_cmd = kj::app::add_specs_command(app, specs_args);
+  kj::app::eval_args profile_args;
+  auto* profile_cmd = kj::app::add_profile_command(app, profile_args);
   kj::app::roofline_args roofline_args;
   auto* roofline_cmd = kj::app::add_roofline_command(app, roofline_args);
   try {
@@ -76,6 +78,7 @@ int main(int argc, char** argv) {
     if (version_cmd->parsed()) return kj::app::run_version();
     if (specs_cmd->parsed()) return kj::app::run_specs(specs_args);
     if (roofline_cmd->parsed()) return kj::app::run_roofline(roofline_args);
+    if (profile_cmd->parsed()) return kj::app::run_profile(profile_args);
   } catch (const kj::error& e) {
     std::fprintf(stderr, "kjudge: %s\n", e.message().c_str());
     return e.kind() == kj::error_kind::usage ? kj::exit_code::usage : kj::exit_code::internal_error;

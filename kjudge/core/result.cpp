@@ -95,6 +95,8 @@ void to_json(nlohmann::json& j, const eval_result& v) {
                       flags, worker, wall_s)
   j["provenance"] = v.prov;
   j["timing"] = v.timing ? nlohmann::json(*v.timing) : nlohmann::json();
+  j["launches"] = v.launches;
+  if (!v.profile.is_null()) j["profile"] = v.profile;
 }
 
 void from_json(const nlohmann::json& j, eval_result& v) {
@@ -107,6 +109,8 @@ void from_json(const nlohmann::json& j, eval_result& v) {
   get(j, "provenance", v.prov);
   if (auto it = j.find("timing"); it != j.end() && it->is_object())
     v.timing = it->get<measure::comparison>();
+  if (auto it = j.find("launches"); it != j.end()) v.launches = *it;
+  if (auto it = j.find("profile"); it != j.end()) v.profile = *it;
 }
 
 }  // namespace kj

@@ -153,6 +153,11 @@ struct eval_result {
   correctness_summary correctness;
   std::vector<trial_result> trials;
   std::optional<measure::comparison> timing;
+  /** CUPTI records of one cold-L2 forward per side ({"reference": ..., "candidate": ...,
+   *  "fusion_ratio": ...}; kjudge::profile's cupti_forward JSON); null when not recorded. */
+  nlohmann::json launches;
+  /** `kjudge eval --profile`: the kjudge.profile/1 report; null otherwise. */
+  nlohmann::json profile;
   std::vector<flag> flags;
   provenance prov;
   worker_info worker;

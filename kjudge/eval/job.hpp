@@ -44,7 +44,16 @@ struct job {
   std::string timing_preset_name = "agent";
   measure::timing_options timing_options;
   std::vector<std::string> nvcc_flags;
+  /** After timing, one cold-L2 forward per side under CUPTI (launches, durations, peak memory). */
+  bool record_launches = true;
+  /** For a run under Nsight Compute: no timing; after the trials each side runs twice unprofiled
+   *  (warm-up) and once inside an NVTX push/pop range named profile_range(side). */
+  bool profile_ranges = false;
 };
+
+/** The NVTX range around the profiled forward of a side ("kjudge_reference", "kjudge_candidate").
+ */
+[[nodiscard]] const char* profile_range(bool reference) noexcept;
 
 [[nodiscard]] nlohmann::json to_json(const job& j);
 /** Throws kj::error(protocol) on a wrong schema or missing fields. */

@@ -108,7 +108,9 @@ eval_result evaluate(const job& j, const run_options& options) {
   runner::spawn_options so;
   const fs::path exe =
       options.worker_executable.empty() ? runner::self_executable() : options.worker_executable;
-  so.argv = {exe.string(), "worker"};
+  so.argv = options.wrapper;
+  so.argv.push_back(exe.string());
+  so.argv.push_back("worker");
   so.stdin_data = to_json(j).dump();
   so.timeout = options.timeout;
   so.channel_fd = channel_fd;

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <kjudge/core/result.hpp>
 #include <kjudge/eval/job.hpp>
@@ -14,6 +16,9 @@ struct run_options {
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};  ///< whole evaluation, wall clock
   bool echo_output = false;  ///< stream the worker's stdout/stderr to ours as it runs
   std::filesystem::path worker_executable;  ///< empty: this executable (`kjudge worker`)
+  /** A command the worker runs under (a profiler: {"ncu", "--csv", ...}); empty: none. The worker
+   *  must keep the wrapper's stdin and the event channel (ncu passes both through). */
+  std::vector<std::string> wrapper;
 };
 
 /** Never throws for anything the candidate or problem does; throws kj::error only when the worker

@@ -82,6 +82,7 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
     if (auto it = e.find("trial"); it != e.end()) r.trials.push_back(it->get<trial_result>());
     if (auto it = e.find("timing"); it != e.end()) r.timing = it->get<measure::comparison>();
     if (auto it = e.find("timing_inputs"); it != e.end()) r.options["timing_inputs"] = *it;
+    if (auto it = e.find("launches"); it != e.end()) r.launches = *it;
     if (auto it = e.find("flag"); it != e.end()) {
       const auto f = it->get<flag>();
       r.add_flag(f.code, f.severity, f.message);

@@ -13,6 +13,8 @@
 #include <future>
 #include <optional>
 
+#include <nvtx3/nvToolsExt.h>
+
 #include <kjudge/check/compare.hpp>
 #include <kjudge/compile/nvcc.hpp>
 #include <kjudge/config.hpp>
@@ -20,8 +22,10 @@
 #include <kjudge/core/result.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
 #include <kjudge/cuda/probe.hpp>
+#include <kjudge/eval/forward_record.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
+#include <kjudge/profile/forward_json.hpp>
 #include <kjudge/python/bridge.hpp>
 
 namespace kj::eval {
@@ -63,6 +67,15 @@ output_check to_output_check(int index, const check::output_comparison& c) {
   o.message = c.message;
   return o;
 }
+
+/** Calls f (if any) when it goes out of scope: after run_worker's last event, before the
+ *  pipeline (Python, CUDA buffers) is destroyed. */
+struct finally_call {
+  const std::function<void()>& f;
+  ~finally_call() {
+    if (f) f();
+  }
+};
 
 class pipeline {
  public:
@@ -132,7 +145,11 @@ class pipeline {
 
     resolve_tolerance();
     if (!run_trials()) return;
-    if (m_job.timing) run_timing();
+    if (m_job.profile_ranges) {
+      run_profile_ranges();
+    } else if (m_job.timing) {
+      run_timing();
+    }
     if (!m_timing_failed.empty()) {
       m_events.final(eval_status::incorrect, m_timing_failed);
       return;
@@ -386,27 +403,7 @@ class pipeline {
                      {"bytes_per_set", set_bytes},
                      {"output_bytes", ti.output_bytes}}}});
 
-    auto reference = m_session->make_target(python::side::reference);
-    std::unique_ptr<measure::target> candidate;
-    std::vector<python::tensor_view> outputs;
-    if (m_job.kind == candidate_kind::python) {
-      candidate = m_session->make_target(python::side::candidate);
-    } else {
-      outputs = m_session->timing_native_outputs();
-      const auto params = m_session->parameters();
-      std::vector<std::unique_ptr<native::call_record>> calls;
-      for (std::size_t i = 0; i < sets; ++i) {
-        auto rec = std::make_unique<native::call_record>(m_session->timing_native_inputs(i), params,
-                                                         outputs, m_session->stream());
-        ensure_workspace(rec->shape_only());
-        calls.push_back(std::move(rec));
-      }
-      for (auto& rec : calls) rec->set_workspace(m_workspace->data(), m_workspace->size());
-      candidate = std::make_unique<native::native_target>(
-          *m_library, std::move(calls), [this](std::size_t sample) {
-            return m_session->timing_refresh(python::side::candidate, sample);
-          });
-    }
+    auto [reference, candidate] = make_targets(sets);
     measure::device_facts facts;
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
@@ -414,7 +411,7 @@ class pipeline {
     // Invariants first: a figure that fails one is sent as invalid, never as a number.
     const auto flags =
         check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
-    const std::string replay = check_timed_outputs(outputs);
+    const std::string replay = check_timed_outputs(m_native_outputs);
     if (!replay.empty()) {
       for (auto* f : {&cmp.candidate.device, &cmp.candidate.stream, &cmp.candidate.host_wall})
         if (f->valid) f->valid = false, f->note = "withheld: " + replay;
@@ -425,6 +422,89 @@ class pipeline {
     if (!replay.empty()) {
       m_events.flag("timing_outputs_differ", "error", replay);
       m_timing_failed = replay;
+      return;
+    }
+    if (m_job.record_launches && gpu) record_launches(*reference, *candidate, ti.output_bytes);
+  }
+
+  /** The timing targets of both sides over `sets` input sets (timing_setup first). */
+  std::pair<std::unique_ptr<measure::target>, std::unique_ptr<measure::target>> make_targets(
+      std::size_t sets) {
+    auto reference = m_session->make_target(python::side::reference);
+    if (m_job.kind == candidate_kind::python)
+      return {std::move(reference), m_session->make_target(python::side::candidate)};
+    m_native_outputs = m_session->timing_native_outputs();
+    const auto params = m_session->parameters();
+    std::vector<std::unique_ptr<native::call_record>> calls;
+    for (std::size_t i = 0; i < sets; ++i) {
+      auto rec = std::make_unique<native::call_record>(m_session->timing_native_inputs(i), params,
+                                                       m_native_outputs, m_session->stream());
+      ensure_workspace(rec->shape_only());
+      calls.push_back(std::move(rec));
+    }
+    for (auto& rec : calls) rec->set_workspace(m_workspace->data(), m_workspace->size());
+    auto candidate = std::make_unique<native::native_target>(
+        *m_library, std::move(calls), [this](std::size_t sample) {
+          return m_session->timing_refresh(python::side::candidate, sample);
+        });
+    return {std::move(reference), std::move(candidate)};
+  }
+
+  /** One cold-L2 forward per side under CUPTI; sends {"launches": ...} and the checks' flags. */
+  void record_launches(measure::target& reference, measure::target& candidate,
+                       std::uint64_t output_bytes) {
+    m_events.phase("launches");
+    profile::activity_collector collector;
+    forward_context ctx;
+    ctx.session = &*m_session;
+    ctx.stream = m_session->stream();
+    ctx.l2_bytes = m_device ? m_device->l2_bytes : 0;
+    ctx.output_bytes = output_bytes;
+    ctx.device_memory_bytes = m_device ? m_device->total_memory_bytes : 0;
+    std::string why;
+    const auto ref = record_forward(reference, ctx, collector, why);
+    if (m_job.kind == candidate_kind::native) ctx.output_bytes = 0;  // preallocated by kjudge
+    const auto cand = ref ? record_forward(candidate, ctx, collector, why) : std::nullopt;
+    if (!ref || !cand) {
+      m_events.flag("cupti_unavailable", "info",
+                    "launch counts, kernel durations and peak memory were not recorded: " + why);
+      return;
+    }
+    nlohmann::json out = {{"reference", profile::to_json(*ref)},
+                          {"candidate", profile::to_json(*cand)}};
+    if (ref->launches.ok() && cand->launches.ok())
+      out["fusion_ratio"] = profile::fusion_ratio(ref->launches.value().kernel_launches,
+                                                  cand->launches.value().kernel_launches);
+    m_events.send({{"launches", out}});
+    for (const auto& [side, f] : {std::pair{"reference", &*ref}, std::pair{"candidate", &*cand}}) {
+      for (const auto* flags : {&f->launches.flags(), &f->memory.flags()})
+        for (const auto& fl : *flags)
+          if (fl.code != profile::no_data_code)
+            m_events.flag(fl.code, fl.severity, fmt::format("{}: {}", side, fl.message));
+    }
+  }
+
+  /** Under Nsight Compute: each side twice unprofiled (warm-up: lazy loading, autotuning,
+   *  allocator growth), then once inside its NVTX range, which ncu's --nvtx-include selects. */
+  void run_profile_ranges() {
+    m_events.phase("profile_setup");
+    const auto ti = m_session->timing_setup(1, m_job.base_seed ^ 0x5eed, 1ull << 30);
+    auto [reference, candidate] = make_targets(ti.sets);
+    for (const bool is_ref : {true, false}) {
+      measure::target& t = is_ref ? *reference : *candidate;
+      m_events.phase(fmt::format("profile {}", is_ref ? "reference" : "candidate"));
+      if (!is_ref) m_candidate_ran = true;
+      for (int i = 0; i < 2; ++i) {
+        t.prepare(0);
+        t.run();
+        m_session->synchronize_candidate();
+      }
+      t.prepare(0);
+      m_session->synchronize_candidate();
+      nvtxRangePushA(profile_range(is_ref));
+      t.run();
+      m_session->synchronize_candidate();
+      nvtxRangePop();
     }
   }
 
@@ -474,12 +554,14 @@ class pipeline {
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
   bool m_candidate_ran = false;
   std::string m_timing_failed;  ///< why the post-timing output check failed, if it did
+  std::vector<python::tensor_view> m_native_outputs;  ///< native timing outputs (one set)
 };
 
 }  // namespace
 
-void run_worker(const job& j, event_writer& events) {
+void run_worker(const job& j, event_writer& events, const std::function<void()>& before_teardown) {
   pipeline p(j, events);
+  finally_call done{before_teardown};
   try {
     p.run();
   } catch (const kj::error& e) {

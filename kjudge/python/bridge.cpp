@@ -236,6 +236,14 @@ std::vector<tensor_view> session::trial_native_outputs() {
                       [&] { return to_views(m_impl->harness.attr("trial_native_outputs")()); });
 }
 
+allocator_memory session::allocator_stats(bool reset_peak) {
+  return m_impl->call("allocator statistics", [&] {
+    const py::tuple t = m_impl->harness.attr("allocator_memory")(reset_peak);
+    return allocator_memory{t[0].cast<std::uint64_t>(), t[1].cast<std::uint64_t>(),
+                            t[2].cast<std::uint64_t>()};
+  });
+}
+
 void session::synchronize_candidate() {
   m_impl->call("synchronize_candidate",
                [&] { return m_impl->harness.attr("synchronize_candidate")(); });

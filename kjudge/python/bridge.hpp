@@ -69,6 +69,13 @@ struct problem_tolerance {
 
 enum class side { reference, candidate };
 
+/** torch's caching-allocator statistics on the current device, bytes (all 0 on the CPU). */
+struct allocator_memory {
+  std::uint64_t allocated = 0;
+  std::uint64_t peak_allocated = 0;  ///< since the last reset
+  std::uint64_t reserved = 0;
+};
+
 class session {
  public:
   /** Starts the interpreter, imports torch and, for "cuda", initialises the device. */
@@ -107,6 +114,9 @@ class session {
    *  the reference's, filled with NaN (0x5A bytes for integer types). Valid until trial_finish. */
   [[nodiscard]] std::vector<tensor_view> trial_native_inputs();
   [[nodiscard]] std::vector<tensor_view> trial_native_outputs();
+  /** Allocator statistics; `reset_peak` resets the peak counter first (so the peak returned is
+   *  the current allocation, the baseline of the next forward). */
+  allocator_memory allocator_stats(bool reset_peak);
   /** Synchronises the device; a CUDA error here is the candidate's (kj::error(candidate)). */
   void synchronize_candidate();
   /** Copies both sides' outputs to host and reports inputs the candidate modified. Views are valid

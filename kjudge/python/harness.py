@@ -364,6 +364,17 @@ def trial_native_outputs():
     return [_describe(t, "output%d" % i) for i, t in enumerate(_trial["cand_out"])]
 
 
+def allocator_memory(reset_peak):
+    """(allocated, peak allocated since the last reset, reserved) bytes of torch's caching
+    allocator on the current device; zeros on the CPU. reset_peak: reset the peak first."""
+    if DEVICE != "cuda":
+        return (0, 0, 0)
+    if reset_peak:
+        torch.cuda.reset_peak_memory_stats()
+    return (torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated(),
+            torch.cuda.memory_reserved())
+
+
 def synchronize_candidate():
     try:
         synchronize()

@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <kjudge/core/error.hpp>
+#include <kjudge/profile/forward_json.hpp>
+
 namespace kj::report {
 
 namespace {
@@ -185,6 +188,61 @@ void print_timing(const eval_result& r, std::string& out) {
                      us(t.candidate.warmup_first_call_ms * 1e3));
 }
 
+std::string mib(double bytes) {
+  return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
+}
+
+/** "at::reduce_kernel<...>" for a demangled name: the function name and its template head. */
+std::string short_kernel_name(const std::string& name, std::size_t width = 48) {
+  std::string n = name;
+  if (n.starts_with("void ")) n = n.substr(5);
+  if (n.size() > width) n = n.substr(0, width - 3) + "...";
+  return n;
+}
+
+void print_launch_side(const char* side, const profile::cupti_forward& f, std::string& out) {
+  if (!f.launches.ok()) {
+    out += fmt::format("  {:<10} {}\n", side, f.launches.failure().message);
+    return;
+  }
+  const auto& l = f.launches.value();
+  std::string memory = f.memory.ok() ? "+" + mib(static_cast<double>(f.memory.value().bytes))
+                                     : "n/a (" + f.memory.failure().code + ")";
+  out += fmt::format(
+      "  {:<10} {:>4} kernel{} {:>3} memcpy {:>3} memset   kernels busy {} (sum {}), events {}   "
+      "peak memory {}\n",
+      side, l.kernel_launches, l.kernel_launches == 1 ? " " : "s", l.memcpy_count, l.memset_count,
+      us(l.kernel_busy_time.count() / 1e3), us(l.kernel_time_sum.count() / 1e3),
+      us(f.event_time_ns / 1e3), memory);
+  std::vector<const profile::timed_kernel*> top;
+  for (const auto& k : f.kernels) top.push_back(&k);
+  std::stable_sort(top.begin(), top.end(),
+                   [](const auto* a, const auto* b) { return a->duration_ns > b->duration_ns; });
+  for (std::size_t i = 0; i < std::min<std::size_t>(top.size(), 3); ++i)
+    out += fmt::format("  {:<10}   {:>10}  {}\n", "", us(top[i]->duration_ns / 1e3),
+                       short_kernel_name(top[i]->name));
+  if (top.size() > 3) out += fmt::format("  {:<10}   ({} more)\n", "", top.size() - 3);
+}
+
+/** CUPTI's view of one cold-L2 forward per side (eval_result::launches). */
+void print_launches(const eval_result& r, std::string& out) {
+  if (!r.launches.is_object()) return;
+  out += "\nlaunches  one cold-L2 forward per side, CUPTI device records\n";
+  for (const char* side : {"reference", "candidate"}) {
+    if (!r.launches.contains(side)) continue;
+    try {
+      print_launch_side(side, profile::cupti_forward_from_json(r.launches.at(side)), out);
+    } catch (const kj::error& e) {
+      out += fmt::format("  {:<10} unreadable record: {}\n", side, e.message());
+    }
+  }
+  if (auto it = r.launches.find("fusion_ratio"); it != r.launches.end()) {
+    if (it->contains("value") && it->at("value").is_number())
+      out += fmt::format("  fusion ratio {:.1f}x (reference launches / candidate launches)\n",
+                         it->at("value").get<double>());
+  }
+}
+
 void print_failure_detail(const eval_result& r, std::string& out, const terminal_options& o) {
   if (r.status == eval_status::compile_error && !r.build.log.empty()) {
     out += "\ncompiler output:\n";
@@ -217,6 +275,7 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
   print_header(r, out);
   print_trials(r, out);
   print_timing(r, out);
+  print_launches(r, out);
   if (!r.flags.empty()) {
     out += "\nflags\n";
     for (const auto& f : r.flags)

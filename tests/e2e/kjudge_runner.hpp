@@ -26,10 +26,11 @@ struct kjudge_run {
   nlohmann::json result;  // null when no JSON was written
 };
 
-/** `kjudge eval <problem> <candidate> <extra...> --json <tmp>`, paths relative to the repo. */
-inline kjudge_run run_eval(const std::string& problem, const std::string& candidate,
-                           std::vector<std::string> extra = {},
-                           std::chrono::seconds limit = std::chrono::seconds(240)) {
+/** `kjudge <command> <problem> <candidate> <extra...> --json <tmp>` (command: eval, profile);
+ *  relative paths are taken from the repository's root. */
+inline kjudge_run run_command(const std::string& command, const std::string& problem,
+                              const std::string& candidate, std::vector<std::string> extra = {},
+                              std::chrono::seconds limit = std::chrono::seconds(240)) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const auto json_path = std::filesystem::temp_directory_path() /
                          (std::string("kjudge_e2e_") + info->test_suite_name() + "_" +
@@ -37,7 +38,7 @@ inline kjudge_run run_eval(const std::string& problem, const std::string& candid
   std::filesystem::remove(json_path);
   runner::spawn_options o;
   o.argv = {KJ_KJUDGE_EXE,
-            "eval",
+            command,
             (source_dir() / problem).string(),
             (source_dir() / candidate).string(),
             "--json",
@@ -57,6 +58,13 @@ inline kjudge_run run_eval(const std::string& problem, const std::string& candid
     std::filesystem::remove(json_path);
   }
   return r;
+}
+
+/** `kjudge eval <problem> <candidate> <extra...> --json <tmp>`. */
+inline kjudge_run run_eval(const std::string& problem, const std::string& candidate,
+                           std::vector<std::string> extra = {},
+                           std::chrono::seconds limit = std::chrono::seconds(240)) {
+  return run_command("eval", problem, candidate, std::move(extra), limit);
 }
 
 /** Runs kjudge with raw arguments (help, usage errors). */

@@ -118,6 +118,10 @@ TEST(CuptiCollector, KernelOnAnUnjoinedSideStreamIsCaught) {
   activity_collector c;
   ASSERT_TRUE(c.available()) << c.unavailable_reason();
   cuda::event before, after;
+  // Load the spin kernel's module first (lazy loading): a first launch waits for it on the host
+  // after `before` is recorded, and the event time would then cover the side stream's kernel too.
+  ASSERT_EQ(test::launch_spin(spin_ns, timed_s.get()), cudaSuccess);
+  timed_s.synchronize();
   ASSERT_TRUE(c.start()) << c.unavailable_reason();
   const auto timed_id = c.stream_id(timed_s.get());
   const auto side_id = c.stream_id(side_s.get());
@@ -125,7 +129,9 @@ TEST(CuptiCollector, KernelOnAnUnjoinedSideStreamIsCaught) {
   EXPECT_NE(*timed_id, *side_id);
   before.record(timed_s.get());
   ASSERT_EQ(test::launch_spin(spin_ns, timed_s.get()), cudaSuccess);
-  ASSERT_EQ(test::launch_spin(20 * spin_ns, side_s.get()), cudaSuccess);  // 400 us, never joined
+  // 20 ms, never joined: it outlasts the timed region even when the region's first launch pays
+  // for CUPTI's instrumentation (about 2 ms on the H200).
+  ASSERT_EQ(test::launch_spin(1000 * spin_ns, side_s.get()), cudaSuccess);
   after.record(timed_s.get());
   after.synchronize();
   timed_forward t;

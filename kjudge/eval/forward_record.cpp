@@ -1,0 +1,101 @@
+#include <kjudge/eval/forward_record.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <kjudge/cuda/check.hpp>
+#include <kjudge/cuda/event.hpp>
+#include <kjudge/measure/l2_flush.hpp>
+
+namespace kj::eval {
+
+namespace {
+
+std::optional<std::uint64_t> device_free_bytes() {
+  std::size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return std::nullopt;
+  return free_bytes;
+}
+
+}  // namespace
+
+std::optional<profile::cupti_forward> record_forward(measure::target& t, const forward_context& ctx,
+                                                     profile::activity_collector& collector,
+                                                     std::string& why) {
+  if (!collector.available()) {
+    why = collector.unavailable_reason();
+    return std::nullopt;
+  }
+  const auto stream = static_cast<cudaStream_t>(ctx.stream);
+  t.prepare(0);
+  std::optional<measure::detail::l2_flusher> flusher;
+  if (ctx.l2_bytes > 0) {
+    flusher.emplace(ctx.l2_bytes);
+    flusher->flush(stream);
+  }
+  KJ_CUDA_CHECK(cudaDeviceSynchronize());
+
+  // A first launch under an active collector pays for CUPTI's instrumentation of each kernel
+  // (about 2 ms on the H200), which would land inside the events: one unrecorded region first.
+  if (!collector.start()) {
+    why = collector.unavailable_reason();
+    return std::nullopt;
+  }
+  t.run();
+  (void)collector.stop();
+  t.prepare(0);
+  if (flusher) flusher->flush(stream);
+  KJ_CUDA_CHECK(cudaDeviceSynchronize());
+
+  profile::memory_sample mem;
+  const auto before = ctx.session->allocator_stats(true);
+  mem.allocator_baseline_bytes = before.allocated;
+  mem.device_free_before_bytes = device_free_bytes();
+  mem.output_bytes = ctx.output_bytes;
+  mem.device_memory_bytes = ctx.device_memory_bytes;
+
+  cuda::event start, end;
+  if (!collector.start()) {
+    why = collector.unavailable_reason();
+    return std::nullopt;
+  }
+  const auto cupti_stream = collector.stream_id(static_cast<CUstream_st*>(ctx.stream));
+  start.record(stream);
+  t.run();
+  end.record(stream);
+  const bool complete = collector.stop();  // synchronises the device
+  mem.device_free_after_bytes = device_free_bytes();
+  const auto after = ctx.session->allocator_stats(false);
+  mem.allocator_peak_bytes = after.peak_allocated;
+  mem.allocator_reserved_growth_bytes =
+      after.reserved > before.reserved ? after.reserved - before.reserved : 0;
+
+  profile::cupti_forward f;
+  f.event_time_ns = nanoseconds(cuda::elapsed(start, end)).count();
+  const profile::activity_records records = collector.records();
+  std::vector<const profile::kernel_record*> order;
+  for (const auto& k : records.kernels) order.push_back(&k);
+  // Records arrive in delivery order; launch order is start order (untimed ones last).
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return (a->timed() ? a->start_ns : UINT64_MAX) < (b->timed() ? b->start_ns : UINT64_MAX);
+  });
+  for (const auto* k : order)
+    f.kernels.push_back({k->demangled_name.empty() ? k->name : k->demangled_name,
+                         k->duration().count(), k->grid, k->block, k->stream_id});
+  profile::timed_forward timing;
+  timing.cuda_candidate = ctx.cuda_side;
+  timing.event_time = nanoseconds(f.event_time_ns);
+  timing.timed_stream = cupti_stream;
+  f.launches = profile::checked_launches(records, timing);
+  if (!complete)
+    f.launches = profile::add_flag(
+        f.launches, {"cupti_incomplete", "warning",
+                     "CUPTI's records may be incomplete: " + collector.unavailable_reason()});
+  f.memory = profile::measure_peak_memory(mem);
+  return f;
+}
+
+}  // namespace kj::eval

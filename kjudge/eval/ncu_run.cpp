@@ -1,0 +1,207 @@
+#include <kjudge/eval/ncu_run.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/profile/ncu_csv.hpp>
+#include <kjudge/runner/process.hpp>
+
+namespace kj::eval {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool executable(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/** "2025.3.1.0" from `ncu --version`, or "" when it cannot be run. */
+std::string ncu_version(const fs::path& ncu) {
+  runner::spawn_options so;
+  so.argv = {ncu.string(), "--version"};
+  so.timeout = std::chrono::seconds(30);
+  const auto r = runner::run_process(so);
+  const auto at = r.output_tail.find("Version ");
+  if (!r.ok() || at == std::string::npos) return "";
+  const auto end = r.output_tail.find_first_of(" \n", at + 8);
+  return r.output_tail.substr(at + 8, end == std::string::npos ? end : end - at - 8);
+}
+
+/** Base metric names `ncu --query-metrics` lists for the device present; empty on failure. */
+std::set<std::string> queried_metrics(const fs::path& ncu) {
+  runner::spawn_options so;
+  so.argv = {ncu.string(), "--query-metrics"};
+  so.timeout = std::chrono::seconds(120);
+  so.output_tail_bytes = 8 << 20;
+  const auto r = runner::run_process(so);
+  std::set<std::string> names;
+  if (!r.ok()) return names;
+  std::istringstream lines(r.output_tail);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first;
+    if (words >> first && first.find("__") != std::string::npos) names.insert(first);
+  }
+  return names;
+}
+
+std::string join(const std::vector<std::string>& v, char sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : std::string(1, sep)) + s;
+  return out;
+}
+
+std::vector<std::string> wrapper_for(const fs::path& ncu, const std::vector<std::string>& metrics,
+                                     const fs::path& log, const std::string& cache_control) {
+  return {ncu.string(),
+          "--clock-control",
+          "none",
+          "--cache-control",
+          cache_control,
+          "--target-processes",
+          "application-only",
+          "--nvtx",
+          "--nvtx-include",
+          std::string(profile::ncu_reference_range) + "/",
+          "--nvtx-include",
+          std::string(profile::ncu_candidate_range) + "/",
+          "--csv",
+          "--page",
+          "raw",
+          "--print-units",
+          "base",
+          "--metrics",
+          join(metrics, ','),
+          "--log-file",
+          log.string()};
+}
+
+}  // namespace
+
+fs::path find_ncu() {
+  if (const char* env = std::getenv("KJUDGE_NCU"); env != nullptr && *env != '\0')
+    return executable(env) ? fs::path(env) : fs::path();
+  if (const char* path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty() && executable(fs::path(d) / "ncu")) return fs::path(d) / "ncu";
+  }
+  for (const char* p : {"/usr/local/cuda/bin/ncu", "/usr/local/cuda/nsight-compute/ncu"})
+    if (executable(p)) return p;
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/opt/nvidia/nsight-compute", ec))
+    if (executable(e.path() / "ncu")) found.push_back(e.path() / "ncu");
+  std::sort(found.begin(), found.end());
+  return found.empty() ? fs::path() : found.back();
+}
+
+std::string ncu_failure_reason(const std::string& log) {
+  if (log.find("ERR_NVGPUCTRPERM") != std::string::npos)
+    return "the user may not read the GPU's performance counters (ERR_NVGPUCTRPERM: the driver "
+           "restricts them to administrators; see NVreg_RestrictProfilingToAdminUsers)";
+  if (log.find("Failed to initialize the profiler") != std::string::npos ||
+      log.find("LibraryNotLoaded") != std::string::npos)
+    return "Nsight Compute could not initialise its profiler here (" +
+           runner::last_lines(
+               log.substr(log.find("==ERROR==") == std::string::npos ? 0 : log.find("==ERROR==")),
+               2) +
+           ")";
+  if (log.find("Failed to find metric") != std::string::npos ||
+      log.find("Failed to find metrics") != std::string::npos)
+    return "ncu does not know a requested metric on this GPU";
+  if (const auto at = log.find("==ERROR=="); at != std::string::npos)
+    return runner::last_lines(log.substr(at), 3);
+  return "";
+}
+
+counter_run collect_counters(job j, const counter_options& options) {
+  counter_run out;
+  out.source.clock_control = "none";
+  out.source.cache_control = options.cache_control;
+  const fs::path ncu = options.ncu.empty() ? find_ncu() : options.ncu;
+  if (ncu.empty()) {
+    out.source.unavailable_reason =
+        "Nsight Compute (ncu) was not found: set KJUDGE_NCU or put ncu on PATH";
+    return out;
+  }
+  const std::string version = ncu_version(ncu);
+  out.source.tool = "ncu " + (version.empty() ? std::string("(version unknown)") : version);
+
+  j.trials = 1;
+  j.stress = false;
+  j.timing = false;
+  j.record_launches = false;
+  j.profile_ranges = true;
+
+  fs::path dir = options.work_dir;
+  if (dir.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "kjudge-ncu-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      out.source.unavailable_reason = "could not create a temporary folder for ncu's report";
+      return out;
+    }
+    dir = tmpl;
+  }
+  const fs::path log = dir / "ncu-raw.csv";
+  std::vector<std::string> metrics = profile::ncu_metric_list();
+  run_options ro;
+  ro.timeout = options.timeout;
+  ro.echo_output = options.echo_output;
+
+  const auto start = std::chrono::steady_clock::now();
+  std::string text;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ro.wrapper = wrapper_for(ncu, metrics, log, options.cache_control);
+    out.worker = evaluate(j, ro);
+    text = read_text(log);
+    const std::string why = ncu_failure_reason(text + "\n" + out.worker.worker.output_tail);
+    if (attempt == 0 && why.find("requested metric") != std::string::npos) {
+      // Another architecture: keep the metrics this device has, and try once more.
+      const auto known = queried_metrics(ncu);
+      std::erase_if(
+          metrics, [&](const std::string& m) { return !known.contains(m.substr(0, m.find('.'))); });
+      continue;
+    }
+    if (!why.empty()) out.source.unavailable_reason = why;
+    break;
+  }
+  out.source.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.log_tail = runner::last_lines(text.substr(0, text.find("\"ID\",")), 10);
+  if (!out.source.unavailable_reason.empty()) return out;
+  try {
+    const auto report = profile::parse_ncu_raw_csv(text);
+    out.reference = profile::kernels_in_range(report, profile::ncu_reference_range);
+    out.candidate = profile::kernels_in_range(report, profile::ncu_candidate_range);
+    out.source.collected = !report.kernels.empty();
+    if (!out.source.collected)
+      out.source.unavailable_reason =
+          fmt::format("ncu profiled no kernel (the profiled worker ended: {})",
+                      out.worker.message.empty() ? out.worker.worker.outcome : out.worker.message);
+  } catch (const kj::error& e) {
+    out.source.unavailable_reason = "ncu's report could not be read: " + e.message();
+  }
+  if (options.work_dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  return out;
+}
+
+}  // namespace kj::eval

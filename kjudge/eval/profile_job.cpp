@@ -1,0 +1,101 @@
+#include <kjudge/eval/profile_job.hpp>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/device/datasheet.hpp>
+#include <kjudge/profile/forward_json.hpp>
+#include <kjudge/roofline/check.hpp>
+#include <kjudge/roofline/obtain.hpp>
+
+namespace kj::eval {
+
+namespace {
+
+/** The CUPTI record of one side from the evaluation, if it has one. */
+std::optional<profile::cupti_forward> cupti_side(const eval_result& r, const char* side) {
+  if (!r.launches.is_object() || !r.launches.contains(side)) return std::nullopt;
+  try {
+    return profile::cupti_forward_from_json(r.launches.at(side));
+  } catch (const kj::error&) {
+    return std::nullopt;
+  }
+}
+
+double device_median_ns(const eval_result& r, bool reference) {
+  if (!r.timing) return 0;
+  const auto& f = reference ? r.timing->reference.device : r.timing->candidate.device;
+  return f.valid ? f.summary.median * 1000.0 : 0;
+}
+
+struct roofs {
+  profile::ceilings c;
+  std::string source;
+  std::vector<flag> flags;
+};
+
+roofs ceilings_for(const eval_result& r, const profile_options& o) {
+  roofs out;
+  try {
+    roofline::obtain_options ro;
+    ro.cache_root = o.cache_root;
+    ro.progress = o.progress;
+    const auto got = roofline::obtain_roofline(ro);
+    const auto checked = roofline::check_roofline(got.result);
+    out.c = checked.ceilings;
+    out.source = "roofline " + got.origin;
+    if (checked.datasheet != nullptr) out.source += "; datasheet " + checked.datasheet->name;
+    for (const auto& f : checked.flags)
+      if (f.severity != profile::severity_info) out.flags.push_back(f);
+  } catch (const kj::error& e) {
+    out.source = "none";
+    out.flags.push_back({"no_ceilings", "warning",
+                         "the GPU's ceilings could not be measured (" + e.message() +
+                             "): throughput percentages and the roofline point are missing"});
+  }
+  (void)r;
+  return out;
+}
+
+}  // namespace
+
+bool profilable(const eval_result& r) noexcept {
+  return r.status == eval_status::correct || r.status == eval_status::incorrect;
+}
+
+profile::profile_report profile_evaluation(const job& j, const eval_result& r,
+                                           const profile_options& o) {
+  const auto say = [&](std::string_view s) {
+    if (o.progress) o.progress(s);
+  };
+  profile::side_inputs ref, cand;
+  ref.cupti = cupti_side(r, "reference");
+  cand.cupti = cupti_side(r, "candidate");
+  ref.device_time_ns = device_median_ns(r, true);
+  cand.device_time_ns = device_median_ns(r, false);
+  ref.cuda = cand.cuda = j.device == "cuda";
+
+  profile::counter_source source;
+  if (j.device != "cuda") {
+    source.unavailable_reason = "counters need a GPU (this evaluation ran on the CPU)";
+  } else if (!o.collect_counters) {
+    source.unavailable_reason = "not requested (--no-counters)";
+  } else if (!profilable(r)) {
+    source.unavailable_reason = fmt::format(
+        "not collected: the evaluation ended '{}' before the candidate could be profiled",
+        to_string(r.status));
+  } else {
+    say("running the forwards under Nsight Compute");
+    auto run = collect_counters(j, o.counters);
+    source = run.source;
+    ref.ncu_kernels = std::move(run.reference);
+    cand.ncu_kernels = std::move(run.candidate);
+  }
+  roofs c;
+  if (j.device == "cuda") c = ceilings_for(r, o);
+  auto report = profile::build_report(j.problem.string(), j.candidate.string(),
+                                      r.prov.gpu ? r.prov.gpu->name : std::string("cpu"), c.c,
+                                      c.source, source, ref, cand);
+  for (auto& f : c.flags) report.flags.push_back(std::move(f));
+  return report;
+}
+
+}  // namespace kj::eval

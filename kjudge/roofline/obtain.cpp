@@ -1,0 +1,38 @@
+#include <kjudge/roofline/obtain.hpp>
+
+#include <kjudge/core/error.hpp>
+#include <kjudge/cuda/probe.hpp>
+#include <kjudge/roofline/cache.hpp>
+#include <kjudge/roofline/check.hpp>
+#include <kjudge/roofline/measure.hpp>
+#include <kjudge/roofline/report.hpp>
+
+namespace kj::roofline {
+
+obtained obtain_roofline(const obtain_options& options) {
+  const auto say = [&](std::string_view s) {
+    if (options.progress) options.progress(s);
+  };
+  const auto d = cuda::query_device(options.device);
+  const auto path = cache_path(options.cache_root, d.uuid, d.driver_version);
+  std::string why;
+  if (!options.refresh) {
+    if (auto cached = load_cached(path, d.uuid, d.driver_version, &why))
+      return {std::move(*cached), "cached in " + path.string()};
+    say(why + "; measuring");
+  }
+  measure_options o;
+  o.device = options.device;
+  o.repetitions = options.repetitions;
+  o.progress = options.progress;
+  obtained out{measure_roofline(o), "measured now, cached in " + path.string()};
+  try {
+    write_file_atomic(path, to_document(out.result, check_roofline(out.result)).dump(2) + "\n");
+  } catch (const error& e) {
+    say("not cached: " + e.message());
+    out.origin = "measured now (not cached)";
+  }
+  return out;
+}
+
+}  // namespace kj::roofline
