@@ -141,7 +141,10 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
   d.global_load_sectors_per_request =
       per_request("global load", k.global_load_sectors, k.global_load_requests);
   d.global_store_sectors_per_request =
-      per_request("global store", k.global_store_sectors, k.global_store_requests);
+      k.global_store_requests <= 0
+          ? metric::missing("global store sectors per request: no requests")
+          : check_metric(k.global_store_sectors / k.global_store_requests,
+                         [](double v) { return check_store_sectors_per_request(v); });
 
   d.achieved_occupancy_pct =
       percentage("achieved occupancy", k.warps_active,

@@ -52,6 +52,15 @@ std::vector<flag> check_sectors_per_request(std::string_view what, double sector
                   what, sectors_per_request, min_sectors_per_request, max_sectors_per_request))};
 }
 
+std::vector<flag> check_store_sectors_per_request(double sectors_per_request) {
+  if (sectors_per_request >= 0 && sectors_per_request <= max_sectors_per_request) return {};
+  return {error_flag("sectors_per_request_out_of_range",
+                     fmt::format("global store sectors per request is {:.2f}, outside [0, {:.0f}]: "
+                                 "a warp's store touches at most 32 sectors (ratios added across "
+                                 "kernels?)",
+                                 sectors_per_request, max_sectors_per_request))};
+}
+
 std::vector<flag> check_bandwidth(std::string_view level, double achieved_bytes_per_s,
                                   const bandwidth_ceiling& ceiling) {
   std::vector<flag> out;

@@ -84,6 +84,15 @@ TEST(Invariant5SectorsPerRequest, SeedValueOf39_98IsFlagged) {
       has_code(check_sectors_per_request("global load", 0.5), "sectors_per_request_out_of_range"));
 }
 
+TEST(Invariant5SectorsPerRequest, StoresHaveOnlyTheUpperBound) {
+  // Recorded on the H200 (PyTorch's reduce_kernel in max_with_indices.py, 2026-11-30): ncu
+  // counted more global store requests than sectors written.
+  EXPECT_TRUE(check_store_sectors_per_request(0.99).empty());
+  EXPECT_TRUE(check_store_sectors_per_request(32.0).empty());
+  EXPECT_TRUE(has_code(check_store_sectors_per_request(33.0), "sectors_per_request_out_of_range"));
+  EXPECT_TRUE(has_code(check_store_sectors_per_request(-1.0), "sectors_per_request_out_of_range"));
+}
+
 // Invariant 6 -------------------------------------------------------------------------------
 
 const bandwidth_ceiling h200_dram{3.9 * tb, 4.8 * tb, 1ull << 30};
