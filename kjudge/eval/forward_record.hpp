@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include <kjudge/core/units.hpp>
 #include <kjudge/measure/target.hpp>
 #include <kjudge/profile/cupti_activity.hpp>
 #include <kjudge/profile/report.hpp>
@@ -27,6 +28,12 @@ struct forward_context {
   std::uint64_t device_memory_bytes = 0;
   bool cuda_side = true;  ///< the side claims to run on the GPU (invariant 11)
 };
+
+/** How long the recorded forward may take to be queued behind the blocking kernel. */
+inline constexpr milliseconds forward_block_timeout{1000.0};
+
+/** Removes the blocking kernel's own record (it is launched just before the region starts). */
+void drop_blocking_kernel(profile::activity_records& records);
 
 /** Runs `t` once (input set 0) under `collector`; nullopt with `why` set when CUPTI cannot
  *  collect. Throws what the target throws (a candidate failing here fails the evaluation as in

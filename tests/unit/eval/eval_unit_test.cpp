@@ -8,6 +8,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/jitter.hpp>
 #include <kjudge/core/result.hpp>
+#include <kjudge/eval/forward_record.hpp>
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/protocol.hpp>
 #include <kjudge/eval/timing_checks.hpp>
@@ -230,3 +231,24 @@ TEST(TimingChecks, EventAboveWallAndMethodMismatch) {
 
 }  // namespace
 }  // namespace kj
+
+namespace kj::eval {
+namespace {
+
+TEST(ForwardRecord, TheBlockingKernelIsNotCountedAsALaunch) {
+  profile::activity_records r;
+  profile::kernel_record blocking;
+  blocking.name = "_ZN2kj7measure6detail12_GLOBAL__N_115blocking_kernelEPVKiPViy";
+  blocking.demangled_name =
+      "kj::measure::detail::(anonymous namespace)::blocking_kernel(int const volatile*, int "
+      "volatile*, unsigned long long)";
+  profile::kernel_record user;
+  user.name = user.demangled_name = "void my_blocking_kernel(float*)";  // a candidate's own
+  r.kernels = {blocking, user};
+  drop_blocking_kernel(r);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels[0].name, "void my_blocking_kernel(float*)");
+}
+
+}  // namespace
+}  // namespace kj::eval
