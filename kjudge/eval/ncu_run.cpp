@@ -158,6 +158,14 @@ counter_run collect_counters(job j, const counter_options& options) {
     }
     dir = tmpl;
   }
+  // A temporary folder goes away on every return; a kept one (KJUDGE_NCU_KEEP) stays.
+  struct remove_temporary {
+    fs::path dir;
+    ~remove_temporary() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cleanup{options.work_dir.empty() ? dir : fs::path()};
   const fs::path log = dir / "ncu-raw.csv";
   std::vector<std::string> metrics = profile::ncu_metric_list();
   run_options ro;
@@ -196,10 +204,6 @@ counter_run collect_counters(job j, const counter_options& options) {
                       out.worker.message.empty() ? out.worker.worker.outcome : out.worker.message);
   } catch (const kj::error& e) {
     out.source.unavailable_reason = "ncu's report could not be read: " + e.message();
-  }
-  if (options.work_dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
   }
   return out;
 }

@@ -267,3 +267,23 @@ TEST(EvalCpu, HelpComesFromTheDocs) {
 
 }  // namespace
 }  // namespace kj::test
+
+namespace kj::test {
+namespace {
+
+TEST(ProfileCpu, WithoutAGpuTheProfileSaysWhyThereAreNoCounters) {
+  const auto r = run_command("profile", "problems/level2/quantvla_selective_layout_fusion.py",
+                             "examples/quantvla/naive.py", with({"--no-timing"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& p = r.result["profile"];
+  ASSERT_TRUE(p.is_object()) << r.output;
+  EXPECT_EQ(p["schema"], "kjudge.profile/1");
+  EXPECT_FALSE(p["counters"]["collected"].get<bool>());
+  EXPECT_NE(p["counters"]["unavailable_reason"].get<std::string>().find("CPU"), std::string::npos)
+      << p["counters"].dump();
+  EXPECT_NE(r.output.find("counters_unavailable"), std::string::npos) << r.output;
+  EXPECT_TRUE(r.result["launches"].is_null());
+}
+
+}  // namespace
+}  // namespace kj::test

@@ -10,6 +10,7 @@
 #include <kjudge/core/result.hpp>
 #include <kjudge/eval/forward_record.hpp>
 #include <kjudge/eval/job.hpp>
+#include <kjudge/eval/ncu_run.hpp>
 #include <kjudge/eval/protocol.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 
@@ -248,6 +249,42 @@ TEST(ForwardRecord, TheBlockingKernelIsNotCountedAsALaunch) {
   drop_blocking_kernel(r);
   ASSERT_EQ(r.kernels.size(), 1u);
   EXPECT_EQ(r.kernels[0].name, "void my_blocking_kernel(float*)");
+}
+
+}  // namespace
+}  // namespace kj::eval
+
+namespace kj::eval {
+namespace {
+
+TEST(NcuRun, FailureReasonsFromNcuLogs) {
+  // Lines as ncu prints them when counters are restricted or the profiler cannot start.
+  EXPECT_NE(ncu_failure_reason("==PROF== Connected to process 12\n==ERROR== ERR_NVGPUCTRPERM - The "
+                               "user does not have permission to access NVIDIA GPU Performance "
+                               "Counters on the target device 0.\n")
+                .find("performance counters"),
+            std::string::npos);
+  EXPECT_NE(ncu_failure_reason("==ERROR== Failed to initialize the profiler: LibraryNotLoaded\n")
+                .find("could not initialise"),
+            std::string::npos);
+  EXPECT_NE(ncu_failure_reason("==ERROR== Failed to find metric sm__foo.sum\n").find("metric"),
+            std::string::npos);
+  EXPECT_EQ(ncu_failure_reason("==PROF== Disconnected from process 12\n\"ID\",\"Process ID\"\n"),
+            "");
+}
+
+TEST(NcuRun, MissingNcuIsReportedNotThrown) {
+  job j;
+  j.problem = "p.py";
+  j.candidate = "c.py";
+  counter_options o;
+  o.ncu = "";
+  ::setenv("KJUDGE_NCU", "/nonexistent/ncu", 1);
+  const auto r = collect_counters(j, o);
+  ::unsetenv("KJUDGE_NCU");
+  EXPECT_FALSE(r.source.collected);
+  EXPECT_NE(r.source.unavailable_reason.find("not found"), std::string::npos)
+      << r.source.unavailable_reason;
 }
 
 }  // namespace
