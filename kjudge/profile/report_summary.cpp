@@ -26,6 +26,9 @@ constexpr double occupancy_gap_fraction = 0.8;
 constexpr double small_grid_waves = 1.0;
 /** Sectors per warp-wide global load when 32 lanes read consecutive 4-byte words. */
 constexpr double coalesced_sectors_per_request = 4.0;
+/** ... and consecutive 16-byte vectors, the widest per-lane load: above this no width explains it.
+ */
+constexpr double coalesced_vector_sectors_per_request = 16.0;
 /** Kernels and stall reasons listed per side. */
 constexpr std::size_t summary_kernels = 3;
 constexpr std::size_t summary_stalls = 3;
@@ -157,13 +160,22 @@ std::vector<std::string> hints(const side_profile& s) {
         "{}: grid of {} blocks fills {:.2f} waves of {} SMs: SM slots stay empty; more blocks "
         "(less work each) or more work per launch",
         kernel_name(top, 32), top.grid.count(), top.waves_per_sm, top.sm_count));
-  if (d.global_load_sectors_per_request.ok() &&
-      d.global_load_sectors_per_request.value() > coalesced_sectors_per_request)
-    out.push_back(fmt::format(
-        "global loads touch {:.2f} sectors per request (>{:.0f}; 4 for coalesced 4-byte loads, "
-        "8/16 for 8/16-byte vector loads): uncoalesced access; make a warp's lanes read "
-        "consecutive addresses",
-        d.global_load_sectors_per_request.value(), coalesced_sectors_per_request));
+  // The counters do not say how wide each lane's load was: above 16 sectors per request no
+  // width explains it; between 4 and 16 it is coalesced only if the lanes load vectors.
+  if (d.global_load_sectors_per_request.ok()) {
+    const double spr = d.global_load_sectors_per_request.value();
+    if (spr > coalesced_vector_sectors_per_request)
+      out.push_back(fmt::format(
+          "global loads touch {:.2f} sectors per request (>{:.0f}, more than even 16-byte vector "
+          "loads need): uncoalesced access; make a warp's lanes read consecutive addresses",
+          spr, coalesced_vector_sectors_per_request));
+    else if (spr > coalesced_sectors_per_request)
+      out.push_back(fmt::format(
+          "global loads touch {:.2f} sectors per request: coalesced only if each lane loads "
+          "{:.0f} bytes (vector loads); for 4-byte loads that is uncoalesced access (4 sectors "
+          "when a warp's lanes read consecutive words)",
+          spr, spr));  // a warp-wide request of s sectors moves 32 s bytes: s bytes per lane
+  }
   const auto limit_below = [&top](std::uint32_t limit) {
     for (auto other : {top.occupancy_limit_warps, top.occupancy_limit_blocks})
       if (other > 0 && limit >= other) return false;
