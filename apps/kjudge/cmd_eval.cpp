@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/exit_codes.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/orchestrator.hpp>
 #include <kjudge/eval/profile_job.hpp>
@@ -126,11 +126,11 @@ void check_json_path(const std::string& path) {
 /** A saved profile to compare with: a kjudge.profile/1 document, or an eval result holding one. */
 std::optional<profile::profile_report> read_baseline(const std::string& path) {
   if (path.empty()) return std::nullopt;
-  std::ifstream in(path);
-  if (!in) KJ_THROW(error_kind::usage, "--baseline {}: cannot read the file", path);
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const kj::error& e) {
+    KJ_THROW(error_kind::usage, "--baseline: {}", e.message());
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::usage, "--baseline {}: not JSON ({})", path, e.what());
   }

@@ -8,6 +8,7 @@
 #include <kjudge/compile/nvcc.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/exit_codes.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/roofline/cache.hpp>
 #include <kjudge/roofline/check.hpp>
@@ -70,12 +71,8 @@ int run_roofline(const roofline_args& a) {
   }
   const auto checked = roofline::check_roofline(result);
   if (!a.json_path.empty()) {
-    const std::string text = roofline::to_document(result, checked).dump(2) + "\n";
-    if (a.json_path == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      return 0;
-    }
-    roofline::write_file_atomic(a.json_path, text);
+    write_output(a.json_path, roofline::to_document(result, checked).dump(2) + "\n");
+    if (a.json_path == "-") return 0;
   }
   const std::string text = roofline::render_text(result, checked, origin);
   std::fwrite(text.data(), 1, text.size(), stdout);

@@ -4,9 +4,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/device/specs.hpp>
 
 #include "commands.hpp"
@@ -21,28 +21,6 @@ CLI::App* add_specs_command(CLI::App& app, specs_args& a) {
   return cmd;
 }
 
-namespace {
-
-void write_text(const std::string& text, const std::string& path) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  const auto tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) KJ_THROW(error_kind::io, "cannot write {}", tmp);
-    out << text;
-    if (!out.flush()) KJ_THROW(error_kind::io, "writing {} failed", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) KJ_THROW(error_kind::io, "cannot move {} to {}: {}", tmp, path, ec.message());
-}
-
-}  // namespace
-
 int run_specs(const specs_args& a) {
   const auto report = device::collect_specs();
   // Without a GPU the table is all there is to show, so it is shown (and written) as with --all.
@@ -51,7 +29,7 @@ int run_specs(const specs_args& a) {
     std::fprintf(stderr, "kjudge specs: no GPU (%s); showing the datasheet table only\n",
                  report.gpu_unavailable_reason.c_str());
   if (!a.json_path.empty())
-    write_text(device::to_json(report, with_table).dump(2) + "\n", a.json_path);
+    write_output(a.json_path, device::to_json(report, with_table).dump(2) + "\n");
   if (a.json_path == "-") return 0;
   std::string text = device::render_specs_text(report);
   if (with_table) text += device::render_datasheet_table();

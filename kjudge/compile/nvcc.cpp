@@ -1,6 +1,8 @@
 // build_native: one candidate .cu -> a cached shared library, built by nvcc in a child process.
 #include <kjudge/compile/nvcc.hpp>
 #include <kjudge/config.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/core/sha256.hpp>
 #include <kjudge/runner/process.hpp>
 
@@ -39,60 +41,27 @@ constexpr std::string_view k_cache_version = "kjudge-native-cache-v1";
   return value != nullptr ? std::string(value) : std::string();
 }
 
-[[nodiscard]] bool is_executable_file(const fs::path& path) {
-  std::error_code ec;
-  return !path.empty() && fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
-}
-
-/** Reads a whole file; on failure returns false and sets `why`. */
+/** kj::read_file that reports failure through `why` (a missing cache entry is not an error). */
 [[nodiscard]] bool read_file(const fs::path& path, std::string& out, std::string& why) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    why = std::error_code(errno, std::generic_category()).message();
+  try {
+    out = kj::read_file(path);
+    return true;
+  } catch (const kj::error& e) {
+    why = e.message();
     return false;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    why = "read error";
-    return false;
-  }
-  out = std::move(buffer).str();
-  return true;
 }
 
-/** A name no other thread or process building into the same directory uses at the same time. */
-[[nodiscard]] std::string unique_suffix() {
-  static std::atomic<unsigned> counter{0};
-  return fmt::format("tmp.{}.{}.{}", ::getpid(),
-                     std::hash<std::thread::id>{}(std::this_thread::get_id()),
-                     counter.fetch_add(1));
-}
-
-/** Writes `content` to dir/name through a temporary file and rename(), so readers see all or none.
- */
+/** kj::write_file_atomic of dir/name, reporting failure through `why`. */
 [[nodiscard]] bool write_file_atomic(const fs::path& dir, const std::string& name,
                                      std::string_view content, std::string& why) {
-  const fs::path tmp = dir / (name + "." + unique_suffix());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) {
-      why = fmt::format("cannot write {}", tmp.string());
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, dir / name, ec);
-  if (ec) {
-    why = fmt::format("cannot rename {} into place: {}", tmp.string(), ec.message());
-    fs::remove(tmp, ec);
+  try {
+    kj::write_file_atomic(dir / name, content);
+    return true;
+  } catch (const kj::error& e) {
+    why = e.message();
     return false;
   }
-  return true;
 }
 
 /** "90", "90a", "100f": digits, then at most one lowercase letter. */
@@ -193,20 +162,10 @@ fs::path find_nvcc() {
     return explicit_path;  // the user's explicit choice; if it is wrong the build says so
   if (std::string cuda_home = env_or_empty("CUDA_HOME"); !cuda_home.empty()) {
     fs::path candidate = fs::path(cuda_home) / "bin" / "nvcc";
-    if (is_executable_file(candidate)) return candidate;
+    if (runner::is_executable_file(candidate)) return candidate;
   }
-  std::string_view path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
-  while (!path.empty()) {
-    const std::size_t colon = path.find(':');
-    const std::string_view dir = path.substr(0, colon);
-    if (!dir.empty()) {
-      fs::path candidate = fs::path(dir) / "nvcc";
-      if (is_executable_file(candidate)) return candidate;
-    }
-    if (colon == std::string_view::npos) break;
-    path.remove_prefix(colon + 1);
-  }
-  if (fs::path configured = KJ_NVCC_PATH; is_executable_file(configured)) return configured;
+  if (fs::path on_path = runner::find_on_path("nvcc"); !on_path.empty()) return on_path;
+  if (fs::path configured = KJ_NVCC_PATH; runner::is_executable_file(configured)) return configured;
   return {};
 }
 
@@ -288,7 +247,7 @@ build_result build_native(const nvcc_request& request) {
     out.error = fmt::format("cannot create cache directory {}: {}", entry.string(), ec.message());
     return out;
   }
-  const fs::path tmp_library = entry / ("candidate.so." + unique_suffix());
+  const fs::path tmp_library = entry / ("candidate.so." + kj::unique_temp_suffix());
   runner::spawn_options options;
   options.argv = make_command(nvcc, request, tmp_library);
   options.timeout = request.timeout;

@@ -134,10 +134,6 @@ job job_from_json(const nlohmann::json& in) {
   }
 }
 
-const char* profile_range(bool reference) noexcept {
-  return reference ? "kjudge_reference" : "kjudge_candidate";
-}
-
 std::uint64_t trial_seed(std::uint64_t base_seed, int i) noexcept {
   return mix64(base_seed * 0x100000001b3ULL + static_cast<std::uint64_t>(i) + 1) & 0xffffffffULL;
 }

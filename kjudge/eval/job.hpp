@@ -47,13 +47,10 @@ struct job {
   /** After timing, one cold-L2 forward per side under CUPTI (launches, durations, peak memory). */
   bool record_launches = true;
   /** For a run under Nsight Compute: no timing; after the trials each side runs twice unprofiled
-   *  (warm-up) and once inside an NVTX push/pop range named profile_range(side). */
+   *  (warm-up) and once inside an NVTX push/pop range (profile::ncu_reference_range,
+   *  ncu_candidate_range), which ncu selects. */
   bool profile_ranges = false;
 };
-
-/** The NVTX range around the profiled forward of a side ("kjudge_reference", "kjudge_candidate").
- */
-[[nodiscard]] const char* profile_range(bool reference) noexcept;
 
 [[nodiscard]] nlohmann::json to_json(const job& j);
 /** Throws kj::error(protocol) on a wrong schema or missing fields. */

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/runner/process.hpp>
 
@@ -17,18 +17,6 @@ namespace kj::eval {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool executable(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /** "2025.3.1.0" from `ncu --version`, or "" when it cannot be run. */
 std::string ncu_version(const fs::path& ncu) {
@@ -95,18 +83,14 @@ std::vector<std::string> wrapper_for(const fs::path& ncu, const std::vector<std:
 
 fs::path find_ncu() {
   if (const char* env = std::getenv("KJUDGE_NCU"); env != nullptr && *env != '\0')
-    return executable(env) ? fs::path(env) : fs::path();
-  if (const char* path = std::getenv("PATH")) {
-    std::istringstream dirs(path);
-    for (std::string d; std::getline(dirs, d, ':');)
-      if (!d.empty() && executable(fs::path(d) / "ncu")) return fs::path(d) / "ncu";
-  }
+    return runner::is_executable_file(env) ? fs::path(env) : fs::path();
+  if (fs::path on_path = runner::find_on_path("ncu"); !on_path.empty()) return on_path;
   for (const char* p : {"/usr/local/cuda/bin/ncu", "/usr/local/cuda/nsight-compute/ncu"})
-    if (executable(p)) return p;
+    if (runner::is_executable_file(p)) return p;
   std::vector<fs::path> found;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/opt/nvidia/nsight-compute", ec))
-    if (executable(e.path() / "ncu")) found.push_back(e.path() / "ncu");
+    if (runner::is_executable_file(e.path() / "ncu")) found.push_back(e.path() / "ncu");
   std::sort(found.begin(), found.end());
   return found.empty() ? fs::path() : found.back();
 }
@@ -177,7 +161,8 @@ counter_run collect_counters(job j, const counter_options& options) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     ro.wrapper = wrapper_for(ncu, metrics, log, options.cache_control);
     out.worker = evaluate(j, ro);
-    text = read_text(log);
+    std::error_code ec;
+    text = fs::exists(log, ec) ? read_file(log) : std::string();
     const std::string why = ncu_failure_reason(text + "\n" + out.worker.worker.output_tail);
     if (attempt == 0 && why.find("requested metric") != std::string::npos) {
       // Another architecture: keep the metrics this device has, and try once more.

@@ -26,6 +26,7 @@
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
 #include <kjudge/profile/forward_json.hpp>
+#include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/python/bridge.hpp>
 
 namespace kj::eval {
@@ -501,7 +502,8 @@ class pipeline {
       }
       t.prepare(0);
       m_session->synchronize_candidate();
-      nvtxRangePushA(profile_range(is_ref));
+      const std::string range(is_ref ? profile::ncu_reference_range : profile::ncu_candidate_range);
+      nvtxRangePushA(range.c_str());
       t.run();
       m_session->synchronize_candidate();
       nvtxRangePop();

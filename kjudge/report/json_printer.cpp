@@ -1,10 +1,7 @@
 #include <kjudge/report/json_printer.hpp>
 
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 
 namespace kj::report {
 
@@ -13,32 +10,14 @@ std::string render_json(const eval_result& r) {
 }
 
 void write_json(const eval_result& r, const std::filesystem::path& path) {
-  const std::string text = render_json(r);
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) KJ_THROW(error_kind::io, "cannot write {}", tmp);
-    out << text;
-    if (!out.flush()) KJ_THROW(error_kind::io, "writing {} failed", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) KJ_THROW(error_kind::io, "cannot move {} to {}: {}", tmp, path.string(), ec.message());
+  write_output(path, render_json(r));
 }
 
 eval_result read_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) KJ_THROW(error_kind::io, "cannot read {}", path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_file(path);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::protocol, "{} is not JSON: {}", path.string(), e.what());
   }

@@ -1,12 +1,7 @@
 #include <kjudge/roofline/cache.hpp>
 
-#include <fstream>
-#include <sstream>
-#include <system_error>
-
-#include <unistd.h>
-
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 
 namespace kj::roofline {
 
@@ -25,11 +20,7 @@ fs::path cache_path(const fs::path& cache_root, std::string_view uuid, int drive
 }
 
 roofline_result read_result(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) KJ_THROW(error_kind::io, "cannot read {}", path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  const auto j = nlohmann::json::parse(read_file(path), nullptr, false);
   if (j.is_discarded()) KJ_THROW(error_kind::protocol, "{} is not JSON", path.string());
   roofline_result r;
   try {
@@ -60,26 +51,6 @@ std::optional<roofline_result> load_cached(const fs::path& path, std::string_vie
   } catch (const error& e) {
     say("the cached result is unusable: " + e.message());
     return std::nullopt;
-  }
-}
-
-void write_file_atomic(const fs::path& path, std::string_view text) {
-  std::error_code ec;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  if (ec)
-    KJ_THROW(error_kind::io, "cannot create {}: {}", path.parent_path().string(), ec.message());
-  // The process id keeps two concurrent writers (two `kjudge roofline --refresh`) apart.
-  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) KJ_THROW(error_kind::io, "cannot write {}", tmp.string());
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (!out.flush()) KJ_THROW(error_kind::io, "writing {} failed", tmp.string());
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    KJ_THROW(error_kind::io, "cannot move {} to {}", tmp.string(), path.string());
   }
 }
 

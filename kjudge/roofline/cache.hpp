@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include <kjudge/core/file_io.hpp>  // write_file_atomic, for the cache and --json files
 #include <kjudge/roofline/result.hpp>
 
 namespace kj::roofline {
@@ -28,8 +29,5 @@ namespace kj::roofline {
 [[nodiscard]] std::optional<roofline_result> load_cached(const std::filesystem::path& path,
                                                          std::string_view uuid, int driver_version,
                                                          std::string* why = nullptr);
-
-/** Writes `text` to `path` atomically, creating parent folders. Throws kj::error(io). */
-void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace kj::roofline

@@ -127,9 +127,7 @@ class sigpipe_guard {
     std::string dir(search_path.substr(begin, end - begin));
     if (dir.empty()) dir = ".";
     std::string candidate = dir + "/" + name;
-    std::error_code ec;
-    if (::access(candidate.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(candidate, ec))
-      return candidate;
+    if (is_executable_file(candidate)) return candidate;
     begin = end + 1;
   }
   return {};
@@ -488,6 +486,18 @@ process_result run_process(const spawn_options& options) {
     result.signal = WTERMSIG(status);
   }
   return result;
+}
+
+bool is_executable_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::is_regular_file(path, ec) &&
+         ::access(path.c_str(), X_OK) == 0;
+}
+
+std::filesystem::path find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr || *path == '\0') return {};
+  return resolve_program(name, path);
 }
 
 }  // namespace kj::runner

@@ -60,6 +60,12 @@ struct process_result {
  *  writing stdin. */
 [[nodiscard]] process_result run_process(const spawn_options& options);
 
+/** A regular file this process may execute. */
+[[nodiscard]] bool is_executable_file(const std::filesystem::path& path);
+/** The first executable `name` in the folders of $PATH, as exec would find it; empty when none
+ *  (or PATH is unset). */
+[[nodiscard]] std::filesystem::path find_on_path(const std::string& name);
+
 /** The path of the running executable (/proc/self/exe). */
 [[nodiscard]] std::filesystem::path self_executable();
 

@@ -1,0 +1,29 @@
+#pragma once
+/** @file Whole-file reads and all-or-nothing writes, for every file kjudge keeps (results, the
+ *  build and roofline caches, ncu's reports). */
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace kj {
+
+/** The whole file as bytes. Throws kj::error(io) naming the file and the reason. */
+[[nodiscard]] std::string read_file(const std::filesystem::path& path);
+
+/** "tmp.<pid>.<thread>.<n>": a suffix no other process or thread of this one uses, for files
+ *  moved into place with rename() (write_file_atomic, the build cache's libraries). */
+[[nodiscard]] std::string unique_temp_suffix();
+
+/** Writes `text` to `path` through a temporary file in the same folder and rename(), so readers
+ *  see the old file or the new one, never half of it; creates missing parent folders. The
+ *  temporary name carries the process, the thread and a counter, so concurrent writers (two
+ *  builds into one cache entry, two `kjudge roofline --refresh`) never share one. Throws
+ *  kj::error(io); the temporary file is removed on failure. */
+void write_file_atomic(const std::filesystem::path& path, std::string_view text);
+
+/** An output the user named (`--json <path>`): "-" is standard output, anything else a file
+ *  written with write_file_atomic. Throws kj::error(io). */
+void write_output(const std::filesystem::path& path, std::string_view text);
+
+}  // namespace kj
