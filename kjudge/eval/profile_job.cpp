@@ -1,10 +1,13 @@
 #include <kjudge/eval/profile_job.hpp>
 
+#include <unistd.h>
+
 #include <kjudge/core/error.hpp>
 #include <kjudge/device/datasheet.hpp>
 #include <kjudge/profile/forward_json.hpp>
+#include <kjudge/roofline/cache.hpp>
 #include <kjudge/roofline/check.hpp>
-#include <kjudge/roofline/obtain.hpp>
+#include <kjudge/runner/process.hpp>
 
 namespace kj::eval {
 
@@ -32,26 +35,46 @@ struct roofs {
   std::vector<flag> flags;
 };
 
-roofs ceilings_for(const eval_result& r, const profile_options& o) {
+/** The ceilings from `kjudge roofline` run as a child (the cached result, measured when there is
+ *  none), so the orchestrator itself never loads CUDA or cuBLAS; checked here (pure). */
+roofs ceilings_for(const profile_options& o) {
   roofs out;
+  const auto fail = [&out](const std::string& why) {
+    out.source = "none";
+    out.flags.push_back({"no_ceilings", "warning",
+                         "the GPU's ceilings could not be obtained (" + why +
+                             "): throughput percentages and the roofline point are missing"});
+    return out;
+  };
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kjudge-roofline-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) return fail("no temporary folder");
+  const std::filesystem::path dir = tmpl;
+  runner::spawn_options so;
+  so.argv = {runner::self_executable().string(),
+             "roofline",
+             "--cache-dir",
+             o.cache_root.string(),
+             "--json",
+             (dir / "roofline.json").string()};
+  so.timeout = std::chrono::minutes(5);
+  const auto p = runner::run_process(so);
   try {
-    roofline::obtain_options ro;
-    ro.cache_root = o.cache_root;
-    ro.progress = o.progress;
-    const auto got = roofline::obtain_roofline(ro);
-    const auto checked = roofline::check_roofline(got.result);
+    if (!p.ok())
+      return fail(fmt::format("kjudge roofline {}: {}", p.describe(),
+                              runner::last_lines(p.output_tail, 2)));
+    const auto result = roofline::read_result(dir / "roofline.json");
+    const auto checked = roofline::check_roofline(result);
     out.c = checked.ceilings;
-    out.source = "roofline " + got.origin;
+    out.source =
+        fmt::format("kjudge roofline, {} measured {}", result.gpu.name, result.measured_at_utc);
     if (checked.datasheet != nullptr) out.source += "; datasheet " + checked.datasheet->name;
     for (const auto& f : checked.flags)
       if (f.severity != profile::severity_info) out.flags.push_back(f);
   } catch (const kj::error& e) {
-    out.source = "none";
-    out.flags.push_back({"no_ceilings", "warning",
-                         "the GPU's ceilings could not be measured (" + e.message() +
-                             "): throughput percentages and the roofline point are missing"});
+    fail(e.message());
   }
-  (void)r;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
   return out;
 }
 
@@ -90,7 +113,10 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
     cand.ncu_kernels = std::move(run.candidate);
   }
   roofs c;
-  if (j.device == "cuda") c = ceilings_for(r, o);
+  if (j.device == "cuda") {
+    say("ceilings from kjudge roofline");
+    c = ceilings_for(o);
+  }
   auto report = profile::build_report(j.problem.string(), j.candidate.string(),
                                       r.prov.gpu ? r.prov.gpu->name : std::string("cpu"), c.c,
                                       c.source, source, ref, cand);

@@ -123,9 +123,25 @@ bool launch_gaps_dominate(nanoseconds kernel_time_sum, nanoseconds forward_devic
   return kernel_time_sum.count() < launch_bound_busy_fraction * forward_device_time.count();
 }
 
+void withhold_timed(derived_metrics& d, const checked<double>& broken) {
+  d.duration_ns = broken;
+  for (metric* m : {&d.dram_bytes_per_s, &d.l2_bytes_per_s, &d.l1_bytes_per_s,
+                    &d.dram_throughput_pct, &d.l2_throughput_pct, &d.l1_throughput_pct,
+                    &d.memory_throughput_pct, &d.compute_throughput_pct})
+    *m = broken;
+  for (auto& m : d.flop_per_s) m = broken;
+  for (auto& m : d.flop_throughput_pct) m = broken;
+  d.bound = {bottleneck::unknown,
+             fmt::format("no class from a broken time: {}", broken.failure().message)};
+}
+
 derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
   derived_metrics d;
   const double t = k.duration_ns;
+  d.duration_ns =
+      t > 0 ? check_metric(
+                  t, [&k](double v) { return check_kernel_time(k.display_name(), nanoseconds(v)); })
+            : metric::missing("no kernel duration");
   d.dram_bytes_per_s = bandwidth("DRAM", k.dram_bytes(), t, c.dram);
   d.l2_bytes_per_s = bandwidth("L2", k.l2_sectors * sector_bytes, t, c.l2);
   d.l1_bytes_per_s = bandwidth("L1/shared", k.l1_sectors * sector_bytes, t, c.l1);
@@ -174,13 +190,13 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
   d.dram_throughput_pct = throughput_pct("DRAM throughput", d.dram_bytes_per_s, c.dram.roof());
   d.l2_throughput_pct = throughput_pct("L2 throughput", d.l2_bytes_per_s, c.l2.roof());
   d.l1_throughput_pct = throughput_pct("L1/shared throughput", d.l1_bytes_per_s, c.l1.roof());
-  const metric ncu_memory = optional_pct("memory SOL", k.memory_throughput_pct);
-  const metric ncu_sm = optional_pct("SM SOL", k.sm_throughput_pct);
-  d.memory_throughput_pct =
-      largest("memory throughput",
-              {&d.dram_throughput_pct, &d.l2_throughput_pct, &d.l1_throughput_pct, &ncu_memory});
+  d.memory_sol_pct = optional_pct("memory SOL", k.memory_throughput_pct);
+  d.sm_sol_pct = optional_pct("SM SOL", k.sm_throughput_pct);
+  d.memory_throughput_pct = largest(
+      "memory throughput",
+      {&d.dram_throughput_pct, &d.l2_throughput_pct, &d.l1_throughput_pct, &d.memory_sol_pct});
   // A type without a roof is missing and left out; a type that failed its check fails the whole.
-  std::vector<const metric*> compute_parts{&ncu_sm};
+  std::vector<const metric*> compute_parts{&d.sm_sol_pct};
   for (const auto& p : d.flop_throughput_pct) compute_parts.push_back(&p);
   d.compute_throughput_pct = largest("compute throughput", compute_parts);
 
@@ -198,6 +214,7 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
         checked<std::map<std::string, double>>::missing("no issued instructions recorded");
 
   d.bound = classify(d.compute_throughput_pct, d.memory_throughput_pct);
+  if (!d.duration_ns.ok() && !d.duration_ns.is_missing()) withhold_timed(d, d.duration_ns);
   return d;
 }
 
@@ -212,10 +229,10 @@ std::vector<flag> derived_metrics::flags() const {
       if (!seen) out.push_back(f);
     }
   };
-  for (const auto* m :
-       {&dram_bytes_per_s, &l2_bytes_per_s, &l1_bytes_per_s, &l1_hit_rate_pct, &l2_hit_rate_pct,
-        &global_load_sectors_per_request, &global_store_sectors_per_request,
-        &achieved_occupancy_pct, &theoretical_occupancy_pct, &sm_busy_pct})
+  for (const auto* m : {&duration_ns, &dram_bytes_per_s, &l2_bytes_per_s, &l1_bytes_per_s,
+                        &l1_hit_rate_pct, &l2_hit_rate_pct, &global_load_sectors_per_request,
+                        &global_store_sectors_per_request, &achieved_occupancy_pct,
+                        &theoretical_occupancy_pct, &sm_busy_pct, &sm_sol_pct, &memory_sol_pct})
     take(m->flags());
   for (const auto& m : flop_per_s) take(m.flags());
   take(arithmetic_intensity_flop_per_byte.flags());

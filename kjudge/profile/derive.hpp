@@ -63,6 +63,9 @@ struct classification {
 
 /** Every derived metric of one kernel or total. Units are in the names; `_pct` is % of a whole. */
 struct derived_metrics {
+  /** The duration every rate divides by, checked by invariant 1 (>= 0.5 us). When it fails, every
+   *  metric computed from it fails with the same flag (withhold_timed). */
+  checked<double> duration_ns;
   checked<double> dram_bytes_per_s;  ///< (read + write bytes) / duration
   checked<double> l2_bytes_per_s;    ///< L2 sectors x 32 / duration
   checked<double> l1_bytes_per_s;    ///< L1 sectors x 32 / duration
@@ -72,7 +75,9 @@ struct derived_metrics {
   checked<double> global_store_sectors_per_request;
   checked<double> achieved_occupancy_pct;     ///< 100 x warps_active / active cycles / max warps
   checked<double> theoretical_occupancy_pct;  ///< as ncu gives it, checked
-  checked<double> sm_busy_pct;  ///< 100 x SM active cycles / (elapsed cycles x SM count)
+  checked<double> sm_busy_pct;     ///< 100 x SM active cycles / (elapsed cycles x SM count)
+  checked<double> sm_sol_pct;      ///< ncu's SM throughput (% of peak), checked
+  checked<double> memory_sol_pct;  ///< ncu's memory throughput (% of peak), checked
   std::array<checked<double>, flop_type_count> flop_per_s;  ///< indexed by flop_type
   checked<double> arithmetic_intensity_flop_per_byte;       ///< all FLOP / DRAM bytes
   checked<double>
@@ -99,6 +104,11 @@ struct derived_metrics {
   /** Every flag of every metric except `no_data`, each once, in field order. */
   [[nodiscard]] std::vector<flag> flags() const;
 };
+
+/** Replaces every metric computed from the duration (rates, throughputs, the bound) and the
+ *  duration itself with `broken` (a failed duration check), so no rate of a broken time is shown.
+ *  For a total whose kernels include one with a broken time. */
+void withhold_timed(derived_metrics& d, const checked<double>& broken);
 
 /** Derives every metric of `k` against `c`. Never throws; a metric without its inputs is
  *  `no_data`, one that breaks an invariant carries the invariant's flag instead of a number. */

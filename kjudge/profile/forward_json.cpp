@@ -38,8 +38,6 @@ launch_summary launch_summary_from_json(const nlohmann::json& j) {
   return s;
 }
 
-namespace {
-
 nlohmann::json dims(const launch_dims& d) {
   return nlohmann::json::array({d.x, d.y, d.z});
 }
@@ -53,8 +51,6 @@ launch_dims dims_from(const nlohmann::json& j) {
   }
   return d;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const cupti_forward& f) {
   nlohmann::json kernels = nlohmann::json::array();

@@ -13,6 +13,10 @@ namespace kj::profile {
 /** Throws kj::error(protocol) when a required field is missing or has the wrong type. */
 [[nodiscard]] cupti_forward cupti_forward_from_json(const nlohmann::json& j);
 
+/** [x, y, z]; reading anything else gives 1 x 1 x 1. */
+[[nodiscard]] nlohmann::json dims(const launch_dims& d);
+[[nodiscard]] launch_dims dims_from(const nlohmann::json& j);
+
 [[nodiscard]] nlohmann::json to_json(const launch_summary& s);
 [[nodiscard]] launch_summary launch_summary_from_json(const nlohmann::json& j);
 

@@ -276,8 +276,7 @@ std::vector<flag> check_forward(const forward_metrics& f) {
   };
   append(check_launches(f.cuda_candidate, f.kernel_launches(), f.memcpy_count, f.memset_count));
   for (const auto& k : f.kernels)
-    append(check_kernel_time(k.demangled_name.empty() ? k.name : k.demangled_name,
-                             nanoseconds(k.duration_ns)));
+    append(check_kernel_time(k.display_name(), nanoseconds(k.duration_ns)));
   append(check_forward_time("device", nanoseconds(f.device_time_ns), f.kernel_launches(), f.eager));
   append(check_forward_time("event", nanoseconds(f.event_time_ns), f.kernel_launches(), f.eager));
   append(check_event_time(nanoseconds(f.event_time_ns), nanoseconds(kernel_time_sum_ns(f.kernels)),

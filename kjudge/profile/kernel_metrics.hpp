@@ -142,6 +142,10 @@ struct kernel_metrics {
   std::map<std::string, double> stall_cycles;
 
   [[nodiscard]] double dram_bytes() const noexcept { return dram_read_bytes + dram_write_bytes; }
+  /** The demangled name when there is one, else the symbol. */
+  [[nodiscard]] const std::string& display_name() const noexcept {
+    return demangled_name.empty() ? name : demangled_name;
+  }
 };
 
 /** One forward call as the device saw it: every kernel record (CUPTI, rule 17: device records,

@@ -44,13 +44,9 @@ void append_metric_flags(std::vector<flag>& out, const checked<T>& c) {
     if (f.code != no_data_code) out.push_back(f);
 }
 
-std::string display_name(const kernel_metrics& k) {
-  return k.demangled_name.empty() ? k.name : k.demangled_name;
-}
-
 /** The name flag messages use: short enough to read, with the template head. */
 std::string flag_name(const kernel_metrics& k) {
-  return detail::short_kernel_name(display_name(k), flag_name_chars);
+  return detail::short_kernel_name(k.display_name(), flag_name_chars);
 }
 
 /** Derived-metric flags of one kernel (or the total) with the kernel named in the message: the
@@ -219,10 +215,12 @@ void match_durations(side_profile& s, const side_inputs& in, std::vector<flag>& 
   const auto& cupti = in.cupti->kernels;
   std::size_t matched = 0;
   for (const auto& [i, j] : pair_kernels(ncu, cupti)) {
-    if (ncu[i].duration_ns <= 0) continue;  // no duration to compare against: unmatched
+    // A side without a duration (ncu did not collect it, CUPTI could not time the kernel) has
+    // nothing to compare: the pair counts as unmatched.
+    if (ncu[i].duration_ns <= 0 || cupti[j].duration_ns <= 0) continue;
     ++matched;
     duration_match m;
-    m.name = display_name(ncu[i]);
+    m.name = ncu[i].display_name();
     m.cupti_ns = cupti[j].duration_ns;
     m.ncu_ns = ncu[i].duration_ns;
     m.difference_pct = 100.0 * std::fabs(m.cupti_ns - m.ncu_ns) / m.ncu_ns;
@@ -259,13 +257,18 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
     append(kernel_flags, p.derived.flags());
     append_scoped(flags, p.derived.flags(),
                   fmt::format("kernel #{} {}", s.kernels.size() + 1, flag_name(k)));
-    append(flags, check_kernel_time(flag_name(k), nanoseconds(k.duration_ns)));
     s.kernels.push_back(std::move(p));
   }
   if (!in.ncu_kernels.empty()) {
     try {
       kernel_metrics t = aggregate(in.ncu_kernels);
       derived_metrics d = derive(t, roofs);
+      // A total over a kernel with a broken time has no rate either (invariant 1).
+      for (const auto& p : s.kernels)
+        if (!p.derived.duration_ns.ok() && !p.derived.duration_ns.is_missing()) {
+          withhold_timed(d, p.derived.duration_ns);
+          break;
+        }
       std::vector<flag> own;
       for (const auto& f : d.flags())
         if (std::none_of(kernel_flags.begin(), kernel_flags.end(), [&f](const flag& g) {

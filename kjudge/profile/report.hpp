@@ -161,6 +161,9 @@ template <class Format>
   if (m.is_missing()) return "n/a";
   return "FAILED " + m.failure().code;
 }
+/** A kernel's share of its side's summed kernel time, %: fails with the duration check of the
+ *  kernel or of the total (a broken time has no share). */
+[[nodiscard]] checked<double> kernel_share_pct(const kernel_profile& k, const side_profile& s);
 /** The side's forward time, ns, and what it is: the eval's device median, else the CUPTI span of
  *  the unprofiled forward, else the sum of ncu kernel durations; 0 with "not timed". */
 struct side_time {

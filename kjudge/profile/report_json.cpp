@@ -16,20 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json dims(const launch_dims& d) {
-  return json::array({d.x, d.y, d.z});
-}
-
-launch_dims dims_from(const json& j) {
-  launch_dims d;
-  if (j.is_array() && j.size() == 3) {
-    d.x = j[0].get<std::uint32_t>();
-    d.y = j[1].get<std::uint32_t>();
-    d.z = j[2].get<std::uint32_t>();
-  }
-  return d;
-}
-
 json optional_number(const std::optional<double>& v) {
   return v ? json(*v) : json(nullptr);
 }

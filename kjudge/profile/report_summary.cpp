@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <kjudge/profile/format.hpp>
 
@@ -43,7 +44,7 @@ std::string signed_change(double from, double to) {
 }
 
 std::string kernel_name(const kernel_metrics& k, std::size_t width = 56) {
-  return detail::short_kernel_name(k.demangled_name.empty() ? k.name : k.demangled_name, width);
+  return detail::short_kernel_name(k.display_name(), width);
 }
 
 std::string stall_list(const derived_metrics& d) {
@@ -78,17 +79,15 @@ void side_lines(std::string& out, const side_profile& s) {
     return;
   }
   const auto order = detail::kernels_by_time(s);
-  const double sum_ns = s.total ? s.total->counters.duration_ns : 0.0;
   for (std::size_t i = 0; i < std::min(summary_kernels, order.size()); ++i) {
     const auto& k = s.kernels[order[i]];
-    const auto opt = [](const std::optional<double>& v) { return v ? pct(*v) : "n/a"; };
     out += fmt::format(
         "  {}. {} {} ({}): SM SOL {}, memory SOL {}, occupancy {} achieved / {} theoretical, "
         "{}\n",
-        i + 1, kernel_name(k.counters), format_ns(k.counters.duration_ns),
-        sum_ns > 0 ? fmt::format("{:.0f}% of kernel time", 100.0 * k.counters.duration_ns / sum_ns)
-                   : "n/a",
-        opt(k.counters.sm_throughput_pct), opt(k.counters.memory_throughput_pct),
+        i + 1, kernel_name(k.counters), metric_text(k.derived.duration_ns, format_ns),
+        metric_text(detail::kernel_share_pct(k, s),
+                    [](double v) { return fmt::format("{:.0f}% of kernel time", v); }),
+        metric_text(k.derived.sm_sol_pct, pct), metric_text(k.derived.memory_sol_pct, pct),
         metric_text(k.derived.achieved_occupancy_pct, pct),
         metric_text(k.derived.theoretical_occupancy_pct, pct), to_string(k.derived.bound.bound));
   }
@@ -241,10 +240,10 @@ void flag_lines(std::string& out, const profile_report& r) {
                      errors.size(), warnings.size());
   for (const auto& [scope, f] : errors)
     out += fmt::format("  error [{}] {}: {}\n", scope, f->code, f->message);
-  std::string codes;
+  std::vector<std::string> codes;  // each warning code once, in order
   for (const auto& [scope, f] : warnings)
-    if (codes.find(f->code) == std::string::npos) codes += (codes.empty() ? "" : ", ") + f->code;
-  if (!codes.empty()) out += fmt::format("  warnings: {}\n", codes);
+    if (std::find(codes.begin(), codes.end(), f->code) == codes.end()) codes.push_back(f->code);
+  if (!codes.empty()) out += fmt::format("  warnings: {}\n", fmt::join(codes, ", "));
 }
 
 }  // namespace

@@ -63,12 +63,20 @@ std::string short_kernel_name(std::string_view name, std::size_t max_chars) {
   return out;
 }
 
+checked<double> kernel_share_pct(const kernel_profile& k, const side_profile& s) {
+  if (!k.derived.duration_ns.ok()) return k.derived.duration_ns;
+  if (!s.total) return checked<double>::missing("no total kernel time");
+  const auto& total = s.total->derived.duration_ns;
+  if (!total.ok()) return total;
+  return checked<double>::pass(100.0 * k.derived.duration_ns.value() / total.value());
+}
+
 side_time forward_time(const side_profile& s) {
   if (s.device_time_ns > 0) return {s.device_time_ns, "device median"};
   if (s.cupti && s.cupti->launches.ok() && s.cupti->launches.value().kernel_span.count() > 0)
     return {s.cupti->launches.value().kernel_span.count(), "CUPTI span"};
-  if (s.total && s.total->counters.duration_ns > 0)
-    return {s.total->counters.duration_ns, "summed ncu kernel time"};
+  if (s.total && s.total->derived.duration_ns.ok())
+    return {s.total->derived.duration_ns.value(), "summed ncu kernel time"};
   return {0, "not timed"};
 }
 
@@ -150,11 +158,6 @@ std::string with_roof(const checked<double>& rate, const checked<double>& of_roo
   return s;
 }
 
-std::string kernel_duration(const kernel_metrics& k) {
-  const auto bad = check_kernel_time(k.name, nanoseconds(k.duration_ns));
-  return bad.empty() ? format_ns(k.duration_ns) : "FAILED " + bad.front().code;
-}
-
 void render_totals(std::string& out, const profile_report& r) {
   out += fmt::format("  {:<{}}{:<{}} {}\n", "totals", label_width, "reference", value_width,
                      "candidate");
@@ -172,12 +175,8 @@ void render_totals(std::string& out, const profile_report& r) {
     return t.ns > 0 ? fmt::format("{} ({})", format_ns(t.ns), t.what) : std::string("n/a");
   });
   side("summed kernel time (ncu)", [](const side_profile& s) {
-    if (!s.total) return std::string("n/a");
-    for (const auto& k : s.kernels)  // one impossible duration makes the sum meaningless
-      if (const auto bad = check_kernel_time(k.counters.name, nanoseconds(k.counters.duration_ns));
-          !bad.empty())
-        return "FAILED " + bad.front().code;
-    return format_ns(s.total->counters.duration_ns);
+    // The total's duration fails when any kernel's does (withhold_timed).
+    return s.total ? metric_text(s.total->derived.duration_ns, format_ns) : std::string("n/a");
   });
   total_row(out, "DRAM bytes (read + write)", r,
             [](const kernel_profile& t) { return format_bytes(t.counters.dram_bytes()); });
@@ -269,33 +268,23 @@ void render_kernels(std::string& out, const side_profile& s, int max_kernels) {
   const auto order = detail::kernels_by_time(s);
   const std::size_t shown =
       std::min(order.size(), static_cast<std::size_t>(std::max(0, max_kernels)));
-  const double side_ns = s.total ? s.total->counters.duration_ns : 0.0;
   out += fmt::format("\n{}: top {} of {} kernels by ncu duration\n", s.side, shown, order.size());
   for (std::size_t rank = 0; rank < shown; ++rank) {
     const auto& k = s.kernels[order[rank]].counters;
     const auto& d = s.kernels[order[rank]].derived;
-    const std::string share =
-        side_ns > 0 && check_kernel_time(k.name, nanoseconds(k.duration_ns)).empty()
-            ? fmt::format("{:.1f}%", 100.0 * k.duration_ns / side_ns)
-            : std::string("n/a");
-    out += fmt::format(
-        "  #{:<2} {}\n", rank + 1,
-        detail::short_kernel_name(k.demangled_name.empty() ? k.name : k.demangled_name, 96));
+    const std::string share = metric_text(detail::kernel_share_pct(s.kernels[order[rank]], s), pct);
+    out += fmt::format("  #{:<2} {}\n", rank + 1, detail::short_kernel_name(k.display_name(), 96));
     out += fmt::format("      {} ({} of kernel time), launch #{}, grid {}x{}x{} block {}x{}x{}\n",
-                       kernel_duration(k), share, order[rank] + 1, k.grid.x, k.grid.y, k.grid.z,
-                       k.block.x, k.block.y, k.block.z);
+                       metric_text(d.duration_ns, format_ns), share, order[rank] + 1, k.grid.x,
+                       k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
     out += fmt::format(
         "      regs {}  smem {}  waves {}  occupancy {} achieved / {} theoretical\n",
         k.registers_per_thread, format_bytes(k.shared_mem_per_block_bytes),
         k.waves_per_sm > 0 ? fmt::format("{:.2f}", k.waves_per_sm) : std::string("n/a"),
         metric_text(d.achieved_occupancy_pct, pct), metric_text(d.theoretical_occupancy_pct, pct));
-    const auto opt = [](const std::optional<double>& v) {
-      if (!v) return std::string("n/a");
-      return check_percentage("", *v).empty() ? pct(*v) : std::string("FAILED percentage");
-    };
     out +=
-        fmt::format("      SM SOL {}  memory SOL {}  DRAM {}  {}\n", opt(k.sm_throughput_pct),
-                    opt(k.memory_throughput_pct),
+        fmt::format("      SM SOL {}  memory SOL {}  DRAM {}  {}\n", metric_text(d.sm_sol_pct, pct),
+                    metric_text(d.memory_sol_pct, pct),
                     with_roof(d.dram_bytes_per_s, d.dram_throughput_pct), to_string(d.bound.bound));
   }
 }

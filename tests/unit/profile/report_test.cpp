@@ -319,6 +319,17 @@ TEST(ProfileReport, BrokenCountersBecomeFlagsAndTheTextShowsTheFlagNotANumber) {
   EXPECT_EQ(row.find("360"), std::string::npos) << row;
   EXPECT_EQ(text.find("100 ns"), std::string::npos) << text;
   EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << "no class from broken times";
+  // No rate of a broken time is shown: the kernel's and the total's bandwidths fail with it.
+  const auto& k = r.candidate_side.kernels[0].derived;
+  EXPECT_FALSE(k.dram_bytes_per_s.ok());
+  EXPECT_FALSE(r.candidate_side.total->derived.dram_bytes_per_s.ok());
+  const auto bw = text.find("DRAM bandwidth");
+  ASSERT_NE(bw, std::string::npos);
+  const std::string bw_row = text.substr(bw, text.find('\n', bw) - bw);
+  EXPECT_NE(bw_row.rfind("FAILED impossible_kernel_time"), std::string::npos) << bw_row;
+  const std::string summary = agent_summary(r);
+  EXPECT_EQ(summary.find("100 ns"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("FAILED impossible_kernel_time"), std::string::npos) << summary;
   int l2_flags = 0;
   for (const auto& f : r.candidate_side.flags)
     l2_flags += f.message.find("L2 hit rate") != std::string::npos ? 1 : 0;
