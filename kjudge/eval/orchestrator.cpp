@@ -9,6 +9,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/sha256.hpp>
+#include <kjudge/core/timestamp.hpp>
 #include <kjudge/eval/protocol.hpp>
 #include <kjudge/runner/process.hpp>
 
@@ -27,15 +28,6 @@ bool nvidia_driver_present() {
 }
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string host_name() {
   char buf[256] = {};

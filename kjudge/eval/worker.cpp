@@ -22,6 +22,7 @@
 #include <kjudge/core/result.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
 #include <kjudge/cuda/probe.hpp>
+#include <kjudge/device/specs.hpp>
 #include <kjudge/eval/forward_record.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
@@ -32,10 +33,6 @@
 namespace kj::eval {
 
 namespace {
-
-std::string version_string(int v) {
-  return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
-}
 
 /** Host tensor view for the comparison code. */
 check::host_tensor to_host(const python::tensor_view& v) {
@@ -123,8 +120,8 @@ class pipeline {
       g.l2_bytes = m_device->l2_bytes;
       g.sm_clock_max_mhz = m_device->sm_clock_khz / 1000;
       g.memory_clock_mhz = m_device->memory_clock_khz / 1000;
-      g.driver_version = version_string(m_device->driver_version);
-      g.runtime_version = version_string(m_device->runtime_version);
+      g.driver_version = device::cuda_version_string(m_device->driver_version);
+      g.runtime_version = device::cuda_version_string(m_device->runtime_version);
       prov["gpu"] = g;
     }
     m_events.send({{"provenance", prov}});

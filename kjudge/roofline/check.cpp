@@ -141,11 +141,22 @@ checked_roofline check_roofline(const roofline_result& r,
   out.dram_read_tbps = check_bandwidth_figure("DRAM read", r.dram_read, dram_peak, all);
   out.dram_write_tbps = check_bandwidth_figure("DRAM write", r.dram_write, dram_peak, all);
   out.dram_copy_tbps = check_bandwidth_figure("DRAM copy", r.dram_copy, dram_peak, all);
-  // The DRAM ceiling is the best passing DRAM figure, with that figure's working set.
+  out.l2_tbps = check_bandwidth_figure("L2", r.l2_read, 0.0, all);
+  out.l1_tbps = check_bandwidth_figure("L1/shared", r.shared_read, 0.0, all);
+
+  // Nearest pair first: an L2 figure that failed against L1 is not compared with DRAM again.
+  check_pair(out.l1_tbps, passing(out.l1_tbps), out.l2_tbps, passing(out.l2_tbps), true, false,
+             all);
+  // Every DRAM figure against L2 (each one is shown), L2 flagged by the first that breaks the
+  // order; then the DRAM ceiling is the best figure still passing, with its working set.
+  const double l2_tbps = passing(out.l2_tbps);
   const bandwidth_figure* dram_source = nullptr;
   for (auto [value, figure] : {std::pair{&out.dram_read_tbps, &r.dram_read},
                                std::pair{&out.dram_write_tbps, &r.dram_write},
                                std::pair{&out.dram_copy_tbps, &r.dram_copy}}) {
+    checked<double> l2 = out.l2_tbps;
+    check_pair(l2, l2_tbps, *value, passing(*value), false, true, all);
+    if (out.l2_tbps.ok() && !l2.ok()) out.l2_tbps = l2;
     if (value->ok() && (!out.dram_tbps.ok() || value->value() > out.dram_tbps.value())) {
       out.dram_tbps = *value;
       dram_source = figure;
@@ -153,14 +164,6 @@ checked_roofline check_roofline(const roofline_result& r,
   }
   if (dram_source == nullptr)
     out.dram_tbps = checked<double>::missing("no DRAM figure passed its checks");
-  out.l2_tbps = check_bandwidth_figure("L2", r.l2_read, 0.0, all);
-  out.l1_tbps = check_bandwidth_figure("L1/shared", r.shared_read, 0.0, all);
-
-  // Nearest pair first: an L2 figure that failed against L1 is not compared with DRAM again.
-  check_pair(out.l1_tbps, passing(out.l1_tbps), out.l2_tbps, passing(out.l2_tbps), true, false,
-             all);
-  check_pair(out.l2_tbps, passing(out.l2_tbps), out.dram_tbps, passing(out.dram_tbps), false, true,
-             all);
 
   if (out.l1_tbps.ok() && r.gpu.sm_count > 0)
     out.l1_per_sm_tbps = checked<double>::pass(out.l1_tbps.value() / r.gpu.sm_count);

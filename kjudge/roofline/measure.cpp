@@ -13,6 +13,8 @@
 #include <fmt/ranges.h>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/stats.hpp>
+#include <kjudge/core/timestamp.hpp>
 #include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
 #include <kjudge/cuda/event.hpp>
@@ -68,7 +70,7 @@ class clock_sampler {
     if (!m_mhz.empty()) {
       s.sm_min_mhz = *std::min_element(m_mhz.begin(), m_mhz.end());
       s.sm_max_mhz = *std::max_element(m_mhz.begin(), m_mhz.end());
-      s.sm_median_mhz = median_of(m_mhz);
+      s.sm_median_mhz = stats::median(m_mhz);
     }
     if (m_nvml != nullptr) {
       s.sm_default_mhz = m_nvml->default_sm_clock_mhz(*m_device);
@@ -150,7 +152,7 @@ bandwidth_figure run_bandwidth(bench_context& ctx, std::string method,
   f.bytes_per_launch = bytes_per_count * static_cast<double>(count);
   const auto ms = ctx.repeat_ms(enqueue, count);
   for (double t : ms) f.repetitions_tbps.push_back(f.bytes_per_launch / (t * 1e-3) / tera);
-  f.launch_ms = median_of(ms);
+  f.launch_ms = stats::median(ms);
   summarise(f);
   return f;
 }
@@ -163,7 +165,7 @@ compute_figure run_compute(bench_context& ctx, std::string method, double flop_p
   f.flop_per_launch = flop_per_count * static_cast<double>(count);
   const auto ms = ctx.repeat_ms(enqueue, count);
   for (double t : ms) f.repetitions_tflops.push_back(f.flop_per_launch / (t * 1e-3) / tera);
-  f.launch_ms = median_of(ms);
+  f.launch_ms = stats::median(ms);
   summarise(f);
   return f;
 }
@@ -175,7 +177,7 @@ latency_figure latency_from(std::string method, long long per_repetition,
   f.launches_per_repetition = static_cast<std::uint64_t>(per_repetition);
   for (double ms : repetition_ms)
     f.repetitions_us.push_back(ms * 1000.0 / static_cast<double>(per_repetition));
-  f.repetition_ms = median_of(repetition_ms);
+  f.repetition_ms = stats::median(repetition_ms);
   summarise(f);
   return f;
 }
@@ -196,15 +198,6 @@ struct graph_guard {
     if (graph != nullptr) KJ_CUDA_CHECK_NOTHROW(cudaGraphDestroy(graph));
   }
 };
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char text[32];
-  const std::size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return std::string(text, n);
-}
 
 /** Runs one benchmark; a kj::error leaves the figure unmeasured with the reason and a flag. */
 template <class Figure, class Run>
@@ -360,7 +353,6 @@ void measure_tensor(roofline_result& r, const measure_options& o, bench_context&
     r.flags.push_back({"benchmark_unavailable", "warning", "tensor figures not measured: " + why});
     return;
   }
-  blas->set_stream(ctx.stream());
   const int n = o.gemm_n;
   const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
   cuda::device_buffer a, b, c;
@@ -380,6 +372,7 @@ void measure_tensor(roofline_result& r, const measure_options& o, bench_context&
     auto& figure = half ? r.fp16_tensor : r.bf16_tensor;
     const char* type = half ? "fp16" : "bf16";
     attempt(r, o, half ? "FP16 tensor (cuBLAS)" : "BF16 tensor (cuBLAS)", figure, [&] {
+      blas->set_stream(ctx.stream());  // inside the attempt: a failure loses this figure only
       detail::fill_random_16bit(a.data(), count, half, 3, ctx.stream());
       detail::fill_random_16bit(b.data(), count, half, 4, ctx.stream());
       return run_compute(

@@ -1,5 +1,9 @@
 #include <kjudge/roofline/obtain.hpp>
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include <kjudge/core/error.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/roofline/cache.hpp>
@@ -17,8 +21,17 @@ obtained obtain_roofline(const obtain_options& options) {
   const auto path = cache_path(options.cache_root, d.uuid, d.driver_version);
   std::string why;
   if (!options.refresh) {
-    if (auto cached = load_cached(path, d.uuid, d.driver_version, &why))
+    auto cached = load_cached(path, d.uuid, d.driver_version, &why);
+    // A cached run with fewer repetitions than asked for is not the result the user wants.
+    const auto reps = cached ? std::max({cached->dram_read.repetitions_tbps.size(),
+                                         cached->dram_copy.repetitions_tbps.size(),
+                                         cached->l2_read.repetitions_tbps.size()})
+                             : std::size_t{0};
+    if (cached && reps >= static_cast<std::size_t>(options.repetitions))
       return {std::move(*cached), "cached in " + path.string()};
+    if (cached)
+      why = fmt::format("the cached result has {} repetitions, {} were asked for", reps,
+                        options.repetitions);
     say(why + "; measuring");
   }
   measure_options o;

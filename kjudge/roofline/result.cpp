@@ -1,5 +1,7 @@
 #include <kjudge/roofline/result.hpp>
 
+#include <kjudge/core/stats.hpp>
+
 #include <algorithm>
 
 #include <kjudge/core/error.hpp>
@@ -117,30 +119,22 @@ void for_each_figure(Result& r, Visit&& visit) {
 
 }  // namespace
 
-double median_of(std::span<const double> values) {
-  if (values.empty()) return 0.0;
-  std::vector<double> v(values.begin(), values.end());
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 void summarise(bandwidth_figure& f) {
   const auto& r = f.repetitions_tbps;
   f.best_tbps = r.empty() ? 0.0 : *std::max_element(r.begin(), r.end());
-  f.median_tbps = median_of(r);
+  f.median_tbps = stats::median(r);
 }
 
 void summarise(compute_figure& f) {
   const auto& r = f.repetitions_tflops;
   f.best_tflops = r.empty() ? 0.0 : *std::max_element(r.begin(), r.end());
-  f.median_tflops = median_of(r);
+  f.median_tflops = stats::median(r);
 }
 
 void summarise(latency_figure& f) {
   const auto& r = f.repetitions_us;
   f.best_us = r.empty() ? 0.0 : *std::min_element(r.begin(), r.end());
-  f.median_us = median_of(r);
+  f.median_us = stats::median(r);
 }
 
 void to_json(nlohmann::json& j, const roofline_result& r) {

@@ -113,9 +113,6 @@ void summarise(bandwidth_figure& f);
 void summarise(compute_figure& f);
 void summarise(latency_figure& f);
 
-/** The median of `values`; 0 for none. */
-[[nodiscard]] double median_of(std::span<const double> values);
-
 void to_json(nlohmann::json& j, const roofline_result& r);
 /** Throws kj::error(protocol) when the schema is not roofline_schema or a field has the wrong
  *  type. Unknown fields are ignored (a written file may carry a "ceilings" section). */

@@ -183,6 +183,23 @@ TEST(RooflineCheck, L2BelowDramIsFlagged) {
   EXPECT_TRUE(c.l1_tbps.ok());
 }
 
+TEST(RooflineCheck, EveryDramFigureIsComparedWithL2) {
+  // L2 between the DRAM figures: the read figure above L2 breaks invariant 7 and is not shown,
+  // the copy figure below it stays and becomes the DRAM ceiling.
+  auto r = h200_like();
+  r.dram_read = bw(4.6, 480ull << 20);
+  r.dram_write = bw(4.3, 480ull << 20);
+  r.dram_copy = bw(3.9, 960ull << 20);
+  r.l2_read = bw(4.0, 30ull << 20);
+  const auto c = check_roofline(r);
+  EXPECT_FALSE(c.dram_read_tbps.ok());
+  EXPECT_FALSE(c.dram_write_tbps.ok());
+  ASSERT_TRUE(c.dram_copy_tbps.ok());
+  ASSERT_TRUE(c.dram_tbps.ok());
+  EXPECT_DOUBLE_EQ(c.dram_tbps.value(), c.dram_copy_tbps.value());
+  EXPECT_FALSE(c.l2_tbps.ok()) << "L2 is one side of each broken pair";
+}
+
 TEST(RooflineCheck, ShortLaunchesAreFlagged) {
   auto r = h200_like();
   r.l2_read = bw(10.5, 30ull << 20, 0.004);  // one pass of a few microseconds
