@@ -25,10 +25,23 @@ std::optional<std::uint64_t> device_free_bytes() {
 
 void drop_blocking_kernel(profile::activity_records& records) {
   std::erase_if(records.kernels, [](const profile::kernel_record& k) {
-    const std::string& n = k.demangled_name.empty() ? k.name : k.demangled_name;
+    const std::string& n = k.display_name();
     return n.find("kj::measure::detail::") != std::string::npos &&
            n.find("blocking_kernel") != std::string::npos;
   });
+}
+
+std::vector<profile::timed_kernel> timed_kernels(const profile::activity_records& records) {
+  std::vector<const profile::kernel_record*> order;
+  for (const auto& k : records.kernels) order.push_back(&k);
+  // Records arrive in delivery order; launch order is start order (untimed ones last).
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return (a->timed() ? a->start_ns : UINT64_MAX) < (b->timed() ? b->start_ns : UINT64_MAX);
+  });
+  std::vector<profile::timed_kernel> out;
+  for (const auto* k : order)
+    out.push_back({k->display_name(), k->duration().count(), k->grid, k->block, k->stream_id});
+  return out;
 }
 
 std::optional<profile::cupti_forward> record_forward(measure::target& t, const forward_context& ctx,
@@ -98,15 +111,7 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
   f.event_time_ns = host_sync ? 0.0 : nanoseconds(cuda::elapsed(start, end)).count();
   profile::activity_records records = collector.records();
   drop_blocking_kernel(records);
-  std::vector<const profile::kernel_record*> order;
-  for (const auto& k : records.kernels) order.push_back(&k);
-  // Records arrive in delivery order; launch order is start order (untimed ones last).
-  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
-    return (a->timed() ? a->start_ns : UINT64_MAX) < (b->timed() ? b->start_ns : UINT64_MAX);
-  });
-  for (const auto* k : order)
-    f.kernels.push_back({k->demangled_name.empty() ? k->name : k->demangled_name,
-                         k->duration().count(), k->grid, k->block, k->stream_id});
+  f.kernels = timed_kernels(records);
   profile::timed_forward timing;
   timing.cuda_candidate = ctx.cuda_side;
   timing.event_time = nanoseconds(f.event_time_ns);

@@ -35,6 +35,11 @@ inline constexpr milliseconds forward_block_timeout{1000.0};
 /** Removes the blocking kernel's own record (it is launched just before the region starts). */
 void drop_blocking_kernel(profile::activity_records& records);
 
+/** The kernel records as the report lists them: start (launch) order, untimed ones last,
+ *  demangled names. */
+[[nodiscard]] std::vector<profile::timed_kernel> timed_kernels(
+    const profile::activity_records& records);
+
 /** Runs `t` once (input set 0) under `collector`; nullopt with `why` set when CUPTI cannot
  *  collect. Throws what the target throws (a candidate failing here fails the evaluation as in
  *  timing). */

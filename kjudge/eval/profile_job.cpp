@@ -94,7 +94,6 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
   cand.cupti = cupti_side(r, "candidate");
   ref.device_time_ns = device_median_ns(r, true);
   cand.device_time_ns = device_median_ns(r, false);
-  ref.cuda = cand.cuda = j.device == "cuda";
 
   profile::counter_source source;
   if (j.device != "cuda") {

@@ -73,29 +73,6 @@ bool cupti_built_in() noexcept {
   return KJ_HAVE_CUPTI != 0;
 }
 
-std::vector<kernel_metrics> to_kernel_metrics(const activity_records& records) {
-  std::vector<const kernel_record*> sorted;
-  sorted.reserve(records.kernels.size());
-  for (const auto& k : records.kernels) sorted.push_back(&k);
-  std::stable_sort(
-      sorted.begin(), sorted.end(),
-      [](const kernel_record* a, const kernel_record* b) { return a->start_ns < b->start_ns; });
-  std::vector<kernel_metrics> out;
-  out.reserve(sorted.size());
-  for (const kernel_record* k : sorted) {
-    kernel_metrics m;
-    m.name = k->name;
-    m.demangled_name = k->demangled_name;
-    m.duration_ns = k->duration().count();
-    m.grid = k->grid;
-    m.block = k->block;
-    m.registers_per_thread = k->registers_per_thread;
-    m.shared_mem_per_block_bytes = static_cast<double>(k->shared_bytes());
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
 // ----------------------------------------------------------------------------------------------
 // Record parsing.
 

@@ -45,6 +45,10 @@ struct kernel_record {
   [[nodiscard]] nanoseconds duration() const noexcept {
     return nanoseconds(timed() ? static_cast<double>(end_ns - start_ns) : 0.0);
   }
+  /** The demangled name when there is one, else the symbol. */
+  [[nodiscard]] const std::string& display_name() const noexcept {
+    return demangled_name.empty() ? name : demangled_name;
+  }
   [[nodiscard]] std::uint64_t shared_bytes() const noexcept {
     return std::uint64_t{static_shared_bytes} + dynamic_shared_bytes;
   }
@@ -162,10 +166,6 @@ class activity_collector {
   struct state;
   std::unique_ptr<state> m_state;
 };
-
-/** kernel_metrics (name, duration, launch configuration) of each kernel record, sorted by start
- *  time, for forward_metrics::kernels. Counter fields stay 0: CUPTI activity has no counters. */
-[[nodiscard]] std::vector<kernel_metrics> to_kernel_metrics(const activity_records& records);
 
 namespace detail {
 

@@ -246,15 +246,15 @@ std::vector<flag> derived_metrics::flags() const {
   return out;
 }
 
-classification classify_forward(const forward_metrics& f, const ceilings& c) {
-  const double busy_ns = kernel_time_sum_ns(f.kernels);
-  if (launch_gaps_dominate(nanoseconds(busy_ns), nanoseconds(f.device_time_ns)))
-    return {bottleneck::launch_bound,
-            fmt::format("kernels ran {:.2f} us of the forward's {:.2f} us device time ({:.0f}%, "
-                        "under {:.0f}%): launch gaps dominate",
-                        busy_ns / 1e3, f.device_time_ns / 1e3, 100.0 * busy_ns / f.device_time_ns,
-                        100.0 * launch_bound_busy_fraction)};
-  return derive(aggregate(f.kernels), c).bound;
+classification classify_forward(nanoseconds kernel_time_sum, nanoseconds forward_device_time,
+                                const classification& kernels_bound) {
+  if (!launch_gaps_dominate(kernel_time_sum, forward_device_time)) return kernels_bound;
+  const double busy_ns = kernel_time_sum.count(), device_ns = forward_device_time.count();
+  return {bottleneck::launch_bound,
+          fmt::format("kernels ran {:.2f} us of the forward's {:.2f} us device time ({:.0f}%, "
+                      "under {:.0f}%): launch gaps dominate",
+                      busy_ns / 1e3, device_ns / 1e3, 100.0 * busy_ns / device_ns,
+                      100.0 * launch_bound_busy_fraction)};
 }
 
 }  // namespace kj::profile

@@ -114,8 +114,10 @@ void withhold_timed(derived_metrics& d, const checked<double>& broken);
  *  `no_data`, one that breaks an invariant carries the invariant's flag instead of a number. */
 [[nodiscard]] derived_metrics derive(const kernel_metrics& k, const ceilings& c);
 
-/** The class of a whole forward: launch-bound when launch gaps dominate its device time, else the
- *  class of the total of its kernels (aggregate(), then derive()). */
-[[nodiscard]] classification classify_forward(const forward_metrics& f, const ceilings& c);
+/** The class of a whole forward: launch-bound when its kernels ran less than half of its device
+ *  time (launch gaps dominate), else `kernels_bound`, the class of the total of its kernels. */
+[[nodiscard]] classification classify_forward(nanoseconds kernel_time_sum,
+                                              nanoseconds forward_device_time,
+                                              const classification& kernels_bound);
 
 }  // namespace kj::profile

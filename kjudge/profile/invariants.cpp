@@ -269,21 +269,4 @@ std::vector<flag> check_event_time(nanoseconds event_time, nanoseconds kernel_ti
   return out;
 }
 
-std::vector<flag> check_forward(const forward_metrics& f) {
-  std::vector<flag> out;
-  auto append = [&out](std::vector<flag> more) {
-    for (auto& fl : more) out.push_back(std::move(fl));
-  };
-  append(check_launches(f.cuda_candidate, f.kernel_launches(), f.memcpy_count, f.memset_count));
-  for (const auto& k : f.kernels)
-    append(check_kernel_time(k.display_name(), nanoseconds(k.duration_ns)));
-  append(check_forward_time("device", nanoseconds(f.device_time_ns), f.kernel_launches(), f.eager));
-  append(check_forward_time("event", nanoseconds(f.event_time_ns), f.kernel_launches(), f.eager));
-  append(check_event_time(nanoseconds(f.event_time_ns), nanoseconds(kernel_time_sum_ns(f.kernels)),
-                          nanoseconds(f.host_wall_ns)));
-  if (f.peak_memory_bytes)
-    append(check_peak_memory(*f.peak_memory_bytes, f.output_bytes, f.device_memory_bytes));
-  return out;
-}
-
 }  // namespace kj::profile

@@ -115,7 +115,4 @@ inline constexpr double dense_peak_tolerance = 1.05;
                                                  nanoseconds kernel_time_sum,
                                                  nanoseconds host_wall);
 
-/** Invariants 1, 2, 10 and 11 on one forward, including every kernel's duration. */
-[[nodiscard]] std::vector<flag> check_forward(const forward_metrics& f);
-
 }  // namespace kj::profile

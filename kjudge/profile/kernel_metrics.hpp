@@ -148,26 +148,6 @@ struct kernel_metrics {
   }
 };
 
-/** One forward call as the device saw it: every kernel record (CUPTI, rule 17: device records,
- *  never host ops), the copies and fills counted apart, and the times the timing checks compare.
- *  Times are nanoseconds; 0 (or absent) means not measured, and the check that needs it is skipped.
- */
-struct forward_metrics {
-  bool cuda_candidate = true;  ///< a candidate that claims to run on the GPU
-  bool eager = true;           ///< launched one by one from the host (false: a replayed graph)
-  std::vector<kernel_metrics> kernels;  ///< one per kernel launch, in launch order
-  std::uint64_t memcpy_count = 0;       ///< device memcpy records, not launches
-  std::uint64_t memset_count = 0;       ///< device memset records, not launches
-  double device_time_ns = 0;  ///< the forward on the device: first kernel start to last kernel end
-  double event_time_ns = 0;   ///< events around the call as issued (the `stream` figure)
-  double host_wall_ns = 0;    ///< synchronous host wall time of the same call
-  std::optional<std::uint64_t> peak_memory_bytes;  ///< peak over a reset baseline (rule 18)
-  std::uint64_t output_bytes = 0;                  ///< bytes of all outputs
-  std::uint64_t device_memory_bytes = 0;           ///< the device's total memory
-
-  [[nodiscard]] std::uint64_t kernel_launches() const noexcept { return kernels.size(); }
-};
-
 /** Sum of the kernels' durations, ns. */
 [[nodiscard]] double kernel_time_sum_ns(const std::vector<kernel_metrics>& kernels) noexcept;
 

@@ -116,8 +116,7 @@ std::vector<flag> check_launch_summary(const activity_records& records,
   // Invariant 1.
   for (const auto& k : records.kernels) {
     if (!k.timed()) continue;
-    append(out,
-           check_kernel_time(k.demangled_name.empty() ? k.name : k.demangled_name, k.duration()));
+    append(out, check_kernel_time(k.display_name(), k.duration()));
   }
   if (summary.untimed_kernels > 0)
     out.push_back({"kernel_untimed", severity_info,

@@ -83,49 +83,31 @@ bool same_kernel(const kernel_metrics& ncu, const timed_kernel& cupti) {
   return named && same_dims(ncu.grid, cupti.grid) && same_dims(ncu.block, cupti.block);
 }
 
-/** Kernels in launch order for the launch-bound test: ncu's, else CUPTI's (durations only). */
-std::vector<kernel_metrics> forward_kernels(const side_inputs& in) {
-  if (!in.ncu_kernels.empty() || !in.cupti) return in.ncu_kernels;
-  std::vector<kernel_metrics> out;
-  for (const auto& t : in.cupti->kernels) {
-    kernel_metrics k;
-    k.name = t.name;
-    k.demangled_name = t.name;
-    k.duration_ns = t.duration_ns;
-    k.grid = t.grid;
-    k.block = t.block;
-    out.push_back(std::move(k));
-  }
-  return out;
-}
-
-classification classify_side(const side_inputs& in, const ceilings& roofs) {
-  forward_metrics f;
-  f.cuda_candidate = in.cuda;
-  f.kernels = forward_kernels(in);
-  f.device_time_ns = in.device_time_ns;
-  if (in.cupti) {
-    f.event_time_ns = in.cupti->event_time_ns;
-    if (in.cupti->launches.ok()) {
-      const auto& l = in.cupti->launches.value();
-      f.memcpy_count = l.memcpy_count;
-      f.memset_count = l.memset_count;
-      if (f.device_time_ns <= 0) f.device_time_ns = l.kernel_span.count();
-    }
-    if (in.cupti->memory.ok()) f.peak_memory_bytes = in.cupti->memory.value().bytes;
-  }
-  if (f.kernels.empty())
+/** Launch-bound when gaps dominate the forward (kernel times: ncu's, else CUPTI's timed ones;
+ *  device time: the eval's median, else CUPTI's span), else the class of the kernels' total. */
+classification classify_side(const side_inputs& in, const side_profile& s) {
+  std::vector<std::pair<std::string, double>> times;  // (name, ns) per kernel
+  for (const auto& k : in.ncu_kernels) times.emplace_back(k.display_name(), k.duration_ns);
+  if (times.empty() && in.cupti)
+    for (const auto& k : in.cupti->kernels)
+      if (k.duration_ns > 0) times.emplace_back(k.name, k.duration_ns);
+  if (times.empty())
     return {bottleneck::unknown, "no kernel records: counters not collected and no CUPTI records"};
-  for (const auto& k : f.kernels)
-    if (const auto bad = check_kernel_time(k.name, nanoseconds(k.duration_ns)); !bad.empty())
+  double sum_ns = 0;
+  for (const auto& [name, ns] : times) {
+    if (const auto bad = check_kernel_time(name, nanoseconds(ns)); !bad.empty())
       return {bottleneck::unknown,
               fmt::format("kernel {} failed its duration check ({}): no class from broken times",
-                          flag_name(k), bad.front().code)};
-  try {
-    return classify_forward(f, roofs);
-  } catch (const kj::error& e) {
-    return {bottleneck::unknown, fmt::format("the kernels cannot be combined: {}", e.message())};
+                          detail::short_kernel_name(name, flag_name_chars), bad.front().code)};
+    sum_ns += ns;
   }
+  double device_ns = in.device_time_ns;
+  if (device_ns <= 0 && in.cupti && in.cupti->launches.ok())
+    device_ns = in.cupti->launches.value().kernel_span.count();
+  const classification kernels_bound =
+      s.total ? s.total->derived.bound
+              : classification{bottleneck::unknown, "no counters: no throughput to classify"};
+  return classify_forward(nanoseconds(sum_ns), nanoseconds(device_ns), kernels_bound);
 }
 
 /** The roofline point of the side's total (see side_profile). */
@@ -282,7 +264,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
                        fmt::format("no total over the kernels: {}", e.message())});
     }
   }
-  s.bound = classify_side(in, roofs);
+  s.bound = classify_side(in, s);
   place_on_roofline(s, roofs);
   append_metric_flags(flags, s.achieved_flop_per_s);
   match_durations(s, in, flags);

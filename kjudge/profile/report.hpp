@@ -117,7 +117,6 @@ struct side_inputs {
   std::vector<kernel_metrics> ncu_kernels;  ///< empty when counters were not collected
   std::optional<cupti_forward> cupti;
   double device_time_ns = 0;  ///< eval device median; 0 when not timed
-  bool cuda = true;           ///< a side that claims to run on the GPU (invariant 11)
 };
 
 /** Derives every metric of both sides against `roofs`, matches CUPTI and ncu durations, computes

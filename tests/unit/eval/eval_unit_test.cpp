@@ -236,6 +236,33 @@ TEST(TimingChecks, EventAboveWallAndMethodMismatch) {
 namespace kj::eval {
 namespace {
 
+TEST(ForwardRecord, KernelsInStartOrderUntimedLastWithLaunchShape) {
+  profile::activity_records r;
+  profile::kernel_record late;
+  late.name = "_Z4latev";
+  late.demangled_name = "late()";
+  late.start_ns = 9'000;
+  late.end_ns = 12'000;
+  late.grid = {4, 2, 1};
+  late.block = {128, 1, 1};
+  profile::kernel_record untimed;
+  untimed.name = "untimed";
+  profile::kernel_record early;
+  early.name = "early";
+  early.start_ns = 1'000;
+  early.end_ns = 3'000;
+  r.kernels = {late, untimed, early};
+  const auto k = timed_kernels(r);
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[0].name, "early");
+  EXPECT_EQ(k[1].name, "late()");
+  EXPECT_DOUBLE_EQ(k[1].duration_ns, 3'000.0);
+  EXPECT_EQ(k[1].grid.count(), 8u);
+  EXPECT_EQ(k[1].block.x, 128u);
+  EXPECT_EQ(k[2].name, "untimed");
+  EXPECT_DOUBLE_EQ(k[2].duration_ns, 0.0);
+}
+
 TEST(ForwardRecord, TheBlockingKernelIsNotCountedAsALaunch) {
   profile::activity_records r;
   profile::kernel_record blocking;

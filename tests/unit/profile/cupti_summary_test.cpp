@@ -246,27 +246,6 @@ TEST(LaunchSummary, DroppedRecordsMakeTheCountsUnusable) {
   EXPECT_EQ(c.failure().code, "cupti_records_dropped");
 }
 
-TEST(LaunchSummary, KernelMetricsAreSortedByStartWithLaunchConfiguration) {
-  activity_records r;
-  kernel_record late = kernel("_Z4latev", 9'000, 12'000);
-  late.grid = {4, 2, 1};
-  late.block = {128, 1, 1};
-  late.registers_per_thread = 40;
-  late.static_shared_bytes = 1024;
-  late.dynamic_shared_bytes = 2048;
-  r.kernels.push_back(late);
-  r.kernels.push_back(kernel("early", 1'000, 3'000));
-  const auto m = to_kernel_metrics(r);
-  ASSERT_EQ(m.size(), 2u);
-  EXPECT_EQ(m[0].name, "early");
-  EXPECT_EQ(m[1].demangled_name, "late()");
-  EXPECT_DOUBLE_EQ(m[1].duration_ns, 3'000.0);
-  EXPECT_EQ(m[1].grid.count(), 8u);
-  EXPECT_EQ(m[1].block.x, 128u);
-  EXPECT_EQ(m[1].registers_per_thread, 40u);
-  EXPECT_DOUBLE_EQ(m[1].shared_mem_per_block_bytes, 3072.0);
-}
-
 TEST(IntervalUnion, EmptyAndDegenerateIntervals) {
   EXPECT_DOUBLE_EQ(interval_union({}).count(), 0.0);
   EXPECT_DOUBLE_EQ(interval_union({{5, 5}, {9, 3}}).count(), 0.0);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/profile/aggregate.hpp>
 #include <kjudge/profile/derive.hpp>
 
 #include "test_util.hpp"
@@ -198,20 +199,25 @@ TEST(ClassifyForward, LaunchGapsDominatingMakeItLaunchBound) {
   EXPECT_FALSE(launch_gaps_dominate(microseconds(20), microseconds(40))) << "exactly 50%";
   EXPECT_FALSE(launch_gaps_dominate(microseconds(9.2), nanoseconds(0))) << "unknown";
 
-  forward_metrics f;
+  // Five kernels of 1.84 us each, their total latency-bound (SM 16.7%, memory 4.2%).
+  std::vector<kernel_metrics> kernels;
   for (int i = 0; i < 5; ++i) {
     auto k = base_kernel();
     k.duration_ns = 1840;
     k.sm_throughput_pct = 16.7;
     k.memory_throughput_pct = 4.2;
-    f.kernels.push_back(k);
+    kernels.push_back(k);
   }
-  f.device_time_ns = 38'400;
-  const auto c = classify_forward(f, h100());
+  const auto total = derive(aggregate(kernels), h100()).bound;
+  ASSERT_EQ(total.bound, bottleneck::latency_bound);
+  const auto c =
+      classify_forward(nanoseconds(kernel_time_sum_ns(kernels)), microseconds(38.4), total);
   EXPECT_EQ(c.bound, bottleneck::launch_bound);
   EXPECT_NE(c.reason.find("9.20 us"), std::string::npos) << c.reason;
-  f.device_time_ns = 10'000;  // kernels busy 92% of it
-  EXPECT_EQ(classify_forward(f, h100()).bound, bottleneck::latency_bound);
+  // Kernels busy 92% of 10 us: the class of the total.
+  EXPECT_EQ(
+      classify_forward(nanoseconds(kernel_time_sum_ns(kernels)), microseconds(10), total).bound,
+      bottleneck::latency_bound);
 }
 
 }  // namespace

@@ -281,54 +281,5 @@ TEST(Invariant2EventTime, EventAboveHostWallIsFlagged) {
             std::vector<std::string>{"event_exceeds_wall"});
 }
 
-// A whole forward ---------------------------------------------------------------------------
-
-forward_metrics good_forward() {
-  forward_metrics f;
-  for (int i = 0; i < 5; ++i) {
-    kernel_metrics k;
-    k.name = "k" + std::to_string(i);
-    k.duration_ns = 1840;  // 9.2 us in all
-    f.kernels.push_back(k);
-  }
-  f.memcpy_count = 1;
-  f.device_time_ns = 12'000;
-  f.event_time_ns = 38'400;
-  f.host_wall_ns = 52'400;
-  f.peak_memory_bytes = 4 << 20;
-  f.output_bytes = 256 << 10;
-  f.device_memory_bytes = h200_memory;
-  return f;
-}
-
-TEST(ForwardChecks, AHealthyForwardRaisesNothing) {
-  EXPECT_TRUE(check_forward(good_forward()).empty()) << codes(check_forward(good_forward()))[0];
-}
-
-TEST(ForwardChecks, EachBrokenRecordRaisesItsFlag) {
-  auto f = good_forward();
-  f.kernels.clear();
-  f.device_time_ns = 0;
-  EXPECT_TRUE(has_code(check_forward(f), "no_kernel_launched"));
-
-  f = good_forward();
-  f.kernels[2].duration_ns = 40;
-  EXPECT_TRUE(has_code(check_forward(f), "impossible_kernel_time"));
-
-  f = good_forward();
-  f.event_time_ns = 4'000;
-  const auto flags = check_forward(f);
-  EXPECT_TRUE(has_code(flags, "kernels_outside_timed_region"));
-  EXPECT_TRUE(has_code(flags, "faster_than_launches")) << "4 us for 5 eager launches";
-
-  f = good_forward();
-  f.peak_memory_bytes = 1000;
-  EXPECT_EQ(codes(check_forward(f)), std::vector<std::string>{"peak_memory_below_outputs"});
-
-  f = good_forward();
-  f.peak_memory_bytes.reset();
-  EXPECT_TRUE(check_forward(f).empty()) << "peak memory not measured: skipped";
-}
-
 }  // namespace
 }  // namespace kj::profile
