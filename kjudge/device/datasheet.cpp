@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <kjudge/device/datasheet.hpp>
 
 #include <algorithm>
@@ -148,6 +150,22 @@ derived_peaks derive_peaks(const cuda::device_properties& d) noexcept {
   return out;
 }
 
+derived_peaks checked_against_datasheet(derived_peaks d, const datasheet_entry* datasheet) {
+  if (datasheet == nullptr) return d;
+  const auto check = [&d](std::optional<double>& value, std::optional<double> sheet,
+                          const char* what, const char* code, const char* unit) {
+    if (!value || !sheet || *sheet <= 0 || *value <= derived_peak_tolerance * *sheet) return;
+    d.flags.push_back({code, "warning",
+                       fmt::format("derived {} {:.2f} {} is above {:.2f} x the datasheet's {:.2f} "
+                                   "{}: the lanes table or the clock reading is wrong; not shown",
+                                   what, *value, unit, derived_peak_tolerance, *sheet, unit)});
+    value.reset();
+  };
+  check(d.fp32_tflops, datasheet->peak(datatype::fp32), "FP32", derived_fp32_code, "TFLOP/s");
+  check(d.dram_tbps, datasheet->memory_tbps, "DRAM", derived_dram_code, "TB/s");
+  return d;
+}
+
 nlohmann::json to_json(const datasheet_entry& e) {
   nlohmann::json peaks = nlohmann::json::object();
   for (const auto t : all_datatypes) {
@@ -180,6 +198,7 @@ nlohmann::json to_json(const derived_peaks& d) {
       {"fp32_lanes_per_sm", opt(d.fp32_lanes_per_sm)},
       {"fp32_tflops", opt(d.fp32_tflops)},
       {"dram_tbps", opt(d.dram_tbps)},
+      {"flags", d.flags},
   };
 }
 

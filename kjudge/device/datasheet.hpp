@@ -12,9 +12,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include <kjudge/core/result.hpp>
 #include <kjudge/cuda/probe.hpp>
 
 namespace kj::device {
@@ -91,7 +93,22 @@ struct derived_peaks {
   std::optional<double> fp32_tflops;
   /** 2 (double data rate) x memory clock x bus width / 8, TB/s. */
   std::optional<double> dram_tbps;
+  /** Why a figure was withheld (check_against_datasheet): its value is then absent. */
+  std::vector<flag> flags;
 };
+
+/** Flag codes of a withheld derived figure. */
+inline constexpr const char* derived_fp32_code = "derived_fp32_above_datasheet";
+inline constexpr const char* derived_dram_code = "derived_dram_above_datasheet";
+/** How far a derived peak may exceed the datasheet's before it is withheld (clock rounding). */
+inline constexpr double derived_peak_tolerance = 1.05;
+
+/** A derived figure above `derived_peak_tolerance` x the datasheet's figure for the same GPU
+ *  contradicts it (a wrong lanes table or clock reading): the figure is removed and a warning
+ *  (derived_fp32_code, derived_dram_code) says why. Figures below it are kept: a board may run
+ * under its datasheet clock. Without a datasheet row nothing is checked. */
+[[nodiscard]] derived_peaks checked_against_datasheet(derived_peaks d,
+                                                      const datasheet_entry* datasheet);
 
 /** FP32 lanes per SM for a compute capability (64 on sm_60, sm_7x and sm_80; 128 on sm_86, sm_89,
  *  sm_90 and Blackwell); absent when unknown. */

@@ -125,8 +125,8 @@ specs_report collect_specs() {
     gpu_specs g;
     g.properties = cuda::query_device(i);
     g.nvml = read_nvml(g.properties);
-    g.derived = derive_peaks(g.properties);
     g.datasheet = find_by_name(g.properties.name);
+    g.derived = checked_against_datasheet(derive_peaks(g.properties), g.datasheet);
     r.gpus.push_back(std::move(g));
   }
   return r;

@@ -78,6 +78,13 @@ void render_nvml(std::string& out, const nvml_readings& n) {
   line(out, "clock event reasons", reasons);
 }
 
+/** The flag `code` that withheld a derived figure, else `otherwise`. */
+std::string withheld_or(const derived_peaks& d, std::string_view code, std::string otherwise) {
+  for (const auto& f : d.flags)
+    if (f.code == code) return "withheld (" + f.code + "): " + f.message;
+  return otherwise;
+}
+
 void render_derived(std::string& out, const gpu_specs& g) {
   const auto& p = g.properties;
   const auto& d = g.derived;
@@ -86,11 +93,11 @@ void render_derived(std::string& out, const gpu_specs& g) {
        d.fp32_tflops
            ? fmt::format("{:.1f} TFLOP/s (2 x {} SMs x {} lanes x {:.0f} MHz)", *d.fp32_tflops,
                          p.sm_count, *d.fp32_lanes_per_sm, p.sm_clock_khz / 1000.0)
-           : std::string("unknown for this architecture"));
+           : withheld_or(d, derived_fp32_code, "unknown for this architecture"));
   line(out, "  DRAM",
        d.dram_tbps ? fmt::format("{:.2f} TB/s (2 x {:.0f} MHz x {} bits / 8)", *d.dram_tbps,
                                  p.memory_clock_khz / 1000.0, p.memory_bus_width_bits)
-                   : std::string("unknown"));
+                   : withheld_or(d, derived_dram_code, "unknown"));
 }
 
 void render_entry(std::string& out, const datasheet_entry& e) {

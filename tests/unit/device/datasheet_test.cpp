@@ -207,6 +207,27 @@ TEST(Derived, LanesPerArchitectureAndUnknowns) {
   EXPECT_TRUE(to_json(d)["fp32_tflops"].is_null());
 }
 
+TEST(Derived, AFigureAboveTheDatasheetIsWithheldWithAFlag) {
+  const auto* h200 = find_by_key("h200_sxm");
+  ASSERT_NE(h200, nullptr);
+  // The H200's own properties: both figures within 5% of its datasheet, both kept.
+  const auto ok = checked_against_datasheet(derive_peaks(hand_made_h200()), h200);
+  EXPECT_TRUE(ok.fp32_tflops && ok.dram_tbps);
+  EXPECT_TRUE(ok.flags.empty());
+  // A wrong lanes count (256 per SM) derives 134 TFLOP/s: twice the datasheet's 66.9.
+  auto wrong = derive_peaks(hand_made_h200());
+  wrong.fp32_tflops = *wrong.fp32_tflops * 2;
+  const auto c = checked_against_datasheet(wrong, h200);
+  EXPECT_FALSE(c.fp32_tflops);
+  EXPECT_TRUE(c.dram_tbps);
+  ASSERT_EQ(c.flags.size(), 1u);
+  EXPECT_EQ(c.flags[0].code, derived_fp32_code);
+  EXPECT_TRUE(to_json(c)["fp32_tflops"].is_null());
+  EXPECT_EQ(to_json(c)["flags"][0]["code"], derived_fp32_code);
+  // No datasheet row: nothing to compare with, nothing withheld.
+  EXPECT_TRUE(checked_against_datasheet(wrong, nullptr).fp32_tflops);
+}
+
 TEST(Specs, JsonIsVersionedAndCarriesTheTableOnRequest) {
   specs_report r;
   r.gpu_available = true;
