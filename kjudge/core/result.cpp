@@ -1,5 +1,7 @@
 #include <kjudge/core/result.hpp>
 
+#include <algorithm>
+
 #include <kjudge/core/error.hpp>
 
 namespace kj {
@@ -64,10 +66,22 @@ void from_json(const nlohmann::json& j, provenance& v) {
   if (auto it = j.find("gpu"); it != j.end() && it->is_object()) v.gpu = it->get<gpu_info>();
 }
 
+bool same_flag(const flag& a, const flag& b) noexcept {
+  return a.code == b.code && a.message == b.message;
+}
+
+void append(std::vector<flag>& into, const std::vector<flag>& more) {
+  into.insert(into.end(), more.begin(), more.end());
+}
+
+void append_unique(std::vector<flag>& into, const std::vector<flag>& more) {
+  for (const auto& f : more)
+    if (std::none_of(into.begin(), into.end(), [&f](const flag& g) { return same_flag(f, g); }))
+      into.push_back(f);
+}
+
 void eval_result::add_flag(std::string code, std::string severity, std::string msg) {
-  for (const auto& f : flags)
-    if (f.code == code && f.message == msg) return;
-  flags.push_back({std::move(code), std::move(severity), std::move(msg)});
+  append_unique(flags, {{std::move(code), std::move(severity), std::move(msg)}});
 }
 
 bool eval_result::has_flag(const std::string& code) const {

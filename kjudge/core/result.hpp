@@ -27,6 +27,13 @@ struct flag {
   std::string message;
 };
 
+/** The same flag: same code and message (the severity follows from the code). */
+[[nodiscard]] bool same_flag(const flag& a, const flag& b) noexcept;
+/** Appends every flag of `more`. */
+void append(std::vector<flag>& into, const std::vector<flag>& more);
+/** Appends each flag of `more` that `into` does not hold yet (same_flag), order kept. */
+void append_unique(std::vector<flag>& into, const std::vector<flag>& more);
+
 struct file_info {
   std::string path;
   std::string sha256;

@@ -12,9 +12,4 @@ using microseconds = std::chrono::duration<double, std::micro>;
 using milliseconds = std::chrono::duration<double, std::milli>;
 using seconds = std::chrono::duration<double>;
 
-/** Bytes per second, from a byte count and a duration. */
-[[nodiscard]] constexpr double bytes_per_second(double bytes, seconds t) noexcept {
-  return t.count() > 0 ? bytes / t.count() : 0.0;
-}
-
 }  // namespace kj

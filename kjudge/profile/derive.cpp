@@ -183,9 +183,11 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
                                               d.flop_per_s[i], ceiling.roof());
   }
   const double dram = k.dram_bytes();
+  const double all_flop = total_flop(k.flops);
   d.arithmetic_intensity_flop_per_byte =
-      dram > 0 ? metric::pass(total_flop(k.flops) / dram)
-               : metric::missing("arithmetic intensity: no DRAM bytes");
+      dram <= 0       ? metric::missing("arithmetic intensity: no DRAM bytes")
+      : all_flop <= 0 ? metric::missing("arithmetic intensity: no FLOP counted")
+                      : metric::pass(all_flop / dram);
 
   d.dram_throughput_pct = throughput_pct("DRAM throughput", d.dram_bytes_per_s, c.dram.roof());
   d.l2_throughput_pct = throughput_pct("L2 throughput", d.l2_bytes_per_s, c.l2.roof());
@@ -221,13 +223,8 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
 std::vector<flag> derived_metrics::flags() const {
   std::vector<flag> out;
   auto take = [&out](const std::vector<flag>& fs) {
-    for (const auto& f : fs) {
-      if (f.code == no_data_code) continue;
-      const bool seen = std::any_of(out.begin(), out.end(), [&f](const flag& g) {
-        return g.code == f.code && g.message == f.message;
-      });
-      if (!seen) out.push_back(f);
-    }
+    for (const auto& f : fs)
+      if (f.code != no_data_code) append_unique(out, {f});
   };
   for (const auto* m : {&duration_ns, &dram_bytes_per_s, &l2_bytes_per_s, &l1_bytes_per_s,
                         &l1_hit_rate_pct, &l2_hit_rate_pct, &global_load_sectors_per_request,

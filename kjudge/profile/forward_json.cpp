@@ -20,6 +20,14 @@ nlohmann::json to_json(const launch_summary& s) {
           {"memory_op_streams", s.memory_op_streams}};
 }
 
+void to_json(nlohmann::json& j, const launch_summary& s) {
+  j = to_json(s);
+}
+
+void to_json(nlohmann::json& j, const peak_memory& m) {
+  j = {{"peak_bytes", m.bytes}, {"allocator_bytes", m.allocator_bytes}, {"raw_bytes", m.raw_bytes}};
+}
+
 launch_summary launch_summary_from_json(const nlohmann::json& j) {
   launch_summary s;
   s.kernel_launches = j.at("kernel_launches").get<std::uint64_t>();
@@ -60,22 +68,9 @@ nlohmann::json to_json(const cupti_forward& f) {
                        {"grid", dims(k.grid)},
                        {"block", dims(k.block)},
                        {"stream_id", k.stream_id}});
-  nlohmann::json launches;
-  launches["value"] = f.launches.ok() ? to_json(f.launches.value()) : nlohmann::json(nullptr);
-  if (!f.launches.flags().empty()) launches["flags"] = f.launches.flags();
-  nlohmann::json memory;
-  if (f.memory.ok()) {
-    const auto& m = f.memory.value();
-    memory["value"] = {{"peak_bytes", m.bytes},
-                       {"allocator_bytes", m.allocator_bytes},
-                       {"raw_bytes", m.raw_bytes}};
-  } else {
-    memory["value"] = nullptr;
-  }
-  if (!f.memory.flags().empty()) memory["flags"] = f.memory.flags();
   return {{"kernels", kernels},
-          {"launches", launches},
-          {"peak_memory", memory},
+          {"launches", f.launches},  // checked<T>: {"value": v | null, "flags": [...]}
+          {"peak_memory", f.memory},
           {"event_time_ns", f.event_time_ns}};
 }
 

@@ -19,6 +19,10 @@ namespace kj::profile {
 
 [[nodiscard]] nlohmann::json to_json(const launch_summary& s);
 [[nodiscard]] launch_summary launch_summary_from_json(const nlohmann::json& j);
+/** The same, as nlohmann's ADL hooks, so checked<launch_summary> / checked<peak_memory> write
+ *  through checked.hpp's to_json. */
+void to_json(nlohmann::json& j, const launch_summary& s);
+void to_json(nlohmann::json& j, const peak_memory& m);
 
 /** checked<T> back from {"value": v | null, "flags": [...]}; `read` turns the value into a T. */
 template <class T, class Read>

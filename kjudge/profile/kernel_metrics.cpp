@@ -56,6 +56,13 @@ double total_flop(const flop_counts& f) noexcept {
   return sum;
 }
 
+flop_type dominant_flop_type(const flop_counts& f) noexcept {
+  flop_type best = flop_type::fp32;
+  for (auto t : all_flop_types)
+    if (flop(f, t) > flop(f, best)) best = t;
+  return best;
+}
+
 double kernel_time_sum_ns(const std::vector<kernel_metrics>& kernels) noexcept {
   double sum = 0;
   for (const auto& k : kernels) sum += k.duration_ns;

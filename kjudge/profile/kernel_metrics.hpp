@@ -72,6 +72,13 @@ struct flop_counts {
 [[nodiscard]] double flop(const flop_counts& f, flop_type t) noexcept;
 /** FLOP of all types together. */
 [[nodiscard]] double total_flop(const flop_counts& f) noexcept;
+/** The type with the most FLOP (its roof is the one that matters); fp32 when none was counted. */
+[[nodiscard]] flop_type dominant_flop_type(const flop_counts& f) noexcept;
+/** Tensor-core work (tensor_*), as opposed to the CUDA-core pipes. */
+[[nodiscard]] constexpr bool is_tensor(flop_type t) noexcept {
+  return t == flop_type::tensor_fp64 || t == flop_type::tensor_tf32 ||
+         t == flop_type::tensor_fp16 || t == flop_type::tensor_bf16 || t == flop_type::tensor_fp8;
+}
 
 /** Grid or block dimensions of a launch. */
 struct launch_dims {

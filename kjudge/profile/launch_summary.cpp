@@ -67,10 +67,6 @@ launch_summary summarize_launches(const activity_records& records) {
 
 namespace {
 
-void append(std::vector<flag>& out, std::vector<flag> more) {
-  for (auto& f : more) out.push_back(std::move(f));
-}
-
 std::set<std::uint32_t> without(const std::set<std::uint32_t>& s, std::uint32_t id) {
   std::set<std::uint32_t> out = s;
   out.erase(id);

@@ -21,22 +21,6 @@ using metric = checked<double>;
 /** Kernel names in flag messages are cut to this many characters. */
 constexpr std::size_t flag_name_chars = 60;
 
-void append(std::vector<flag>& out, const std::vector<flag>& more) {
-  for (const auto& f : more) out.push_back(f);
-}
-
-/** `flags` with each (code, message) once, first occurrence kept, order kept. */
-std::vector<flag> deduplicated(const std::vector<flag>& flags) {
-  std::vector<flag> out;
-  for (const auto& f : flags) {
-    const bool seen = std::any_of(out.begin(), out.end(), [&f](const flag& g) {
-      return g.code == f.code && g.message == f.message;
-    });
-    if (!seen) out.push_back(f);
-  }
-  return out;
-}
-
 /** Flags of a checked metric worth listing: everything but `no_data`. */
 template <class T>
 void append_metric_flags(std::vector<flag>& out, const checked<T>& c) {
@@ -119,29 +103,17 @@ void place_on_roofline(side_profile& s, const ceilings& roofs) {
     return;
   }
   const auto& t = s.total->counters;
+  const auto& duration = s.total->derived.duration_ns;  // checked: a broken time gives no rate
   const double flop_sum = total_flop(t.flops);
-  const double bytes = t.dram_bytes();
-  if (bytes <= 0)
-    s.intensity_flop_per_byte = metric::missing("arithmetic intensity: no DRAM bytes");
-  else if (flop_sum <= 0)
-    s.intensity_flop_per_byte = metric::missing("arithmetic intensity: no FLOP counted");
-  else
-    s.intensity_flop_per_byte = metric::pass(flop_sum / bytes);
-
-  if (t.duration_ns <= 0)
-    s.achieved_flop_per_s = metric::missing("achieved FLOP/s: no kernel duration");
+  s.intensity_flop_per_byte = s.total->derived.arithmetic_intensity_flop_per_byte;
+  if (!duration.ok())
+    s.achieved_flop_per_s = duration;
   else if (flop_sum <= 0)
     s.achieved_flop_per_s = metric::missing("achieved FLOP/s: no FLOP counted");
   else
-    s.achieved_flop_per_s = metric::pass(flop_sum / (t.duration_ns * 1e-9));
+    s.achieved_flop_per_s = metric::pass(flop_sum / (duration.value() * 1e-9));
 
-  flop_type dominant = flop_type::fp32;
-  double most = -1;
-  for (auto type : all_flop_types)
-    if (flop(t.flops, type) > most) {
-      most = flop(t.flops, type);
-      dominant = type;
-    }
+  const flop_type dominant = dominant_flop_type(t.flops);
   const double compute_roof = roofs.at(dominant).roof();
   const double dram_roof = roofs.dram.roof();
   if (!s.intensity_flop_per_byte.ok())
@@ -253,9 +225,8 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
         }
       std::vector<flag> own;
       for (const auto& f : d.flags())
-        if (std::none_of(kernel_flags.begin(), kernel_flags.end(), [&f](const flag& g) {
-              return g.code == f.code && g.message == f.message;
-            }))
+        if (std::none_of(kernel_flags.begin(), kernel_flags.end(),
+                         [&f](const flag& g) { return same_flag(f, g); }))
           own.push_back(f);
       append_scoped(flags, own, fmt::format("total of {} kernels", in.ncu_kernels.size()));
       s.total = kernel_profile{std::move(t), std::move(d)};
@@ -272,7 +243,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
     append_metric_flags(flags, in.cupti->launches);
     append_metric_flags(flags, in.cupti->memory);
   }
-  s.flags = deduplicated(flags);
+  append_unique(s.flags, flags);
   return s;
 }
 
@@ -305,14 +276,13 @@ profile_report build_report(std::string problem, std::string candidate, std::str
     r.fusion_ratio =
         fusion_ratio(reference.ncu_kernels.size(), candidate_inputs.ncu_kernels.size());
 
-  r.flags = check_ceilings(roofs);
+  append_unique(r.flags, check_ceilings(roofs));
   if (!r.counters.collected)
-    r.flags.push_back(
-        {"counters_unavailable", severity_info,
-         fmt::format("hardware counters were not collected: {}",
-                     r.counters.unavailable_reason.empty() ? std::string("no reason given")
-                                                           : r.counters.unavailable_reason)});
-  r.flags = deduplicated(r.flags);
+    append_unique(r.flags, {{"counters_unavailable", severity_info,
+                             fmt::format("hardware counters were not collected: {}",
+                                         r.counters.unavailable_reason.empty()
+                                             ? std::string("no reason given")
+                                             : r.counters.unavailable_reason)}});
   return r;
 }
 

@@ -154,8 +154,8 @@ namespace detail {
 [[nodiscard]] std::string short_kernel_name(std::string_view name, std::size_t max_chars);
 /** `format(value)` when the metric passed; "n/a" when it has no data; "FAILED <code>" when it
  *  broke an invariant, so a failed metric never shows a number. */
-template <class Format>
-[[nodiscard]] std::string metric_text(const checked<double>& m, Format&& format) {
+template <class T, class Format>
+[[nodiscard]] std::string metric_text(const checked<T>& m, Format&& format) {
   if (m.ok()) return std::forward<Format>(format)(m.value());
   if (m.is_missing()) return "n/a";
   return "FAILED " + m.failure().code;

@@ -243,12 +243,7 @@ side_inputs side_inputs_from(const json& j) {
  *  build_report() by the caller survives the round trip). */
 std::vector<flag> merged_flags(const json& j, const std::vector<flag>& derived) {
   std::vector<flag> out = j.value("flags", std::vector<flag>{});
-  for (const auto& f : derived) {
-    const bool seen = std::any_of(out.begin(), out.end(), [&f](const flag& g) {
-      return g.code == f.code && g.message == f.message;
-    });
-    if (!seen) out.push_back(f);
-  }
+  append_unique(out, derived);
   return out;
 }
 

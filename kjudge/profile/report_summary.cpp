@@ -49,10 +49,8 @@ std::string kernel_name(const kernel_metrics& k, std::size_t width = 56) {
 
 std::string stall_list(const derived_metrics& d) {
   const auto top = detail::top_stalls(d, summary_stalls);
-  if (top.empty())
-    return d.stall_share_pct.ok() || d.stall_share_pct.is_missing()
-               ? std::string("n/a")
-               : "FAILED " + d.stall_share_pct.failure().code;
+  if (top.empty())  // "n/a", or the flag when the shares failed their check
+    return metric_text(d.stall_share_pct, [](const auto&) { return std::string("n/a"); });
   std::string out;
   for (const auto& [reason, share] : top)
     out += fmt::format("{}{} {:.1f}%", out.empty() ? "" : ", ", reason, share);
@@ -117,10 +115,8 @@ std::vector<std::string> hints(const side_profile& s) {
         metric_text(d.dram_throughput_pct, pct), format_bytes(s.total->counters.dram_bytes()),
         metric_text(d.dram_bytes_per_s, format_bytes_per_s)));
   if (s.bound.bound == bottleneck::compute_bound) {
-    flop_type dominant = flop_type::fp32;
-    for (auto t : all_flop_types)
-      if (flop(s.total->counters.flops, t) > flop(s.total->counters.flops, dominant)) dominant = t;
-    if (to_string(dominant).find("tensor") == std::string_view::npos)
+    const flop_type dominant = dominant_flop_type(s.total->counters.flops);
+    if (!is_tensor(dominant))
       out.push_back(fmt::format(
           "compute-bound on {} CUDA cores ({} of that roof) with no dominant tensor work: tensor "
           "cores (TF32/BF16 MMA) if the tolerance allows",

@@ -231,9 +231,9 @@ void render_totals(std::string& out, const profile_report& r) {
       const auto top = detail::top_stalls(s.total->derived, 4);
       if (i < top.size()) return fmt::format("{} {:.1f}%", top[i].first, top[i].second);
       if (i > 0) return "";
-      const auto& shares = s.total->derived.stall_share_pct;
-      if (shares.ok() || shares.is_missing()) return "n/a";
-      return "FAILED " + shares.failure().code;
+      // No stall listed: "n/a", or the flag when the shares failed their check.
+      return metric_text(s.total->derived.stall_share_pct,
+                         [](const auto&) { return std::string("n/a"); });
     };
     if (i > 0 && stall(r.reference).empty() && stall(r.candidate_side).empty()) break;
     row(out, i == 0 ? "stalls (share of stall cycles)" : "", stall(r.reference),
@@ -246,9 +246,9 @@ void render_totals(std::string& out, const profile_report& r) {
   });
   side("peak memory over baseline", [](const side_profile& s) {
     if (!s.cupti) return std::string("n/a");
-    const auto& m = s.cupti->memory;
-    if (m.ok()) return format_bytes(static_cast<double>(m.value().bytes));
-    return m.is_missing() ? std::string("n/a") : "FAILED " + m.failure().code;
+    return metric_text(s.cupti->memory, [](const peak_memory& m) {
+      return format_bytes(static_cast<double>(m.bytes));
+    });
   });
   const bool cupti_both = r.reference.cupti && r.reference.cupti->launches.ok() &&
                           r.candidate_side.cupti && r.candidate_side.cupti->launches.ok();

@@ -7,6 +7,7 @@
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/profile/forward_json.hpp>
+#include <kjudge/profile/report.hpp>
 
 namespace kj::report {
 
@@ -192,14 +193,6 @@ std::string mib(double bytes) {
   return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
 }
 
-/** "at::reduce_kernel<...>" for a demangled name: the function name and its template head. */
-std::string short_kernel_name(const std::string& name, std::size_t width = 48) {
-  std::string n = name;
-  if (n.starts_with("void ")) n = n.substr(5);
-  if (n.size() > width) n = n.substr(0, width - 3) + "...";
-  return n;
-}
-
 void print_launch_side(const char* side, const profile::cupti_forward& f, std::string& out) {
   if (!f.launches.ok()) {
     out += fmt::format("  {:<10} {}\n", side, f.launches.failure().message);
@@ -220,7 +213,7 @@ void print_launch_side(const char* side, const profile::cupti_forward& f, std::s
                    [](const auto* a, const auto* b) { return a->duration_ns > b->duration_ns; });
   for (std::size_t i = 0; i < std::min<std::size_t>(top.size(), 3); ++i)
     out += fmt::format("  {:<10}   {:>10}  {}\n", "", us(top[i]->duration_ns / 1e3),
-                       short_kernel_name(top[i]->name));
+                       profile::detail::short_kernel_name(top[i]->name, 48));
   if (top.size() > 3) out += fmt::format("  {:<10}   ({} more)\n", "", top.size() - 3);
 }
 

@@ -36,10 +36,6 @@ std::vector<flag> check_run(const char* label, double best, double launch_ms,
   return out;
 }
 
-void append(std::vector<flag>& all, const std::vector<flag>& more) {
-  all.insert(all.end(), more.begin(), more.end());
-}
-
 checked<double> check_bandwidth_figure(const char* label, const bandwidth_figure& f,
                                        double datasheet_tbps, std::vector<flag>& all) {
   if (!f.measured())
