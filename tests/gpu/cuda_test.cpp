@@ -14,13 +14,9 @@
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/cuda/stream.hpp>
 
-namespace {
+#include "require_gpu.hpp"
 
-#define KJ_REQUIRE_GPU()                                                    \
-  do {                                                                      \
-    const auto kj_probe = ::kj::cuda::probe();                              \
-    if (!kj_probe.available) GTEST_SKIP() << "no GPU: " << kj_probe.reason; \
-  } while (0)
+namespace {
 
 TEST(cuda_probe, is_consistent_and_never_throws) {
   const kj::cuda::probe_result p = kj::cuda::probe();

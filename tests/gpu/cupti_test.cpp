@@ -18,14 +18,15 @@
 
 #include "spin_kernels.hpp"
 
+#include "require_gpu.hpp"
+
 namespace kj::profile {
 namespace {
 
-#define KJ_REQUIRE_GPU_AND_CUPTI()                                          \
-  do {                                                                      \
-    const auto kj_probe = ::kj::cuda::probe();                              \
-    if (!kj_probe.available) GTEST_SKIP() << "no GPU: " << kj_probe.reason; \
-    if (!cupti_built_in()) GTEST_SKIP() << "no CUPTI in this build";        \
+#define KJ_REQUIRE_GPU_AND_CUPTI()                                   \
+  do {                                                               \
+    KJ_REQUIRE_GPU();                                                \
+    if (!cupti_built_in()) GTEST_SKIP() << "no CUPTI in this build"; \
   } while (0)
 
 constexpr std::uint64_t spin_ns = 20'000;                   // 20 us each

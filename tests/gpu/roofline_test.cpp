@@ -17,6 +17,8 @@
 #include <kjudge/roofline/measure.hpp>
 #include <kjudge/roofline/report.hpp>
 
+#include "require_gpu.hpp"
+
 namespace kj::roofline {
 namespace {
 
@@ -25,12 +27,6 @@ const roofline_result& measured() {
   static const roofline_result r = measure_roofline(measure_options{});
   return r;
 }
-
-#define KJ_REQUIRE_GPU()                                                    \
-  do {                                                                      \
-    const auto kj_probe = ::kj::cuda::probe();                              \
-    if (!kj_probe.available) GTEST_SKIP() << "no GPU: " << kj_probe.reason; \
-  } while (0)
 
 bool is_h200(const checked_roofline& c) {
   return c.datasheet != nullptr && c.datasheet->key == "h200_sxm";
@@ -66,6 +62,9 @@ TEST(RooflineGpu, EveryFigureIsBelowItsDatasheetPeak) {
   if (c.datasheet == nullptr) GTEST_SKIP() << "no datasheet entry for " << measured().gpu.name;
   using device::datatype;
   const auto& d = *c.datasheet;
+  for (const auto* f :
+       {&c.dram_tbps, &c.fp32_tflops, &c.fp64_tflops, &c.bf16_tensor_tflops, &c.fp16_tensor_tflops})
+    ASSERT_TRUE(f->ok()) << f->failure().code << ": " << f->failure().message;
   EXPECT_LT(c.dram_tbps.value(), d.memory_tbps);
   EXPECT_LT(c.fp32_tflops.value(), d.peak(datatype::fp32).value_or(1e9));
   EXPECT_LT(c.fp64_tflops.value(), d.peak(datatype::fp64).value_or(1e9));
@@ -78,6 +77,9 @@ TEST(RooflineGpu, H200ReachesTheAnchorBands) {
   const auto& r = measured();
   const auto c = check_roofline(r);
   if (!is_h200(c)) GTEST_SKIP() << "bands are for an H200, this is " << r.gpu.name;
+  for (const auto* f : {&c.dram_copy_tbps, &c.l2_tbps, &c.l1_tbps, &c.fp32_tflops,
+                        &c.bf16_tensor_tflops, &c.launch_stream_us})
+    ASSERT_TRUE(f->ok()) << f->failure().code << ": " << f->failure().message;
   EXPECT_GE(c.dram_copy_tbps.value(), 3.9);
   EXPECT_GE(c.l2_tbps.value(), 8.0);
   EXPECT_GE(c.l1_tbps.value(), 20.0);

@@ -15,15 +15,11 @@
 
 #include "spin_kernels.hpp"
 
+#include "require_gpu.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
-
-#define KJ_REQUIRE_GPU()                                                    \
-  do {                                                                      \
-    const auto kj_probe = ::kj::cuda::probe();                              \
-    if (!kj_probe.available) GTEST_SKIP() << "no GPU: " << kj_probe.reason; \
-  } while (0)
 
 /** One spin kernel of a known duration per forward. */
 class spin_target : public kj::measure::target {
