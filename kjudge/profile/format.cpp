@@ -8,7 +8,8 @@ namespace kj::profile {
 
 namespace {
 
-std::string with_prefix(double v, const char* unit) {
+/** `v` with a decimal SI prefix; `decimals` < 0: three or four significant digits. */
+std::string with_prefix(double v, const char* unit, int decimals = -1) {
   struct prefix {
     double scale;
     const char* name;
@@ -19,8 +20,8 @@ std::string with_prefix(double v, const char* unit) {
     if (std::fabs(v) >= p.scale) {
       const double scaled = v / p.scale;
       // 3.35, 13.6, 927.6: three or four significant digits.
-      const int decimals = std::fabs(scaled) >= 10 ? 1 : 2;
-      return fmt::format("{:.{}f} {}{}", scaled, decimals, p.name, unit);
+      const int places = decimals >= 0 ? decimals : (std::fabs(scaled) >= 10 ? 1 : 2);
+      return fmt::format("{:.{}f} {}{}", scaled, places, p.name, unit);
     }
   return fmt::format("{:.3g} {}", v, unit);
 }
@@ -33,6 +34,18 @@ std::string format_bytes_per_s(double bytes_per_s) {
 
 std::string format_flop_per_s(double flop_per_s) {
   return with_prefix(flop_per_s, "FLOP/s");
+}
+
+std::string format_bytes(double bytes) {
+  return with_prefix(bytes, "B", 2);
+}
+
+std::string format_flop(double flop) {
+  return with_prefix(flop, "FLOP");
+}
+
+std::string format_pct(double pct) {
+  return fmt::format("{:.1f}%", pct);
 }
 
 }  // namespace kj::profile

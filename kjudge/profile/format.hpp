@@ -10,5 +10,11 @@ namespace kj::profile {
 [[nodiscard]] std::string format_bytes_per_s(double bytes_per_s);
 /** "989.4 TFLOP/s", "51.9 GFLOP/s". */
 [[nodiscard]] std::string format_flop_per_s(double flop_per_s);
+/** "328.96 kB", "1.20 MB", "512 B" (decimal prefixes, two decimals). */
+[[nodiscard]] std::string format_bytes(double bytes);
+/** A FLOP count: "17.0 MFLOP", "9.20 MFLOP". */
+[[nodiscard]] std::string format_flop(double flop);
+/** "12.4%". */
+[[nodiscard]] std::string format_pct(double pct);
 
 }  // namespace kj::profile

@@ -146,8 +146,6 @@ namespace detail {
 
 /** "7.42 us", "1.23 ms", "850 ns". */
 [[nodiscard]] std::string format_ns(double ns);
-/** "328.96 kB", "1.20 MB" (decimal prefixes). */
-[[nodiscard]] std::string format_bytes(double bytes);
 /** A kernel name cut to `max_chars`: no "void ", no parameter list; when still too long, the
  *  function's own namespaces go and the template head is kept
  *  ("vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>, ...>"). */

@@ -15,7 +15,6 @@ namespace kj::profile {
 
 namespace {
 
-using detail::format_bytes;
 using detail::format_ns;
 using detail::metric_text;
 
@@ -35,7 +34,7 @@ constexpr std::size_t summary_kernels = 3;
 constexpr std::size_t summary_stalls = 3;
 
 std::string pct(double v) {
-  return fmt::format("{:.1f}%", v);
+  return format_pct(v);
 }
 
 std::string signed_change(double from, double to) {

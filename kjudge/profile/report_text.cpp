@@ -24,17 +24,6 @@ std::string format_ns(double ns) {
   return fmt::format("{:.0f} ns", ns);
 }
 
-std::string format_bytes(double bytes) {
-  struct prefix {
-    double scale;
-    const char* name;
-  };
-  static constexpr prefix prefixes[] = {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}};
-  for (const auto& p : prefixes)
-    if (std::fabs(bytes) >= p.scale) return fmt::format("{:.2f} {}", bytes / p.scale, p.name);
-  return fmt::format("{:.0f} B", bytes);
-}
-
 std::string short_kernel_name(std::string_view name, std::size_t max_chars) {
   if (name.starts_with("void ")) name.remove_prefix(5);
   // Drop the parameter list: the first '(' outside template arguments that does not open
@@ -125,16 +114,11 @@ std::string occupancy_limiter(const kernel_metrics& k) {
 
 namespace {
 
-using detail::format_bytes;
 using detail::format_ns;
 using detail::metric_text;
 
 std::string pct(double v) {
-  return fmt::format("{:.1f}%", v);
-}
-
-std::string bytes_rate(double v) {
-  return format_bytes_per_s(v);
+  return format_pct(v);
 }
 
 constexpr int label_width = 36;
@@ -153,7 +137,7 @@ void total_row(std::string& out, std::string_view label, const profile_report& r
 }
 
 std::string with_roof(const checked<double>& rate, const checked<double>& of_roof) {
-  std::string s = metric_text(rate, bytes_rate);
+  std::string s = metric_text(rate, format_bytes_per_s);
   if (rate.ok()) s += " (" + metric_text(of_roof, pct) + " of roof)";
   return s;
 }
@@ -211,8 +195,7 @@ void render_totals(std::string& out, const profile_report& r) {
     if (count(r.reference) <= 0 && count(r.candidate_side) <= 0) continue;
     total_row(
         out, fmt::format("{} FLOP (rate)", to_string(type)), r, [type](const kernel_profile& t) {
-          std::string n = format_flop_per_s(flop(t.counters.flops, type));
-          n.resize(n.size() - 2);  // a count: "16.97 MFLOP", no "/s"
+          std::string n = format_flop(flop(t.counters.flops, type));
           return fmt::format("{} ({})", n, metric_text(t.derived.flops(type), format_flop_per_s));
         });
   }
@@ -328,9 +311,9 @@ std::string render_report(const profile_report& r, int max_kernels) {
                                                              ? "no reason given"
                                                              : r.counters.unavailable_reason);
   out += fmt::format("roofs in use: DRAM {}, L2 {}, L1/shared {}\n\n",
-                     r.roofs.dram.roof() > 0 ? bytes_rate(r.roofs.dram.roof()) : "n/a",
-                     r.roofs.l2.roof() > 0 ? bytes_rate(r.roofs.l2.roof()) : "n/a",
-                     r.roofs.l1.roof() > 0 ? bytes_rate(r.roofs.l1.roof()) : "n/a");
+                     r.roofs.dram.roof() > 0 ? format_bytes_per_s(r.roofs.dram.roof()) : "n/a",
+                     r.roofs.l2.roof() > 0 ? format_bytes_per_s(r.roofs.l2.roof()) : "n/a",
+                     r.roofs.l1.roof() > 0 ? format_bytes_per_s(r.roofs.l1.roof()) : "n/a");
   render_totals(out, r);
   render_kernels(out, r.reference, max_kernels);
   render_kernels(out, r.candidate_side, max_kernels);

@@ -4,6 +4,7 @@
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/profile/checked.hpp>
+#include <kjudge/profile/format.hpp>
 #include <kjudge/profile/invariants.hpp>
 
 #include "test_util.hpp"
@@ -77,6 +78,24 @@ TEST(Checked, JsonOfAFailedMetricIsNullWithItsFlag) {
   EXPECT_TRUE(bad["value"].is_null());
   ASSERT_EQ(bad["flags"].size(), 1u);
   EXPECT_EQ(bad["flags"][0]["code"], "sectors_per_request_out_of_range");
+}
+
+}  // namespace
+}  // namespace kj::profile
+
+namespace kj::profile {
+namespace {
+
+TEST(Format, RatesCountsBytesAndPercentagesForPeople) {
+  EXPECT_EQ(format_bytes_per_s(3.35e12), "3.35 TB/s");
+  EXPECT_EQ(format_bytes_per_s(13.6e9), "13.6 GB/s");
+  EXPECT_EQ(format_flop_per_s(989.4e12), "989.4 TFLOP/s");
+  EXPECT_EQ(format_flop(16.97e6), "17.0 MFLOP");  // three or four significant digits
+  EXPECT_EQ(format_flop(9.2e6), "9.20 MFLOP");
+  EXPECT_EQ(format_bytes(328'960), "328.96 kB");
+  EXPECT_EQ(format_bytes(3'170'000), "3.17 MB");
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_pct(12.44), "12.4%");
 }
 
 }  // namespace
