@@ -150,6 +150,11 @@ void print(const std::string& text) {
 
 int run_eval(const eval_args& a) {
   check_json_path(a.json_path);
+  if (!a.profile && (!a.baseline_path.empty() || a.summary_only || a.no_counters ||
+                     !a.ncu_path.empty() || a.ncu_cache_control != "all"))
+    KJ_THROW(error_kind::usage,
+             "--baseline, --summary, --no-counters, --ncu and --ncu-cache-control apply to a "
+             "profile: add --profile (or use kjudge profile)");
   const auto baseline = read_baseline(a.baseline_path);
   const auto j = make_job(a);
   eval::run_options ro;

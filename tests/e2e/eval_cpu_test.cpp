@@ -271,6 +271,13 @@ TEST(EvalCpu, HelpComesFromTheDocs) {
 namespace kj::test {
 namespace {
 
+TEST(ProfileCpu, ProfileOptionsWithoutAProfileAreAUsageError) {
+  const auto r = run_raw({"eval", (source_dir() / "problems/level1/softmax.py").string(),
+                          (source_dir() / "examples/softmax/naive.py").string(), "--summary"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--profile"), std::string::npos) << r.output;
+}
+
 TEST(ProfileCpu, WithoutAGpuTheProfileSaysWhyThereAreNoCounters) {
   const auto r = run_command("profile", "problems/level2/quantvla_selective_layout_fusion.py",
                              "examples/quantvla/naive.py", with({"--no-timing"}));
