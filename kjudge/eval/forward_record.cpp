@@ -8,7 +8,6 @@
 
 #include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/event.hpp>
-#include <kjudge/measure/l2_flush.hpp>
 #include <kjudge/measure/stream_blocker.hpp>
 
 namespace kj::eval {
@@ -53,11 +52,7 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
   }
   const auto stream = static_cast<cudaStream_t>(ctx.stream);
   t.prepare(0);
-  std::optional<measure::detail::l2_flusher> flusher;
-  if (ctx.l2_bytes > 0) {
-    flusher.emplace(ctx.l2_bytes);
-    flusher->flush(stream);
-  }
+  if (ctx.flusher != nullptr) ctx.flusher->flush(stream);
   KJ_CUDA_CHECK(cudaDeviceSynchronize());
 
   // A first launch under an active collector pays for CUPTI's instrumentation of each kernel
@@ -69,7 +64,7 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
   t.run();
   (void)collector.stop();
   t.prepare(0);
-  if (flusher) flusher->flush(stream);
+  if (ctx.flusher != nullptr) ctx.flusher->flush(stream);
   KJ_CUDA_CHECK(cudaDeviceSynchronize());
 
   cuda::event start, end;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <kjudge/core/units.hpp>
+#include <kjudge/measure/l2_flush.hpp>
 #include <kjudge/measure/target.hpp>
 #include <kjudge/profile/cupti_activity.hpp>
 #include <kjudge/profile/report.hpp>
@@ -21,7 +22,8 @@ namespace kj::eval {
 struct forward_context {
   python::session* session = nullptr;  ///< allocator statistics
   void* stream = nullptr;              ///< the timed stream (cudaStream_t)
-  std::size_t l2_bytes = 0;            ///< for the cold-L2 flush; 0: no flush
+  /** Evicts the L2 before the forward (one buffer for both sides); nullptr: no flush. */
+  measure::detail::l2_flusher* flusher = nullptr;
   /** Invariant 10's lower bound: bytes of outputs the forward allocates (0 for a native
    *  candidate, whose outputs kjudge allocates beforehand). */
   std::uint64_t output_bytes = 0;

@@ -112,7 +112,8 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
     cand.ncu_kernels = std::move(run.candidate);
   }
   roofs c;
-  if (j.device == "cuda") {
+  c.source = "none (no counters to compare with them)";
+  if (source.collected) {  // the ceilings are the roofs of the counters' throughputs
     say("ceilings from kjudge roofline");
     c = ceilings_for(o);
   }

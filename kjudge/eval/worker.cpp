@@ -456,7 +456,9 @@ class pipeline {
     forward_context ctx;
     ctx.session = &*m_session;
     ctx.stream = m_session->stream();
-    ctx.l2_bytes = m_device ? m_device->l2_bytes : 0;
+    std::optional<measure::detail::l2_flusher> flusher;
+    if (m_device && m_device->l2_bytes > 0) flusher.emplace(m_device->l2_bytes);
+    ctx.flusher = flusher ? &*flusher : nullptr;
     ctx.output_bytes = output_bytes;
     ctx.device_memory_bytes = m_device ? m_device->total_memory_bytes : 0;
     std::string why;
