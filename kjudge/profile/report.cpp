@@ -247,11 +247,6 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
   return s;
 }
 
-std::optional<std::uint64_t> cupti_launches(const side_inputs& in) {
-  if (in.cupti && in.cupti->launches.ok()) return in.cupti->launches.value().kernel_launches;
-  return std::nullopt;
-}
-
 }  // namespace
 
 profile_report build_report(std::string problem, std::string candidate, std::string gpu,
@@ -268,13 +263,8 @@ profile_report build_report(std::string problem, std::string candidate, std::str
   r.reference = build_side("reference", reference, roofs);
   r.candidate_side = build_side("candidate", candidate_inputs, roofs);
 
-  const auto ref_launches = cupti_launches(reference);
-  const auto cand_launches = cupti_launches(candidate_inputs);
-  if (ref_launches && cand_launches)
-    r.fusion_ratio = fusion_ratio(*ref_launches, *cand_launches);
-  else
-    r.fusion_ratio =
-        fusion_ratio(reference.ncu_kernels.size(), candidate_inputs.ncu_kernels.size());
+  const auto launches = detail::fusion_counts(r.reference, r.candidate_side);
+  r.fusion_ratio = fusion_ratio(launches.reference, launches.candidate);
 
   append_unique(r.flags, check_ceilings(roofs));
   if (!r.counters.collected)

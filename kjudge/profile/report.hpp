@@ -168,6 +168,14 @@ struct side_time {
   std::string what;
 };
 [[nodiscard]] side_time forward_time(const side_profile& s);
+/** The launch counts the fusion ratio divides: CUPTI's device records when both sides have them,
+ *  else both sides' ncu kernel counts (never one of each); `source` says which. */
+struct launch_counts {
+  std::size_t reference = 0, candidate = 0;
+  const char* source = "ncu kernels";
+};
+[[nodiscard]] launch_counts fusion_counts(const side_profile& reference,
+                                          const side_profile& candidate);
 /** Number of kernel launches: CUPTI device records when available, else ncu kernels. */
 [[nodiscard]] std::size_t launch_count(const side_profile& s);
 /** Indices of `s.kernels`, longest ncu duration first. */

@@ -252,9 +252,11 @@ std::string agent_summary(const profile_report& r, const profile_report* baselin
                            : fmt::format("not collected ({})", r.counters.unavailable_reason));
   side_lines(out, r.reference);
   side_lines(out, r.candidate_side);
-  out += fmt::format("fusion ratio (reference / candidate launches): {} ({} / {})\n",
+  const auto launches = detail::fusion_counts(r.reference, r.candidate_side);
+  out += fmt::format("fusion ratio (reference / candidate launches, {}): {} ({} / {})\n",
+                     launches.source,
                      metric_text(r.fusion_ratio, [](double v) { return fmt::format("{:.2f}", v); }),
-                     detail::launch_count(r.reference), detail::launch_count(r.candidate_side));
+                     launches.reference, launches.candidate);
   const auto h = hints(r.candidate_side);
   if (!h.empty()) {
     out += "hints (candidate):\n";

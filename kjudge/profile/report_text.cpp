@@ -69,6 +69,14 @@ side_time forward_time(const side_profile& s) {
   return {0, "not timed"};
 }
 
+launch_counts fusion_counts(const side_profile& reference, const side_profile& candidate) {
+  const auto cupti = [](const side_profile& s) { return s.cupti && s.cupti->launches.ok(); };
+  if (cupti(reference) && cupti(candidate))
+    return {reference.cupti->launches.value().kernel_launches,
+            candidate.cupti->launches.value().kernel_launches, "CUPTI"};
+  return {reference.kernels.size(), candidate.kernels.size(), "ncu kernels"};
+}
+
 std::size_t launch_count(const side_profile& s) {
   if (s.cupti && s.cupti->launches.ok()) return s.cupti->launches.value().kernel_launches;
   return s.kernels.size();
@@ -233,11 +241,9 @@ void render_totals(std::string& out, const profile_report& r) {
       return format_bytes(static_cast<double>(m.bytes));
     });
   });
-  const bool cupti_both = r.reference.cupti && r.reference.cupti->launches.ok() &&
-                          r.candidate_side.cupti && r.candidate_side.cupti->launches.ok();
   out +=
       fmt::format("  fusion ratio (reference / candidate launches, {}): {}\n",
-                  cupti_both ? "CUPTI" : "ncu kernels",
+                  detail::fusion_counts(r.reference, r.candidate_side).source,
                   metric_text(r.fusion_ratio, [](double v) { return fmt::format("{:.2f}", v); }));
   out += fmt::format("  reference bound: {}\n", r.reference.bound.reason);
   out += fmt::format("  candidate bound: {}\n", r.candidate_side.bound.reason);

@@ -215,7 +215,14 @@ TEST(ProfileReport, FusionRatioFromCuptiLaunches) {
   auto ref = reference_inputs();
   ref.ncu_kernels.resize(7);
   ref.cupti->kernels.resize(7);
-  EXPECT_DOUBLE_EQ(make_report(ref, cand).fusion_ratio.value(), 7.0);
+  const auto mixed = make_report(ref, cand);
+  EXPECT_DOUBLE_EQ(mixed.fusion_ratio.value(), 7.0);
+  // The summary quotes the counts it divided, from one source: 7 / 1 ncu kernels, not a CUPTI
+  // count over an ncu count.
+  const auto text = agent_summary(mixed);
+  EXPECT_NE(text.find("fusion ratio (reference / candidate launches, ncu kernels): 7.00 (7 / 1)"),
+            std::string::npos)
+      << text;
 }
 
 TEST(ProfileReport, DurationsMatchedByLaunchOrderAndOneDisagreementFlagged) {
