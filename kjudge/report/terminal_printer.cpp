@@ -199,14 +199,16 @@ void print_launch_side(const char* side, const profile::cupti_forward& f, std::s
     return;
   }
   const auto& l = f.launches.value();
-  std::string memory = f.memory.ok() ? "+" + mib(static_cast<double>(f.memory.value().bytes))
-                                     : "n/a (" + f.memory.failure().code + ")";
+  const std::string memory = profile::detail::metric_text(
+      f.memory, [](const auto& m) { return "+" + mib(static_cast<double>(m.bytes)); });
   out += fmt::format(
       "  {:<10} {:>4} kernel{} {:>3} memcpy {:>3} memset   kernels busy {} (sum {}), events {}   "
       "peak memory {}\n",
       side, l.kernel_launches, l.kernel_launches == 1 ? " " : "s", l.memcpy_count, l.memset_count,
       us(l.kernel_busy_time.count() / 1e3), us(l.kernel_time_sum.count() / 1e3),
-      us(f.event_time_ns / 1e3), memory);
+      f.event_time_ns > 0 ? us(f.event_time_ns / 1e3)
+                          : std::string("n/a (event_time_not_measured)"),
+      memory);
   std::vector<const profile::timed_kernel*> top;
   for (const auto& k : f.kernels) top.push_back(&k);
   std::stable_sort(top.begin(), top.end(),
