@@ -176,7 +176,6 @@ counter_run collect_counters(job j, const counter_options& options) {
   }
   out.source.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.log_tail = runner::last_lines(text.substr(0, text.find("\"ID\",")), 10);
   if (!out.source.unavailable_reason.empty()) return out;
   try {
     const auto report = profile::parse_ncu_raw_csv(text);

@@ -27,8 +27,7 @@ namespace kj::eval {
 struct counter_run {
   profile::counter_source source;  ///< collected, tool, controls, or why not
   std::vector<profile::kernel_metrics> reference, candidate;  ///< launch order
-  eval_result worker;    ///< the profiled worker's own result (status, output tail)
-  std::string log_tail;  ///< the last lines of ncu's log (errors, warnings)
+  eval_result worker;  ///< the profiled worker's own result (status, output tail)
 };
 
 struct counter_options {

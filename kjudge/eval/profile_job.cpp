@@ -58,23 +58,27 @@ roofs ceilings_for(const profile_options& o) {
              (dir / "roofline.json").string()};
   so.timeout = std::chrono::minutes(5);
   const auto p = runner::run_process(so);
-  try {
-    if (!p.ok())
-      return fail(fmt::format("kjudge roofline {}: {}", p.describe(),
-                              runner::last_lines(p.output_tail, 2)));
-    const auto result = roofline::read_result(dir / "roofline.json");
-    const auto checked = roofline::check_roofline(result);
-    out.c = checked.ceilings;
-    out.source =
-        fmt::format("kjudge roofline, {} measured {}", result.gpu.name, result.measured_at_utc);
-    if (checked.datasheet != nullptr) out.source += "; datasheet " + checked.datasheet->name;
-    for (const auto& f : checked.flags)
-      if (f.severity != profile::severity_info) out.flags.push_back(f);
-  } catch (const kj::error& e) {
-    fail(e.message());
+  std::optional<roofline::roofline_result> result;
+  std::string why;
+  if (!p.ok()) {
+    why = fmt::format("kjudge roofline {}: {}", p.describe(), runner::last_lines(p.output_tail, 2));
+  } else {
+    try {
+      result = roofline::read_result(dir / "roofline.json");
+    } catch (const kj::error& e) {
+      why = e.message();
+    }
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+  if (!result) return fail(why);
+  const auto checked = roofline::check_roofline(*result);
+  out.c = checked.ceilings;
+  out.source =
+      fmt::format("kjudge roofline, {} measured {}", result->gpu.name, result->measured_at_utc);
+  if (checked.datasheet != nullptr) out.source += "; datasheet " + checked.datasheet->name;
+  for (const auto& f : checked.flags)
+    if (f.severity != profile::severity_info) out.flags.push_back(f);
   return out;
 }
 
