@@ -1,5 +1,8 @@
 #include <kjudge/roofline/cache.hpp>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
 
@@ -19,9 +22,15 @@ fs::path cache_path(const fs::path& cache_root, std::string_view uuid, int drive
   return cache_root / "roofline" / (key + "-" + std::to_string(driver_version) + ".json");
 }
 
-roofline_result read_result(const fs::path& path) {
-  const auto j = nlohmann::json::parse(read_file(path), nullptr, false);
+namespace {
+
+nlohmann::json read_document(const fs::path& path) {
+  auto j = nlohmann::json::parse(read_file(path), nullptr, false);
   if (j.is_discarded()) KJ_THROW(error_kind::protocol, "{} is not JSON", path.string());
+  return j;
+}
+
+roofline_result result_of(const nlohmann::json& j, const fs::path& path) {
   roofline_result r;
   try {
     from_json(j, r);
@@ -29,6 +38,12 @@ roofline_result read_result(const fs::path& path) {
     KJ_THROW(error_kind::protocol, "{}: {}", path.string(), e.message());
   }
   return r;
+}
+
+}  // namespace
+
+roofline_result read_result(const fs::path& path) {
+  return result_of(read_document(path), path);
 }
 
 std::optional<roofline_result> load_cached(const fs::path& path, std::string_view uuid,
@@ -42,9 +57,17 @@ std::optional<roofline_result> load_cached(const fs::path& path, std::string_vie
     return std::nullopt;
   }
   try {
-    auto r = read_result(path);
+    const auto j = read_document(path);
+    auto r = result_of(j, path);
     if (r.gpu.uuid != uuid || r.gpu.driver_version != driver_version) {
       say("the cached result at " + path.string() + " is for another GPU or driver");
+      return std::nullopt;
+    }
+    if (const auto absent = absent_benchmarks(j); !absent.empty()) {
+      say(
+          fmt::format("the cached result at {} was written by an older kjudge: it has no {} "
+                      "figure",
+                      path.string(), fmt::join(absent, ", ")));
       return std::nullopt;
     }
     return r;

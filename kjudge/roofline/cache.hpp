@@ -24,8 +24,9 @@ namespace kj::roofline {
 [[nodiscard]] roofline_result read_result(const std::filesystem::path& path);
 
 /** The cached result at `path`, or nullopt when there is none or it is unusable (unreadable, an
- *  older schema, or for another GPU / driver than `uuid` / `driver_version`); `why` then says
- *  which, when given. Never throws for a bad file: a bad cache is re-measured. */
+ *  older schema, for another GPU / driver than `uuid` / `driver_version`, or written by an older
+ *  kjudge without every benchmark of this one: absent_benchmarks()); `why` then says which, when
+ *  given. Never throws for a bad file: a bad cache is re-measured. */
 [[nodiscard]] std::optional<roofline_result> load_cached(const std::filesystem::path& path,
                                                          std::string_view uuid, int driver_version,
                                                          std::string* why = nullptr);

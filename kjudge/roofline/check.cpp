@@ -175,7 +175,10 @@ checked_roofline check_roofline(const roofline_result& r,
   out.bf16_tensor_tflops = check_compute_figure("BF16 tensor", flop_type::tensor_bf16,
                                                 r.bf16_tensor, peak(datatype::bf16_tensor), all);
 
-  out.launch_stream_us = check_latency_figure("launch on a stream", r.launch_stream, all);
+  out.launch_stream_us =
+      check_latency_figure("launch on a stream (host-issued)", r.launch_stream, all);
+  out.launch_stream_queued_us =
+      check_latency_figure("launch on a stream (queued)", r.launch_stream_queued, all);
   out.launch_graph_us = check_latency_figure("launch in a graph", r.launch_graph, all);
   out.round_trip_us = check_latency_figure("host-device round trip", r.round_trip, all);
 
@@ -216,6 +219,7 @@ nlohmann::json to_json(const checked_roofline& c) {
   j["fp16_tensor_tflops"] = c.fp16_tensor_tflops;
   j["bf16_tensor_tflops"] = c.bf16_tensor_tflops;
   j["launch_stream_us"] = c.launch_stream_us;
+  j["launch_stream_queued_us"] = c.launch_stream_queued_us;
   j["launch_graph_us"] = c.launch_graph_us;
   j["round_trip_us"] = c.round_trip_us;
   j["fp32_ridge_flop_per_byte"] = c.fp32_ridge_flop_per_byte;

@@ -30,7 +30,9 @@ struct checked_roofline {
   profile::checked<double> l1_per_sm_tbps;  ///< l1_tbps / SMs
   profile::checked<double> fp32_tflops, fp64_tflops;
   profile::checked<double> fp16_tensor_tflops, bf16_tensor_tflops;
-  profile::checked<double> launch_stream_us, launch_graph_us, round_trip_us;
+  profile::checked<double> launch_stream_us;         ///< host-issued: bounded by the host's rate
+  profile::checked<double> launch_stream_queued_us;  ///< queued behind the blocking kernel: GPU
+  profile::checked<double> launch_graph_us, round_trip_us;
   profile::checked<double> fp32_ridge_flop_per_byte;  ///< FP32 FLOP/s / DRAM bytes/s
   profile::checked<double> bf16_ridge_flop_per_byte;  ///< BF16 tensor FLOP/s / DRAM bytes/s
   /** The roofs for `kjudge profile`: passing measured ceilings (bytes/s, FLOP/s; 0 where a

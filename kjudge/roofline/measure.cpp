@@ -15,12 +15,14 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/stats.hpp>
 #include <kjudge/core/timestamp.hpp>
+#include <kjudge/core/units.hpp>
 #include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
 #include <kjudge/cuda/event.hpp>
 #include <kjudge/cuda/nvml.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/cuda/stream.hpp>
+#include <kjudge/measure/stream_blocker.hpp>
 #include <kjudge/roofline/cublas_gemm.hpp>
 #include <kjudge/roofline/kernels.hpp>
 
@@ -37,6 +39,15 @@ constexpr std::size_t mib = std::size_t{1} << 20;
 constexpr long long stream_launches = 2000;
 constexpr long long graph_launches = 2000;
 constexpr long long round_trips = 200;
+/** The queued figure: empty kernels issued while the blocking kernel holds the stream, and held
+ *  batches per repetition. A batch stays far below what the launch queue holds, so the host never
+ *  waits for the GPU while the stream is held; 16 batches make a repetition as long as those of
+ *  the other latency figures (about a millisecond or more). */
+constexpr long long queued_launches = 256;
+constexpr int queued_batches = 16;
+/** How long the blocking kernel waits for the host to issue one batch: far more than 256
+ *  launches of a few microseconds each take. */
+constexpr milliseconds queued_hold_timeout{200.0};
 
 /** SM clock and clock-event reasons, read through NVML while timed work runs (rule 9). */
 class clock_sampler {
@@ -106,6 +117,28 @@ class bench_context {
     m_end.record(m_stream.get());
     if (sample_clock) m_clocks.sample();  // the work is running now
     m_end.synchronize();
+    return cuda::elapsed(m_start, m_end).count();
+  }
+
+  /** GPU time of what `enqueue` puts on the stream, issued while `blocker` holds the stream: once
+   *  released, the start event, the work and the end event run back to back, without the host's
+   *  submission cost between them. Throws kj::error(cuda) when the blocker gave up waiting first
+   *  (the work then ran as the host issued it). */
+  template <class F>
+  double held_time_ms(measure::detail::stream_blocker& blocker, F&& enqueue) {
+    blocker.hold(m_stream.get(), queued_hold_timeout);
+    {
+      measure::detail::release_on_exit release(blocker);
+      m_start.record(m_stream.get());
+      enqueue();
+      m_end.record(m_stream.get());
+    }
+    m_stream.synchronize();
+    if (blocker.timed_out())
+      KJ_THROW(error_kind::cuda,
+               "the blocking kernel gave up after {:.0f} ms, before the host had issued the work "
+               "(a full launch queue, or the host held up): it ran as issued, not queued",
+               queued_hold_timeout.count());
     return cuda::elapsed(m_start, m_end).count();
   }
 
@@ -392,7 +425,7 @@ void measure_tensor(roofline_result& r, const measure_options& o, bench_context&
 
 void measure_latency(roofline_result& r, const measure_options& o, bench_context& ctx) {
   const cudaStream_t s = ctx.stream();
-  attempt(r, o, "launch latency (stream)", r.launch_stream, [&] {
+  attempt(r, o, "launch latency (stream, host-issued)", r.launch_stream, [&] {
     for (int i = 0; i < 100; ++i) detail::launch_empty(s);  // warm-up: module load, queues
     KJ_CUDA_CHECK(cudaStreamSynchronize(s));
     std::vector<double> ms;
@@ -401,10 +434,29 @@ void measure_latency(roofline_result& r, const measure_options& o, bench_context
         for (long long i = 0; i < stream_launches; ++i) detail::launch_empty(s);
       }));
     return latency_from(
-        fmt::format("{} empty kernels launched back to back on one stream; events around them, "
-                    "time per kernel",
+        fmt::format("{} empty kernels launched back to back on one stream by the host; events "
+                    "around them, time per kernel (bounded by the host's launch rate)",
                     stream_launches),
         stream_launches, ms);
+  });
+  attempt(r, o, "launch latency (stream, queued)", r.launch_stream_queued, [&] {
+    measure::detail::stream_blocker blocker;
+    const auto batch = [&] {
+      for (long long i = 0; i < queued_launches; ++i) detail::launch_empty(s);
+    };
+    static_cast<void>(ctx.held_time_ms(blocker, batch));  // warm-up: the blocking kernel's module
+    std::vector<double> ms;
+    for (int rep = 0; rep < ctx.repetitions(); ++rep) {
+      double total_ms = 0;
+      for (int i = 0; i < queued_batches; ++i) total_ms += ctx.held_time_ms(blocker, batch);
+      ms.push_back(total_ms);
+    }
+    return latency_from(
+        fmt::format("{} x (blocking kernel holds the stream; the host issues {} empty kernels "
+                    "between two events; release): the kernels run back to back without the "
+                    "host's submission cost, time per kernel over the {}",
+                    queued_batches, queued_launches, queued_batches * queued_launches),
+        queued_batches * queued_launches, ms);
   });
   attempt(r, o, "launch latency (graph)", r.launch_graph, [&] {
     graph_guard g;

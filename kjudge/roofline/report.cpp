@@ -45,11 +45,13 @@ std::string compute_row(const char* label, const profile::checked<double>& c,
                      datasheet_tflops > 0 ? fl(datasheet_tflops) : "");
 }
 
+/** Latency rows have longer labels and shorter numbers: the label column takes 10 characters of
+ *  the best column, so the median column lines up with the tables above. */
 std::string latency_row(const char* label, const profile::checked<double>& c,
                         const latency_figure& f) {
   auto us = [](double v) { return fmt::format("{:.2f} us", v); };
   return fmt::format(
-      "  {:<22} {:<28} {:<14} {}\n", label, cell(c, us), c.ok() ? us(f.median_us) : "",
+      "  {:<32} {:<18} {:<14} {}\n", label, cell(c, us), c.ok() ? us(f.median_us) : "",
       f.measured() ? fmt::format("{} per repetition", f.launches_per_repetition) : "");
 }
 
@@ -95,8 +97,10 @@ std::string render_text(const roofline_result& r, const checked_roofline& c,
                      peak(datatype::fp16_tensor));
   out += compute_row("BF16 tensor (cuBLAS)", c.bf16_tensor_tflops, r.bf16_tensor,
                      peak(datatype::bf16_tensor));
-  out += fmt::format("\n  {:<22} {:<28} {:<14} {}\n", "latency", "best", "median", "");
-  out += latency_row("launch, stream", c.launch_stream_us, r.launch_stream);
+  out += fmt::format("\n  {:<32} {:<18} {:<14} {}\n", "latency", "best", "median", "");
+  out += latency_row("launch, stream (host-issued)", c.launch_stream_us, r.launch_stream);
+  out += latency_row("launch, stream (queued, device)", c.launch_stream_queued_us,
+                     r.launch_stream_queued);
   out += latency_row("launch, CUDA graph", c.launch_graph_us, r.launch_graph);
   out += latency_row("host round trip", c.round_trip_us, r.round_trip);
   auto ridge = [](double v) { return fmt::format("{:.1f} FLOP/byte", v); };

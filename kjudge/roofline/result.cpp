@@ -113,6 +113,7 @@ void for_each_figure(Result& r, Visit&& visit) {
   visit("fp16_tensor", r.fp16_tensor);
   visit("bf16_tensor", r.bf16_tensor);
   visit("launch_stream", r.launch_stream);
+  visit("launch_stream_queued", r.launch_stream_queued);
   visit("launch_graph", r.launch_graph);
   visit("round_trip", r.round_trip);
 }
@@ -202,12 +203,25 @@ void from_json(const nlohmann::json& j, roofline_result& r) {
     }
     const auto& b = j.at("benchmarks");
     for_each_figure(r, [&b](const char* name, auto& f) {
-      if (b.contains(name)) from_json_figure(b.at(name), f);
+      if (b.contains(name))
+        from_json_figure(b.at(name), f);
+      else
+        f.unavailable_reason = absent_reason;
     });
     get_if(j, "flags", r.flags);
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::protocol, "malformed {} object: {}", roofline_schema, e.what());
   }
+}
+
+std::vector<std::string> absent_benchmarks(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  const json* b = j.is_object() && j.contains("benchmarks") ? &j.at("benchmarks") : nullptr;
+  const roofline_result names;
+  for_each_figure(names, [&](const char* name, const auto&) {
+    if (b == nullptr || !b->is_object() || !b->contains(name)) out.emplace_back(name);
+  });
+  return out;
 }
 
 }  // namespace kj::roofline

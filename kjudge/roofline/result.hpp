@@ -18,7 +18,9 @@
 
 namespace kj::roofline {
 
-/** Bump on any incompatible change; a cache file of another schema is re-measured. */
+/** Bump on any incompatible change; a cache file of another schema is re-measured. Adding a
+ *  benchmark is compatible: an older file reads with the new figure absent (absent_benchmarks()),
+ *  and the cache re-measures it (cache.hpp). */
 inline constexpr const char* roofline_schema = "kjudge.roofline/1";
 
 /** A bandwidth microbenchmark. Each repetition is one timed launch. */
@@ -99,7 +101,13 @@ struct roofline_result {
   bandwidth_figure shared_read;  ///< aggregate over all SMs (per SM: shared_per_sm_tbps())
   compute_figure fp32_fma, fp64_fma;
   compute_figure fp16_tensor, bf16_tensor;
-  latency_figure launch_stream, launch_graph, round_trip;
+  /** Empty kernels issued back to back by the host, events around them: bounded by the host's
+   *  launch rate (cudaLaunchKernel), a property of the host CPU as much as of the GPU. */
+  latency_figure launch_stream;
+  /** Empty kernels queued on a stream held by the blocking kernel, then run back to back: the
+   *  GPU's own cost per kernel on a stream, host submission removed. */
+  latency_figure launch_stream_queued;
+  latency_figure launch_graph, round_trip;
   std::vector<flag> flags;  ///< notes from the measurement (a benchmark that could not run)
 
   /** shared_read.best_tbps / SMs; 0 when either is unknown. */
@@ -115,7 +123,16 @@ void summarise(latency_figure& f);
 
 void to_json(nlohmann::json& j, const roofline_result& r);
 /** Throws kj::error(protocol) when the schema is not roofline_schema or a field has the wrong
- *  type. Unknown fields are ignored (a written file may carry a "ceilings" section). */
+ *  type. Unknown fields are ignored (a written file may carry a "ceilings" section). A benchmark
+ *  the file has no entry for is left unmeasured with `absent_reason` as its reason. */
 void from_json(const nlohmann::json& j, roofline_result& r);
+
+/** The unavailable_reason from_json() gives a benchmark that the document has no entry for. */
+inline constexpr const char* absent_reason =
+    "not in this file (written by a kjudge that did not measure it)";
+
+/** The JSON names of the benchmarks that document `j` has no entry for under "benchmarks" (a file
+ *  written before they were added), in report order; empty for a complete document. */
+[[nodiscard]] std::vector<std::string> absent_benchmarks(const nlohmann::json& j);
 
 }  // namespace kj::roofline

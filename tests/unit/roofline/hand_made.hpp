@@ -68,6 +68,7 @@ inline roofline_result h200_like() {
   r.fp16_tensor = fl(760.0);
   r.bf16_tensor = fl(780.0);
   r.launch_stream = lat(2.4, 2000);
+  r.launch_stream_queued = lat(1.7, 4096);
   r.launch_graph = lat(0.9, 2000);
   r.round_trip = lat(9.0, 200);
   return r;

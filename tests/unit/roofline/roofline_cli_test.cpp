@@ -50,6 +50,8 @@ TEST(RooflineCli, FromShowsASavedResultWithoutAGpu) {
   EXPECT_NE(r.output.find("4.30 TB/s"), std::string::npos) << r.output;  // DRAM copy
   EXPECT_NE(r.output.find("60.0 TFLOP/s"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("FLOP/byte"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("launch, stream (queued, device)  1.70 us"), std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("flagged"), std::string::npos) << r.output;
 }
 
@@ -67,6 +69,8 @@ TEST(RooflineCli, FromChecksTheSavedFiguresAgain) {
   EXPECT_TRUE(j["ceilings"]["l1_tbps"]["value"].is_null());
   EXPECT_TRUE(j["ceilings"]["l2_tbps"]["value"].is_null());
   EXPECT_DOUBLE_EQ(j["ceilings"]["dram_tbps"]["value"].get<double>(), 4.30);
+  EXPECT_DOUBLE_EQ(j["ceilings"]["launch_stream_queued_us"]["value"].get<double>(), 1.7);
+  EXPECT_DOUBLE_EQ(j["benchmarks"]["launch_stream_queued"]["best_us"].get<double>(), 1.7);
 }
 
 TEST(RooflineCli, WithoutAGpuOrAFileSaysWhyAndExitsOne) {

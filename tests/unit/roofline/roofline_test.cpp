@@ -48,6 +48,10 @@ TEST(RooflineResult, JsonRoundTripKeepsEveryFigureAndUnitNames) {
   EXPECT_EQ(j["benchmarks"]["dram_copy"]["working_set_bytes"].get<std::uint64_t>(), 960ull << 20);
   EXPECT_EQ(j["benchmarks"]["fp32_fma"]["repetitions_tflops"].size(), 5u);
   EXPECT_TRUE(j["benchmarks"]["launch_stream"].contains("median_us"));
+  ASSERT_TRUE(j["benchmarks"].contains("launch_stream_queued")) << j["benchmarks"].dump();
+  EXPECT_DOUBLE_EQ(j["benchmarks"]["launch_stream_queued"]["best_us"].get<double>(), 1.7);
+  EXPECT_EQ(j["benchmarks"]["launch_stream_queued"]["launches_per_repetition"], 4096);
+  EXPECT_EQ(j["benchmarks"]["launch_stream_queued"]["kind"], "latency");
   EXPECT_EQ(j["gpu"]["uuid"], r.gpu.uuid);
   EXPECT_EQ(j["clocks"]["sm_min_mhz"].get<double>(), 1755.0);
 
@@ -58,6 +62,12 @@ TEST(RooflineResult, JsonRoundTripKeepsEveryFigureAndUnitNames) {
   EXPECT_EQ(back.dram_copy.repetitions_tbps, r.dram_copy.repetitions_tbps);
   EXPECT_DOUBLE_EQ(back.l2_read.best_tbps, 10.5);
   EXPECT_DOUBLE_EQ(back.launch_graph.best_us, r.launch_graph.best_us);
+  EXPECT_EQ(back.launch_stream.repetitions_us, r.launch_stream.repetitions_us);
+  EXPECT_EQ(back.launch_stream_queued.repetitions_us, r.launch_stream_queued.repetitions_us);
+  EXPECT_DOUBLE_EQ(back.launch_stream_queued.median_us, r.launch_stream_queued.median_us);
+  EXPECT_EQ(back.launch_stream_queued.launches_per_repetition, 4096u);
+  EXPECT_DOUBLE_EQ(back.launch_stream_queued.repetition_ms, r.launch_stream_queued.repetition_ms);
+  EXPECT_TRUE(absent_benchmarks(j).empty());
   EXPECT_EQ(back.shared_read.working_set_bytes, r.shared_read.working_set_bytes);
   EXPECT_FALSE(back.bf16_tensor.measured());
   EXPECT_EQ(back.bf16_tensor.unavailable_reason, "cuBLAS not found");
@@ -65,6 +75,27 @@ TEST(RooflineResult, JsonRoundTripKeepsEveryFigureAndUnitNames) {
   ASSERT_EQ(back.flags.size(), 1u);
   EXPECT_EQ(back.flags[0].code, "benchmark_unavailable");
   EXPECT_EQ(nlohmann::json(back), j);
+}
+
+TEST(RooflineResult, AnOlderFileWithoutAFigureReadsWithItAbsent) {
+  // A file written before the queued launch figure existed: still kjudge.roofline/1.
+  nlohmann::json j = h200_like();
+  j["benchmarks"].erase("launch_stream_queued");
+  EXPECT_EQ(absent_benchmarks(j), std::vector<std::string>{"launch_stream_queued"});
+  roofline_result back;
+  from_json(j, back);
+  EXPECT_FALSE(back.launch_stream_queued.measured());
+  EXPECT_EQ(back.launch_stream_queued.unavailable_reason, absent_reason);
+  EXPECT_TRUE(back.launch_stream.measured());
+  const auto c = check_roofline(back);
+  EXPECT_TRUE(c.launch_stream_queued_us.is_missing());
+  EXPECT_NE(c.launch_stream_queued_us.failure().message.find(absent_reason), std::string::npos);
+  EXPECT_TRUE(c.launch_stream_us.ok());
+  EXPECT_FALSE(c.has_error());
+  const auto text = render_text(back, c, "test");
+  EXPECT_NE(text.find("launch, stream (queued, device)  n/a"), std::string::npos) << text;
+  // Without any benchmarks section every benchmark is absent.
+  EXPECT_EQ(absent_benchmarks(nlohmann::json::object()).size(), 13u);
 }
 
 TEST(RooflineResult, RejectsAnotherSchema) {
@@ -122,6 +153,25 @@ TEST(RooflineCache, WrittenResultLoadsForItsGpuOnly) {
   fs::remove_all(root);
 }
 
+TEST(RooflineCache, AFileWithoutAFigureOfThisKjudgeIsMeasuredAgain) {
+  const auto root = temp_path("older");
+  fs::remove_all(root);
+  const auto r = h200_like();
+  const auto path = cache_path(root, r.gpu.uuid, r.gpu.driver_version);
+  auto doc = to_document(r, check_roofline(r));
+  doc["benchmarks"].erase("launch_stream_queued");
+  write_file_atomic(path, doc.dump(2));
+  std::string why;
+  EXPECT_FALSE(load_cached(path, r.gpu.uuid, 13000, &why));
+  EXPECT_NE(why.find("older kjudge"), std::string::npos) << why;
+  EXPECT_NE(why.find("launch_stream_queued"), std::string::npos) << why;
+  // --from still shows it, the missing figure as not measured.
+  const auto back = read_result(path);
+  EXPECT_DOUBLE_EQ(back.launch_stream.best_us, 2.4);
+  EXPECT_FALSE(back.launch_stream_queued.measured());
+  fs::remove_all(root);
+}
+
 TEST(RooflineCheck, H200LikeFiguresPassAndGiveRidgePoints) {
   const auto r = h200_like();
   const auto c = check_roofline(r);
@@ -132,6 +182,17 @@ TEST(RooflineCheck, H200LikeFiguresPassAndGiveRidgePoints) {
   ASSERT_TRUE(c.dram_tbps.ok());
   EXPECT_DOUBLE_EQ(c.dram_tbps.value(), 4.30);  // the best DRAM figure: copy
   EXPECT_DOUBLE_EQ(c.l1_per_sm_tbps.value(), 31.0 / 132);
+  // Both stream launch figures, host-issued and queued, each from its own measurement.
+  ASSERT_TRUE(c.launch_stream_us.ok());
+  EXPECT_DOUBLE_EQ(c.launch_stream_us.value(), 2.4);
+  ASSERT_TRUE(c.launch_stream_queued_us.ok());
+  EXPECT_DOUBLE_EQ(c.launch_stream_queued_us.value(), 1.7);
+  EXPECT_DOUBLE_EQ(to_json(c)["launch_stream_queued_us"]["value"].get<double>(), 1.7);
+  EXPECT_DOUBLE_EQ(to_json(c)["launch_stream_us"]["value"].get<double>(), 2.4);
+  const auto text = render_text(r, c, "test");
+  EXPECT_NE(text.find("launch, stream (host-issued)     2.40 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("launch, stream (queued, device)  1.70 us"), std::string::npos) << text;
+  EXPECT_NE(text.find("4096 per repetition"), std::string::npos) << text;
   ASSERT_TRUE(c.fp32_ridge_flop_per_byte.ok());
   EXPECT_NEAR(c.fp32_ridge_flop_per_byte.value(), 60.0 / 4.30, 1e-9);
   EXPECT_NEAR(c.bf16_ridge_flop_per_byte.value(), 780.0 / 4.30, 1e-9);
@@ -236,6 +297,9 @@ TEST(RooflineCheck, UnmeasuredAndOddFiguresAreNotNumbers) {
   r.bf16_tensor.unavailable_reason = "cuBLAS not found";
   r.launch_graph.repetitions_us = {0.0, 0.0, 0.0, 0.0, 0.0};
   summarise(r.launch_graph);
+  r.launch_stream_queued.repetitions_us = {0.0, 0.0, 0.0, 0.0, 0.0};
+  summarise(r.launch_stream_queued);
+  r.launch_stream = lat(2.4, 200);          // 0.48 ms repetitions: a warning, still a number
   r.fp32_fma.repetitions_tflops.resize(2);  // too few repetitions: a warning, still a number
   const auto c = check_roofline(r);
   ASSERT_FALSE(c.bf16_tensor_tflops.ok());
@@ -243,6 +307,11 @@ TEST(RooflineCheck, UnmeasuredAndOddFiguresAreNotNumbers) {
   EXPECT_NE(c.bf16_tensor_tflops.failure().message.find("cuBLAS not found"), std::string::npos);
   EXPECT_FALSE(c.launch_graph_us.ok());
   EXPECT_EQ(c.launch_graph_us.failure().code, "figure_not_positive");
+  ASSERT_FALSE(c.launch_stream_queued_us.ok());
+  EXPECT_EQ(c.launch_stream_queued_us.failure().code, "figure_not_positive");
+  EXPECT_TRUE(to_json(c)["launch_stream_queued_us"]["value"].is_null());
+  ASSERT_TRUE(c.launch_stream_us.ok());
+  EXPECT_TRUE(has_code(c.launch_stream_us.flags(), "repetition_too_short"));
   EXPECT_TRUE(c.fp32_tflops.ok());
   EXPECT_TRUE(has_code(c.fp32_tflops.flags(), "few_repetitions"));
 }
