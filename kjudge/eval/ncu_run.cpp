@@ -54,32 +54,44 @@ std::string join(const std::vector<std::string>& v, char sep) {
   return out;
 }
 
-std::vector<std::string> wrapper_for(const fs::path& ncu, const std::vector<std::string>& metrics,
-                                     const fs::path& log, const std::string& cache_control) {
-  return {ncu.string(),
-          "--clock-control",
-          "none",
-          "--cache-control",
-          cache_control,
-          "--target-processes",
-          "application-only",
-          "--nvtx",
-          "--nvtx-include",
-          std::string(profile::ncu_reference_range) + "/",
-          "--nvtx-include",
-          std::string(profile::ncu_candidate_range) + "/",
-          "--csv",
-          "--page",
-          "raw",
-          "--print-units",
-          "base",
-          "--metrics",
-          join(metrics, ','),
-          "--log-file",
-          log.string()};
+}  // namespace
+
+std::vector<std::string> ncu_extra_args() {
+  std::vector<std::string> args;
+  const char* env = std::getenv("KJUDGE_NCU_ARGS");
+  if (env == nullptr) return args;
+  std::istringstream words(env);
+  for (std::string w; words >> w;) args.push_back(w);
+  return args;
 }
 
-}  // namespace
+std::vector<std::string> ncu_wrapper(const fs::path& ncu, const std::vector<std::string>& metrics,
+                                     const fs::path& log, const std::string& cache_control,
+                                     const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {ncu.string(),
+                                   "--clock-control",
+                                   "none",
+                                   "--cache-control",
+                                   cache_control,
+                                   "--target-processes",
+                                   "application-only",
+                                   "--nvtx",
+                                   "--nvtx-include",
+                                   std::string(profile::ncu_reference_range) + "/",
+                                   "--nvtx-include",
+                                   std::string(profile::ncu_candidate_range) + "/",
+                                   "--csv",
+                                   "--page",
+                                   "raw",
+                                   "--print-units",
+                                   "base",
+                                   "--metrics",
+                                   join(metrics, ','),
+                                   "--log-file",
+                                   log.string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
 
 fs::path find_ncu() {
   if (const char* env = std::getenv("KJUDGE_NCU"); env != nullptr && *env != '\0')
@@ -126,6 +138,8 @@ counter_run collect_counters(job j, const counter_options& options) {
   }
   const std::string version = ncu_version(ncu);
   out.source.tool = "ncu " + (version.empty() ? std::string("(version unknown)") : version);
+  const std::vector<std::string> extra = ncu_extra_args();
+  if (!extra.empty()) out.source.tool += " with KJUDGE_NCU_ARGS: " + join(extra, ' ');
 
   j.trials = 1;
   j.stress = false;
@@ -159,7 +173,7 @@ counter_run collect_counters(job j, const counter_options& options) {
   const auto start = std::chrono::steady_clock::now();
   std::string text;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    ro.wrapper = wrapper_for(ncu, metrics, log, options.cache_control);
+    ro.wrapper = ncu_wrapper(ncu, metrics, log, options.cache_control, extra);
     out.worker = evaluate(j, ro);
     std::error_code ec;
     text = fs::exists(log, ec) ? read_file(log) : std::string();

@@ -24,6 +24,18 @@ namespace kj::eval {
  *  install folders. Empty when none is found. */
 [[nodiscard]] std::filesystem::path find_ncu();
 
+/** Extra ncu options from $KJUDGE_NCU_ARGS (e.g. "--replay-mode application"), split on
+ *  whitespace with no quoting; empty when unset. They go after kjudge's own options. */
+[[nodiscard]] std::vector<std::string> ncu_extra_args();
+
+/** ncu and its options for profiling a worker (whose command line follows): kjudge's options (file
+ *  comment), `--metrics`, `--log-file log`, then `extra` (ncu_extra_args). */
+[[nodiscard]] std::vector<std::string> ncu_wrapper(const std::filesystem::path& ncu,
+                                                   const std::vector<std::string>& metrics,
+                                                   const std::filesystem::path& log,
+                                                   const std::string& cache_control,
+                                                   const std::vector<std::string>& extra);
+
 struct counter_run {
   profile::counter_source source;  ///< collected, tool, controls, or why not
   std::vector<profile::kernel_metrics> reference, candidate;  ///< launch order
@@ -40,8 +52,10 @@ struct counter_options {
   std::string cache_control = "all";
 };
 
-/** Runs `j` (made a profile job: one trial, no timing, NVTX ranges) under ncu and parses the
- *  counters. Never throws for ncu problems: they end up in source.unavailable_reason. */
+/** Runs `j` (made a profile job: one trial, no timing, NVTX ranges) under ncu, with
+ *  ncu_extra_args() appended to its options, and parses the counters. source.tool names the extra
+ *  options when there are any. Never throws for ncu problems: they end up in
+ *  source.unavailable_reason. */
 [[nodiscard]] counter_run collect_counters(job j, const counter_options& options);
 
 /** The reason ncu's log gives for failing, in a sentence ("the user may not read the GPU's

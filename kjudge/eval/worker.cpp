@@ -97,13 +97,19 @@ class pipeline {
       m_events.phase("compile_native_started");
       m_build = std::async(std::launch::async, compile::build_native, native_request());
     }
-    m_events.phase("start_python");
+    // The session reports its steps as phases: start_python, import_torch, torch_device_setup.
     python::session_options so;
     so.python_executable = m_job.python;
     so.device = m_job.device;
     so.torch_extensions_dir = m_job.cache_dir / "torch_extensions";
+    so.on_step = [this](std::string_view step) { m_events.phase(step); };
     m_session.emplace(so);
-    if (m_context.valid()) m_context.get();
+    if (m_context.valid()) {
+      // Usually over by now (torch_device_setup needs the same primary context); a phase of its
+      // own either way, so that time spent waiting here shows.
+      m_events.phase("wait_cuda_context");
+      m_context.get();
+    }
     const auto& env = m_session->environment();
     nlohmann::json prov = {{"torch_version", env.torch_version},
                            {"torch_cuda_version", env.torch_cuda_version},

@@ -129,10 +129,15 @@ struct session::impl {
 };
 
 session::session(const session_options& options) {
+  const auto step = [&](std::string_view name) {
+    if (options.on_step) options.on_step(name);
+  };
+  step("start_python");
   if (!options.torch_extensions_dir.empty())
     ::setenv("TORCH_EXTENSIONS_DIR", options.torch_extensions_dir.c_str(), 1);
   m_impl = std::make_unique<impl>(impl::make_config(options));
   auto& s = *m_impl;
+  step("import_torch");
   try {
     s.harness = py::module_::import("types").attr("ModuleType")("kjudge_harness");
     py::dict scope = s.harness.attr("__dict__");
@@ -153,6 +158,7 @@ session::session(const session_options& options) {
   s.problem_error = s.harness.attr("ProblemError");
   s.candidate_error = s.harness.attr("CandidateError");
   s.env_error = s.harness.attr("EnvError");
+  step("torch_device_setup");
   const auto handle = s.call(
       "setup", [&] { return s.harness.attr("setup")(options.device).cast<std::uintptr_t>(); });
   s.stream = reinterpret_cast<void*>(handle);

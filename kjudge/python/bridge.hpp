@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <kjudge/core/dtype.hpp>
@@ -24,6 +26,12 @@ struct session_options {
   std::filesystem::path python_executable;     ///< a python3 whose site-packages hold torch
   std::string device = "cuda";                 ///< "cuda" or "cpu"
   std::filesystem::path torch_extensions_dir;  ///< where load_inline builds go (kjudge cache)
+  /** Called at the start of each step of the constructor, with the step's name: "start_python"
+   *  (the interpreter), "import_torch" (the harness, whose top level imports torch),
+   *  "torch_device_setup" (harness.setup: torch.cuda.init and a first tensor on the device, then
+   *  the version query). Each step lasts until the next call, the last until the constructor
+   *  returns. May be empty. */
+  std::function<void(std::string_view step)> on_step;
 };
 
 struct environment_info {
@@ -78,7 +86,8 @@ struct allocator_memory {
 
 class session {
  public:
-  /** Starts the interpreter, imports torch and, for "cuda", initialises the device. */
+  /** Starts the interpreter, imports torch and, for "cuda", initialises the device; reports each
+   *  step to options.on_step. */
   explicit session(const session_options& options);
   ~session();
   session(const session&) = delete;

@@ -1,8 +1,14 @@
 // Units of the evaluation layer that need no Python or GPU: the job round trip, seeds, the event
-// fold, the result schema, jitter, and the CLI's documentation.
+// fold, the result schema, jitter, the CLI's documentation, and ncu's command line (against a
+// stand-in ncu).
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <kjudge/core/error.hpp>
@@ -312,6 +318,101 @@ TEST(NcuRun, MissingNcuIsReportedNotThrown) {
   EXPECT_FALSE(r.source.collected);
   EXPECT_NE(r.source.unavailable_reason.find("not found"), std::string::npos)
       << r.source.unavailable_reason;
+}
+
+TEST(NcuRun, ExtraArgsAreSplitOnWhitespace) {
+  ::unsetenv("KJUDGE_NCU_ARGS");
+  EXPECT_TRUE(ncu_extra_args().empty());
+  ::setenv("KJUDGE_NCU_ARGS", " \t ", 1);
+  EXPECT_TRUE(ncu_extra_args().empty());
+  ::setenv("KJUDGE_NCU_ARGS", "  --replay-mode\tapplication \n--print-summary  none ", 1);
+  EXPECT_EQ(ncu_extra_args(),
+            (std::vector<std::string>{"--replay-mode", "application", "--print-summary", "none"}));
+  ::unsetenv("KJUDGE_NCU_ARGS");
+}
+
+TEST(NcuRun, ExtraArgsFollowKjudgesOptions) {
+  const std::vector<std::string> metrics = {"gpu__time_duration.sum", "dram__bytes.sum"};
+  const auto plain = ncu_wrapper("/x/ncu", metrics, "/tmp/log.csv", "none", {});
+  ASSERT_GE(plain.size(), 4u);
+  EXPECT_EQ(plain.front(), "/x/ncu");
+  EXPECT_EQ(plain[plain.size() - 2], "--log-file");
+  EXPECT_EQ(plain.back(), "/tmp/log.csv");
+  const auto at = std::find(plain.begin(), plain.end(), "--cache-control");
+  ASSERT_NE(at, plain.end());
+  EXPECT_EQ(*(at + 1), "none");
+  EXPECT_NE(std::find(plain.begin(), plain.end(), "gpu__time_duration.sum,dram__bytes.sum"),
+            plain.end());
+
+  const std::vector<std::string> extra = {"--replay-mode", "application"};
+  const auto with = ncu_wrapper("/x/ncu", metrics, "/tmp/log.csv", "none", extra);
+  ASSERT_EQ(with.size(), plain.size() + extra.size());
+  EXPECT_TRUE(std::equal(plain.begin(), plain.end(), with.begin()));
+  EXPECT_TRUE(std::equal(extra.begin(), extra.end(), with.end() - 2));
+}
+
+/** A stand-in for ncu: answers --version, otherwise records its argv (one per line) next to
+ *  itself and fails the way ncu does, without running the worker. */
+class FakeNcu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kj-fake-ncu-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    m_dir = tmpl;
+    m_ncu = m_dir / "ncu";
+    std::ofstream(m_ncu) << "#!/bin/sh\n"
+                            "if [ \"$1\" = --version ]; then echo 'Version 9.9.9.9 (build 1)'; "
+                            "exit 0; fi\n"
+                            "printf '%s\\n' \"$@\" > \"$(dirname \"$0\")/argv.txt\"\n"
+                            "echo '==ERROR== fake ncu refused'\n"
+                            "exit 1\n";
+    std::filesystem::permissions(m_ncu, std::filesystem::perms::owner_all);
+  }
+  void TearDown() override {
+    ::unsetenv("KJUDGE_NCU_ARGS");
+    std::error_code ec;
+    std::filesystem::remove_all(m_dir, ec);
+  }
+  /** collect_counters against the fake; returns what it received as its argv. */
+  std::vector<std::string> run(counter_run& r) {
+    job j;
+    j.problem = "p.py";
+    j.candidate = "c.py";
+    counter_options o;
+    o.ncu = m_ncu;
+    o.work_dir = m_dir;
+    r = collect_counters(j, o);
+    std::ifstream in(m_dir / "argv.txt");
+    std::vector<std::string> argv;
+    for (std::string line; std::getline(in, line);) argv.push_back(line);
+    return argv;
+  }
+  std::filesystem::path m_dir, m_ncu;
+};
+
+TEST_F(FakeNcu, ExtraArgsReachNcuBeforeTheWorkerAndAreRecorded) {
+  ::setenv("KJUDGE_NCU_ARGS", "--replay-mode application", 1);
+  counter_run r;
+  const auto argv = run(r);
+  EXPECT_EQ(r.source.tool, "ncu 9.9.9.9 with KJUDGE_NCU_ARGS: --replay-mode application");
+  EXPECT_FALSE(r.source.collected);
+  EXPECT_NE(r.source.unavailable_reason.find("fake ncu refused"), std::string::npos)
+      << r.source.unavailable_reason;
+  // ncu's options, then the extra ones, then the worker's command line (`<exe> worker`).
+  ASSERT_GE(argv.size(), 4u);
+  EXPECT_EQ(argv.back(), "worker");
+  EXPECT_EQ(argv[argv.size() - 4], "--replay-mode");
+  EXPECT_EQ(argv[argv.size() - 3], "application");
+}
+
+TEST_F(FakeNcu, WithoutExtraArgsTheToolIsJustNcu) {
+  ::unsetenv("KJUDGE_NCU_ARGS");
+  counter_run r;
+  const auto argv = run(r);
+  EXPECT_EQ(r.source.tool, "ncu 9.9.9.9");
+  ASSERT_GE(argv.size(), 4u);
+  EXPECT_EQ(argv[argv.size() - 4], "--log-file");
+  EXPECT_EQ(argv.back(), "worker");
 }
 
 }  // namespace
