@@ -8,7 +8,11 @@ PY=$(command -v python3)
 stamp() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$(stamp)"; }
 finish() { tar -C "$OUT" -czf "$OUT/logs.tar.gz" logs; rm -rf "$OUT/logs"; }
-trap finish EXIT
+# Only the outermost script packs the logs, so scripts can call one another in one device call.
+if [ -z "${KJ_LOGS_OWNER:-}" ]; then
+  export KJ_LOGS_OWNER=$$
+  trap finish EXIT
+fi
 
 build_kjudge() {
   nvidia-smi > $L/nvidia-smi.txt 2>&1
