@@ -52,6 +52,7 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--nvcc-flag", a.nvcc_flags)->allow_extra_args(false);
   cmd->add_flag("-v,--verbose", a.verbose);
   cmd->add_flag("-q,--quiet", a.quiet);
+  cmd->add_flag("--pool", a.pool);
   cmd->add_option("--baseline", a.baseline_path);
   cmd->add_flag("--summary", a.summary_only);
   cmd->add_flag("--no-counters", a.no_counters);
@@ -160,6 +161,8 @@ int run_eval(const eval_args& a) {
   eval::run_options ro;
   ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   ro.echo_output = a.verbose;
+  const char* pool_env = std::getenv("KJUDGE_POOL");
+  ro.use_pool = a.pool || (pool_env != nullptr && std::string_view(pool_env) == "1");
   auto result = eval::evaluate(j, ro);
   const bool show = a.json_path != "-";
   if (show && !a.summary_only) {

@@ -7,8 +7,13 @@
 #include <iterator>
 #include <string>
 
+#include <chrono>
+#include <cstring>
+
 #include <kjudge/core/error.hpp>
 #include <kjudge/eval/worker.hpp>
+#include <kjudge/python/bridge.hpp>
+#include <kjudge/runner/pool.hpp>
 
 #include "commands.hpp"
 
@@ -39,6 +44,58 @@ int run_worker_command() {
   // Skip interpreter finalisation and static destructors: torch's teardown is slow, and after a
   // candidate's CUDA error the context is unusable anyway. Everything was already reported.
   std::_Exit(0);
+}
+
+int run_worker_pool_command(int argc, char** argv) {
+  runner::pool_server_options o;
+  python::session_options py;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const char* value = argv[i + 1];
+    if (flag == "--address") {
+      o.address = value;
+    } else if (flag == "--python") {
+      py.python_executable = value;
+    } else if (flag == "--idle-exit-s") {
+      o.idle_exit = std::chrono::seconds(std::strtol(value, nullptr, 10));
+    } else {
+      std::fprintf(stderr, "kjudge worker-pool: unknown option %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (o.address.empty() || py.python_executable.empty() || o.idle_exit.count() <= 0) {
+    std::fprintf(stderr,
+                 "usage: kjudge worker-pool --address NAME --python PYTHON3 [--idle-exit-s N]\n");
+    return 2;
+  }
+  // The interpreter and torch are loaded once the address is ours; CUDA never is (a forked
+  // child could not use it): each worker initialises its own.
+  o.prepare = [&] {
+    std::fprintf(stderr, "kjudge worker-pool: pid %d serves %s (python %s); importing torch\n",
+                 static_cast<int>(::getpid()), o.address.c_str(),
+                 py.python_executable.string().c_str());
+    python::prewarm(py);
+    std::fprintf(stderr, "kjudge worker-pool: pid %d ready\n", static_cast<int>(::getpid()));
+  };
+  o.before_fork = python::before_fork;
+  o.after_fork_parent = python::after_fork_parent;
+  o.after_fork_child = python::after_fork_child;
+  o.child_main = [](const std::vector<std::string>& args) {
+    if (args.size() < 2 || args[1] != "worker") {
+      std::fprintf(stderr, "kjudge worker-pool: only 'worker' runs here\n");
+      std::_Exit(2);
+    }
+    std::_Exit(run_worker_command());
+  };
+  try {
+    if (!runner::serve_pool(o)) return 0;  // another pool serves this address already
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kjudge worker-pool: %s\n", e.what());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  std::fflush(stderr);
+  std::_Exit(0);  // as the worker: no interpreter teardown
 }
 
 }  // namespace kj::app

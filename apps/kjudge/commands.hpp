@@ -31,6 +31,7 @@ struct eval_args {
   std::vector<std::string> nvcc_flags;
   bool verbose = false;
   bool quiet = false;
+  bool pool = false;  ///< fork the worker from the worker pool (also KJUDGE_POOL=1)
   // Profiling (`eval --profile`, and always for `kjudge profile`).
   bool profile = false;
   std::string baseline_path;              ///< an earlier result (or profile) to show deltas against
@@ -52,6 +53,10 @@ CLI::App* add_profile_command(CLI::App& app, eval_args& args);
 
 /** The hidden worker: reads a job on stdin, reports on fd 3. Returns the exit code. */
 [[nodiscard]] int run_worker_command();
+
+/** The hidden worker pool: `kjudge worker-pool --address A --python P [--idle-exit-s N]` imports
+ *  torch once, then forks a worker per request (kjudge/runner/pool.hpp). Returns the exit code. */
+[[nodiscard]] int run_worker_pool_command(int argc, char** argv);
 
 [[nodiscard]] int run_version();
 

@@ -42,6 +42,8 @@ int print_help(const std::string& command) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) return kj::app::run_worker_command();
+  if (argc >= 2 && std::strcmp(argv[1], "worker-pool") == 0)
+    return kj::app::run_worker_pool_command(argc, argv);
 
   std::string command;
   if (wants_help(argc, argv, command)) return print_help(command);

@@ -147,6 +147,10 @@ struct worker_info {
   std::string last_phase;
   std::vector<phase_time> phases;
   std::string output_tail;  ///< last lines of the candidate's / worker's stdout+stderr
+  /** How the worker process was made: "exec" (fork and exec of `kjudge worker`) or "pool" (forked
+   *  by the worker pool, torch already imported); "exec+pool_started" when the pool was asked
+   *  for, not running, and started for the next evaluation. */
+  std::string started_by = "exec";
 };
 
 struct eval_result {

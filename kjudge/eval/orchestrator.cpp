@@ -11,6 +11,8 @@
 #include <kjudge/core/sha256.hpp>
 #include <kjudge/core/timestamp.hpp>
 #include <kjudge/eval/protocol.hpp>
+#include <kjudge/eval/worker_pool.hpp>
+#include <kjudge/runner/pool.hpp>
 #include <kjudge/runner/process.hpp>
 
 namespace kj::eval {
@@ -108,7 +110,16 @@ eval_result evaluate(const job& j, const run_options& options) {
   so.channel_fd = channel_fd;
   so.echo_output = options.echo_output;
   so.output_tail_bytes = 64 * 1024;
-  const auto p = runner::run_process(so);
+  const bool pool =
+      options.use_pool && options.wrapper.empty() && options.worker_executable.empty();
+  const std::string address = pool ? pool_address(exe, j.python) : "";
+  std::optional<runner::process_result> pooled;
+  if (pool) pooled = runner::run_process_in_pool(address, so);
+  const auto p = pooled ? *pooled : runner::run_process(so);
+  r.worker.started_by = pooled ? "pool" : "exec";
+  if (pool && !pooled &&
+      start_pool(exe, address, j.python, options.pool_idle_exit, j.cache_dir / "worker-pool.log"))
+    r.worker.started_by = "exec+pool_started";
 
   fold_state state;
   std::istringstream lines(p.channel);

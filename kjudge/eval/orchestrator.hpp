@@ -19,6 +19,12 @@ struct run_options {
   /** A command the worker runs under (a profiler: {"ncu", "--csv", ...}); empty: none. The worker
    *  must keep the wrapper's stdin and the event channel (ncu passes both through). */
   std::vector<std::string> wrapper;
+  /** Fork the worker from the worker pool (torch already imported) when one runs for this
+   *  executable, interpreter and environment; otherwise run it as usual and start the pool in
+   *  the background for the next evaluation. Ignored with a wrapper or another executable. */
+  bool use_pool = false;
+  /** How long a pool started here waits for requests before it exits. */
+  std::chrono::seconds pool_idle_exit{600};
 };
 
 /** Never throws for anything the candidate or problem does; throws kj::error only when the worker

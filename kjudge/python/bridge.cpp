@@ -89,6 +89,7 @@ trial_inputs_info to_inputs_info(const py::handle& d) {
 struct session::impl {
   py::scoped_interpreter interpreter;
   py::module_ harness;
+  std::filesystem::path executable;  ///< the python3 it was started as
   environment_info env;
   void* stream = nullptr;
   py::object problem_error, candidate_error, env_error;
@@ -128,15 +129,22 @@ struct session::impl {
   }
 };
 
-session::session(const session_options& options) {
-  const auto step = [&](std::string_view name) {
-    if (options.on_step) options.on_step(name);
-  };
+namespace {
+
+/** The interpreter and harness of prewarm(), waiting for the session that adopts them. */
+std::unique_ptr<session::impl>& prewarmed() {
+  static std::unique_ptr<session::impl> p;
+  return p;
+}
+
+/** Starts the interpreter and runs the harness (its top level imports torch). */
+std::unique_ptr<session::impl> start_interpreter(
+    const session_options& options, const std::function<void(std::string_view)>& step) {
   step("start_python");
   if (!options.torch_extensions_dir.empty())
     ::setenv("TORCH_EXTENSIONS_DIR", options.torch_extensions_dir.c_str(), 1);
-  m_impl = std::make_unique<impl>(impl::make_config(options));
-  auto& s = *m_impl;
+  auto p = std::make_unique<session::impl>(session::impl::make_config(options));
+  auto& s = *p;
   step("import_torch");
   try {
     s.harness = py::module_::import("types").attr("ModuleType")("kjudge_harness");
@@ -158,6 +166,56 @@ session::session(const session_options& options) {
   s.problem_error = s.harness.attr("ProblemError");
   s.candidate_error = s.harness.attr("CandidateError");
   s.env_error = s.harness.attr("EnvError");
+  s.executable = options.python_executable;
+  return p;
+}
+
+}  // namespace
+
+void prewarm(const session_options& options) {
+  prewarmed() = start_interpreter(options, [](std::string_view) {});
+}
+
+void before_fork() {
+  if (prewarmed()) PyOS_BeforeFork();
+}
+
+void after_fork_parent() {
+  if (prewarmed()) PyOS_AfterFork_Parent();
+}
+
+void after_fork_child() {
+  if (prewarmed()) PyOS_AfterFork_Child();
+}
+
+session::session(const session_options& options) {
+  const auto step = [&](std::string_view name) {
+    if (options.on_step) options.on_step(name);
+  };
+  if (prewarmed() && prewarmed()->executable == options.python_executable) {
+    step("python_prewarmed");
+    m_impl = std::move(prewarmed());
+    // The interpreter copied the environment when the pool started; this process may have been
+    // given another (the requester's): make os.environ (and with it the C environment) match it.
+    m_impl->call("environment sync", [&] {
+      py::dict now;
+      for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        const std::string_view entry(*e);
+        const auto eq = entry.find('=');
+        if (eq == std::string_view::npos) continue;
+        now[py::str(std::string(entry.substr(0, eq)))] = py::str(std::string(entry.substr(eq + 1)));
+      }
+      if (!options.torch_extensions_dir.empty())
+        now["TORCH_EXTENSIONS_DIR"] = py::str(options.torch_extensions_dir.string());
+      py::object os_environ = py::module_::import("os").attr("environ");
+      os_environ.attr("clear")();
+      os_environ.attr("update")(now);
+      return 0;
+    });
+  } else {
+    m_impl = start_interpreter(options, step);
+  }
+  auto& s = *m_impl;
   step("torch_device_setup");
   const auto handle = s.call(
       "setup", [&] { return s.harness.attr("setup")(options.device).cast<std::uintptr_t>(); });

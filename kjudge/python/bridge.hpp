@@ -30,9 +30,22 @@ struct session_options {
    *  (the interpreter), "import_torch" (the harness, whose top level imports torch),
    *  "torch_device_setup" (harness.setup: torch.cuda.init and a first tensor on the device, then
    *  the version query). Each step lasts until the next call, the last until the constructor
-   *  returns. May be empty. */
+   *  returns. In a process forked from one that called prewarm(), the first two are replaced
+   *  by "python_prewarmed". May be empty. */
   std::function<void(std::string_view step)> on_step;
 };
+
+/** For the worker pool (kjudge/runner/pool.hpp): starts the interpreter and runs the harness
+ *  (which imports torch) in this process now, without touching CUDA, so that a session created
+ *  later in a process forked from this one starts from there ("python_prewarmed") instead of
+ *  paying 3-5 s again. Uses options.python_executable; throws kj::error(python) like session. */
+void prewarm(const session_options& options);
+
+/** Python's fork protocol (PyOS_BeforeFork, PyOS_AfterFork_Parent, PyOS_AfterFork_Child), for a
+ *  process that prewarmed and forks children that will use it. No-ops before prewarm. */
+void before_fork();
+void after_fork_parent();
+void after_fork_child();
 
 struct environment_info {
   std::string python_version, python_executable, torch_version, torch_cuda_version;
@@ -151,8 +164,10 @@ class session {
   [[nodiscard]] std::vector<tensor_view> timing_native_inputs(std::size_t set);
   [[nodiscard]] std::vector<tensor_view> timing_native_outputs();
 
- private:
+  /** The interpreter state; defined in bridge.cpp only (public so prewarm() can hold one). */
   struct impl;
+
+ private:
   std::unique_ptr<impl> m_impl;
 };
 

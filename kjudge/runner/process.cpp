@@ -2,6 +2,7 @@
 // and channel, and enforce the wall-clock limit on the whole group.
 #include <kjudge/core/error.hpp>
 #include <kjudge/runner/process.hpp>
+#include <kjudge/runner/process_detail.hpp>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -22,55 +23,18 @@
 extern char** environ;  // NOLINT: POSIX global
 
 namespace kj::runner {
-namespace {
+namespace detail {
 
-using steady = std::chrono::steady_clock;
-
-/** How long the group gets between SIGTERM and SIGKILL. */
-constexpr auto k_term_grace = std::chrono::seconds(1);
-/** After the child is gone, how long we keep reading pipes that escaped the group (setsid). */
-constexpr auto k_drain_grace = std::chrono::milliseconds(500);
-/** Poll period when no pidfd is available to tell us that the child exited. */
-constexpr int k_fallback_tick_ms = 10;
-
-[[nodiscard]] std::string errno_text(int err) {
+std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
 }
 
-/** Owns one file descriptor; closes it on destruction. */
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : m_fd(fd) {}
-  unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
-  unique_fd& operator=(unique_fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      m_fd = std::exchange(other.m_fd, -1);
-    }
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-  [[nodiscard]] int get() const noexcept { return m_fd; }
-  [[nodiscard]] bool open() const noexcept { return m_fd >= 0; }
-  void reset() noexcept {
-    if (m_fd >= 0) ::close(m_fd);
-    m_fd = -1;
-  }
+void unique_fd::reset() noexcept {
+  if (m_fd >= 0) ::close(m_fd);
+  m_fd = -1;
+}
 
- private:
-  int m_fd = -1;
-};
-
-struct pipe_ends {
-  unique_fd read;
-  unique_fd write;
-};
-
-/** Both ends close-on-exec: the child gets only the ends it dup2()s onto 0, 1, 2 and channel_fd. */
-[[nodiscard]] pipe_ends make_pipe() {
+pipe_ends make_pipe() {
   std::array<int, 2> fds{};
   if (::pipe2(fds.data(), O_CLOEXEC) != 0)
     KJ_THROW(error_kind::io, "cannot create a pipe: {}", errno_text(errno));
@@ -83,37 +47,56 @@ void set_nonblocking(int fd) {
     KJ_THROW(error_kind::io, "cannot make a pipe non-blocking: {}", errno_text(errno));
 }
 
-/** Blocks SIGPIPE in the calling thread while we write the child's stdin, so a child that exits
- *  without reading gives us EPIPE instead of killing us; a SIGPIPE raised meanwhile is consumed. */
-class sigpipe_guard {
- public:
-  sigpipe_guard() noexcept {
-    sigemptyset(&m_pipe);
-    sigaddset(&m_pipe, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &m_pipe, &m_old);
-    sigset_t pending;
-    sigemptyset(&pending);
-    ::sigpending(&pending);
-    m_was_pending = sigismember(&pending, SIGPIPE) == 1;
-  }
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-  ~sigpipe_guard() {
-    if (m_raised && !m_was_pending) {
-      timespec zero{};
-      while (::sigtimedwait(&m_pipe, nullptr, &zero) < 0 && errno == EINTR) {
-      }
-    }
-    ::pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
-  }
-  void note_epipe() noexcept { m_raised = true; }
+sigpipe_guard::sigpipe_guard() noexcept {
+  sigemptyset(&m_pipe);
+  sigaddset(&m_pipe, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &m_pipe, &m_old);
+  sigset_t pending;
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  m_was_pending = sigismember(&pending, SIGPIPE) == 1;
+}
 
- private:
-  sigset_t m_pipe{};
-  sigset_t m_old{};
-  bool m_was_pending = false;
-  bool m_raised = false;
-};
+sigpipe_guard::~sigpipe_guard() {
+  if (m_raised && !m_was_pending) {
+    timespec zero{};
+    while (::sigtimedwait(&m_pipe, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
+}
+
+std::vector<std::string> build_environment(
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    std::string_view name = text.substr(0, text.find('='));
+    bool replaced = std::any_of(overrides.begin(), overrides.end(),
+                                [&](const auto& kv) { return kv.first == name; });
+    if (!replaced) out.emplace_back(text);
+  }
+  for (const auto& [name, value] : overrides) out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+using detail::errno_text;
+using detail::make_pipe;
+using detail::pipe_ends;
+using detail::set_nonblocking;
+using detail::unique_fd;
+
+/** How long the group gets between SIGTERM and SIGKILL. */
+constexpr auto k_term_grace = std::chrono::seconds(1);
+/** After the child is gone, how long we keep reading pipes that escaped the group (setsid). */
+constexpr auto k_drain_grace = std::chrono::milliseconds(500);
+/** Poll period when no pidfd is available to tell us that the child exited. */
+constexpr int k_fallback_tick_ms = 10;
 
 /** argv[0] as a path to execve: names without a slash are looked up on `search_path`. Empty when
  *  not found. Done before fork, because PATH lookup allocates. */
@@ -131,21 +114,6 @@ class sigpipe_guard {
     begin = end + 1;
   }
   return {};
-}
-
-/** The parent's environment with `overrides` replacing (or adding) entries. */
-[[nodiscard]] std::vector<std::string> build_environment(
-    const std::vector<std::pair<std::string, std::string>>& overrides) {
-  std::vector<std::string> out;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    std::string_view text(*entry);
-    std::string_view name = text.substr(0, text.find('='));
-    bool replaced = std::any_of(overrides.begin(), overrides.end(),
-                                [&](const auto& kv) { return kv.first == name; });
-    if (!replaced) out.emplace_back(text);
-  }
-  for (const auto& [name, value] : overrides) out.push_back(name + "=" + value);
-  return out;
 }
 
 [[nodiscard]] std::vector<char*> c_strings(std::vector<std::string>& strings) {
@@ -279,92 +247,41 @@ struct reader {
   bool tail_only = false;
 };
 
+/** A child this process forked: ended() looks without reaping (WNOWAIT), so the group id stays
+ *  reserved until reap() has ended the rest of the group. */
+class forked_child final : public detail::child_handle {
+ public:
+  explicit forked_child(pid_t pid) : m_pid(pid), m_pidfd(open_pidfd(pid)) {}
+  [[nodiscard]] pid_t group() const noexcept override { return m_pid; }
+  [[nodiscard]] bool ended() override { return child_exited(m_pid); }
+  [[nodiscard]] int wait_fd() const noexcept override { return m_pidfd.get(); }
+  std::string reap(int& status, rusage& usage) override {
+    // The leader is a zombie, so the group id cannot be reused yet: end any descendants still
+    // in the group (they would hold our pipes open), then reap with rusage.
+    ::killpg(m_pid, SIGKILL);
+    pid_t w = 0;
+    do {
+      w = ::wait4(m_pid, &status, 0, &usage);
+    } while (w < 0 && errno == EINTR);
+    m_pidfd.reset();
+    return {};
+  }
+
+ private:
+  pid_t m_pid;
+  unique_fd m_pidfd;
+};
+
 }  // namespace
 
-process_result run_process(const spawn_options& options) {
+namespace detail {
+
+process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd output_fd,
+                         unique_fd channel_fd, const spawn_options& options,
+                         steady::time_point start, sigpipe_guard& pipe_guard,
+                         const std::string& program) {
   process_result result;
-  if (options.argv.empty()) {
-    result.error = "empty command line";
-    return result;
-  }
-  const bool want_channel = options.channel_fd >= 3;
-
-  // Everything the child touches is prepared here, before fork.
-  std::string search_path;
-  for (const auto& [name, value] : options.env)
-    if (name == "PATH") search_path = value;
-  if (search_path.empty())
-    if (const char* p = std::getenv("PATH")) search_path = p;
-  const std::string program = resolve_program(options.argv[0], search_path);
-  if (program.empty()) {
-    result.error = fmt::format("cannot execute '{}': not found on PATH", options.argv[0]);
-    return result;
-  }
-  std::vector<std::string> argv_strings = options.argv;
-  std::vector<char*> argv = c_strings(argv_strings);
-  std::vector<std::string> env_strings = build_environment(options.env);
-  std::vector<char*> envp = c_strings(env_strings);
-  const std::string cwd = options.cwd.string();
-
-  pipe_ends in = make_pipe();
-  pipe_ends out = make_pipe();
-  pipe_ends chan;
-  if (want_channel) chan = make_pipe();
-  pipe_ends err = make_pipe();
-
-  child_plan plan;
-  plan.program = program.c_str();
-  plan.argv = argv.data();
-  plan.envp = envp.data();
-  plan.cwd = cwd.empty() ? nullptr : cwd.c_str();
-  plan.stdin_fd = in.read.get();
-  plan.output_fd = out.write.get();
-  plan.channel_src = want_channel ? chan.write.get() : -1;
-  plan.channel_target = want_channel ? options.channel_fd : -1;
-  plan.error_fd = err.write.get();
-
-  sigpipe_guard pipe_guard;
-  const auto start = steady::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) KJ_THROW(error_kind::io, "cannot fork: {}", errno_text(errno));
-  if (pid == 0) run_child(plan);
-
-  // Also set the group from the parent, so a kill right after fork reaches the child. EACCES
-  // (the child already exec'd, having set it itself) is expected.
-  ::setpgid(pid, pid);
-  in.read.reset();
-  out.write.reset();
-  chan.write.reset();
-  err.write.reset();
-
-  // The error pipe closes on a successful exec (close-on-exec) or carries a child_report.
-  child_report report{};
-  ssize_t got = 0;
-  do {
-    got = ::read(err.read.get(), &report, sizeof report);
-  } while (got < 0 && errno == EINTR);
-  if (got == static_cast<ssize_t>(sizeof report)) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    const std::string why = errno_text(report.err);
-    switch (report.stage) {
-      case child_stage::chdir:
-        result.error = fmt::format("cannot change directory to '{}': {}", cwd, why);
-        break;
-      case child_stage::exec:
-        result.error = fmt::format("cannot execute '{}': {}", program, why);
-        break;
-      case child_stage::fds:
-        result.error = fmt::format("cannot set up descriptors for '{}': {}", program, why);
-        break;
-    }
-    result.wall = steady::now() - start;
-    return result;
-  }
-  err.read.reset();
-
-  unique_fd stdin_fd = std::move(in.write);
+  const pid_t pid = child.group();
   std::size_t stdin_offset = 0;
   if (options.stdin_data.empty())
     stdin_fd.reset();
@@ -372,12 +289,11 @@ process_result run_process(const spawn_options& options) {
     set_nonblocking(stdin_fd.get());
 
   std::array<reader, 2> readers;
-  readers[0] = {std::move(out.read), &result.output_tail, true};
-  if (want_channel) readers[1] = {std::move(chan.read), &result.channel, false};
+  readers[0] = {std::move(output_fd), &result.output_tail, true};
+  readers[1] = {std::move(channel_fd), &result.channel, false};
   for (auto& r : readers)
     if (r.fd.open()) set_nonblocking(r.fd.get());
 
-  unique_fd pidfd = open_pidfd(pid);
   const bool unlimited = options.timeout >= std::chrono::hours(24 * 365);
   const auto deadline = unlimited ? steady::time_point::max() : start + options.timeout;
   steady::time_point kill_at = steady::time_point::max();
@@ -391,17 +307,10 @@ process_result run_process(const spawn_options& options) {
 
   while (true) {
     auto now = steady::now();
-    if (!reaped && child_exited(pid)) {
-      // The leader is a zombie, so the group id cannot be reused yet: end any descendants still
-      // in the group (they would hold our pipes open), then reap with rusage.
-      ::killpg(pid, SIGKILL);
-      pid_t w = 0;
-      do {
-        w = ::wait4(pid, &status, 0, &usage);
-      } while (w < 0 && errno == EINTR);
+    if (!reaped && child.ended()) {
+      result.error = child.reap(status, usage);
       result.wall = steady::now() - start;
       reaped = true;
-      pidfd.reset();
       stdin_fd.reset();
       drain_until = now + k_drain_grace;
     }
@@ -426,8 +335,8 @@ process_result run_process(const spawn_options& options) {
       wait_ms = ms_until(deadline, now);
     else if (!killed)
       wait_ms = ms_until(kill_at, now);
-    if (!reaped && !pidfd.open()) wait_ms = std::min(wait_ms, k_fallback_tick_ms);
-
+    const int child_fd = reaped ? -1 : child.wait_fd();
+    if (!reaped && child_fd < 0) wait_ms = std::min(wait_ms, k_fallback_tick_ms);
     std::array<pollfd, 4> fds{};
     nfds_t count = 0;
     auto watch = [&](int fd, short events) {
@@ -436,7 +345,7 @@ process_result run_process(const spawn_options& options) {
     watch(stdin_fd.get(), POLLOUT);
     watch(readers[0].fd.get(), POLLIN);
     watch(readers[1].fd.get(), POLLIN);
-    watch(reaped ? -1 : pidfd.get(), POLLIN);
+    watch(child_fd, POLLIN);
     if (::poll(fds.data(), count, wait_ms) < 0) {
       if (errno == EINTR) continue;
       KJ_THROW(error_kind::io, "poll failed while running '{}': {}", program, errno_text(errno));
@@ -478,6 +387,8 @@ process_result run_process(const spawn_options& options) {
   result.max_rss_kb = static_cast<std::size_t>(std::max<long>(usage.ru_maxrss, 0));
   if (timed_out) {
     result.how = exit_kind::timed_out;
+  } else if (!result.error.empty()) {
+    result.how = exit_kind::lost;
   } else if (WIFEXITED(status)) {
     result.how = exit_kind::exited;
     result.exit_code = WEXITSTATUS(status);
@@ -486,6 +397,96 @@ process_result run_process(const spawn_options& options) {
     result.signal = WTERMSIG(status);
   }
   return result;
+}
+
+}  // namespace detail
+
+process_result run_process(const spawn_options& options) {
+  process_result result;
+  if (options.argv.empty()) {
+    result.error = "empty command line";
+    return result;
+  }
+  const bool want_channel = options.channel_fd >= 3;
+
+  // Everything the child touches is prepared here, before fork.
+  std::string search_path;
+  for (const auto& [name, value] : options.env)
+    if (name == "PATH") search_path = value;
+  if (search_path.empty())
+    if (const char* p = std::getenv("PATH")) search_path = p;
+  const std::string program = resolve_program(options.argv[0], search_path);
+  if (program.empty()) {
+    result.error = fmt::format("cannot execute '{}': not found on PATH", options.argv[0]);
+    return result;
+  }
+  std::vector<std::string> argv_strings = options.argv;
+  std::vector<char*> argv = c_strings(argv_strings);
+  std::vector<std::string> env_strings = detail::build_environment(options.env);
+  std::vector<char*> envp = c_strings(env_strings);
+  const std::string cwd = options.cwd.string();
+
+  pipe_ends in = make_pipe();
+  pipe_ends out = make_pipe();
+  pipe_ends chan;
+  if (want_channel) chan = make_pipe();
+  pipe_ends err = make_pipe();
+
+  child_plan plan;
+  plan.program = program.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.cwd = cwd.empty() ? nullptr : cwd.c_str();
+  plan.stdin_fd = in.read.get();
+  plan.output_fd = out.write.get();
+  plan.channel_src = want_channel ? chan.write.get() : -1;
+  plan.channel_target = want_channel ? options.channel_fd : -1;
+  plan.error_fd = err.write.get();
+
+  detail::sigpipe_guard pipe_guard;
+  const auto start = steady::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) KJ_THROW(error_kind::io, "cannot fork: {}", errno_text(errno));
+  if (pid == 0) run_child(plan);
+
+  // Also set the group from the parent, so a kill right after fork reaches the child. EACCES
+  // (the child already exec'd, having set it itself) is expected.
+  ::setpgid(pid, pid);
+  in.read.reset();
+  out.write.reset();
+  chan.write.reset();
+  err.write.reset();
+
+  // The error pipe closes on a successful exec (close-on-exec) or carries a child_report.
+  child_report report{};
+  ssize_t got = 0;
+  do {
+    got = ::read(err.read.get(), &report, sizeof report);
+  } while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof report)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const std::string why = errno_text(report.err);
+    switch (report.stage) {
+      case child_stage::chdir:
+        result.error = fmt::format("cannot change directory to '{}': {}", cwd, why);
+        break;
+      case child_stage::exec:
+        result.error = fmt::format("cannot execute '{}': {}", program, why);
+        break;
+      case child_stage::fds:
+        result.error = fmt::format("cannot set up descriptors for '{}': {}", program, why);
+        break;
+    }
+    result.wall = steady::now() - start;
+    return result;
+  }
+  err.read.reset();
+
+  forked_child child(pid);
+  return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
+                           options, start, pipe_guard, program);
 }
 
 bool is_executable_file(const std::filesystem::path& path) {

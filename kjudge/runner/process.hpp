@@ -39,6 +39,7 @@ enum class exit_kind {
   signaled,  ///< killed by a signal it did not handle (SIGSEGV, SIGABRT, SIGKILL by the OOM killer)
   timed_out,     ///< killed by us at the wall-clock limit
   spawn_failed,  ///< exec failed (program missing, not executable); see error
+  lost,  ///< started by the worker pool, which went away before reporting how it ended; see error
 };
 
 struct process_result {
@@ -50,7 +51,7 @@ struct process_result {
   std::size_t output_bytes = 0;  ///< total bytes of stdout+stderr seen
   std::chrono::duration<double> wall{0};
   std::size_t max_rss_kb = 0;  ///< peak resident set of the child, from wait4's rusage
-  std::string error;           ///< for spawn_failed: why
+  std::string error;           ///< for spawn_failed and lost: why
   [[nodiscard]] bool ok() const noexcept { return how == exit_kind::exited && exit_code == 0; }
   /** "exited with code 3", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s", ... */
   [[nodiscard]] std::string describe() const;

@@ -19,6 +19,8 @@ std::string process_result::describe() const {
       return fmt::format("timed out after {:.1f} s", wall.count());
     case exit_kind::spawn_failed:
       return fmt::format("failed to start: {}", error);
+    case exit_kind::lost:
+      return fmt::format("ended unobserved: {}", error);
   }
   return "in an unknown state";
 }

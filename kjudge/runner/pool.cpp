@@ -1,0 +1,411 @@
+// The worker pool's two ends. A request is one message on a fresh connection: a 4-byte length,
+// then that many bytes of JSON ({"argv", "env", "cwd", "channel_fd"}), with the child's stdin,
+// output and (optional) channel descriptors attached (SCM_RIGHTS). The server forks, answers
+// {"pid": N} once the child leads its own process group, and {"status": S, "max_rss_kb": K} when
+// it has reaped it. The requester supervises the child with the same loop as run_process.
+#include <kjudge/core/error.hpp>
+#include <kjudge/runner/pool.hpp>
+#include <kjudge/runner/process_detail.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <list>
+
+#include <nlohmann/json.hpp>
+
+namespace kj::runner {
+namespace {
+
+using detail::errno_text;
+using detail::unique_fd;
+using steady = std::chrono::steady_clock;
+
+/** Largest request accepted (the environment dominates it). */
+constexpr std::uint32_t k_max_request = 4u << 20;
+/** How long either side waits for the other's message once a connection is open. */
+constexpr int k_message_timeout_s = 10;
+
+[[nodiscard]] sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (name.empty() || name.size() + 1 > sizeof addr.sun_path)
+    KJ_THROW(error_kind::usage, "worker pool address '{}' is empty or too long", name);
+  addr.sun_path[0] = '\0';  // abstract namespace: no file, gone with the socket
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return addr;
+}
+
+void set_timeouts(int fd) {
+  timeval tv{};
+  tv.tv_sec = k_message_timeout_s;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+bool write_all(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool read_exact(int fd, char* out, std::size_t size) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::recv(fd, out + done, size - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/** One JSON object per line; nullopt when the connection ends or times out first. */
+std::optional<nlohmann::json> read_line(int fd) {
+  std::string line;
+  char c = 0;
+  while (true) {
+    const ssize_t n = ::recv(fd, &c, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    if (c == '\n') break;
+    line.push_back(c);
+    if (line.size() > 4096) return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+bool send_line(int fd, const nlohmann::json& j) {
+  return write_all(fd, j.dump() + "\n");
+}
+
+// ---- requester ---------------------------------------------------------------------------------
+
+/** The pool's child as the supervising loop sees it: it has ended when the server's status line
+ *  arrives (or the connection drops). */
+class pool_child final : public detail::child_handle {
+ public:
+  pool_child(pid_t pid, unique_fd connection) : m_pid(pid), m_conn(std::move(connection)) {}
+  [[nodiscard]] pid_t group() const noexcept override { return m_pid; }
+  [[nodiscard]] bool ended() override {
+    pollfd p{m_conn.get(), POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+  [[nodiscard]] int wait_fd() const noexcept override { return m_conn.get(); }
+  std::string reap(int& status, rusage& usage) override {
+    const auto reply = read_line(m_conn.get());
+    m_conn.reset();
+    if (!reply || !reply->contains("status"))
+      return "the worker pool closed the connection without the child's exit status (the pool "
+             "was stopped or died)";
+    status = reply->value("status", 0);
+    usage.ru_maxrss = reply->value("max_rss_kb", 0L);
+    return {};
+  }
+
+ private:
+  pid_t m_pid;
+  unique_fd m_conn;
+};
+
+[[nodiscard]] unique_fd connect_to(const std::string& address) {
+  socklen_t length = 0;
+  const sockaddr_un addr = abstract_address(address, length);
+  unique_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.open()) return {};
+  int rc = 0;
+  do {
+    rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), length);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return {};
+  set_timeouts(fd.get());
+  return fd;
+}
+
+/** Sends the request with the descriptors attached to its first byte. */
+bool send_request(int fd, const std::string& body, const std::vector<int>& fds) {
+  std::string message(4, '\0');
+  const auto size = static_cast<std::uint32_t>(body.size());
+  std::memcpy(message.data(), &size, sizeof size);
+  message += body;
+  iovec iov{message.data(), 1};
+  std::array<char, CMSG_SPACE(sizeof(int) * 3)> control{};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
+  ssize_t n = 0;
+  do {
+    n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return false;
+  return write_all(fd, message.substr(1));
+}
+
+// ---- server ------------------------------------------------------------------------------------
+
+struct received_request {
+  nlohmann::json body;
+  std::vector<unique_fd> fds;
+};
+
+std::optional<received_request> receive_request(int fd) {
+  received_request r;
+  std::array<char, 4> head{};
+  iovec iov{head.data(), 1};
+  std::array<char, CMSG_SPACE(sizeof(int) * 3)> control{};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  ssize_t n = 0;
+  do {
+    n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return std::nullopt;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int v = -1;
+      std::memcpy(&v, CMSG_DATA(cm) + i * sizeof(int), sizeof v);
+      r.fds.emplace_back(v);
+    }
+  }
+  if ((msg.msg_flags & MSG_CTRUNC) != 0) return std::nullopt;
+  if (!read_exact(fd, head.data() + 1, 3)) return std::nullopt;
+  std::uint32_t size = 0;
+  std::memcpy(&size, head.data(), sizeof size);
+  if (size > k_max_request) return std::nullopt;
+  std::string body(size, '\0');
+  if (!read_exact(fd, body.data(), size)) return std::nullopt;
+  r.body = nlohmann::json::parse(body, nullptr, false);
+  if (r.body.is_discarded() || !r.body.is_object()) return std::nullopt;
+  return r;
+}
+
+/** A request being served: its connection and the child it started. */
+struct served {
+  unique_fd conn;
+  pid_t pid = -1;
+  bool requester_gone = false;
+};
+
+/** In the forked child: descriptors, group, signals, directory, environment; then the entry.
+ *  Never returns. Messages go to the output descriptor, which is the requester's tail. */
+[[noreturn]] void become_child(const pool_server_options& o, received_request& req,
+                               const std::vector<int>& server_fds) {
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGXFSZ, SIG_DFL);
+  ::signal(SIGCHLD, SIG_DFL);
+  for (int fd : server_fds) ::close(fd);
+
+  const int channel_target = req.body.value("channel_fd", -1);
+  const int floor = std::max(3, channel_target + 1);
+  std::vector<int> moved;
+  for (auto& f : req.fds) moved.push_back(::fcntl(f.get(), F_DUPFD_CLOEXEC, floor));
+  for (int m : moved)
+    if (m < 0) ::_exit(127);
+  for (auto& f : req.fds) f.reset();  // before the dup2s: an original may sit on a target number
+  if (::dup2(moved[0], 0) < 0 || ::dup2(moved[1], 1) < 0 || ::dup2(moved[1], 2) < 0 ||
+      (moved.size() > 2 && channel_target >= 3 && ::dup2(moved[2], channel_target) < 0))
+    ::_exit(127);
+  for (int m : moved) ::close(m);
+  // Whatever else the server inherited must not outlive an exec (the kjudge pool starts with
+  // only /dev/null on 0-2, and its own sockets are closed above).
+  if (channel_target >= 3) {
+    const auto target = static_cast<unsigned>(channel_target);
+    if (target > 3) ::close_range(3, target - 1, CLOSE_RANGE_CLOEXEC);
+    ::close_range(target + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+  } else {
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  }
+
+  const std::string cwd = req.body.value("cwd", "");
+  if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) {
+    const std::string text =
+        "worker pool: cannot change directory to '" + cwd + "': " + errno_text(errno) + "\n";
+    ssize_t ignored = ::write(2, text.data(), text.size());
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::clearenv();
+  for (const auto& e : req.body.value("env", std::vector<std::string>{}))
+    ::putenv(::strdup(e.c_str()));  // putenv keeps the pointer: the copy lives as long as we do
+  if (o.after_fork_child) o.after_fork_child();
+  o.child_main(req.body.value("argv", std::vector<std::string>{}));
+  ::_exit(127);
+}
+
+}  // namespace
+
+std::optional<process_result> run_process_in_pool(const std::string& address,
+                                                  const spawn_options& options) {
+  if (options.argv.empty()) return std::nullopt;
+  const auto start = steady::now();
+  unique_fd conn = connect_to(address);
+  if (!conn.open()) return std::nullopt;
+
+  const bool want_channel = options.channel_fd >= 3;
+  detail::pipe_ends in = detail::make_pipe();
+  detail::pipe_ends out = detail::make_pipe();
+  detail::pipe_ends chan;
+  if (want_channel) chan = detail::make_pipe();
+  std::string cwd = options.cwd.string();
+  if (cwd.empty()) {
+    std::error_code ec;
+    cwd = std::filesystem::current_path(ec).string();
+  }
+  const nlohmann::json body = {{"argv", options.argv},
+                               {"env", detail::build_environment(options.env)},
+                               {"cwd", cwd},
+                               {"channel_fd", want_channel ? options.channel_fd : -1}};
+  std::vector<int> fds = {in.read.get(), out.write.get()};
+  if (want_channel) fds.push_back(chan.write.get());
+  detail::sigpipe_guard pipe_guard;
+  if (!send_request(conn.get(), body.dump(), fds)) return std::nullopt;
+  in.read.reset();
+  out.write.reset();
+  chan.write.reset();
+  const auto reply = read_line(conn.get());
+  if (!reply || !reply->contains("pid")) return std::nullopt;
+  const auto pid = static_cast<pid_t>(reply->value("pid", -1));
+  if (pid <= 0) return std::nullopt;
+  pool_child child(pid, std::move(conn));
+  return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
+                           options, start, pipe_guard, options.argv[0]);
+}
+
+bool serve_pool(const pool_server_options& o) {
+  socklen_t length = 0;
+  const sockaddr_un addr = abstract_address(o.address, length);
+  unique_fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listener.open())
+    KJ_THROW(error_kind::io, "worker pool: cannot create a socket: {}", errno_text(errno));
+  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), length) != 0) {
+    if (errno == EADDRINUSE) return false;
+    KJ_THROW(error_kind::io, "worker pool: cannot bind '{}': {}", o.address, errno_text(errno));
+  }
+  if (o.prepare) o.prepare();
+  if (::listen(listener.get(), 64) != 0)
+    KJ_THROW(error_kind::io, "worker pool: cannot listen: {}", errno_text(errno));
+
+  std::list<served> running;
+  auto last_activity = steady::now();
+  const uid_t me = ::getuid();
+  while (true) {
+    // Reap: a child that ended gets its group ended (descendants would hold the requester's
+    // pipes), then its status and peak memory go to its requester.
+    for (auto it = running.begin(); it != running.end();) {
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(it->pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+          info.si_pid != it->pid) {
+        ++it;
+        continue;
+      }
+      ::killpg(it->pid, SIGKILL);
+      int status = 0;
+      rusage usage{};
+      while (::wait4(it->pid, &status, 0, &usage) < 0 && errno == EINTR) {
+      }
+      if (!it->requester_gone)
+        send_line(it->conn.get(), {{"status", status}, {"max_rss_kb", usage.ru_maxrss}});
+      it = running.erase(it);
+      last_activity = steady::now();
+    }
+    const auto idle_left = o.idle_exit - (steady::now() - last_activity);
+    if (running.empty() && idle_left <= steady::duration::zero()) return true;
+
+    std::vector<pollfd> fds;
+    fds.push_back({listener.get(), POLLIN, 0});
+    for (auto& s : running)
+      if (!s.requester_gone) fds.push_back({s.conn.get(), POLLIN, 0});
+    // Children end without a descriptor to wait on here: look again every 5 ms while any runs.
+    int wait_ms =
+        running.empty()
+            ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(idle_left).count())
+            : 5;
+    wait_ms = std::clamp(wait_ms, 0, 60'000);
+    if (::poll(fds.data(), fds.size(), wait_ms) < 0) {
+      if (errno == EINTR) continue;
+      KJ_THROW(error_kind::io, "worker pool: poll failed: {}", errno_text(errno));
+    }
+    // A requester that hung up (killed, or gave up) takes its child with it.
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      for (auto& s : running) {
+        if (s.conn.get() != fds[i].fd) continue;
+        char c = 0;
+        if (::recv(s.conn.get(), &c, 1, MSG_DONTWAIT) <= 0 || (fds[i].revents & POLLHUP) != 0) {
+          s.requester_gone = true;
+          ::killpg(s.pid, SIGKILL);
+        }
+      }
+    }
+    if ((fds[0].revents & POLLIN) == 0) continue;
+
+    unique_fd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn.open()) continue;
+    last_activity = steady::now();
+    ucred cred{};
+    socklen_t cred_length = sizeof cred;
+    if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &cred_length) != 0 ||
+        cred.uid != me)
+      continue;  // only our own user may start processes as us
+    set_timeouts(conn.get());
+    auto request = receive_request(conn.get());
+    if (!request || request->fds.size() < 2 || !request->body.contains("argv")) {
+      send_line(conn.get(), {{"error", "malformed request"}});
+      continue;
+    }
+    std::vector<int> server_fds = {listener.get(), conn.get()};
+    for (auto& s : running) server_fds.push_back(s.conn.get());
+    if (o.before_fork) o.before_fork();
+    const pid_t pid = ::fork();
+    if (pid == 0) become_child(o, *request, server_fds);
+    if (o.after_fork_parent) o.after_fork_parent();
+    if (pid < 0) {
+      send_line(conn.get(), {{"error", "fork failed: " + errno_text(errno)}});
+      continue;
+    }
+    ::setpgid(pid, pid);  // before the requester learns the pid, so its signals reach the group
+    request->fds.clear();
+    if (!send_line(conn.get(), {{"pid", pid}})) ::killpg(pid, SIGKILL);
+    running.push_back({std::move(conn), pid, false});
+  }
+}
+
+}  // namespace kj::runner

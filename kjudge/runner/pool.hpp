@@ -1,0 +1,45 @@
+#pragma once
+/** @file The worker pool: a long-lived server process that has paid the fixed start-up costs a
+ *  fresh worker would pay (for kjudge: the interpreter and `import torch`, 3-5 s) and forks one
+ *  child per request. Each child is a new process with its own address space, process group,
+ *  descriptors, environment and working directory, supervised by the requester exactly like a
+ *  child of run_process (timeouts signal its group; its output, channel, exit status and peak
+ *  memory come back the same way). Linux only: an abstract unix socket, credentials checked. */
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kjudge/runner/process.hpp>
+
+namespace kj::runner {
+
+/** Runs `options` (argv, stdin, channel, environment overrides, working directory, timeout) as a
+ *  child of the pool listening on `address` (an abstract socket name). nullopt when no pool
+ *  answers there or it refuses the request: the caller then runs the command itself. The child's
+ *  environment is this process's with the overrides applied, as with run_process. */
+[[nodiscard]] std::optional<process_result> run_process_in_pool(const std::string& address,
+                                                                const spawn_options& options);
+
+struct pool_server_options {
+  /** Abstract socket name, without the leading NUL. */
+  std::string address;
+  /** The server exits after this long without a request or a running child. */
+  std::chrono::seconds idle_exit{600};
+  /** Called once the name is claimed, before the server accepts requests (the slow start-up:
+   *  requests meanwhile are refused, and their senders run the command themselves). */
+  std::function<void()> prepare;
+  /** In the child, with descriptors 0-2 (and the channel) in place, the requester's environment
+   *  and working directory applied and the server's sockets closed. Must not return. */
+  std::function<void(const std::vector<std::string>& argv)> child_main;
+  /** Around fork, in the server (before, then after in the parent) and in the child (first). */
+  std::function<void()> before_fork, after_fork_parent, after_fork_child;
+};
+
+/** Claims `options.address` and serves until idle. Returns false at once when another server
+ *  holds the address; throws kj::error(io) when the socket cannot be set up. */
+bool serve_pool(const pool_server_options& options);
+
+}  // namespace kj::runner

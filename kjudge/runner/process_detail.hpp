@@ -1,0 +1,99 @@
+#pragma once
+/** @file Internals shared by run_process (fork/exec) and run_process_in_pool (a child forked by
+ *  the worker pool): descriptors, pipes, and the loop that feeds a child's stdin, collects its
+ *  output and channel, enforces the wall-clock limit and reaps it. Not part of the API. */
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <kjudge/runner/process.hpp>
+
+namespace kj::runner::detail {
+
+[[nodiscard]] std::string errno_text(int err);
+
+/** Owns one file descriptor; closes it on destruction. */
+class unique_fd {
+ public:
+  unique_fd() = default;
+  explicit unique_fd(int fd) noexcept : m_fd(fd) {}
+  unique_fd(unique_fd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  unique_fd& operator=(unique_fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      m_fd = std::exchange(other.m_fd, -1);
+    }
+    return *this;
+  }
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd() { reset(); }
+  [[nodiscard]] int get() const noexcept { return m_fd; }
+  [[nodiscard]] bool open() const noexcept { return m_fd >= 0; }
+  void reset() noexcept;
+
+ private:
+  int m_fd = -1;
+};
+
+struct pipe_ends {
+  unique_fd read;
+  unique_fd write;
+};
+
+/** Both ends close-on-exec: a child gets only the ends it dup2()s onto 0, 1, 2 and channel_fd. */
+[[nodiscard]] pipe_ends make_pipe();
+
+void set_nonblocking(int fd);
+
+/** Blocks SIGPIPE in the calling thread while we write the child's stdin, so a child that exits
+ *  without reading gives us EPIPE instead of killing us; a SIGPIPE raised meanwhile is consumed. */
+class sigpipe_guard {
+ public:
+  sigpipe_guard() noexcept;
+  sigpipe_guard(const sigpipe_guard&) = delete;
+  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
+  ~sigpipe_guard();
+  void note_epipe() noexcept { m_raised = true; }
+
+ private:
+  sigset_t m_pipe{};
+  sigset_t m_old{};
+  bool m_was_pending = false;
+  bool m_raised = false;
+};
+
+/** The parent's environment with `overrides` replacing (or adding) entries, as NAME=value. */
+[[nodiscard]] std::vector<std::string> build_environment(
+    const std::vector<std::pair<std::string, std::string>>& overrides);
+
+/** A running child as the supervising loop sees it: a process group to signal, a way to learn
+ *  that it ended, and its exit status. */
+class child_handle {
+ public:
+  virtual ~child_handle() = default;
+  /** The process group the child leads (its pid): timeouts signal the whole group. */
+  [[nodiscard]] virtual pid_t group() const noexcept = 0;
+  /** Whether the child has ended; never blocks. */
+  [[nodiscard]] virtual bool ended() = 0;
+  /** A descriptor that becomes readable when the child may have ended; -1: poll on a tick. */
+  [[nodiscard]] virtual int wait_fd() const noexcept = 0;
+  /** After ended(): ends what is left of the group and collects the wait status and usage.
+   *  Returns an empty string, or why no status could be had (the result then says so). */
+  virtual std::string reap(int& status, rusage& usage) = 0;
+};
+
+/** Feeds stdin (then closes it), reads the output (tail) and the channel (whole) until the child
+ *  ended and its pipes closed (or a grace period passed), and enforces options.timeout from
+ *  `start` with SIGTERM, then SIGKILL, to the group. */
+[[nodiscard]] process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd output_fd,
+                                       unique_fd channel_fd, const spawn_options& options,
+                                       std::chrono::steady_clock::time_point start,
+                                       sigpipe_guard& pipe_guard, const std::string& program);
+
+}  // namespace kj::runner::detail

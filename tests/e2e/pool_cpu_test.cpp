@@ -1,0 +1,105 @@
+// End-to-end tests of `kjudge eval --pool` on the CPU: the first evaluation starts the worker pool,
+// later ones are forked from it (torch already imported) and are judged exactly as before,
+// crashes, hangs and wrong answers included. The pool is this test's own (a marker variable in
+// the environment makes its address unique) and is stopped at the end.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "kjudge_runner.hpp"
+
+namespace kj::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class PoolCpu : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    s_cache = fs::temp_directory_path() / ("kjudge_pool_e2e_" + std::to_string(::getpid()));
+    fs::remove_all(s_cache);
+    fs::create_directories(s_cache);
+    ::setenv("KJUDGE_CACHE_DIR", s_cache.c_str(), 1);
+    ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    if (const pid_t pid = pool_pid(); pid > 0) ::kill(pid, SIGTERM);
+    ::unsetenv("KJ_POOL_TEST_MARKER");
+    fs::remove_all(s_cache);
+  }
+  static std::string log() {
+    std::ifstream in(s_cache / "worker-pool.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static pid_t pool_pid() {
+    std::smatch m;
+    const std::string text = log();
+    if (std::regex_search(text, m, std::regex("pid (\\d+) ready"))) return std::stoi(m[1]);
+    return -1;
+  }
+  /** Waits for the pool started by the first evaluation to have imported torch. */
+  static bool pool_ready() {
+    for (int i = 0; i < 600; ++i) {
+      if (pool_pid() > 0) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return false;
+  }
+  static inline fs::path s_cache;
+};
+
+const std::vector<std::string> cpu_pool = {"--device", "cpu", "--budget", "0.2",
+                                           "--trials", "3",   "--pool"};
+
+TEST_F(PoolCpu, FirstStartsThePoolThenEvaluationsAreForkedFromIt) {
+  const auto first = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.result["worker"]["started_by"], "exec+pool_started");
+  ASSERT_TRUE(pool_ready()) << "pool log:\n" << log();
+
+  const auto second = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto& w = second.result["worker"];
+  EXPECT_EQ(w["started_by"], "pool");
+  ASSERT_FALSE(w["phases"].empty());
+  EXPECT_EQ(w["phases"][0]["name"], "python_prewarmed");
+  EXPECT_EQ(second.result["status"], "correct");
+  EXPECT_EQ(second.result["correctness"]["trials_passed"], 3);
+  EXPECT_TRUE(second.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+  EXPECT_GT(w["max_rss_kb"].get<std::uint64_t>(), 0U);
+
+  // Each evaluation is a process of its own: a crash, a hang and a wrong answer come back as
+  // they do without the pool, and the pool goes on serving.
+  const auto crash =
+      run_eval("problems/level1/softmax.py", "examples/faulty/segfault.py", cpu_pool);
+  EXPECT_EQ(crash.exit_code, 4) << crash.output;
+  EXPECT_EQ(crash.result["status"], "crashed");
+  EXPECT_EQ(crash.result["worker"]["signal"], 11);
+  EXPECT_EQ(crash.result["worker"]["started_by"], "pool");
+
+  auto hang_args = cpu_pool;
+  hang_args.insert(hang_args.end(), {"--timeout", "20"});
+  const auto hang = run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", hang_args);
+  EXPECT_EQ(hang.exit_code, 5) << hang.output;
+  EXPECT_EQ(hang.result["status"], "timed_out");
+  EXPECT_EQ(hang.result["worker"]["started_by"], "pool");
+
+  const auto wrong =
+      run_eval("problems/level1/softmax.py", "examples/faulty/wrong_values.py", cpu_pool);
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+  EXPECT_EQ(wrong.result["status"], "incorrect");
+
+  const auto again = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.result["worker"]["started_by"], "pool");
+}
+
+}  // namespace
+}  // namespace kj::test

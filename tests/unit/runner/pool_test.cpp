@@ -1,0 +1,199 @@
+// The worker pool's protocol and supervision: the same child behaviours as process_test, started
+// by a pool server (forked from this test, its children exec the helper child) instead of by
+// fork/exec here. The kjudge pool runs the worker in place of exec; everything else is this code.
+#include <kjudge/runner/pool.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using kj::runner::exit_kind;
+using kj::runner::process_result;
+using kj::runner::spawn_options;
+
+spawn_options child(std::vector<std::string> args) {
+  spawn_options options;
+  options.argv = {KJ_RUNNER_CHILD};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.timeout = 20s;
+  return options;
+}
+
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close_paren = line.rfind(')');
+  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
+         line[close_paren + 2] == 'Z';
+}
+
+class pool_test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    s_address = "kjudge-pool-test-" + std::to_string(::getpid());
+    s_server = ::fork();
+    ASSERT_GE(s_server, 0);
+    if (s_server == 0) {
+      kj::runner::pool_server_options o;
+      o.address = s_address;
+      o.idle_exit = 120s;
+      o.child_main = [](const std::vector<std::string>& argv) {
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        ::_exit(126);
+      };
+      const bool served = kj::runner::serve_pool(o);
+      ::_exit(served ? 0 : 3);
+    }
+    // The server listens once it has bound; wait until a request goes through.
+    for (int i = 0; i < 200; ++i) {
+      if (kj::runner::run_process_in_pool(s_address, child({"exit", "0"}))) return;
+      std::this_thread::sleep_for(10ms);
+    }
+    FAIL() << "the pool server never answered";
+  }
+  static void TearDownTestSuite() {
+    ::kill(s_server, SIGTERM);
+    int status = 0;
+    ::waitpid(s_server, &status, 0);
+  }
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("kj_pool_test_" + std::to_string(::getpid()));
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  static process_result run(const spawn_options& o) {
+    auto r = kj::runner::run_process_in_pool(s_address, o);
+    EXPECT_TRUE(r.has_value()) << "the pool refused the request";
+    return r.value_or(process_result{});
+  }
+
+  static inline std::string s_address;
+  static inline pid_t s_server = -1;
+  fs::path m_dir;
+};
+
+TEST_F(pool_test, reports_exit_code_and_crash_signal) {
+  auto r = run(child({"exit", "3"}));
+  EXPECT_EQ(r.how, exit_kind::exited);
+  EXPECT_EQ(r.exit_code, 3);
+  auto s = run(child({"segfault"}));
+  EXPECT_EQ(s.how, exit_kind::signaled);
+  EXPECT_EQ(s.signal, SIGSEGV);
+}
+
+TEST_F(pool_test, timeouts_signal_the_childs_group) {
+  auto options = child({"hang"});
+  options.timeout = 300ms;
+  auto r = run(options);
+  EXPECT_EQ(r.how, exit_kind::timed_out);
+  EXPECT_LT(r.wall.count(), 1.0);
+
+  options = child({"ignore-term"});
+  options.timeout = 200ms;
+  auto k = run(options);
+  EXPECT_EQ(k.how, exit_kind::timed_out);
+  EXPECT_GE(k.wall.count(), 1.1);
+  EXPECT_LT(k.wall.count(), 3.0);
+
+  const fs::path pid_file = m_dir / "grandchild.pid";
+  options = child({"grandchild", pid_file.string()});
+  options.timeout = 500ms;
+  EXPECT_EQ(run(options).how, exit_kind::timed_out);
+  std::ifstream in(pid_file);
+  pid_t grandchild = 0;
+  in >> grandchild;
+  ASSERT_GT(grandchild, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = process_gone(grandchild);
+    if (!gone) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(gone) << "grandchild " << grandchild << " survived the timeout";
+  if (!gone) ::kill(grandchild, SIGKILL);
+}
+
+TEST_F(pool_test, stdin_output_and_channel_flow_as_with_run_process) {
+  std::string data;
+  for (int i = 0; data.size() < (1U << 20); ++i) data += std::to_string(i) + ",";
+  auto options = child({"cat"});
+  options.stdin_data = data;
+  options.output_tail_bytes = 4U << 20;
+  auto r = run(options);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.output_tail, data);
+
+  for (int fd : {3, 7}) {
+    const std::string text(100'000, 'c');
+    auto o = child({"channel", std::to_string(fd), text});
+    o.channel_fd = fd;
+    auto c = run(o);
+    ASSERT_TRUE(c.ok()) << c.describe();
+    EXPECT_EQ(c.channel, text);
+    EXPECT_EQ(c.output_tail, "out\n");
+  }
+  EXPECT_EQ(run(child({"interleave"})).output_tail, "out0\nerr0\nout1\nerr1\nout2\nerr2\n");
+}
+
+TEST_F(pool_test, child_gets_only_its_descriptors_environment_and_directory) {
+  auto options = child({"fds"});
+  options.channel_fd = 5;
+  EXPECT_EQ(run(options).output_tail, "0\n1\n2\n5\n");
+
+  // The requester's environment, not the server's: a variable set here after the server
+  // started reaches the child.
+  ::setenv("KJ_POOL_TEST_LATE", "set after the server started", 1);
+  EXPECT_EQ(run(child({"env", "KJ_POOL_TEST_LATE"})).output_tail, "set after the server started\n");
+  ::unsetenv("KJ_POOL_TEST_LATE");
+  EXPECT_EQ(run(child({"env", "KJ_POOL_TEST_LATE"})).output_tail, "<unset>\n");
+  options = child({"env", "KJ_POOL_TEST_VAR"});
+  options.env = {{"KJ_POOL_TEST_VAR", "override"}};
+  EXPECT_EQ(run(options).output_tail, "override\n");
+
+  options = child({"cwd"});
+  options.cwd = m_dir;
+  EXPECT_EQ(run(options).output_tail, fs::canonical(m_dir).string() + "\n");
+  options.cwd = m_dir / "missing";
+  auto bad = run(options);
+  EXPECT_EQ(bad.how, exit_kind::exited);
+  EXPECT_EQ(bad.exit_code, 127);
+  EXPECT_NE(bad.output_tail.find("missing"), std::string::npos) << bad.output_tail;
+}
+
+TEST_F(pool_test, reports_the_childs_peak_memory) {
+  auto r = run(child({"rss", "64"}));
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_GE(r.max_rss_kb, 64U * 1024);
+  EXPECT_LT(r.max_rss_kb, 1024U * 1024);
+}
+
+TEST_F(pool_test, a_second_server_does_not_take_the_address) {
+  kj::runner::pool_server_options o;
+  o.address = s_address;
+  o.child_main = [](const std::vector<std::string>&) { ::_exit(1); };
+  EXPECT_FALSE(kj::runner::serve_pool(o));
+}
+
+TEST(pool, no_server_means_no_result) {
+  EXPECT_FALSE(kj::runner::run_process_in_pool(
+                   "kjudge-pool-test-nobody-" + std::to_string(::getpid()), child({"exit", "0"}))
+                   .has_value());
+}
+
+}  // namespace
