@@ -72,8 +72,9 @@ void check_verdict(const job& j, const runner::process_result& p, eval_result& r
     return;
   }
   if (!p.ok()) {
-    r.status =
-        p.how == runner::exit_kind::timed_out ? eval_status::timed_out : eval_status::crashed;
+    r.status = p.how == runner::exit_kind::timed_out ? eval_status::timed_out
+               : p.how == runner::exit_kind::lost    ? eval_status::internal_error
+                                                     : eval_status::crashed;
     r.message = fmt::format("the worker reported 'correct' but then {}", p.describe());
     r.add_flag("unverified_verdict", "error", r.message);
   }
@@ -110,6 +111,8 @@ eval_result evaluate(const job& j, const run_options& options) {
   so.channel_fd = channel_fd;
   so.echo_output = options.echo_output;
   so.output_tail_bytes = 64 * 1024;
+  // Where load_inline builds go, in the environment from the start (the worker never sets it).
+  so.env.emplace_back("TORCH_EXTENSIONS_DIR", (j.cache_dir / "torch_extensions").string());
   const bool pool =
       options.use_pool && options.wrapper.empty() && options.worker_executable.empty();
   const std::string address = pool ? pool_address(exe, j.python) : "";
@@ -139,6 +142,9 @@ eval_result evaluate(const job& j, const run_options& options) {
     if (p.how == runner::exit_kind::spawn_failed) {
       r.status = eval_status::internal_error;
       r.message = "the worker could not be started: " + p.error;
+    } else if (p.how == runner::exit_kind::lost) {
+      r.status = eval_status::internal_error;  // the pool's failure, not the candidate's
+      r.message = fmt::format("the worker {}{}", p.describe(), during);
     } else if (p.how == runner::exit_kind::timed_out) {
       r.status = eval_status::timed_out;
       r.message = fmt::format("evaluation {}{}", p.describe(), during);

@@ -1,10 +1,15 @@
 #include <kjudge/eval/worker_pool.hpp>
 
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +23,54 @@ extern char** environ;  // NOLINT: POSIX global
 namespace kj::eval {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/** What a forked worker inherits from the pool rather than from its requester, besides the
+ *  environment: namespaces, cgroup, resource limits, CPU affinity, umask and nice value. Two
+ *  requesters that differ in any of these get different pools. */
+std::string process_attributes() {
+  std::string out;
+  std::error_code ec;
+  for (const char* ns : {"mnt", "pid", "user", "cgroup", "net", "ipc", "uts"})
+    out += fs::read_symlink(fs::path("/proc/self/ns") / ns, ec).string() + '\n';
+  out += read_text("/proc/self/cgroup");
+  for (int r = 0; r < RLIM_NLIMITS; ++r) {
+    rlimit l{};
+    if (::getrlimit(static_cast<__rlimit_resource>(r), &l) == 0)
+      out += fmt::format("{} {} {}\n", r, l.rlim_cur, l.rlim_max);
+  }
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &cpus)) out += fmt::format("{},", c);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, 0);
+  out += fmt::format("\numask {:o} nice {}\n", mask, nice);
+  return out;
+}
+
+/** Pools of this user listening now (abstract names in /proc/net/unix). */
+int running_pools() {
+  const std::string needle = fmt::format("@kjudge-pool-{}-", ::getuid());
+  std::istringstream lines(read_text("/proc/net/unix"));
+  int n = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(needle) != std::string::npos) ++n;
+  return n;
+}
+
+}  // namespace
 
 std::string pool_address(const fs::path& executable, const fs::path& python) {
   std::error_code ec;
@@ -33,12 +86,14 @@ std::string pool_address(const fs::path& executable, const fs::path& python) {
   std::sort(env.begin(), env.end());
   std::string key = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n", KJ_VERSION, executable.string(), size,
                                 mtime, python.string(), ::getuid());
+  key += process_attributes();
   for (const auto& e : env) key += e + '\n';
   return fmt::format("kjudge-pool-{}-{}", ::getuid(), sha256_hex(key).substr(0, 24));
 }
 
 bool start_pool(const fs::path& executable, const std::string& address, const fs::path& python,
                 std::chrono::seconds idle_exit, const fs::path& log) {
+  if (running_pools() >= k_max_pools) return false;
   std::vector<std::string> args = {
       executable.string(), "worker-pool",   "--address",     address,
       "--python",          python.string(), "--idle-exit-s", std::to_string(idle_exit.count())};
@@ -62,6 +117,7 @@ bool start_pool(const fs::path& executable, const std::string& address, const fs
       if (in < 0 || out < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0)
         ::_exit(127);
       ::close_range(3, ~0U, 0);
+      if (::chdir("/") != 0) ::_exit(127);  // keep no requester's directory busy
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }

@@ -1,8 +1,10 @@
 #pragma once
 /** @file kjudge's worker pool (kjudge/runner/pool.hpp): which pool serves an evaluation, and
- *  starting one. A pool is specific to one kjudge executable (path and modification time), one
- *  Python interpreter, one user and one environment (minus variables that change from shell to
- *  shell: PWD, OLDPWD, SHLVL, _), since torch reads some of its environment at import. */
+ *  starting one. A pool is specific to one kjudge executable (path, size, modification time), one
+ *  Python interpreter, one user, one environment (minus variables that change from shell to
+ *  shell: PWD, OLDPWD, SHLVL, _; torch reads some of it at import) and the process attributes a
+ *  forked worker inherits from the pool instead of its requester (namespaces, cgroup, resource
+ *  limits, CPU affinity, umask, nice value). */
 
 #include <chrono>
 #include <filesystem>
@@ -10,13 +12,17 @@
 
 namespace kj::eval {
 
+/** Pools of one user at a time (an idle pool holds about half a GB): beyond it, no new one. */
+inline constexpr int k_max_pools = 4;
+
 /** The abstract socket name of the pool for `executable` and `python` in this environment. */
 [[nodiscard]] std::string pool_address(const std::filesystem::path& executable,
                                        const std::filesystem::path& python);
 
 /** Starts `executable worker-pool --address A --python P --idle-exit-s N` detached (a session of
- *  its own, stdin from /dev/null, stdout and stderr appended to `log`) and returns without
- *  waiting for it. False when it could not be forked. */
+ *  its own, working directory /, stdin from /dev/null, stdout and stderr appended to `log`) and
+ *  returns without waiting for it. False when it could not be forked, or when k_max_pools pools of
+ *  this user are listening already. */
 bool start_pool(const std::filesystem::path& executable, const std::string& address,
                 const std::filesystem::path& python, std::chrono::seconds idle_exit,
                 const std::filesystem::path& log);

@@ -5,6 +5,7 @@
 #include <kjudge/python/bridge.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 #include <pybind11/embed.h>
@@ -141,7 +142,11 @@ std::unique_ptr<session::impl>& prewarmed() {
 std::unique_ptr<session::impl> start_interpreter(
     const session_options& options, const std::function<void(std::string_view)>& step) {
   step("start_python");
-  if (!options.torch_extensions_dir.empty())
+  // The orchestrator puts it in the worker's environment; setenv only when run otherwise (it
+  // races with threads that read the environment, such as the nvcc build's).
+  if (const char* dir = std::getenv("TORCH_EXTENSIONS_DIR");
+      !options.torch_extensions_dir.empty() &&
+      (dir == nullptr || options.torch_extensions_dir != dir))
     ::setenv("TORCH_EXTENSIONS_DIR", options.torch_extensions_dir.c_str(), 1);
   auto p = std::make_unique<session::impl>(session::impl::make_config(options));
   auto& s = *p;
@@ -174,6 +179,10 @@ std::unique_ptr<session::impl> start_interpreter(
 
 void prewarm(const session_options& options) {
   prewarmed() = start_interpreter(options, [](std::string_view) {});
+  // Everything imported so far stays: keep the collector from touching (and so copying) those
+  // objects' pages in every forked child.
+  py::module_::import("gc").attr("collect")();
+  py::module_::import("gc").attr("freeze")();
 }
 
 void before_fork() {
@@ -185,7 +194,29 @@ void after_fork_parent() {
 }
 
 void after_fork_child() {
-  if (prewarmed()) PyOS_AfterFork_Child();
+  if (!prewarmed()) return;
+  PyOS_AfterFork_Child();
+  // The interpreter copied the environment when the pool started; the pool has just given this
+  // process the requester's. Make os.environ match it, now, while this is the only thread (the
+  // worker's threads read the C environment). As bytes: any encoding survives.
+  try {
+    py::dict now;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const std::string_view entry(*e);
+      const auto eq = entry.find('=');
+      if (eq == std::string_view::npos) continue;
+      now[py::bytes(std::string(entry.substr(0, eq)))] =
+          py::bytes(std::string(entry.substr(eq + 1)));
+    }
+    py::object environb = py::module_::import("os").attr("environb");
+    environb.attr("clear")();
+    environb.attr("update")(now);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kjudge worker: cannot give Python this process's environment: %s\n",
+                 e.what());
+    std::fflush(stderr);
+    std::_Exit(127);
+  }
 }
 
 session::session(const session_options& options) {
@@ -194,24 +225,7 @@ session::session(const session_options& options) {
   };
   if (prewarmed() && prewarmed()->executable == options.python_executable) {
     step("python_prewarmed");
-    m_impl = std::move(prewarmed());
-    // The interpreter copied the environment when the pool started; this process may have been
-    // given another (the requester's): make os.environ (and with it the C environment) match it.
-    m_impl->call("environment sync", [&] {
-      py::dict now;
-      for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-        const std::string_view entry(*e);
-        const auto eq = entry.find('=');
-        if (eq == std::string_view::npos) continue;
-        now[py::str(std::string(entry.substr(0, eq)))] = py::str(std::string(entry.substr(eq + 1)));
-      }
-      if (!options.torch_extensions_dir.empty())
-        now["TORCH_EXTENSIONS_DIR"] = py::str(options.torch_extensions_dir.string());
-      py::object os_environ = py::module_::import("os").attr("environ");
-      os_environ.attr("clear")();
-      os_environ.attr("update")(now);
-      return 0;
-    });
+    m_impl = std::move(prewarmed());  // os.environ was synced in after_fork_child
   } else {
     m_impl = start_interpreter(options, step);
   }

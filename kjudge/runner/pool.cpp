@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -24,7 +25,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <list>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -37,8 +40,11 @@ using steady = std::chrono::steady_clock;
 
 /** Largest request accepted (the environment dominates it). */
 constexpr std::uint32_t k_max_request = 4u << 20;
-/** How long either side waits for the other's message once a connection is open. */
+/** How long the requester waits for the server's reply to a request. */
 constexpr int k_message_timeout_s = 10;
+/** How long the server gives a requester to deliver its whole request: the server serves one
+ *  request at a time, so a slow or stopped requester must not hold the others up. */
+constexpr auto k_request_deadline = std::chrono::milliseconds(1000);
 
 [[nodiscard]] sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
   sockaddr_un addr{};
@@ -69,9 +75,22 @@ bool write_all(int fd, const std::string& data) {
   return true;
 }
 
-bool read_exact(int fd, char* out, std::size_t size) {
+/** Waits until `fd` is readable or `deadline` passes. */
+bool readable_by(int fd, steady::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (rc > 0) return true;
+    if (rc == 0 || errno != EINTR) return false;
+  }
+}
+
+bool read_exact(int fd, char* out, std::size_t size, steady::time_point deadline) {
   std::size_t done = 0;
   while (done < size) {
+    if (!readable_by(fd, deadline)) return false;
     const ssize_t n = ::recv(fd, out + done, size - done, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
@@ -101,6 +120,28 @@ bool send_line(int fd, const nlohmann::json& j) {
   return write_all(fd, j.dump() + "\n");
 }
 
+/** The credentials of the process at the other end of a connected unix socket. */
+std::optional<ucred> peer_of(int fd) {
+  ucred cred{};
+  socklen_t length = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return std::nullopt;
+  return cred;
+}
+
+/** The parent pid of `pid` from /proc, or -1. */
+pid_t parent_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return -1;
+  const auto close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close_paren + 1));
+  std::string state;
+  long ppid = -1;
+  rest >> state >> ppid;
+  return static_cast<pid_t>(ppid);
+}
+
 // ---- requester ---------------------------------------------------------------------------------
 
 /** The pool's child as the supervising loop sees it: it has ended when the server's status line
@@ -114,12 +155,16 @@ class pool_child final : public detail::child_handle {
     return ::poll(&p, 1, 0) > 0;
   }
   [[nodiscard]] int wait_fd() const noexcept override { return m_conn.get(); }
+  [[nodiscard]] bool may_go_unreported() const noexcept override { return true; }
   std::string reap(int& status, rusage& usage) override {
     const auto reply = read_line(m_conn.get());
     m_conn.reset();
-    if (!reply || !reply->contains("status"))
+    if (!reply || !reply->contains("status")) {
+      // The pool is gone (its children die with it): end whatever is left of the group.
+      ::killpg(m_pid, SIGKILL);
       return "the worker pool closed the connection without the child's exit status (the pool "
              "was stopped or died)";
+    }
     status = reply->value("status", 0);
     usage.ru_maxrss = reply->value("max_rss_kb", 0L);
     return {};
@@ -140,6 +185,9 @@ class pool_child final : public detail::child_handle {
     rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), length);
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) return {};
+  // Abstract names carry no permissions: serve only from a pool of our own user, in our view.
+  const auto peer = peer_of(fd.get());
+  if (!peer || peer->uid != ::geteuid() || peer->pid <= 0) return {};
   set_timeouts(fd.get());
   return fd;
 }
@@ -178,6 +226,8 @@ struct received_request {
 };
 
 std::optional<received_request> receive_request(int fd) {
+  const auto deadline = steady::now() + k_request_deadline;
+  if (!readable_by(fd, deadline)) return std::nullopt;
   received_request r;
   std::array<char, 4> head{};
   iovec iov{head.data(), 1};
@@ -202,12 +252,12 @@ std::optional<received_request> receive_request(int fd) {
     }
   }
   if ((msg.msg_flags & MSG_CTRUNC) != 0) return std::nullopt;
-  if (!read_exact(fd, head.data() + 1, 3)) return std::nullopt;
+  if (!read_exact(fd, head.data() + 1, 3, deadline)) return std::nullopt;
   std::uint32_t size = 0;
   std::memcpy(&size, head.data(), sizeof size);
   if (size > k_max_request) return std::nullopt;
   std::string body(size, '\0');
-  if (!read_exact(fd, body.data(), size)) return std::nullopt;
+  if (!read_exact(fd, body.data(), size, deadline)) return std::nullopt;
   r.body = nlohmann::json::parse(body, nullptr, false);
   if (r.body.is_discarded() || !r.body.is_object()) return std::nullopt;
   return r;
@@ -217,13 +267,18 @@ std::optional<received_request> receive_request(int fd) {
 struct served {
   unique_fd conn;
   pid_t pid = -1;
+  unique_fd pidfd;  ///< readable when the child exits (not open where unsupported)
   bool requester_gone = false;
 };
 
 /** In the forked child: descriptors, group, signals, directory, environment; then the entry.
  *  Never returns. Messages go to the output descriptor, which is the requester's tail. */
 [[noreturn]] void become_child(const pool_server_options& o, received_request& req,
-                               const std::vector<int>& server_fds) {
+                               const std::vector<int>& server_fds, pid_t server) {
+  // A child must not outlive the pool: nobody would report its end, and its requester has stopped
+  // waiting for it. (The check closes the window before prctl.)
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != server) ::_exit(127);
   ::setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);
@@ -289,21 +344,31 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
     std::error_code ec;
     cwd = std::filesystem::current_path(ec).string();
   }
-  const nlohmann::json body = {{"argv", options.argv},
-                               {"env", detail::build_environment(options.env)},
-                               {"cwd", cwd},
-                               {"channel_fd", want_channel ? options.channel_fd : -1}};
+  std::string body;
+  try {  // JSON needs UTF-8: an environment that is not runs without the pool
+    body = nlohmann::json{{"argv", options.argv},
+                          {"env", detail::build_environment(options.env)},
+                          {"cwd", cwd},
+                          {"channel_fd", want_channel ? options.channel_fd : -1}}
+               .dump();
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
   std::vector<int> fds = {in.read.get(), out.write.get()};
   if (want_channel) fds.push_back(chan.write.get());
   detail::sigpipe_guard pipe_guard;
-  if (!send_request(conn.get(), body.dump(), fds)) return std::nullopt;
+  if (!send_request(conn.get(), body, fds)) return std::nullopt;
   in.read.reset();
   out.write.reset();
   chan.write.reset();
   const auto reply = read_line(conn.get());
   if (!reply || !reply->contains("pid")) return std::nullopt;
   const auto pid = static_cast<pid_t>(reply->value("pid", -1));
-  if (pid <= 0) return std::nullopt;
+  // Only a child of the pool we talk to is ever signalled (a child that already ended and was
+  // reaped has no /proc entry: nothing to signal either way).
+  const auto server = peer_of(conn.get());
+  const pid_t parent = pid > 1 ? parent_of(pid) : -2;
+  if (!server || pid <= 1 || (parent != server->pid && parent != -1)) return std::nullopt;
   pool_child child(pid, std::move(conn));
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
                            options, start, pipe_guard, options.argv[0]);
@@ -326,6 +391,9 @@ bool serve_pool(const pool_server_options& o) {
   std::list<served> running;
   auto last_activity = steady::now();
   const uid_t me = ::getuid();
+  const pid_t server_pid = ::getpid();
+  ::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would make children reap themselves
+  ::signal(SIGPIPE, SIG_IGN);
   while (true) {
     // Reap: a child that ended gets its group ended (descendants would hold the requester's
     // pipes), then its status and peak memory go to its requester.
@@ -351,13 +419,18 @@ bool serve_pool(const pool_server_options& o) {
 
     std::vector<pollfd> fds;
     fds.push_back({listener.get(), POLLIN, 0});
-    for (auto& s : running)
+    bool tick = false;  // a child without a pidfd: look again every 5 ms
+    for (auto& s : running) {
       if (!s.requester_gone) fds.push_back({s.conn.get(), POLLIN, 0});
-    // Children end without a descriptor to wait on here: look again every 5 ms while any runs.
+      if (s.pidfd.open())
+        fds.push_back({s.pidfd.get(), POLLIN, 0});
+      else
+        tick = true;
+    }
     int wait_ms =
         running.empty()
             ? static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(idle_left).count())
-            : 5;
+            : (tick ? 5 : 60'000);
     wait_ms = std::clamp(wait_ms, 0, 60'000);
     if (::poll(fds.data(), fds.size(), wait_ms) < 0) {
       if (errno == EINTR) continue;
@@ -367,7 +440,7 @@ bool serve_pool(const pool_server_options& o) {
     for (std::size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       for (auto& s : running) {
-        if (s.conn.get() != fds[i].fd) continue;
+        if (s.requester_gone || s.conn.get() != fds[i].fd) continue;
         char c = 0;
         if (::recv(s.conn.get(), &c, 1, MSG_DONTWAIT) <= 0 || (fds[i].revents & POLLHUP) != 0) {
           s.requester_gone = true;
@@ -380,12 +453,10 @@ bool serve_pool(const pool_server_options& o) {
     unique_fd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn.open()) continue;
     last_activity = steady::now();
-    ucred cred{};
-    socklen_t cred_length = sizeof cred;
-    if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &cred_length) != 0 ||
-        cred.uid != me)
-      continue;  // only our own user may start processes as us
-    set_timeouts(conn.get());
+    // Only our own user may start processes as us, and only from our pid namespace (pid 0: a
+    // process we cannot see, whose process groups we could not tell apart).
+    const auto cred = peer_of(conn.get());
+    if (!cred || cred->uid != me || cred->pid <= 0) continue;
     auto request = receive_request(conn.get());
     if (!request || request->fds.size() < 2 || !request->body.contains("argv")) {
       send_line(conn.get(), {{"error", "malformed request"}});
@@ -395,7 +466,7 @@ bool serve_pool(const pool_server_options& o) {
     for (auto& s : running) server_fds.push_back(s.conn.get());
     if (o.before_fork) o.before_fork();
     const pid_t pid = ::fork();
-    if (pid == 0) become_child(o, *request, server_fds);
+    if (pid == 0) become_child(o, *request, server_fds, server_pid);
     if (o.after_fork_parent) o.after_fork_parent();
     if (pid < 0) {
       send_line(conn.get(), {{"error", "fork failed: " + errno_text(errno)}});
@@ -404,7 +475,7 @@ bool serve_pool(const pool_server_options& o) {
     ::setpgid(pid, pid);  // before the requester learns the pid, so its signals reach the group
     request->fds.clear();
     if (!send_line(conn.get(), {{"pid", pid}})) ::killpg(pid, SIGKILL);
-    running.push_back({std::move(conn), pid, false});
+    running.push_back({std::move(conn), pid, detail::open_pidfd(pid), false});
   }
 }
 

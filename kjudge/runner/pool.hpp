@@ -34,7 +34,8 @@ struct pool_server_options {
   /** In the child, with descriptors 0-2 (and the channel) in place, the requester's environment
    *  and working directory applied and the server's sockets closed. Must not return. */
   std::function<void(const std::vector<std::string>& argv)> child_main;
-  /** Around fork, in the server (before, then after in the parent) and in the child (first). */
+  /** Around fork: in the server before it and after it (parent); in the child once descriptors,
+   *  process group, working directory and environment are set up, before child_main. */
   std::function<void()> before_fork, after_fork_parent, after_fork_child;
 };
 

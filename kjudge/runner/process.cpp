@@ -80,6 +80,19 @@ std::vector<std::string> build_environment(
   return out;
 }
 
+unique_fd open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+    return unique_fd(static_cast<int>(fd));
+  }
+#else
+  (void)pid;
+#endif
+  return {};
+}
+
 }  // namespace detail
 
 namespace {
@@ -87,6 +100,7 @@ namespace {
 using steady = std::chrono::steady_clock;
 using detail::errno_text;
 using detail::make_pipe;
+using detail::open_pidfd;
 using detail::pipe_ends;
 using detail::set_nonblocking;
 using detail::unique_fd;
@@ -97,6 +111,9 @@ constexpr auto k_term_grace = std::chrono::seconds(1);
 constexpr auto k_drain_grace = std::chrono::milliseconds(500);
 /** Poll period when no pidfd is available to tell us that the child exited. */
 constexpr int k_fallback_tick_ms = 10;
+/** After SIGKILL, how long a child that cannot be reaped here (the pool's) may take to be
+ *  reported ended before we stop waiting for it. */
+constexpr auto k_unreported_grace = std::chrono::seconds(3);
 
 /** argv[0] as a path to execve: names without a slash are looked up on `search_path`. Empty when
  *  not found. Done before fork, because PATH lookup allocates. */
@@ -217,19 +234,6 @@ void write_all_stderr(std::string_view text) noexcept {
   return static_cast<int>(std::min<std::chrono::milliseconds::rep>(left.count(), 60'000));
 }
 
-[[nodiscard]] unique_fd open_pidfd(pid_t pid) {
-#ifdef SYS_pidfd_open
-  long fd = ::syscall(SYS_pidfd_open, pid, 0);
-  if (fd >= 0) {
-    ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
-    return unique_fd(static_cast<int>(fd));
-  }
-#else
-  (void)pid;
-#endif
-  return {};
-}
-
 /** True once the child has exited; it stays a zombie (WNOWAIT) so its group id stays reserved. */
 [[nodiscard]] bool child_exited(pid_t pid) {
   siginfo_t info{};
@@ -327,6 +331,13 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
       killed = true;
       ::killpg(pid, SIGKILL);
     }
+    if (!reaped && killed && child.may_go_unreported() && now >= kill_at + k_unreported_grace) {
+      result.error = "no exit status came after SIGKILL (the worker pool is stopped or stalled)";
+      result.wall = steady::now() - start;
+      reaped = true;
+      stdin_fd.reset();
+      drain_until = now;
+    }
 
     int wait_ms = 60'000;
     if (reaped)
@@ -335,6 +346,8 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
       wait_ms = ms_until(deadline, now);
     else if (!killed)
       wait_ms = ms_until(kill_at, now);
+    else if (child.may_go_unreported())
+      wait_ms = ms_until(kill_at + k_unreported_grace, now);
     const int child_fd = reaped ? -1 : child.wait_fd();
     if (!reaped && child_fd < 0) wait_ms = std::min(wait_ms, k_fallback_tick_ms);
     std::array<pollfd, 4> fds{};

@@ -68,6 +68,9 @@ class sigpipe_guard {
   bool m_raised = false;
 };
 
+/** A pidfd for `pid` (readable once it exits), close-on-exec; not open where unsupported. */
+[[nodiscard]] unique_fd open_pidfd(pid_t pid);
+
 /** The parent's environment with `overrides` replacing (or adding) entries, as NAME=value. */
 [[nodiscard]] std::vector<std::string> build_environment(
     const std::vector<std::pair<std::string, std::string>>& overrides);
@@ -86,6 +89,9 @@ class child_handle {
   /** After ended(): ends what is left of the group and collects the wait status and usage.
    *  Returns an empty string, or why no status could be had (the result then says so). */
   virtual std::string reap(int& status, rusage& usage) = 0;
+  /** Whether the loop may stop waiting for ended() a while after SIGKILL (a child someone else
+   *  reaps, whose report may never come); the result is then `lost`. */
+  [[nodiscard]] virtual bool may_go_unreported() const noexcept { return false; }
 };
 
 /** Feeds stdin (then closes it), reads the output (tail) and the channel (whole) until the child

@@ -99,6 +99,20 @@ TEST_F(PoolCpu, FirstStartsThePoolThenEvaluationsAreForkedFromIt) {
   const auto again = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(again.result["worker"]["started_by"], "pool");
+
+  // Python in a forked worker sees the worker's environment, not the pool's: the pool was started
+  // without TORCH_EXTENSIONS_DIR, which the orchestrator gives each worker.
+  const fs::path candidate = s_cache / "env_check.py";
+  std::ofstream(candidate) << "import os\n"
+                              "import torch\n"
+                              "d = os.environ.get('TORCH_EXTENSIONS_DIR', '')\n"
+                              "assert d.endswith('torch_extensions'), repr(d)\n"
+                              "class ModelNew(torch.nn.Module):\n"
+                              "    def forward(self, x):\n"
+                              "        return torch.softmax(x, dim=-1)\n";
+  const auto env = run_eval("problems/level1/softmax.py", candidate.string(), cpu_pool);
+  EXPECT_EQ(env.exit_code, 0) << env.output;
+  EXPECT_EQ(env.result["worker"]["started_by"], "pool");
 }
 
 }  // namespace

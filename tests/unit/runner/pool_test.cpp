@@ -3,12 +3,15 @@
 // fork/exec here. The kjudge pool runs the worker in place of exec; everything else is this code.
 #include <kjudge/runner/pool.hpp>
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 
@@ -188,6 +191,119 @@ TEST_F(pool_test, a_second_server_does_not_take_the_address) {
   o.address = s_address;
   o.child_main = [](const std::vector<std::string>&) { ::_exit(1); };
   EXPECT_FALSE(kj::runner::serve_pool(o));
+}
+
+/** A server of its own (forked from this test) with the given child entry; killed on scope exit. */
+class dedicated_server {
+ public:
+  explicit dedicated_server(std::function<void(const std::vector<std::string>&)> child_main)
+      : m_address("kjudge-pool-test-own-" + std::to_string(::getpid())) {
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      kj::runner::pool_server_options o;
+      o.address = m_address;
+      o.idle_exit = 120s;
+      o.child_main = std::move(child_main);
+      ::_exit(kj::runner::serve_pool(o) ? 0 : 3);
+    }
+  }
+  ~dedicated_server() { stop(SIGKILL); }
+  dedicated_server(const dedicated_server&) = delete;
+  dedicated_server& operator=(const dedicated_server&) = delete;
+  void stop(int sig) {
+    if (m_pid <= 0) return;
+    ::kill(m_pid, sig);
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    m_pid = -1;
+  }
+  /** Runs through this server once it listens. */
+  process_result run(const spawn_options& o) {
+    for (int i = 0; i < 200; ++i) {
+      if (auto r = kj::runner::run_process_in_pool(m_address, o)) return *r;
+      std::this_thread::sleep_for(10ms);
+    }
+    ADD_FAILURE() << "the dedicated pool server never answered";
+    return {};
+  }
+
+ private:
+  std::string m_address;
+  pid_t m_pid = -1;
+};
+
+TEST(pool, a_child_that_does_not_exec_holds_only_its_own_descriptors) {
+  // kjudge's children run in place (no exec): the server's sockets must be closed, not merely
+  // close-on-exec.
+  dedicated_server server([](const std::vector<std::string>&) {
+    std::string text;
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (dir == nullptr) ::_exit(5);
+    const int own = ::dirfd(dir);
+    while (dirent* e = ::readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      const int fd = std::atoi(e->d_name);
+      if (fd == own) continue;
+      // Descriptors the test process itself held when it forked the server stay (they are this
+      // test's, not the pool's); sockets must not.
+      std::error_code ec;
+      const auto target =
+          std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+      if (fd <= 2 || fd == 5 || target.rfind("socket:", 0) == 0)
+        text += std::to_string(fd) + (target.rfind("socket:", 0) == 0 ? " socket" : "") + "\n";
+    }
+    ::closedir(dir);
+    ssize_t ignored = ::write(1, text.data(), text.size());
+    (void)ignored;
+    ::_exit(0);
+  });
+  auto options = child({});
+  options.channel_fd = 5;
+  const auto r = server.run(options);
+  ASSERT_TRUE(r.ok()) << r.describe() << r.output_tail;
+  EXPECT_EQ(r.output_tail, "0\n1\n2\n5\n");
+}
+
+TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
+  const fs::path pid_file =
+      fs::temp_directory_path() / ("kj_pool_test_lost_" + std::to_string(::getpid()));
+  fs::remove(pid_file);
+  dedicated_server server([](const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(126);
+  });
+  server.run(child({"exit", "0"}));  // listening now
+  auto result = std::async(std::launch::async, [&] {
+    auto o = child({"grandchild", pid_file.string()});
+    o.timeout = 60s;
+    return server.run(o);
+  });
+  pid_t grandchild = 0;
+  for (int i = 0; i < 200 && grandchild == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    std::ifstream in(pid_file);
+    in >> grandchild;
+  }
+  ASSERT_GT(grandchild, 0) << "the grandchild never started";
+  const auto killed_at = std::chrono::steady_clock::now();
+  server.stop(SIGKILL);
+  ASSERT_EQ(result.wait_for(10s), std::future_status::ready) << "the requester kept waiting";
+  const auto r = result.get();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count(),
+            5.0);
+  EXPECT_EQ(r.how, exit_kind::lost) << r.describe();
+  EXPECT_NE(r.describe().find("worker pool"), std::string::npos) << r.describe();
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = process_gone(grandchild);
+    if (!gone) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(gone) << "grandchild " << grandchild << " outlived the pool";
+  if (!gone) ::kill(grandchild, SIGKILL);
+  fs::remove(pid_file);
 }
 
 TEST(pool, no_server_means_no_result) {
