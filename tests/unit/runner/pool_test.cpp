@@ -5,10 +5,14 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -184,6 +188,48 @@ TEST_F(pool_test, reports_the_childs_peak_memory) {
   ASSERT_TRUE(r.ok()) << r.describe();
   EXPECT_GE(r.max_rss_kb, 64U * 1024);
   EXPECT_LT(r.max_rss_kb, 1024U * 1024);
+}
+
+TEST_F(pool_test, concurrent_requests_each_get_their_own_child) {
+  std::vector<std::future<process_result>> runs;
+  for (int i = 0; i < 6; ++i) {
+    runs.push_back(std::async(std::launch::async, [i] {
+      auto o = child({"cat"});
+      o.stdin_data = std::string(200'000, static_cast<char>('a' + i));
+      o.output_tail_bytes = 1 << 20;
+      return run(o);
+    }));
+  }
+  for (int i = 0; i < 6; ++i) {
+    const auto r = runs[static_cast<std::size_t>(i)].get();
+    ASSERT_TRUE(r.ok()) << r.describe();
+    EXPECT_EQ(r.output_tail, std::string(200'000, static_cast<char>('a' + i)));
+  }
+}
+
+TEST_F(pool_test, a_malformed_or_stalled_request_does_not_stop_the_server) {
+  // A client that connects and sends half a request, and one that sends garbage.
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, s_address.data(), s_address.size());
+  const auto length =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + s_address.size());
+  const int stalled = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_EQ(::connect(stalled, reinterpret_cast<const sockaddr*>(&addr), length), 0);
+  ASSERT_EQ(::send(stalled, "\x10", 1, 0), 1);
+  const int garbage = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_EQ(::connect(garbage, reinterpret_cast<const sockaddr*>(&addr), length), 0);
+  const std::string junk = std::string("\x05\0\0\0", 4) + "nope!";
+  ASSERT_EQ(::send(garbage, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
+  // A real request behind them is served once the stalled one's deadline (1 s) passed.
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run(child({"exit", "4"}));
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.how, exit_kind::exited);
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_LT(took.count(), 3.0);
+  ::close(stalled);
+  ::close(garbage);
 }
 
 TEST_F(pool_test, a_second_server_does_not_take_the_address) {
