@@ -279,34 +279,22 @@ struct served {
   // waiting for it. (The check closes the window before prctl.)
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != server) ::_exit(127);
-  ::setpgid(0, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::signal(SIGPIPE, SIG_DFL);
-  ::signal(SIGXFSZ, SIG_DFL);
-  ::signal(SIGCHLD, SIG_DFL);
+  detail::reset_child_process();
   for (int fd : server_fds) ::close(fd);
 
   const int channel_target = req.body.value("channel_fd", -1);
-  const int floor = std::max(3, channel_target + 1);
-  std::vector<int> moved;
-  for (auto& f : req.fds) moved.push_back(::fcntl(f.get(), F_DUPFD_CLOEXEC, floor));
-  for (int m : moved)
-    if (m < 0) ::_exit(127);
-  for (auto& f : req.fds) f.reset();  // before the dup2s: an original may sit on a target number
-  if (::dup2(moved[0], 0) < 0 || ::dup2(moved[1], 1) < 0 || ::dup2(moved[1], 2) < 0 ||
-      (moved.size() > 2 && channel_target >= 3 && ::dup2(moved[2], channel_target) < 0))
+  const int channel_src = req.fds.size() > 2 ? req.fds[2].get() : -1;
+  if (detail::install_child_fds(req.fds[0].get(), req.fds[1].get(), channel_src, channel_target) !=
+      0)
     ::_exit(127);
-  for (int m : moved) ::close(m);
-  // Whatever else the server inherited must not outlive an exec (the kjudge pool starts with
-  // only /dev/null on 0-2, and its own sockets are closed above).
-  if (channel_target >= 3) {
-    const auto target = static_cast<unsigned>(channel_target);
-    if (target > 3) ::close_range(3, target - 1, CLOSE_RANGE_CLOEXEC);
-    ::close_range(target + 1, ~0U, CLOSE_RANGE_CLOEXEC);
-  } else {
-    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  // No exec follows: the received descriptors must be closed, except where a dup2 has already
+  // put one of ours on the same number.
+  for (auto& f : req.fds) {
+    const int n = f.get();
+    if (n <= 2 || n == channel_target)
+      f.release();
+    else
+      f.reset();
   }
 
   const std::string cwd = req.body.value("cwd", "");
@@ -463,7 +451,10 @@ bool serve_pool(const pool_server_options& o) {
       continue;
     }
     std::vector<int> server_fds = {listener.get(), conn.get()};
-    for (auto& s : running) server_fds.push_back(s.conn.get());
+    for (auto& s : running) {  // another evaluation's connection or pidfd must not reach this one
+      server_fds.push_back(s.conn.get());
+      if (s.pidfd.open()) server_fds.push_back(s.pidfd.get());
+    }
     if (o.before_fork) o.before_fork();
     const pid_t pid = ::fork();
     if (pid == 0) become_child(o, *request, server_fds, server_pid);

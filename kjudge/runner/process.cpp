@@ -93,6 +93,42 @@ unique_fd open_pidfd(pid_t pid) {
   return {};
 }
 
+void reset_child_process() noexcept {
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Ignored dispositions survive exec (and fork); the child gets the defaults.
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGXFSZ, SIG_DFL);
+  ::signal(SIGCHLD, SIG_DFL);
+}
+
+int install_child_fds(int stdin_fd, int output_fd, int channel_src, int channel_target) noexcept {
+  // Move every source above every target first, so a dup2 never overwrites a source still needed.
+  const bool channel = channel_src >= 0 && channel_target >= 3;
+  const int floor = std::max(3, channel ? channel_target + 1 : 3);
+  const int in = ::fcntl(stdin_fd, F_DUPFD_CLOEXEC, floor);
+  const int out = in < 0 ? -1 : ::fcntl(output_fd, F_DUPFD_CLOEXEC, floor);
+  const int chan = out < 0 || !channel ? -1 : ::fcntl(channel_src, F_DUPFD_CLOEXEC, floor);
+  if (in < 0 || out < 0 || (channel && chan < 0)) return errno;
+  if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0 ||
+      (channel && ::dup2(chan, channel_target) < 0))
+    return errno;
+  ::close(in);
+  ::close(out);
+  if (channel) ::close(chan);
+  // Descriptors other threads opened without O_CLOEXEC must not leak through an exec either.
+  if (channel) {
+    const auto target = static_cast<unsigned>(channel_target);
+    if (target > 3) ::close_range(3, target - 1, CLOSE_RANGE_CLOEXEC);
+    ::close_range(target + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+  } else {
+    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  }
+  return 0;
+}
+
 }  // namespace detail
 
 namespace {
@@ -171,36 +207,15 @@ struct child_plan {
 }
 
 [[noreturn]] void run_child(const child_plan& plan) noexcept {
-  ::setpgid(0, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Ignored dispositions survive exec; the child gets the defaults.
-  ::signal(SIGPIPE, SIG_DFL);
-  ::signal(SIGXFSZ, SIG_DFL);
-
-  // Move every source above every target first, so a dup2 never overwrites a source we still need.
-  const int floor = std::max(3, plan.channel_target + 1);
-  const int error_fd = ::fcntl(plan.error_fd, F_DUPFD_CLOEXEC, floor);
+  detail::reset_child_process();
+  // The error pipe goes above every target first, so no dup2 lands on it.
+  const int error_fd =
+      ::fcntl(plan.error_fd, F_DUPFD_CLOEXEC, std::max(3, plan.channel_target + 1));
   if (error_fd < 0) ::_exit(127);
-  const int in = ::fcntl(plan.stdin_fd, F_DUPFD_CLOEXEC, floor);
-  const int out = ::fcntl(plan.output_fd, F_DUPFD_CLOEXEC, floor);
-  const int chan = plan.channel_src >= 0 ? ::fcntl(plan.channel_src, F_DUPFD_CLOEXEC, floor) : -1;
-  if (in < 0 || out < 0 || (plan.channel_src >= 0 && chan < 0))
-    child_fail(error_fd, child_stage::fds, errno);
-  if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0 ||
-      (chan >= 0 && ::dup2(chan, plan.channel_target) < 0))
-    child_fail(error_fd, child_stage::fds, errno);
-
-  // Descriptors other threads opened without O_CLOEXEC must not leak either.
-  if (chan >= 0) {
-    const auto target = static_cast<unsigned>(plan.channel_target);
-    if (target > 3) ::close_range(3, target - 1, CLOSE_RANGE_CLOEXEC);
-    ::close_range(target + 1, ~0U, CLOSE_RANGE_CLOEXEC);
-  } else {
-    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-  }
-
+  if (const int err = detail::install_child_fds(plan.stdin_fd, plan.output_fd, plan.channel_src,
+                                                plan.channel_target);
+      err != 0)
+    child_fail(error_fd, child_stage::fds, err);
   if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0)
     child_fail(error_fd, child_stage::chdir, errno);
   ::execve(plan.program, plan.argv, plan.envp);

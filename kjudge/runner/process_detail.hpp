@@ -36,6 +36,8 @@ class unique_fd {
   [[nodiscard]] int get() const noexcept { return m_fd; }
   [[nodiscard]] bool open() const noexcept { return m_fd >= 0; }
   void reset() noexcept;
+  /** Gives up ownership without closing. */
+  int release() noexcept { return std::exchange(m_fd, -1); }
 
  private:
   int m_fd = -1;
@@ -67,6 +69,16 @@ class sigpipe_guard {
   bool m_was_pending = false;
   bool m_raised = false;
 };
+
+/** In a freshly forked child: a process group of its own, no blocked signals, SIGPIPE, SIGXFSZ and
+ *  SIGCHLD at their defaults. Async-signal-safe. */
+void reset_child_process() noexcept;
+
+/** In a freshly forked child: `stdin_fd` on 0, `output_fd` on 1 and 2, `channel_src` (when >= 0)
+ *  on `channel_target`, every other descriptor from 3 up close-on-exec. The sources are copied
+ *  above every target before any dup2 and stay open. Returns 0, or the errno of the call that
+ *  failed. Async-signal-safe. */
+int install_child_fds(int stdin_fd, int output_fd, int channel_src, int channel_target) noexcept;
 
 /** A pidfd for `pid` (readable once it exits), close-on-exec; not open where unsupported. */
 [[nodiscard]] unique_fd open_pidfd(pid_t pid);

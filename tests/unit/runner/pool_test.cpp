@@ -279,9 +279,11 @@ class dedicated_server {
 };
 
 TEST(pool, a_child_that_does_not_exec_holds_only_its_own_descriptors) {
-  // kjudge's children run in place (no exec): the server's sockets must be closed, not merely
-  // close-on-exec.
-  dedicated_server server([](const std::vector<std::string>&) {
+  // kjudge's children run in place (no exec): the server's sockets and the pidfds of the other
+  // children it runs must be closed, not merely close-on-exec. A "hang" child runs alongside.
+  dedicated_server server([](const std::vector<std::string>& argv) {
+    if (argv.size() > 1 && argv[1] == "hang")
+      while (true) ::pause();
     std::string text;
     DIR* dir = ::opendir("/proc/self/fd");
     if (dir == nullptr) ::_exit(5);
@@ -291,23 +293,32 @@ TEST(pool, a_child_that_does_not_exec_holds_only_its_own_descriptors) {
       const int fd = std::atoi(e->d_name);
       if (fd == own) continue;
       // Descriptors the test process itself held when it forked the server stay (they are this
-      // test's, not the pool's); sockets must not.
+      // test's, not the pool's); sockets and pidfds must not.
       std::error_code ec;
       const auto target =
           std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
-      if (fd <= 2 || fd == 5 || target.rfind("socket:", 0) == 0)
-        text += std::to_string(fd) + (target.rfind("socket:", 0) == 0 ? " socket" : "") + "\n";
+      const bool pool_kind =
+          target.rfind("socket:", 0) == 0 || target.find("pidfd") != std::string::npos;
+      if (fd <= 2 || fd == 9 || pool_kind)
+        text += std::to_string(fd) + (pool_kind ? " " + target : std::string()) + "\n";
     }
     ::closedir(dir);
     ssize_t ignored = ::write(1, text.data(), text.size());
     (void)ignored;
     ::_exit(0);
   });
+  auto hang = std::async(std::launch::async, [&] {
+    auto o = child({"hang"});
+    o.timeout = 2s;
+    return server.run(o);
+  });
+  std::this_thread::sleep_for(300ms);  // the hanging child is running now
   auto options = child({});
-  options.channel_fd = 5;
+  options.channel_fd = 9;  // above the server's own descriptors, so no dup2 hides a leak
   const auto r = server.run(options);
   ASSERT_TRUE(r.ok()) << r.describe() << r.output_tail;
-  EXPECT_EQ(r.output_tail, "0\n1\n2\n5\n");
+  EXPECT_EQ(r.output_tail, "0\n1\n2\n9\n");
+  EXPECT_EQ(hang.get().how, exit_kind::timed_out);
 }
 
 TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
