@@ -7,6 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
@@ -48,12 +51,6 @@ std::set<std::string> queried_metrics(const fs::path& ncu) {
   return names;
 }
 
-std::string join(const std::vector<std::string>& v, char sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : std::string(1, sep)) + s;
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::string> ncu_extra_args() {
@@ -86,7 +83,7 @@ std::vector<std::string> ncu_wrapper(const fs::path& ncu, const std::vector<std:
                                    "--print-units",
                                    "base",
                                    "--metrics",
-                                   join(metrics, ','),
+                                   fmt::format("{}", fmt::join(metrics, ",")),
                                    "--log-file",
                                    log.string()};
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -107,22 +104,21 @@ fs::path find_ncu() {
   return found.empty() ? fs::path() : found.back();
 }
 
+bool ncu_unknown_metric(const std::string& log) {
+  return log.find("Failed to find metric") != std::string::npos;  // "...metric" and "...metrics"
+}
+
 std::string ncu_failure_reason(const std::string& log) {
   if (log.find("ERR_NVGPUCTRPERM") != std::string::npos)
     return "the user may not read the GPU's performance counters (ERR_NVGPUCTRPERM: the driver "
            "restricts them to administrators; see NVreg_RestrictProfilingToAdminUsers)";
+  const auto error_at = log.find("==ERROR==");
   if (log.find("Failed to initialize the profiler") != std::string::npos ||
       log.find("LibraryNotLoaded") != std::string::npos)
     return "Nsight Compute could not initialise its profiler here (" +
-           runner::last_lines(
-               log.substr(log.find("==ERROR==") == std::string::npos ? 0 : log.find("==ERROR==")),
-               2) +
-           ")";
-  if (log.find("Failed to find metric") != std::string::npos ||
-      log.find("Failed to find metrics") != std::string::npos)
-    return "ncu does not know a requested metric on this GPU";
-  if (const auto at = log.find("==ERROR=="); at != std::string::npos)
-    return runner::last_lines(log.substr(at), 3);
+           runner::last_lines(log.substr(error_at == std::string::npos ? 0 : error_at), 2) + ")";
+  if (ncu_unknown_metric(log)) return "ncu does not know a requested metric on this GPU";
+  if (error_at != std::string::npos) return runner::last_lines(log.substr(error_at), 3);
   return "";
 }
 
@@ -139,7 +135,8 @@ counter_run collect_counters(job j, const counter_options& options) {
   const std::string version = ncu_version(ncu);
   out.source.tool = "ncu " + (version.empty() ? std::string("(version unknown)") : version);
   const std::vector<std::string> extra = ncu_extra_args();
-  if (!extra.empty()) out.source.tool += " with KJUDGE_NCU_ARGS: " + join(extra, ' ');
+  if (!extra.empty())
+    out.source.tool += fmt::format(" with KJUDGE_NCU_ARGS: {}", fmt::join(extra, " "));
 
   j.trials = 1;
   j.stress = false;
@@ -177,15 +174,15 @@ counter_run collect_counters(job j, const counter_options& options) {
     out.worker = evaluate(j, ro);
     std::error_code ec;
     text = fs::exists(log, ec) ? read_file(log) : std::string();
-    const std::string why = ncu_failure_reason(text + "\n" + out.worker.worker.output_tail);
-    if (attempt == 0 && why.find("requested metric") != std::string::npos) {
+    const std::string log_and_output = text + "\n" + out.worker.worker.output_tail;
+    if (attempt == 0 && ncu_unknown_metric(log_and_output)) {
       // Another architecture: keep the metrics this device has, and try once more.
       const auto known = queried_metrics(ncu);
       std::erase_if(
           metrics, [&](const std::string& m) { return !known.contains(m.substr(0, m.find('.'))); });
       continue;
     }
-    if (!why.empty()) out.source.unavailable_reason = why;
+    out.source.unavailable_reason = ncu_failure_reason(log_and_output);
     break;
   }
   out.source.wall_s =

@@ -61,5 +61,8 @@ struct counter_options {
 /** The reason ncu's log gives for failing, in a sentence ("the user may not read the GPU's
  *  performance counters (ERR_NVGPUCTRPERM)..."), or empty when the log shows no known failure. */
 [[nodiscard]] std::string ncu_failure_reason(const std::string& log);
+/** Whether ncu's log says a requested metric does not exist on this GPU (the run is retried with
+ *  the metrics `ncu --query-metrics` lists). */
+[[nodiscard]] bool ncu_unknown_metric(const std::string& log);
 
 }  // namespace kj::eval

@@ -101,7 +101,6 @@ class pipeline {
     python::session_options so;
     so.python_executable = m_job.python;
     so.device = m_job.device;
-    so.torch_extensions_dir = m_job.cache_dir / "torch_extensions";
     so.on_step = [this](std::string_view step) { m_events.phase(step); };
     m_session.emplace(so);
     if (m_context.valid()) {

@@ -142,12 +142,6 @@ std::unique_ptr<session::impl>& prewarmed() {
 std::unique_ptr<session::impl> start_interpreter(
     const session_options& options, const std::function<void(std::string_view)>& step) {
   step("start_python");
-  // The orchestrator puts it in the worker's environment; setenv only when run otherwise (it
-  // races with threads that read the environment, such as the nvcc build's).
-  if (const char* dir = std::getenv("TORCH_EXTENSIONS_DIR");
-      !options.torch_extensions_dir.empty() &&
-      (dir == nullptr || options.torch_extensions_dir != dir))
-    ::setenv("TORCH_EXTENSIONS_DIR", options.torch_extensions_dir.c_str(), 1);
   auto p = std::make_unique<session::impl>(session::impl::make_config(options));
   auto& s = *p;
   step("import_torch");

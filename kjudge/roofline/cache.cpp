@@ -22,15 +22,9 @@ fs::path cache_path(const fs::path& cache_root, std::string_view uuid, int drive
   return cache_root / "roofline" / (key + "-" + std::to_string(driver_version) + ".json");
 }
 
-namespace {
-
-nlohmann::json read_document(const fs::path& path) {
-  auto j = nlohmann::json::parse(read_file(path), nullptr, false);
+roofline_result read_result(const fs::path& path) {
+  const auto j = nlohmann::json::parse(read_file(path), nullptr, false);
   if (j.is_discarded()) KJ_THROW(error_kind::protocol, "{} is not JSON", path.string());
-  return j;
-}
-
-roofline_result result_of(const nlohmann::json& j, const fs::path& path) {
   roofline_result r;
   try {
     from_json(j, r);
@@ -38,12 +32,6 @@ roofline_result result_of(const nlohmann::json& j, const fs::path& path) {
     KJ_THROW(error_kind::protocol, "{}: {}", path.string(), e.message());
   }
   return r;
-}
-
-}  // namespace
-
-roofline_result read_result(const fs::path& path) {
-  return result_of(read_document(path), path);
 }
 
 std::optional<roofline_result> load_cached(const fs::path& path, std::string_view uuid,
@@ -57,13 +45,12 @@ std::optional<roofline_result> load_cached(const fs::path& path, std::string_vie
     return std::nullopt;
   }
   try {
-    const auto j = read_document(path);
-    auto r = result_of(j, path);
+    auto r = read_result(path);
     if (r.gpu.uuid != uuid || r.gpu.driver_version != driver_version) {
       say("the cached result at " + path.string() + " is for another GPU or driver");
       return std::nullopt;
     }
-    if (const auto absent = absent_benchmarks(j); !absent.empty()) {
+    if (const auto absent = absent_benchmarks(r); !absent.empty()) {
       say(
           fmt::format("the cached result at {} was written by an older kjudge: it has no {} "
                       "figure",

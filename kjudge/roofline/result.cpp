@@ -214,12 +214,10 @@ void from_json(const nlohmann::json& j, roofline_result& r) {
   }
 }
 
-std::vector<std::string> absent_benchmarks(const nlohmann::json& j) {
+std::vector<std::string> absent_benchmarks(const roofline_result& r) {
   std::vector<std::string> out;
-  const json* b = j.is_object() && j.contains("benchmarks") ? &j.at("benchmarks") : nullptr;
-  const roofline_result names;
-  for_each_figure(names, [&](const char* name, const auto&) {
-    if (b == nullptr || !b->is_object() || !b->contains(name)) out.emplace_back(name);
+  for_each_figure(r, [&](const char* name, const auto& f) {
+    if (f.unavailable_reason == absent_reason) out.emplace_back(name);
   });
   return out;
 }

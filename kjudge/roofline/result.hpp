@@ -131,8 +131,9 @@ void from_json(const nlohmann::json& j, roofline_result& r);
 inline constexpr const char* absent_reason =
     "not in this file (written by a kjudge that did not measure it)";
 
-/** The JSON names of the benchmarks that document `j` has no entry for under "benchmarks" (a file
- *  written before they were added), in report order; empty for a complete document. */
-[[nodiscard]] std::vector<std::string> absent_benchmarks(const nlohmann::json& j);
+/** The JSON names of the benchmarks a result read by from_json() had no entry for (a file written
+ *  before they were added: their reason is absent_reason), in report order; empty for a complete
+ *  document. */
+[[nodiscard]] std::vector<std::string> absent_benchmarks(const roofline_result& r);
 
 }  // namespace kj::roofline

@@ -304,6 +304,10 @@ TEST(NcuRun, FailureReasonsFromNcuLogs) {
             std::string::npos);
   EXPECT_EQ(ncu_failure_reason("==PROF== Disconnected from process 12\n\"ID\",\"Process ID\"\n"),
             "");
+  // The retry on another architecture keys on this, not on the sentence above.
+  EXPECT_TRUE(ncu_unknown_metric("==ERROR== Failed to find metric sm__foo.sum\n"));
+  EXPECT_TRUE(ncu_unknown_metric("==ERROR== Failed to find metrics: a__x.sum, b__y.sum\n"));
+  EXPECT_FALSE(ncu_unknown_metric("==ERROR== ERR_NVGPUCTRPERM - no permission\n"));
 }
 
 TEST(NcuRun, MissingNcuIsReportedNotThrown) {
