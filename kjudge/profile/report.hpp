@@ -176,8 +176,13 @@ struct launch_counts {
 };
 [[nodiscard]] launch_counts fusion_counts(const side_profile& reference,
                                           const side_profile& candidate);
-/** Number of kernel launches: CUPTI device records when available, else ncu kernels. */
-[[nodiscard]] std::size_t launch_count(const side_profile& s);
+/** One side's kernel launches: CUPTI device records when recorded, else its ncu kernels; `source`
+ *  says which (one of the two fusion_counts() sources). */
+struct side_launches {
+  std::size_t count = 0;
+  const char* source = "ncu kernels";
+};
+[[nodiscard]] side_launches launch_count(const side_profile& s);
 /** Indices of `s.kernels`, longest ncu duration first. */
 [[nodiscard]] std::vector<std::size_t> kernels_by_time(const side_profile& s);
 /** Stall reasons of a derived metric set, largest share first (empty when not ok). */

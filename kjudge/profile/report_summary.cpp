@@ -58,10 +58,11 @@ std::string stall_list(const derived_metrics& d) {
 
 void side_lines(std::string& out, const side_profile& s) {
   const auto t = detail::forward_time(s);
-  const std::size_t n = detail::launch_count(s);
-  out += fmt::format("{}: {}, {} kernel{}, {}: {}\n", s.side,
-                     t.ns > 0 ? fmt::format("{} ({})", format_ns(t.ns), t.what) : "not timed", n,
-                     n == 1 ? "" : "s", to_string(s.bound.bound), s.bound.reason);
+  const auto n = detail::launch_count(s);
+  out +=
+      fmt::format("{}: {}, {} kernel{} ({}), {}: {}\n", s.side,
+                  t.ns > 0 ? fmt::format("{} ({})", format_ns(t.ns), t.what) : "not timed", n.count,
+                  n.count == 1 ? "" : "s", n.source, to_string(s.bound.bound), s.bound.reason);
   if (s.kernels.empty()) {
     if (s.cupti && !s.cupti->kernels.empty()) {
       auto timed = s.cupti->kernels;
@@ -104,7 +105,7 @@ std::vector<std::string> hints(const side_profile& s) {
   std::vector<std::string> out;
   if (s.bound.bound == bottleneck::launch_bound)
     out.push_back(fmt::format("launch-bound ({}): fuse kernels or replay a CUDA graph; {} launches",
-                              s.bound.reason, detail::launch_count(s)));
+                              s.bound.reason, detail::launch_count(s).count));
   if (!s.total || s.kernels.empty()) return out;
   const auto& d = s.total->derived;
   if (s.bound.bound == bottleneck::memory_bound)
@@ -204,8 +205,11 @@ void delta_lines(std::string& out, const side_profile& now, const side_profile& 
                        format_ns(t1.ns), signed_change(t0.ns, t1.ns),
                        t0.what == t1.what ? "" : fmt::format(" [baseline: {}]", t0.what));
   const auto n1 = detail::launch_count(now), n0 = detail::launch_count(before);
-  out += fmt::format("  candidate kernels {} → {} ({})\n", n0, n1,
-                     signed_change(static_cast<double>(n0), static_cast<double>(n1)));
+  out += fmt::format("  candidate kernels {} → {} ({}){}\n", n0.count, n1.count,
+                     signed_change(static_cast<double>(n0.count), static_cast<double>(n1.count)),
+                     std::string_view(n0.source) == n1.source
+                         ? ""
+                         : fmt::format(" [counted by {}, baseline by {}]", n1.source, n0.source));
   if (now.total && before.total) {
     const double b0 = before.total->counters.dram_bytes(), b1 = now.total->counters.dram_bytes();
     out += fmt::format("  candidate DRAM bytes {} → {} ({})\n", format_bytes(b0), format_bytes(b1),

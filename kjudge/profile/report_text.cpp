@@ -69,17 +69,16 @@ side_time forward_time(const side_profile& s) {
   return {0, "not timed"};
 }
 
-launch_counts fusion_counts(const side_profile& reference, const side_profile& candidate) {
-  const auto cupti = [](const side_profile& s) { return s.cupti && s.cupti->launches.ok(); };
-  if (cupti(reference) && cupti(candidate))
-    return {reference.cupti->launches.value().kernel_launches,
-            candidate.cupti->launches.value().kernel_launches, "CUPTI"};
-  return {reference.kernels.size(), candidate.kernels.size(), "ncu kernels"};
+side_launches launch_count(const side_profile& s) {
+  if (s.cupti && s.cupti->launches.ok())
+    return {s.cupti->launches.value().kernel_launches, "CUPTI"};
+  return {s.kernels.size(), "ncu kernels"};
 }
 
-std::size_t launch_count(const side_profile& s) {
-  if (s.cupti && s.cupti->launches.ok()) return s.cupti->launches.value().kernel_launches;
-  return s.kernels.size();
+launch_counts fusion_counts(const side_profile& reference, const side_profile& candidate) {
+  const auto r = launch_count(reference), c = launch_count(candidate);
+  if (std::string_view(r.source) == c.source) return {r.count, c.count, r.source};
+  return {reference.kernels.size(), candidate.kernels.size(), "ncu kernels"};
 }
 
 std::vector<std::size_t> kernels_by_time(const side_profile& s) {

@@ -223,6 +223,10 @@ TEST(ProfileReport, FusionRatioFromCuptiLaunches) {
   EXPECT_NE(text.find("fusion ratio (reference / candidate launches, ncu kernels): 7.00 (7 / 1)"),
             std::string::npos)
       << text;
+  // Each side line names where its own count comes from (the reference still has its CUPTI
+  // records: 14 launches).
+  EXPECT_NE(text.find("14 kernels (CUPTI)"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 kernel (ncu kernels)"), std::string::npos) << text;
 }
 
 TEST(ProfileReport, DurationsMatchedByLaunchOrderAndOneDisagreementFlagged) {
@@ -475,10 +479,12 @@ TEST(ProfileReport, AgentSummaryQuotesStallsAsSharesAndBounds) {
   EXPECT_NE(s.find("share of stall cycles"), std::string::npos) << s;
   EXPECT_NE(s.find("long_scoreboard 52.6%"), std::string::npos) << s;
   EXPECT_EQ(s.find("% of time"), std::string::npos);
-  EXPECT_NE(s.find("reference: 124.60 us (device median), 14 kernels, launch-bound"),
-            std::string::npos);
-  EXPECT_NE(s.find("candidate: 8.70 us (device median), 1 kernel, latency-bound"),
-            std::string::npos);
+  EXPECT_NE(s.find("reference: 124.60 us (device median), 14 kernels (CUPTI), launch-bound"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("candidate: 8.70 us (device median), 1 kernel (CUPTI), latency-bound"),
+            std::string::npos)
+      << s;
   EXPECT_NE(s.find("limited by registers (4 blocks/SM)"), std::string::npos) << s;
   EXPECT_NE(s.find("long_scoreboard is 52.6% of stall cycles"), std::string::npos);
   EXPECT_NE(s.find("achieved occupancy 14.2% is under 80% of the theoretical 50.0%"),
