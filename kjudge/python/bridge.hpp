@@ -23,8 +23,8 @@
 namespace kj::python {
 
 struct session_options {
-  std::filesystem::path python_executable;     ///< a python3 whose site-packages hold torch
-  std::string device = "cuda";                 ///< "cuda" or "cpu"
+  std::filesystem::path python_executable;  ///< a python3 whose site-packages hold torch
+  std::string device = "cuda";              ///< "cuda" or "cpu"
   /** Called at the start of each step of the constructor, with the step's name: "start_python"
    *  (the interpreter), "import_torch" (the harness, whose top level imports torch),
    *  "torch_device_setup" (harness.setup: torch.cuda.init and a first tensor on the device, then
