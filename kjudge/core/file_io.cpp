@@ -30,6 +30,19 @@ std::string read_file(const fs::path& path) {
   return std::move(buffer).str();
 }
 
+temp_dir::temp_dir(std::string_view prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (std::string(prefix) + "XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    KJ_THROW(error_kind::io, "cannot create a temporary folder {}: {}", tmpl,
+             std::error_code(errno, std::generic_category()).message());
+  m_path = tmpl;
+}
+
+temp_dir::~temp_dir() {
+  std::error_code ec;
+  fs::remove_all(m_path, ec);
+}
+
 std::string unique_temp_suffix() {
   static std::atomic<unsigned> counter{0};
   return fmt::format("tmp.{}.{}.{}", ::getpid(),

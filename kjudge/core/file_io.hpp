@@ -22,6 +22,21 @@ namespace kj {
  *  kj::error(io); the temporary file is removed on failure. */
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
+/** A fresh folder under the system's temporary directory (mkdtemp), removed with everything in it
+ *  when the object goes away, on every path. */
+class temp_dir {
+ public:
+  /** Creates <tmp>/<prefix>XXXXXX. Throws kj::error(io). */
+  explicit temp_dir(std::string_view prefix);
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return m_path; }
+
+ private:
+  std::filesystem::path m_path;
+};
+
 /** An output the user named (`--json <path>`): "-" is standard output, anything else a file
  *  written with write_file_atomic. Throws kj::error(io). */
 void write_output(const std::filesystem::path& path, std::string_view text);

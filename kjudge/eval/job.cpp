@@ -94,7 +94,6 @@ nlohmann::json to_json(const job& j) {
                         {"timing_preset", j.timing_preset_name},
                         {"timing_options", timing_to_json(j.timing_options)},
                         {"nvcc_flags", j.nvcc_flags},
-                        {"record_launches", j.record_launches},
                         {"profile_ranges", j.profile_ranges}};
   out["atol"] = j.atol ? nlohmann::json(*j.atol) : nlohmann::json();
   out["rtol"] = j.rtol ? nlohmann::json(*j.rtol) : nlohmann::json();
@@ -124,7 +123,6 @@ job job_from_json(const nlohmann::json& in) {
     j.timing_preset_name = in.at("timing_preset").get<std::string>();
     j.timing_options = timing_from_json(in.at("timing_options"));
     j.nvcc_flags = in.at("nvcc_flags").get<std::vector<std::string>>();
-    j.record_launches = in.value("record_launches", true);
     j.profile_ranges = in.value("profile_ranges", false);
     if (!in.at("atol").is_null()) j.atol = in.at("atol").get<double>();
     if (!in.at("rtol").is_null()) j.rtol = in.at("rtol").get<double>();

@@ -44,8 +44,6 @@ struct job {
   std::string timing_preset_name = "agent";
   measure::timing_options timing_options;
   std::vector<std::string> nvcc_flags;
-  /** After timing, one cold-L2 forward per side under CUPTI (launches, durations, peak memory). */
-  bool record_launches = true;
   /** For a run under Nsight Compute: no timing; after the trials each side runs twice unprofiled
    *  (warm-up) and once inside an NVTX push/pop range (profile::ncu_reference_range,
    *  ncu_candidate_range), which ncu selects. */

@@ -1,9 +1,8 @@
 #include <kjudge/eval/ncu_run.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -141,26 +140,19 @@ counter_run collect_counters(job j, const counter_options& options) {
   j.trials = 1;
   j.stress = false;
   j.timing = false;
-  j.record_launches = false;
   j.profile_ranges = true;
 
-  fs::path dir = options.work_dir;
-  if (dir.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "kjudge-ncu-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      out.source.unavailable_reason = "could not create a temporary folder for ncu's report";
+  // A temporary folder goes away on every return; a kept one (KJUDGE_NCU_KEEP) stays.
+  std::optional<temp_dir> temporary;
+  if (options.work_dir.empty()) {
+    try {
+      temporary.emplace("kjudge-ncu-");
+    } catch (const kj::error& e) {
+      out.source.unavailable_reason = "no folder for ncu's report: " + e.message();
       return out;
     }
-    dir = tmpl;
   }
-  // A temporary folder goes away on every return; a kept one (KJUDGE_NCU_KEEP) stays.
-  struct remove_temporary {
-    fs::path dir;
-    ~remove_temporary() {
-      std::error_code ec;
-      if (!dir.empty()) fs::remove_all(dir, ec);
-    }
-  } cleanup{options.work_dir.empty() ? dir : fs::path()};
+  const fs::path dir = temporary ? temporary->path() : options.work_dir;
   const fs::path log = dir / "ncu-raw.csv";
   std::vector<std::string> metrics = profile::ncu_metric_list();
   run_options ro;

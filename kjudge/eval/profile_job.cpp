@@ -1,8 +1,9 @@
 #include <kjudge/eval/profile_job.hpp>
 
-#include <unistd.h>
+#include <optional>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/device/datasheet.hpp>
 #include <kjudge/profile/forward_json.hpp>
 #include <kjudge/roofline/cache.hpp>
@@ -46,9 +47,13 @@ roofs ceilings_for(const profile_options& o) {
                              "): throughput percentages and the roofline point are missing"});
     return out;
   };
-  std::string tmpl = (std::filesystem::temp_directory_path() / "kjudge-roofline-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) return fail("no temporary folder");
-  const std::filesystem::path dir = tmpl;
+  std::optional<temp_dir> temporary;
+  try {
+    temporary.emplace("kjudge-roofline-");
+  } catch (const kj::error& e) {
+    return fail(e.message());
+  }
+  const std::filesystem::path& dir = temporary->path();
   runner::spawn_options so;
   so.argv = {runner::self_executable().string(),
              "roofline",
@@ -69,8 +74,6 @@ roofs ceilings_for(const profile_options& o) {
       why = e.message();
     }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
   if (!result) return fail(why);
   const auto checked = roofline::check_roofline(*result);
   out.c = checked.ceilings;

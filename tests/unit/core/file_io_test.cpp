@@ -57,5 +57,19 @@ TEST(FileIo, TemporarySuffixesNeverRepeat) {
   EXPECT_NE(unique_temp_suffix(), unique_temp_suffix());
 }
 
+TEST(FileIo, TemporaryFolderGoesAwayWithItsContents) {
+  std::filesystem::path kept;
+  {
+    const temp_dir a("kj-file-io-test-");
+    const temp_dir b("kj-file-io-test-");
+    EXPECT_NE(a.path(), b.path());
+    ASSERT_TRUE(std::filesystem::is_directory(a.path()));
+    EXPECT_EQ(a.path().filename().string().rfind("kj-file-io-test-", 0), 0U);
+    write_file_atomic(a.path() / "sub" / "f.txt", "x");
+    kept = a.path();
+  }
+  EXPECT_FALSE(std::filesystem::exists(kept));
+}
+
 }  // namespace
 }  // namespace kj
