@@ -148,19 +148,17 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
   d.l1_hit_rate_pct = percentage("L1 hit rate", k.l1_hit_sectors, k.l1_sectors);
   d.l2_hit_rate_pct = percentage("L2 hit rate", k.l2_hit_sectors, k.l2_sectors);
 
-  auto per_request = [](std::string_view what, double sectors, double requests) {
+  auto per_request = [](std::string_view what, double sectors, double requests, double lowest) {
     if (requests <= 0)
       return metric::missing(fmt::format("{} sectors per request: no requests", what));
-    return check_metric(sectors / requests,
-                        [what](double v) { return check_sectors_per_request(what, v); });
+    return check_metric(sectors / requests, [what, lowest](double v) {
+      return check_sectors_per_request(what, v, lowest);
+    });
   };
-  d.global_load_sectors_per_request =
-      per_request("global load", k.global_load_sectors, k.global_load_requests);
+  d.global_load_sectors_per_request = per_request("global load", k.global_load_sectors,
+                                                  k.global_load_requests, min_sectors_per_request);
   d.global_store_sectors_per_request =
-      k.global_store_requests <= 0
-          ? metric::missing("global store sectors per request: no requests")
-          : check_metric(k.global_store_sectors / k.global_store_requests,
-                         [](double v) { return check_store_sectors_per_request(v); });
+      per_request("global store", k.global_store_sectors, k.global_store_requests, 0.0);
 
   d.achieved_occupancy_pct =
       percentage("achieved occupancy", k.warps_active,

@@ -41,24 +41,15 @@ std::vector<flag> check_stall_shares(const std::map<std::string, double>& share_
   return out;
 }
 
-std::vector<flag> check_sectors_per_request(std::string_view what, double sectors_per_request) {
-  if (sectors_per_request >= min_sectors_per_request &&
-      sectors_per_request <= max_sectors_per_request)
-    return {};
+std::vector<flag> check_sectors_per_request(std::string_view what, double sectors_per_request,
+                                            double lowest) {
+  if (sectors_per_request >= lowest && sectors_per_request <= max_sectors_per_request) return {};
   return {error_flag(
       "sectors_per_request_out_of_range",
       fmt::format("{} sectors per request is {:.2f}, outside [{:.0f}, {:.0f}]: a warp's request "
-                  "touches at least 1 and at most 32 sectors (ratios added across kernels?)",
-                  what, sectors_per_request, min_sectors_per_request, max_sectors_per_request))};
-}
-
-std::vector<flag> check_store_sectors_per_request(double sectors_per_request) {
-  if (sectors_per_request >= 0 && sectors_per_request <= max_sectors_per_request) return {};
-  return {error_flag("sectors_per_request_out_of_range",
-                     fmt::format("global store sectors per request is {:.2f}, outside [0, {:.0f}]: "
-                                 "a warp's store touches at most 32 sectors (ratios added across "
-                                 "kernels?)",
-                                 sectors_per_request, max_sectors_per_request))};
+                  "touches {}at most 32 sectors (ratios added across kernels?)",
+                  what, sectors_per_request, lowest, max_sectors_per_request,
+                  lowest > 0 ? "at least 1 and " : ""))};
 }
 
 std::vector<flag> check_bandwidth(std::string_view level, double achieved_bytes_per_s,

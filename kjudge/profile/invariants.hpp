@@ -50,13 +50,13 @@ inline constexpr double dense_peak_tolerance = 1.05;
  *  [0, 100] and summing to 100 +- 1. An empty map (no stalls recorded) passes. */
 [[nodiscard]] std::vector<flag> check_stall_shares(const std::map<std::string, double>& share_pct);
 
-/** Invariant 5: global-load sectors per request within [1, 32]. */
+/** Invariant 5: global-load sectors per request within [1, 32]. Global stores pass
+ *  `lowest` = 0: they have only the upper bound, since ncu counts store requests that write no
+ *  sector (0.99 sectors per request was recorded on the H200 for PyTorch's reduce_kernel, whose
+ *  final store is made by one lane of the block). */
 [[nodiscard]] std::vector<flag> check_sectors_per_request(std::string_view what,
-                                                          double sectors_per_request);
-/** Global stores: at most 32 sectors per request. There is no lower bound: ncu counts store
- *  requests that write no sector (0.99 sectors per request was recorded on the H200 for PyTorch's
- *  reduce_kernel, whose final store is made by one lane of the block). */
-[[nodiscard]] std::vector<flag> check_store_sectors_per_request(double sectors_per_request);
+                                                          double sectors_per_request,
+                                                          double lowest = min_sectors_per_request);
 
 /** Invariant 6, achieved side: `achieved` <= 1.05 x the measured ceiling and <= the datasheet
  *  peak (each when known). `level`: "DRAM", "L2", "L1/shared". */

@@ -185,6 +185,8 @@ struct side_launches {
 [[nodiscard]] side_launches launch_count(const side_profile& s);
 /** Indices of `s.kernels`, longest ncu duration first. */
 [[nodiscard]] std::vector<std::size_t> kernels_by_time(const side_profile& s);
+/** The kernels of a CUPTI forward, longest duration first (ties in launch order). */
+[[nodiscard]] std::vector<const timed_kernel*> cupti_kernels_by_time(const cupti_forward& f);
 /** Stall reasons of a derived metric set, largest share first (empty when not ok). */
 [[nodiscard]] std::vector<std::pair<std::string, double>> top_stalls(const derived_metrics& d,
                                                                      std::size_t n);

@@ -65,13 +65,11 @@ void side_lines(std::string& out, const side_profile& s) {
                   n.count == 1 ? "" : "s", n.source, to_string(s.bound.bound), s.bound.reason);
   if (s.kernels.empty()) {
     if (s.cupti && !s.cupti->kernels.empty()) {
-      auto timed = s.cupti->kernels;
-      std::stable_sort(timed.begin(), timed.end(),
-                       [](const auto& a, const auto& b) { return a.duration_ns > b.duration_ns; });
+      const auto timed = detail::cupti_kernels_by_time(*s.cupti);
       out += "  top kernels (CUPTI durations; no counters):";
       for (std::size_t i = 0; i < std::min(summary_kernels, timed.size()); ++i)
-        out += fmt::format(" {} {};", detail::short_kernel_name(timed[i].name, 56),
-                           format_ns(timed[i].duration_ns));
+        out += fmt::format(" {} {};", detail::short_kernel_name(timed[i]->name, 56),
+                           format_ns(timed[i]->duration_ns));
       out += "\n";
     }
     return;

@@ -90,6 +90,14 @@ std::vector<std::size_t> kernels_by_time(const side_profile& s) {
   return order;
 }
 
+std::vector<const timed_kernel*> cupti_kernels_by_time(const cupti_forward& f) {
+  std::vector<const timed_kernel*> order;
+  for (const auto& k : f.kernels) order.push_back(&k);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto* a, const auto* b) { return a->duration_ns > b->duration_ns; });
+  return order;
+}
+
 std::vector<std::pair<std::string, double>> top_stalls(const derived_metrics& d, std::size_t n) {
   std::vector<std::pair<std::string, double>> out;
   if (!d.stall_share_pct.ok()) return out;

@@ -209,10 +209,7 @@ void print_launch_side(const char* side, const profile::cupti_forward& f, std::s
       f.event_time_ns > 0 ? us(f.event_time_ns / 1e3)
                           : std::string("n/a (event_time_not_measured)"),
       memory);
-  std::vector<const profile::timed_kernel*> top;
-  for (const auto& k : f.kernels) top.push_back(&k);
-  std::stable_sort(top.begin(), top.end(),
-                   [](const auto* a, const auto* b) { return a->duration_ns > b->duration_ns; });
+  const auto top = profile::detail::cupti_kernels_by_time(f);
   for (std::size_t i = 0; i < std::min<std::size_t>(top.size(), 3); ++i)
     out += fmt::format("  {:<10}   {:>10}  {}\n", "", us(top[i]->duration_ns / 1e3),
                        profile::detail::short_kernel_name(top[i]->name, 48));

@@ -87,10 +87,12 @@ TEST(Invariant5SectorsPerRequest, SeedValueOf39_98IsFlagged) {
 TEST(Invariant5SectorsPerRequest, StoresHaveOnlyTheUpperBound) {
   // Recorded on the H200 (PyTorch's reduce_kernel in max_with_indices.py, 2026-11-30): ncu
   // counted more global store requests than sectors written.
-  EXPECT_TRUE(check_store_sectors_per_request(0.99).empty());
-  EXPECT_TRUE(check_store_sectors_per_request(32.0).empty());
-  EXPECT_TRUE(has_code(check_store_sectors_per_request(33.0), "sectors_per_request_out_of_range"));
-  EXPECT_TRUE(has_code(check_store_sectors_per_request(-1.0), "sectors_per_request_out_of_range"));
+  EXPECT_TRUE(check_sectors_per_request("global store", 0.99, 0.0).empty());
+  EXPECT_TRUE(check_sectors_per_request("global store", 32.0, 0.0).empty());
+  EXPECT_TRUE(has_code(check_sectors_per_request("global store", 33.0, 0.0),
+                       "sectors_per_request_out_of_range"));
+  EXPECT_TRUE(has_code(check_sectors_per_request("global store", -1.0, 0.0),
+                       "sectors_per_request_out_of_range"));
 }
 
 // Invariant 6 -------------------------------------------------------------------------------
