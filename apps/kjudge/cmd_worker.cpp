@@ -19,6 +19,19 @@
 
 namespace kj::app {
 
+namespace {
+
+/** Ends the process without interpreter finalisation or static destructors: torch's teardown is
+ *  slow, and after a candidate's CUDA error the context is unusable anyway. Everything was
+ *  reported before. */
+[[noreturn]] void exit_without_teardown(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+}  // namespace
+
 int run_worker_command() {
   // The job (with the held-out seed) arrives on stdin; read it all, then put /dev/null there so
   // nothing the candidate runs can read it.
@@ -31,19 +44,11 @@ int run_worker_command() {
   eval::event_writer events(eval::channel_fd);
   try {
     const auto j = eval::job_from_json(nlohmann::json::parse(text));
-    eval::run_worker(j, events, [] {
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::_Exit(0);  // see below
-    });
+    eval::run_worker(j, events, [] { exit_without_teardown(0); });
   } catch (const std::exception& e) {
     events.final(eval_status::internal_error, fmt::format("worker: {}", e.what()));
   }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  // Skip interpreter finalisation and static destructors: torch's teardown is slow, and after a
-  // candidate's CUDA error the context is unusable anyway. Everything was already reported.
-  std::_Exit(0);
+  exit_without_teardown(0);
 }
 
 int run_worker_pool_command(int argc, char** argv) {
@@ -83,7 +88,7 @@ int run_worker_pool_command(int argc, char** argv) {
   o.child_main = [](const std::vector<std::string>& args) {
     if (args.size() < 2 || args[1] != "worker") {
       std::fprintf(stderr, "kjudge worker-pool: only 'worker' runs here\n");
-      std::_Exit(2);
+      exit_without_teardown(2);
     }
     std::_Exit(run_worker_command());
   };
@@ -91,11 +96,9 @@ int run_worker_pool_command(int argc, char** argv) {
     if (!runner::serve_pool(o)) return 0;  // another pool serves this address already
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kjudge worker-pool: %s\n", e.what());
-    std::fflush(stderr);
-    std::_Exit(1);
+    exit_without_teardown(1);
   }
-  std::fflush(stderr);
-  std::_Exit(0);  // as the worker: no interpreter teardown
+  exit_without_teardown(0);  // as the worker
 }
 
 }  // namespace kj::app

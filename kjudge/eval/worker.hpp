@@ -1,7 +1,7 @@
 #pragma once
+/** @file The pipeline a worker process runs for one evaluation. */
 
 #include <functional>
-/** @file The pipeline a worker process runs for one evaluation. */
 
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/protocol.hpp>
@@ -9,8 +9,7 @@
 namespace kj::eval {
 
 /** Runs the whole evaluation, reporting through `events`, and always ends with a final event
- *  unless the process dies. Never throws. */
-/** Runs the job, reporting on `events`. `before_teardown`, when given, is called after the final
+ *  unless the process dies. Never throws. `before_teardown`, when given, is called after the final
  *  event with the interpreter and CUDA state still alive: the worker process ends there
  *  (std::_Exit) instead of paying for Python's and torch's teardown, which it does not need. */
 void run_worker(const job& j, event_writer& events,
