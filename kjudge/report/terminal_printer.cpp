@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/profile/format.hpp>
 #include <kjudge/profile/forward_json.hpp>
 #include <kjudge/profile/report.hpp>
 
@@ -189,18 +190,15 @@ void print_timing(const eval_result& r, std::string& out) {
                      us(t.candidate.warmup_first_call_ms * 1e3));
 }
 
-std::string mib(double bytes) {
-  return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0));
-}
-
 void print_launch_side(const char* side, const profile::cupti_forward& f, std::string& out) {
   if (!f.launches.ok()) {
     out += fmt::format("  {:<10} {}\n", side, f.launches.failure().message);
     return;
   }
   const auto& l = f.launches.value();
-  const std::string memory = profile::detail::metric_text(
-      f.memory, [](const auto& m) { return "+" + mib(static_cast<double>(m.bytes)); });
+  const std::string memory = profile::detail::metric_text(f.memory, [](const auto& m) {
+    return "+" + profile::format_bytes(static_cast<double>(m.bytes));
+  });
   out += fmt::format(
       "  {:<10} {:>4} kernel{} {:>3} memcpy {:>3} memset   kernels busy {} (sum {}), events {}   "
       "peak memory {}\n",
