@@ -132,7 +132,8 @@ struct side_inputs {
 [[nodiscard]] profile_report report_from_json(const nlohmann::json& j);
 
 /** The terminal form: per side, the top kernels with time, SOL, occupancy, DRAM bandwidth, bound;
- *  the totals side by side; launches, fusion ratio, peak memory; every flag. `width` caps lines. */
+ *  the totals side by side; launches, fusion ratio, peak memory; every flag. At most
+ *  `max_kernels` kernels per side. */
 [[nodiscard]] std::string render_report(const profile_report& r, int max_kernels = 8);
 
 /** The compact agent-readable summary (what the seed's profile_kernel tool printed, but true):

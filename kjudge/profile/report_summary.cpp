@@ -33,10 +33,6 @@ constexpr double coalesced_vector_sectors_per_request = 16.0;
 constexpr std::size_t summary_kernels = 3;
 constexpr std::size_t summary_stalls = 3;
 
-std::string pct(double v) {
-  return format_pct(v);
-}
-
 std::string signed_change(double from, double to) {
   if (from == 0) return "n/a";
   return fmt::format("{:+.1f}%", 100.0 * (to - from) / from);
@@ -83,9 +79,11 @@ void side_lines(std::string& out, const side_profile& s) {
         i + 1, kernel_name(k.counters), metric_text(k.derived.duration_ns, format_ns),
         metric_text(detail::kernel_share_pct(k, s),
                     [](double v) { return fmt::format("{:.0f}% of kernel time", v); }),
-        metric_text(k.derived.sm_sol_pct, pct), metric_text(k.derived.memory_sol_pct, pct),
-        metric_text(k.derived.achieved_occupancy_pct, pct),
-        metric_text(k.derived.theoretical_occupancy_pct, pct), to_string(k.derived.bound.bound));
+        metric_text(k.derived.sm_sol_pct, format_pct),
+        metric_text(k.derived.memory_sol_pct, format_pct),
+        metric_text(k.derived.achieved_occupancy_pct, format_pct),
+        metric_text(k.derived.theoretical_occupancy_pct, format_pct),
+        to_string(k.derived.bound.bound));
   }
   if (s.total)
     out += fmt::format("  stalls (share of stall cycles): {}\n", stall_list(s.total->derived));
@@ -94,8 +92,8 @@ void side_lines(std::string& out, const side_profile& s) {
   out += fmt::format("  occupancy of {}: limited by {}; theoretical {}, achieved {}\n",
                      kernel_name(top.counters, 32),
                      limiter.empty() ? "n/a (limits not collected)" : limiter,
-                     metric_text(top.derived.theoretical_occupancy_pct, pct),
-                     metric_text(top.derived.achieved_occupancy_pct, pct));
+                     metric_text(top.derived.theoretical_occupancy_pct, format_pct),
+                     metric_text(top.derived.achieved_occupancy_pct, format_pct));
 }
 
 /** Hints for one side (the candidate): each only when its condition holds, numbers quoted. */
@@ -110,7 +108,8 @@ std::vector<std::string> hints(const side_profile& s) {
     out.push_back(fmt::format(
         "memory-bound: DRAM at {} of its roof ({} moved, {}): reduce bytes moved (fuse passes, "
         "reuse data from shared memory, narrower dtypes)",
-        metric_text(d.dram_throughput_pct, pct), format_bytes(s.total->counters.dram_bytes()),
+        metric_text(d.dram_throughput_pct, format_pct),
+        format_bytes(s.total->counters.dram_bytes()),
         metric_text(d.dram_bytes_per_s, format_bytes_per_s)));
   if (s.bound.bound == bottleneck::compute_bound) {
     const flop_type dominant = dominant_flop_type(s.total->counters.flops);
@@ -118,7 +117,7 @@ std::vector<std::string> hints(const side_profile& s) {
       out.push_back(fmt::format(
           "compute-bound on {} CUDA cores ({} of that roof) with no dominant tensor work: tensor "
           "cores (TF32/BF16 MMA) if the tolerance allows",
-          to_string(dominant), metric_text(d.flop_pct(dominant), pct)));
+          to_string(dominant), metric_text(d.flop_pct(dominant), format_pct)));
   }
   const auto stalls = detail::top_stalls(d, 1);
   if (!stalls.empty() && stalls.front().second >= stall_hint_share_pct) {
@@ -145,8 +144,8 @@ std::vector<std::string> hints(const side_profile& s) {
     out.push_back(fmt::format(
         "achieved occupancy {} is under {:.0f}% of the theoretical {}: warps are resident only "
         "part of the time (tail effect or load imbalance across blocks)",
-        pct(d.achieved_occupancy_pct.value()), 100.0 * occupancy_gap_fraction,
-        pct(d.theoretical_occupancy_pct.value())));
+        format_pct(d.achieved_occupancy_pct.value()), 100.0 * occupancy_gap_fraction,
+        format_pct(d.theoretical_occupancy_pct.value())));
   const auto& top = s.kernels[detail::kernels_by_time(s).front()].counters;
   if (top.waves_per_sm > 0 && top.waves_per_sm < small_grid_waves)
     out.push_back(fmt::format(

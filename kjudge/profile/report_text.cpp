@@ -132,10 +132,6 @@ namespace {
 using detail::format_ns;
 using detail::metric_text;
 
-std::string pct(double v) {
-  return format_pct(v);
-}
-
 constexpr int label_width = 36;
 constexpr int value_width = 32;
 
@@ -153,7 +149,7 @@ void total_row(std::string& out, std::string_view label, const profile_report& r
 
 std::string with_roof(const checked<double>& rate, const checked<double>& of_roof) {
   std::string s = metric_text(rate, format_bytes_per_s);
-  if (rate.ok()) s += " (" + metric_text(of_roof, pct) + " of roof)";
+  if (rate.ok()) s += " (" + metric_text(of_roof, format_pct) + " of roof)";
   return s;
 }
 
@@ -186,18 +182,18 @@ void render_totals(std::string& out, const profile_report& r) {
     return with_roof(t.derived.l2_bytes_per_s, t.derived.l2_throughput_pct);
   });
   total_row(out, "L1 hit rate / L2 hit rate", r, [](const kernel_profile& t) {
-    return metric_text(t.derived.l1_hit_rate_pct, pct) + " / " +
-           metric_text(t.derived.l2_hit_rate_pct, pct);
+    return metric_text(t.derived.l1_hit_rate_pct, format_pct) + " / " +
+           metric_text(t.derived.l2_hit_rate_pct, format_pct);
   });
   total_row(out, "occupancy achieved / theoretical", r, [](const kernel_profile& t) {
-    return metric_text(t.derived.achieved_occupancy_pct, pct) + " / " +
-           metric_text(t.derived.theoretical_occupancy_pct, pct);
+    return metric_text(t.derived.achieved_occupancy_pct, format_pct) + " / " +
+           metric_text(t.derived.theoretical_occupancy_pct, format_pct);
   });
   total_row(out, "SM busy", r,
-            [](const kernel_profile& t) { return metric_text(t.derived.sm_busy_pct, pct); });
+            [](const kernel_profile& t) { return metric_text(t.derived.sm_busy_pct, format_pct); });
   total_row(out, "compute / memory throughput", r, [](const kernel_profile& t) {
-    return metric_text(t.derived.compute_throughput_pct, pct) + " / " +
-           metric_text(t.derived.memory_throughput_pct, pct);
+    return metric_text(t.derived.compute_throughput_pct, format_pct) + " / " +
+           metric_text(t.derived.memory_throughput_pct, format_pct);
   });
   total_row(out, "global load sectors per request", r, [](const kernel_profile& t) {
     return metric_text(t.derived.global_load_sectors_per_request,
@@ -268,20 +264,22 @@ void render_kernels(std::string& out, const side_profile& s, int max_kernels) {
   for (std::size_t rank = 0; rank < shown; ++rank) {
     const auto& k = s.kernels[order[rank]].counters;
     const auto& d = s.kernels[order[rank]].derived;
-    const std::string share = metric_text(detail::kernel_share_pct(s.kernels[order[rank]], s), pct);
+    const std::string share =
+        metric_text(detail::kernel_share_pct(s.kernels[order[rank]], s), format_pct);
     out += fmt::format("  #{:<2} {}\n", rank + 1, detail::short_kernel_name(k.display_name(), 96));
     out += fmt::format("      {} ({} of kernel time), launch #{}, grid {}x{}x{} block {}x{}x{}\n",
                        metric_text(d.duration_ns, format_ns), share, order[rank] + 1, k.grid.x,
                        k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
-    out += fmt::format(
-        "      regs {}  smem {}  waves {}  occupancy {} achieved / {} theoretical\n",
-        k.registers_per_thread, format_bytes(k.shared_mem_per_block_bytes),
-        k.waves_per_sm > 0 ? fmt::format("{:.2f}", k.waves_per_sm) : std::string("n/a"),
-        metric_text(d.achieved_occupancy_pct, pct), metric_text(d.theoretical_occupancy_pct, pct));
     out +=
-        fmt::format("      SM SOL {}  memory SOL {}  DRAM {}  {}\n", metric_text(d.sm_sol_pct, pct),
-                    metric_text(d.memory_sol_pct, pct),
-                    with_roof(d.dram_bytes_per_s, d.dram_throughput_pct), to_string(d.bound.bound));
+        fmt::format("      regs {}  smem {}  waves {}  occupancy {} achieved / {} theoretical\n",
+                    k.registers_per_thread, format_bytes(k.shared_mem_per_block_bytes),
+                    k.waves_per_sm > 0 ? fmt::format("{:.2f}", k.waves_per_sm) : std::string("n/a"),
+                    metric_text(d.achieved_occupancy_pct, format_pct),
+                    metric_text(d.theoretical_occupancy_pct, format_pct));
+    out += fmt::format(
+        "      SM SOL {}  memory SOL {}  DRAM {}  {}\n", metric_text(d.sm_sol_pct, format_pct),
+        metric_text(d.memory_sol_pct, format_pct),
+        with_roof(d.dram_bytes_per_s, d.dram_throughput_pct), to_string(d.bound.bound));
   }
 }
 
