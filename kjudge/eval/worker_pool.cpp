@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -60,13 +61,21 @@ std::string process_attributes() {
   return out;
 }
 
-/** Pools of this user listening now (abstract names in /proc/net/unix). */
+/** Pools of this user listening now: abstract names in /proc/net/unix whose flags say "accepts
+ *  connections" (a pool's accepted connections carry its name too). */
 int running_pools() {
   const std::string needle = fmt::format("@kjudge-pool-{}-", ::getuid());
   std::istringstream lines(read_text("/proc/net/unix"));
   int n = 0;
-  for (std::string line; std::getline(lines, line);)
-    if (line.find(needle) != std::string::npos) ++n;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string num, refcount, protocol, flags;
+    fields >> num >> refcount >> protocol >> flags;
+    constexpr unsigned long accepts_connections = 0x10000;  // __SO_ACCEPTCON
+    if (line.find(needle) != std::string::npos &&
+        (std::strtoul(flags.c_str(), nullptr, 16) & accepts_connections) != 0)
+      ++n;
+  }
   return n;
 }
 
