@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # A device call that re-checks main on the GPU: build, the QuantVLA evaluations (wall clock and
-# repeatability, without and with the worker pool), `kjudge roofline --refresh`, `kjudge profile`
-# of QuantVLA, then the GPU tests (the bundled-problem sweep included unless KJ_FAST=1; the two
+# repeatability, without (--no-pool) and with the worker pool), `kjudge roofline --refresh`,
+# `kjudge profile` of QuantVLA, then the GPU tests (the bundled-problem sweep included unless KJ_FAST=1; the two
 # slow isolation tests only with KJ_ALL=1). Logs: $OUT/logs.tar.gz.
 set -u
 source "$(dirname "$0")/session_lib.sh"
 build_kjudge
 P=problems/level2/quantvla_selective_layout_fusion.py
-eval_run fused_cold $P examples/quantvla/fused.cu
-eval_run fused_warm1 $P examples/quantvla/fused.cu
-eval_run fused_warm2 $P examples/quantvla/fused.cu
+eval_run fused_cold $P examples/quantvla/fused.cu --no-pool
+eval_run fused_warm1 $P examples/quantvla/fused.cu --no-pool
+eval_run fused_warm2 $P examples/quantvla/fused.cu --no-pool
 eval_run pool_start $P examples/quantvla/fused.cu --pool
 for i in $(seq 120); do grep -q ready $KJUDGE_CACHE_DIR/worker-pool.log 2>/dev/null && break; sleep 0.25; done
 cp $KJUDGE_CACHE_DIR/worker-pool.log $L/ 2>/dev/null

@@ -52,7 +52,8 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--nvcc-flag", a.nvcc_flags)->allow_extra_args(false);
   cmd->add_flag("-v,--verbose", a.verbose);
   cmd->add_flag("-q,--quiet", a.quiet);
-  cmd->add_flag("--pool", a.pool);
+  auto* pool = cmd->add_flag("--pool", a.pool);
+  cmd->add_flag("--no-pool", a.no_pool)->excludes(pool);
   cmd->add_option("--baseline", a.baseline_path);
   cmd->add_flag("--summary", a.summary_only);
   cmd->add_flag("--no-counters", a.no_counters);
@@ -147,6 +148,18 @@ void print(const std::string& text) {
   std::fflush(stdout);
 }
 
+/** The worker pool is the default; --pool or --no-pool decide, else KJUDGE_POOL (0 or 1). */
+bool use_pool(const eval_args& a) {
+  if (a.pool || a.no_pool) return a.pool;
+  const char* env = std::getenv("KJUDGE_POOL");
+  if (env == nullptr || *env == '\0') return true;
+  const std::string_view v(env);
+  if (v == "0") return false;
+  if (v == "1") return true;
+  KJ_THROW(error_kind::usage, "KJUDGE_POOL={}: use 1 (the worker pool, the default) or 0 (none)",
+           v);
+}
+
 }  // namespace
 
 int run_eval(const eval_args& a) {
@@ -161,8 +174,7 @@ int run_eval(const eval_args& a) {
   eval::run_options ro;
   ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   ro.echo_output = a.verbose;
-  const char* pool_env = std::getenv("KJUDGE_POOL");
-  ro.use_pool = a.pool || (pool_env != nullptr && std::string_view(pool_env) == "1");
+  ro.use_pool = use_pool(a);
   auto result = eval::evaluate(j, ro);
   const bool show = a.json_path != "-";
   if (show && !a.summary_only) {

@@ -31,7 +31,8 @@ struct eval_args {
   std::vector<std::string> nvcc_flags;
   bool verbose = false;
   bool quiet = false;
-  bool pool = false;  ///< fork the worker from the worker pool (also KJUDGE_POOL=1)
+  bool pool = false;     ///< --pool: fork the worker from the worker pool (the default)
+  bool no_pool = false;  ///< --no-pool: exec a fresh `kjudge worker` (also KJUDGE_POOL=0)
   // Profiling (`eval --profile`, and always for `kjudge profile`).
   bool profile = false;
   std::string baseline_path;              ///< an earlier result (or profile) to show deltas against

@@ -274,7 +274,11 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
                          f.code, f.message);
   }
   print_failure_detail(r, out, options);
-  out += fmt::format("\nwall {:.2f} s (worker {:.2f} s)\n", r.wall_s, r.worker.wall_s);
+  const std::string_view how = r.worker.started_by == "pool" ? ", forked from the worker pool"
+                               : r.worker.started_by == "exec+pool_started"
+                                   ? "; worker pool started for the next evaluation"
+                                   : "";
+  out += fmt::format("\nwall {:.2f} s (worker {:.2f} s{})\n", r.wall_s, r.worker.wall_s, how);
   return out;
 }
 

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,6 +45,11 @@ inline kjudge_run run_command(const std::string& command, const std::string& pro
             (source_dir() / candidate).string(),
             "--json",
             json_path.string()};
+  // Tests run without the worker pool (so no pool outlives them) unless they ask for it, by
+  // --pool or by setting KJUDGE_POOL themselves.
+  if (std::find(extra.begin(), extra.end(), "--pool") == extra.end() &&
+      std::getenv("KJUDGE_POOL") == nullptr)
+    o.env.emplace_back("KJUDGE_POOL", "0");
   for (auto& e : extra) o.argv.push_back(std::move(e));
   o.timeout = limit;
   o.output_tail_bytes = 1 << 20;

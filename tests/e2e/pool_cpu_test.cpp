@@ -1,6 +1,7 @@
-// End-to-end tests of `kjudge eval --pool` on the CPU: the first evaluation starts the worker pool,
+// End-to-end tests of the worker pool on the CPU: the first evaluation starts the worker pool,
 // later ones are forked from it (torch already imported) and are judged exactly as before,
-// crashes, hangs and wrong answers included. The pool is this test's own (a marker variable in
+// crashes, hangs and wrong answers included; the pool is the default, --no-pool and KJUDGE_POOL=0
+// turn it off. The pool is this test's own (a marker variable in
 // the environment makes its address unique) and is stopped at the end.
 #include <signal.h>
 #include <unistd.h>
@@ -113,6 +114,45 @@ TEST_F(PoolCpu, FirstStartsThePoolThenEvaluationsAreForkedFromIt) {
   const auto env = run_eval("problems/level1/softmax.py", candidate.string(), cpu_pool);
   EXPECT_EQ(env.exit_code, 0) << env.output;
   EXPECT_EQ(env.result["worker"]["started_by"], "pool");
+}
+
+// Without --pool or --no-pool, KJUDGE_POOL decides, and unset (or empty) means the pool.
+TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
+  const std::vector<std::string> cpu = {"--device", "cpu", "--budget", "0.2", "--trials", "2"};
+  ::setenv("KJUDGE_POOL", "", 1);
+  const auto first = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.result["worker"]["started_by"], "exec+pool_started");
+  EXPECT_NE(first.output.find("worker pool started for the next evaluation"), std::string::npos)
+      << first.output;
+  ASSERT_TRUE(pool_ready()) << "pool log:\n" << log();
+
+  const auto pooled = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
+  ASSERT_EQ(pooled.exit_code, 0) << pooled.output;
+  EXPECT_EQ(pooled.result["worker"]["started_by"], "pool");
+  EXPECT_NE(pooled.output.find("forked from the worker pool"), std::string::npos) << pooled.output;
+
+  auto no_pool = cpu;
+  no_pool.emplace_back("--no-pool");
+  const auto execd = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", no_pool);
+  ASSERT_EQ(execd.exit_code, 0) << execd.output;
+  EXPECT_EQ(execd.result["worker"]["started_by"], "exec");
+
+  ::setenv("KJUDGE_POOL", "0", 1);
+  const auto env_off = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
+  ASSERT_EQ(env_off.exit_code, 0) << env_off.output;
+  EXPECT_EQ(env_off.result["worker"]["started_by"], "exec");
+
+  ::setenv("KJUDGE_POOL", "yes", 1);
+  const auto bad_env = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
+  EXPECT_EQ(bad_env.exit_code, 2) << bad_env.output;
+  EXPECT_NE(bad_env.output.find("KJUDGE_POOL=yes"), std::string::npos) << bad_env.output;
+  ::unsetenv("KJUDGE_POOL");
+
+  auto both = cpu;
+  both.insert(both.end(), {"--pool", "--no-pool"});
+  const auto clash = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", both);
+  EXPECT_EQ(clash.exit_code, 2) << clash.output;
 }
 
 }  // namespace
