@@ -5,8 +5,6 @@
 #include <climits>
 #include <cmath>
 #include <ctime>
-#include <optional>
-#include <set>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -19,7 +17,6 @@
 #include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
 #include <kjudge/cuda/event.hpp>
-#include <kjudge/cuda/nvml.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/cuda/stream.hpp>
 #include <kjudge/measure/stream_blocker.hpp>
@@ -49,60 +46,10 @@ constexpr int queued_batches = 16;
  *  launches of a few microseconds each take. */
 constexpr milliseconds queued_hold_timeout{200.0};
 
-/** SM clock and clock-event reasons, read through NVML while timed work runs (rule 9). */
-class clock_sampler {
- public:
-  explicit clock_sampler(const cuda::device_properties& d) : m_nvml(cuda::nvml::instance()) {
-    if (m_nvml == nullptr) {
-      m_source = "NVML unavailable: " + cuda::nvml::unavailable_reason();
-      return;
-    }
-    m_device = m_nvml->device(d.uuid, d.pci_bus_id);
-    if (!m_device) {
-      m_source = "NVML does not know this device";
-      m_nvml = nullptr;
-      return;
-    }
-    m_source = "nvml";
-  }
-
-  /** Costs tens of microseconds; called after a timed launch is enqueued, before waiting. */
-  void sample() {
-    if (m_nvml == nullptr) return;
-    if (auto mhz = m_nvml->sm_clock_mhz(*m_device)) m_mhz.push_back(*mhz);
-    if (auto reasons = m_nvml->clock_event_reasons(*m_device))
-      m_reasons.insert(reasons->begin(), reasons->end());
-  }
-
-  [[nodiscard]] clock_summary summary() const {
-    clock_summary s;
-    s.source = m_source;
-    s.readings = m_mhz.size();
-    if (!m_mhz.empty()) {
-      s.sm_min_mhz = *std::min_element(m_mhz.begin(), m_mhz.end());
-      s.sm_max_mhz = *std::max_element(m_mhz.begin(), m_mhz.end());
-      s.sm_median_mhz = stats::median(m_mhz);
-    }
-    if (m_nvml != nullptr) {
-      s.sm_default_mhz = m_nvml->default_sm_clock_mhz(*m_device);
-      s.sm_boost_mhz = m_nvml->max_sm_clock_mhz(*m_device);
-    }
-    s.clock_event_reasons.assign(m_reasons.begin(), m_reasons.end());
-    return s;
-  }
-
- private:
-  cuda::nvml* m_nvml = nullptr;
-  std::optional<cuda::nvml_device> m_device;
-  std::string m_source;
-  std::vector<double> m_mhz;
-  std::set<std::string> m_reasons;
-};
-
 /** The stream, events and policy every benchmark shares. */
 class bench_context {
  public:
-  bench_context(const measure_options& o, clock_sampler& clocks)
+  bench_context(const measure_options& o, measure::detail::clock_monitor& clocks)
       : m_clocks(clocks), m_repetitions(o.repetitions), m_target_ms(o.target_launch_ms) {}
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return m_stream.get(); }
@@ -115,7 +62,7 @@ class bench_context {
     m_start.record(m_stream.get());
     enqueue();
     m_end.record(m_stream.get());
-    if (sample_clock) m_clocks.sample();  // the work is running now
+    if (sample_clock) m_clocks.read();  // the work is running now
     m_end.synchronize();
     return cuda::elapsed(m_start, m_end).count();
   }
@@ -167,7 +114,7 @@ class bench_context {
   [[nodiscard]] int repetitions() const noexcept { return m_repetitions; }
 
  private:
-  clock_sampler& m_clocks;
+  measure::detail::clock_monitor& m_clocks;
   int m_repetitions;
   double m_target_ms;
   cuda::stream m_stream;
@@ -508,6 +455,21 @@ void measure_latency(roofline_result& r, const measure_options& o, bench_context
 
 }  // namespace
 
+clock_summary summarise_clocks(const measure::detail::clock_observations& seen) {
+  clock_summary s;
+  s.source = seen.source;
+  if (seen.spread) {
+    s.readings = seen.spread->readings;
+    s.sm_min_mhz = seen.spread->min_mhz;
+    s.sm_median_mhz = seen.spread->median_mhz;
+    s.sm_max_mhz = seen.spread->max_mhz;
+  }
+  s.sm_default_mhz = seen.default_sm_mhz;
+  s.sm_boost_mhz = seen.max_sm_mhz;
+  s.clock_event_reasons = seen.reasons;
+  return s;
+}
+
 roofline_result measure_roofline(const measure_options& o) {
   if (o.repetitions < 5 || o.repetitions > 100)
     KJ_THROW(error_kind::usage, "repetitions must be within [5, 100], not {}", o.repetitions);
@@ -535,7 +497,7 @@ roofline_result measure_roofline(const measure_options& o) {
   r.gpu.runtime_version = d.runtime_version;
   r.measured_at_utc = utc_now();
 
-  clock_sampler clocks(d);
+  measure::detail::clock_monitor clocks(o.device);
   bench_context ctx(o, clocks);
   measure_memory(r, o, ctx, d);
   measure_sm(r, o, ctx, d);
@@ -543,7 +505,7 @@ roofline_result measure_roofline(const measure_options& o) {
   measure_latency(r, o, ctx);
   KJ_CUDA_CHECK(cudaDeviceSynchronize());
 
-  r.clocks = clocks.summary();
+  r.clocks = summarise_clocks(clocks.observations());
   if (r.clocks.sm_min_mhz && r.clocks.sm_default_mhz &&
       *r.clocks.sm_min_mhz < 0.75 * *r.clocks.sm_default_mhz)
     r.flags.push_back(

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string_view>
 
+#include <kjudge/measure/clock_monitor.hpp>
 #include <kjudge/roofline/result.hpp>
 
 namespace kj::roofline {
@@ -24,5 +25,11 @@ struct measure_options {
  *  left unmeasured with its reason and a `benchmark_unavailable` flag. Throws kj::error(cuda)
  *  when the device cannot be used at all, kj::error(usage) on bad options. */
 [[nodiscard]] roofline_result measure_roofline(const measure_options& options);
+
+/** The result's clocks from what the timing engine's clock monitor saw while the launches ran:
+ *  NVML's clocks as answered (no default substituted by the maximum) and every clock-event reason,
+ *  "gpu_idle" included, since a reading taken while a launch should be running that finds the GPU
+ *  idle is worth knowing about (the engine itself drops it: it reads after synchronising). */
+[[nodiscard]] clock_summary summarise_clocks(const measure::detail::clock_observations& seen);
 
 }  // namespace kj::roofline

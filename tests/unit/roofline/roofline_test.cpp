@@ -1,6 +1,7 @@
 // Roofline results without a GPU: JSON round trip, cache naming and loading, ridge points, and the
 // invariants that turn a bad figure into a flag (with hand-made results, including the seed's
-// L1 13.6 GB/s below L2 927.6 GB/s).
+// L1 13.6 GB/s below L2 927.6 GB/s), and the clocks line and JSON made from what the timing
+// engine's clock monitor observed.
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <kjudge/device/datasheet.hpp>
 #include <kjudge/roofline/cache.hpp>
 #include <kjudge/roofline/check.hpp>
+#include <kjudge/roofline/measure.hpp>
 #include <kjudge/roofline/report.hpp>
 
 #include "commands.hpp"
@@ -107,6 +109,72 @@ TEST(RooflineResult, RejectsAnotherSchema) {
   roofline_result r;
   EXPECT_THROW(from_json(j, r), kj::error);
   EXPECT_THROW(from_json(nlohmann::json::array(), r), kj::error);
+}
+
+/** Clocks as NVML gives them on the H200 VM: 1980 MHz throughout (benchmarks.md); the count is
+ *  made up. */
+measure::detail::clock_observations h200_clocks() {
+  measure::detail::clock_observations seen;
+  seen.available = true;
+  seen.source = "nvml";
+  seen.spread = measure::detail::clock_spread{91, 1980, 1980, 1980};
+  seen.default_sm_mhz = 1980;
+  seen.max_sm_mhz = 1980;
+  seen.reasons = {"gpu_idle"};
+  return seen;
+}
+
+std::string clock_line(const roofline_result& r) {
+  const auto text = render_text(r, check_roofline(r), "test");
+  const auto begin = text.find("SM clock during the run");
+  if (begin == std::string::npos) return text;
+  return text.substr(begin, text.find('\n', begin) - begin);
+}
+
+TEST(RooflineClocks, TheMonitorsReadingsGiveTheReportLineAndJson) {
+  auto r = h200_like();
+  r.clocks = summarise_clocks(h200_clocks());
+  EXPECT_EQ(clock_line(r), "SM clock during the run: 1980-1980 MHz (median 1980, default 1980)");
+  // Unlike the timing engine's record, the roofline keeps "gpu_idle": it reads while a launch
+  // should be running.
+  EXPECT_EQ(nlohmann::json(r)["clocks"].dump(),
+            R"({"clock_event_reasons":["gpu_idle"],"readings":91,"sm_boost_mhz":1980,)"
+            R"("sm_default_mhz":1980,"sm_max_mhz":1980.0,"sm_median_mhz":1980.0,)"
+            R"("sm_min_mhz":1980.0,"source":"nvml"})");
+}
+
+TEST(RooflineClocks, MinMedianAndMaxComeFromTheSpread) {
+  auto seen = h200_clocks();
+  seen.spread = measure::detail::clock_spread{4, 1755, 1965, 1995};
+  auto r = h200_like();
+  r.clocks = summarise_clocks(seen);
+  EXPECT_EQ(r.clocks.readings, 4u);
+  EXPECT_EQ(clock_line(r), "SM clock during the run: 1755-1995 MHz (median 1965, default 1980)");
+}
+
+TEST(RooflineClocks, AMissingDefaultClockIsNotReplacedByTheMaximum) {
+  auto seen = h200_clocks();
+  seen.default_sm_mhz.reset();
+  auto r = h200_like();
+  r.clocks = summarise_clocks(seen);
+  EXPECT_FALSE(r.clocks.sm_default_mhz.has_value());
+  EXPECT_EQ(r.clocks.sm_boost_mhz, 1980u);
+  EXPECT_EQ(clock_line(r), "SM clock during the run: 1980-1980 MHz (median 1980)");
+  EXPECT_TRUE(nlohmann::json(r)["clocks"]["sm_default_mhz"].is_null());
+}
+
+TEST(RooflineClocks, WithoutNvmlTheReportSaysWhy) {
+  auto r = h200_like();
+  r.clocks = summarise_clocks(
+      measure::detail::clock_monitor::unavailable("libnvidia-ml.so.1 not found").observations());
+  EXPECT_EQ(r.clocks.readings, 0u);
+  EXPECT_FALSE(r.clocks.sm_min_mhz.has_value());
+  EXPECT_FALSE(r.clocks.sm_boost_mhz.has_value());
+  EXPECT_EQ(clock_line(r), "SM clock during the run: not read (libnvidia-ml.so.1 not found)");
+  EXPECT_EQ(nlohmann::json(r)["clocks"].dump(),
+            R"({"clock_event_reasons":[],"readings":0,"sm_boost_mhz":null,"sm_default_mhz":null,)"
+            R"("sm_max_mhz":null,"sm_median_mhz":null,"sm_min_mhz":null,)"
+            R"("source":"libnvidia-ml.so.1 not found"})");
 }
 
 TEST(RooflineResult, BestIsMaxForRatesAndMinForLatencies) {
