@@ -15,11 +15,19 @@
 //      memory and leave with coalesced stores.
 // The scale is formed as PyTorch on CUDA forms `amax / 127.0` (a multiply by float(1/127): it
 // differs from a true division for ~4% of values, and one ulp flips ties of x/s at k + 0.5). The
-// blend uses the reference's association and IEEE rounding (true division, no FMA contraction), so
-// the GEMM input matches PyTorch's bit for bit. No host synchronisation: device attributes and
-// occupancy are host-side queries, cached per device.
+// blend uses the reference's association and IEEE rounding (a correctly rounded x/s, no FMA
+// contraction), so the GEMM input matches PyTorch's bit for bit. No host synchronisation: device
+// attributes and occupancy are host-side queries, cached per device.
+// Built with -DKJ_QUANTVLA_TRACE (bench/quantvla_phases), each block's thread 0 stamps the phase
+// boundaries (QV_STAMP); otherwise the stamps compile to nothing.
 
 #include <kjudge/candidate.h>
+
+#ifdef KJ_QUANTVLA_TRACE
+#include "phase_trace.cuh"
+#else
+#define QV_STAMP(i) ((void)0)
+#endif
 
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -88,9 +96,15 @@ __device__ __forceinline__ void cp_async_wait_1() {
 }
 
 /** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp, *s, alpha*xq,
- *  (1-alpha), (1-alpha)*x, sum. Intrinsics keep nvcc from contracting into FMAs. */
-__device__ __forceinline__ float blend(float v, float alpha, float scale) {
-  float q = rintf(__fdiv_rn(v, scale));
+ *  (1-alpha), (1-alpha)*x, sum. Intrinsics keep nvcc from contracting into FMAs.
+ *  x/s is RN(q0 + r * rcp) with rcp = RN(1/s), q0 = RN(x * rcp) and r = x - s * q0 exact by FMA:
+ *  Markstein's correction, correctly rounded when nothing overflows or underflows (|x/s| <= 127;
+ *  a quotient in the subnormal range rounds to 0 either way). It replaces __fdiv_rn's per-element
+ *  reciprocal; bench/quantvla_phases/divcheck.cu found no difference from __fdiv_rn in 2.9e10
+ *  quotients near the ties k + 0.5 and at random, over random scales. */
+__device__ __forceinline__ float blend(float v, float alpha, float scale, float rcp) {
+  const float q0 = __fmul_rn(v, rcp);
+  float q = rintf(__fmaf_rn(__fmaf_rn(-scale, q0, v), rcp, q0));
   q = fminf(fmaxf(q, -127.0f), 127.0f);
   const float xq = __fmul_rn(q, scale);
   return __fadd_rn(__fmul_rn(alpha, xq), __fmul_rn(__fsub_rn(1.0f, alpha), v));
@@ -182,6 +196,7 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   const int num_tiles = tiles_m * tiles_n;
   const int chunks = (a.k + C::BK - 1) / C::BK;
   int tile = static_cast<int>(blockIdx.x);
+  QV_STAMP(0);
 
   // Phase 1: this block's share of max|x|; its loads go out first. Then the loads that do not
   // depend on the scale (the first tile's x and W chunks, logits, bias), overlapping the reduction
@@ -210,6 +225,7 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
     if (tid < C::BN && n0 + tid < a.n) bias = __ldg(a.bias + n0 + tid);
   }
   local = block_max<C::NT>(local, s_red);
+  QV_STAMP(1);
   if (tid == 0) a.partial[blockIdx.x] = local;
   cooperative_groups::this_grid().sync();  // also orders the partials' stores before the loads
   if (tid < 32) {
@@ -225,6 +241,8 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   if (tile < num_tiles && tid < C::BN) s_bias[tid] = bias;
   __syncthreads();
   const float scale = s_scale;
+  const float rcp = __frcp_rn(scale);
+  QV_STAMP(2);
 
   const int group = tid / C::GT;  // which slice of each K chunk this thread sums
   const int r = tid % C::GT;
@@ -252,12 +270,14 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       const float* sw = stage + C::BM * C::LDS;
       cp_async_wait_1();  // all groups but the newest: chunk kc has landed for this thread
       __syncthreads();    // ... and for every thread; s_alpha is written
+      if (kc == 0) QV_STAMP(3);
 #pragma unroll 2
       for (int i = tid; i < C::BM * C::BK; i += C::NT) {
         const int row = i / C::BK, c = i % C::BK;
-        sa[row * C::LDS + c] = blend(sa[row * C::LDS + c], s_alpha[row], scale);
+        sa[row * C::LDS + c] = blend(sa[row * C::LDS + c], s_alpha[row], scale, rcp);
       }
       __syncthreads();
+      if (kc == 0) QV_STAMP(4);
       const int k_lo = group * (C::BK / C::KS);
 #pragma unroll
       for (int kk = 0; kk < C::BK / C::KS; kk += 4) {
@@ -285,6 +305,7 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       cp_async_commit();  // possibly empty: keeps "chunk kc+1 is all but the newest" true
     }
 
+    QV_STAMP(5);
     if constexpr (C::KS == 1) {
 #pragma unroll
       for (int j = 0; j < C::TN; ++j) {
@@ -319,6 +340,7 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
       __syncthreads();  // the next tile's copies overwrite `red`
     }
   }
+  QV_STAMP(6);
 }
 
 constexpr int kMaxDevices = 64;

@@ -1,0 +1,253 @@
+// Where the QuantVLA native kernel's time goes (examples/quantvla/fused.cu, linked in):
+//   1. correctness on several shapes against a double-precision CPU reference of the problem;
+//   2. at the nominal shape (B=8, T=64, D=128), `samples` cold samples as kjudge's device figure
+//      takes them: L2 flushed (256 MiB written), a spin kernel holds the stream, events around
+//      kj_forward; every other sample times an empty kernel the same way (the method's floor);
+//   3. built with -DKJ_QUANTVLA_TRACE, the kernel's per-block phase stamps (phase_trace.cuh):
+//      the span from the first block's entry to the last block's end, and each phase's median
+//      and slowest block, as medians over the samples.
+// Usage: quantvla_phases <label> [samples]. Run by bench/quantvla_phases/run.sh.
+#include <kjudge/candidate.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" __attribute__((weak)) void* qv_trace_address();
+
+namespace {
+
+constexpr int kStamps = 8;  // as phase_trace.cuh
+constexpr int kPhases = 6;  // between stamps 0..6
+const char* const kPhaseNames[kPhases] = {"entry -> block max|x|",
+                                          "-> scale (grid barrier)",
+                                          "-> chunk in shared",
+                                          "-> blended",
+                                          "-> GEMM",
+                                          "-> stored"};
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  std::exit(1);
+}
+
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+__global__ void empty_kernel() {}
+
+kj_tensor make_tensor(void* data, const std::vector<long long>& shape, const char* name) {
+  kj_tensor t{};
+  t.data = data;
+  t.dtype = KJ_DTYPE_F32;
+  t.ndim = static_cast<int>(shape.size());
+  t.name = name;
+  long long stride = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    t.shape[d] = shape[d];
+    t.strides[d] = stride;
+    stride *= shape[d];
+  }
+  return t;
+}
+
+/** One problem instance on the device, with its host copies and the kj_call for it. */
+struct instance {
+  int batch, tokens, dim;
+  std::vector<float> x, logits, weight, bias;
+  float *d_x = nullptr, *d_logits = nullptr, *d_weight = nullptr, *d_bias = nullptr,
+        *d_out = nullptr;
+  void* workspace = nullptr;
+  kj_tensor inputs[2], params[2], outputs[1];
+  kj_call call{};
+  char error[512] = {};
+
+  instance(int b, int t, int d, unsigned seed) : batch(b), tokens(t), dim(d) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const size_t rows = static_cast<size_t>(b) * t;
+    x.resize(rows * d);
+    logits.resize(rows);
+    weight.resize(static_cast<size_t>(d) * d);
+    bias.resize(d);
+    for (auto& v : x) v = normal(gen);
+    for (auto& v : logits) v = normal(gen);
+    for (auto& v : weight) v = normal(gen) / std::sqrt(static_cast<float>(d));
+    for (auto& v : bias) v = 0.1f * normal(gen);
+    upload(d_x, x);
+    upload(d_logits, logits);
+    upload(d_weight, weight);
+    upload(d_bias, bias);
+    check_cuda(cudaMalloc(&d_out, x.size() * sizeof(float)), "cudaMalloc out");
+    inputs[0] = make_tensor(d_x, {b, t, d}, "input0");
+    inputs[1] = make_tensor(d_logits, {b, t}, "input1");
+    params[0] = make_tensor(d_weight, {d, d}, "out_proj.weight");
+    params[1] = make_tensor(d_bias, {d}, "out_proj.bias");
+    outputs[0] = make_tensor(d_out, {b, t, d}, "output0");
+    call.abi_version = KJ_ABI_VERSION;
+    call.inputs = inputs;
+    call.num_inputs = 2;
+    call.params = params;
+    call.num_params = 2;
+    call.outputs = outputs;
+    call.num_outputs = 1;
+    call.error = error;
+    call.error_capacity = sizeof error;
+    call.workspace_bytes = kj_workspace_bytes(&call);
+    check_cuda(cudaMalloc(&workspace, call.workspace_bytes), "cudaMalloc workspace");
+    call.workspace = workspace;
+  }
+
+  static void upload(float*& dst, const std::vector<float>& src) {
+    check_cuda(cudaMalloc(&dst, src.size() * sizeof(float)), "cudaMalloc");
+    check_cuda(cudaMemcpy(dst, src.data(), src.size() * sizeof(float), cudaMemcpyHostToDevice),
+               "upload");
+  }
+
+  void forward() {
+    if (kj_forward(&call) != 0) {
+      std::fprintf(stderr, "kj_forward failed: %s\n", error);
+      std::exit(1);
+    }
+  }
+
+  /** The worst |out - ref| / (1e-4 + 1e-4 |ref|) over all outputs: <= 1 passes fp32's
+   *  atol = rtol = 1e-4. Outputs are poisoned with NaN first. */
+  double worst_error() {
+    check_cuda(cudaMemset(d_out, 0xff, x.size() * sizeof(float)), "poison");
+    forward();
+    check_cuda(cudaDeviceSynchronize(), "forward");
+    std::vector<float> out(x.size());
+    check_cuda(cudaMemcpy(out.data(), d_out, out.size() * sizeof(float), cudaMemcpyDeviceToHost),
+               "download");
+    float amax = 0.0f;
+    for (float v : x) amax = std::max(amax, std::fabs(v));
+    const float scale = std::max(amax, 1e-8f) * (1.0f / 127.0f);
+    std::vector<float> mixed(dim);
+    double worst = 0.0;
+    for (size_t m = 0; m < logits.size(); ++m) {
+      const float alpha = 1.0f / (1.0f + std::exp(-logits[m]));
+      for (int k = 0; k < dim; ++k) {
+        const float v = x[m * dim + k];
+        const float q = std::min(std::max(std::nearbyint(v / scale), -127.0f), 127.0f);
+        mixed[k] = alpha * (q * scale) + (1.0f - alpha) * v;
+      }
+      for (int n = 0; n < dim; ++n) {
+        double ref = bias[n];
+        for (int k = 0; k < dim; ++k)
+          ref += static_cast<double>(mixed[k]) * weight[static_cast<size_t>(n) * dim + k];
+        const double err = std::fabs(ref - out[m * dim + n]) / (1e-4 + 1e-4 * std::fabs(ref));
+        worst = std::isnan(err) ? INFINITY : std::max(worst, err);
+      }
+    }
+    return worst;
+  }
+};
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string label = argc > 1 ? argv[1] : "fused";
+  const int samples = argc > 2 ? std::max(10, std::atoi(argv[2])) : 400;
+  const int warmup = 20;
+
+  bool correct = true;
+  const int shapes[][3] = {{8, 64, 128}, {1, 1, 1},      {3, 7, 5},
+                           {2, 50, 130}, {16, 128, 256}, {4, 33, 1024},
+                           {1, 3, 4096}, {64, 128, 128}, {8, 256, 512}};
+  for (const auto& s : shapes) {
+    instance p(s[0], s[1], s[2], 1234u + static_cast<unsigned>(s[2]));
+    for (int rep = 0; rep < 3; ++rep)  // repeats: state left by one launch must not leak
+      if (const double w = p.worst_error(); !(w <= 1.0)) {
+        correct = false;
+        std::printf("%s: B=%d T=%d D=%d launch %d: worst error %.3g x tolerance\n", label.c_str(),
+                    s[0], s[1], s[2], rep, w);
+      }
+  }
+  std::printf("%s: correctness on %zu shapes: %s\n", label.c_str(), std::size(shapes),
+              correct ? "ok" : "FAILED");
+
+  instance p(8, 64, 128, 99);
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  p.call.stream = stream;
+  const size_t flush_bytes = size_t{256} << 20;
+  void* flush = nullptr;
+  check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
+  cudaEvent_t start, stop;
+  check_cuda(cudaEventCreate(&start), "event");
+  check_cuda(cudaEventCreate(&stop), "event");
+  int clock_khz = 0;
+  check_cuda(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), "clock rate");
+  auto* trace = static_cast<unsigned long long*>(qv_trace_address ? qv_trace_address() : nullptr);
+  const size_t trace_words = size_t{4096} * 2 * kStamps;
+  std::vector<unsigned long long> stamps(trace_words);
+  if (trace != nullptr) check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
+
+  std::vector<double> forward_us, empty_us, span_us, entry_spread_us;
+  std::vector<double> phase_median_us[kPhases], phase_slowest_us[kPhases];
+  for (int s = 0; s < 2 * (samples + warmup); ++s) {
+    const bool empty = s % 2 == 1;
+    check_cuda(cudaMemsetAsync(flush, s & 0xff, flush_bytes, stream), "flush");
+    spin_kernel<<<1, 1, 0, stream>>>(40000);  // ~20 us: the launches below queue behind it
+    check_cuda(cudaEventRecord(start, stream), "record");
+    if (empty)
+      empty_kernel<<<1, 32, 0, stream>>>();
+    else
+      p.forward();
+    check_cuda(cudaEventRecord(stop, stream), "record");
+    check_cuda(cudaStreamSynchronize(stream), "sample");
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    if (s < 2 * warmup) continue;
+    (empty ? empty_us : forward_us).push_back(1e3 * ms);
+    if (empty || trace == nullptr) continue;
+    check_cuda(cudaMemcpy(stamps.data(), trace, trace_words * 8, cudaMemcpyDeviceToHost), "trace");
+    check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
+    unsigned long long first_entry = ~0ULL, last_entry = 0, last_end = 0;
+    std::vector<double> phase[kPhases];
+    for (int b = 0; b < 4096 && stamps[b * 2 * kStamps] != 0; ++b) {
+      const unsigned long long* r = &stamps[b * 2 * kStamps];
+      first_entry = std::min(first_entry, r[0]);
+      last_entry = std::max(last_entry, r[0]);
+      last_end = std::max(last_end, r[6]);
+      for (int k = 0; k < kPhases; ++k)
+        phase[k].push_back(static_cast<double>(r[kStamps + k + 1] - r[kStamps + k]) * 1e3 /
+                           clock_khz);
+    }
+    span_us.push_back(static_cast<double>(last_end - first_entry) / 1e3);
+    entry_spread_us.push_back(static_cast<double>(last_entry - first_entry) / 1e3);
+    for (int k = 0; k < kPhases; ++k) {
+      phase_median_us[k].push_back(quantile(phase[k], 0.5));
+      phase_slowest_us[k].push_back(quantile(phase[k], 1.0));
+    }
+  }
+  std::printf(
+      "%s: forward %.2f us median (q1 %.2f, q3 %.2f, min %.2f, n %zu); empty kernel %.2f us\n",
+      label.c_str(), quantile(forward_us, 0.5), quantile(forward_us, 0.25),
+      quantile(forward_us, 0.75), quantile(forward_us, 0.0), forward_us.size(),
+      quantile(empty_us, 0.5));
+  if (span_us.empty()) return correct ? 0 : 1;
+  std::printf("  stamps: first entry to last end %.2f us, entries spread over %.2f us\n",
+              quantile(span_us, 0.5), quantile(entry_spread_us, 0.5));
+  std::printf("  phase (SM clock at %d MHz)   median block   slowest block\n", clock_khz / 1000);
+  for (int k = 0; k < kPhases; ++k)
+    std::printf("  %-28s %8.2f us    %8.2f us\n", kPhaseNames[k], quantile(phase_median_us[k], 0.5),
+                quantile(phase_slowest_us[k], 0.5));
+  return correct ? 0 : 1;
+}

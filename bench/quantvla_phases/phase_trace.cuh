@@ -1,0 +1,34 @@
+// Phase stamps for examples/quantvla/fused.cu, compiled in with -DKJ_QUANTVLA_TRACE by
+// bench/quantvla_phases/run.sh. Thread 0 of every block writes the global timer (ns, comparable
+// across SMs) and its SM's clock64 (cycles, exact within a block) at each boundary:
+//   0 entry, 1 the block's max|x| reduced, 2 the scale known (after the grid barrier),
+//   3 the first K chunk landed in shared memory, 4 blended, 5 GEMM done, 6 outputs stored.
+#pragma once
+
+#include <cuda_runtime.h>
+
+constexpr int kQvTraceBlocks = 4096;
+constexpr int kQvStamps = 8;
+
+/** [block][0..7] global timer, [block][8..15] clock64; zeroed by the harness between samples. */
+__device__ unsigned long long qv_trace[kQvTraceBlocks][2 * kQvStamps];
+
+__device__ __forceinline__ unsigned long long qv_global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+#define QV_STAMP(i)                                                                       \
+  do {                                                                                    \
+    if (threadIdx.x == 0 && blockIdx.x < kQvTraceBlocks) {                                \
+      qv_trace[blockIdx.x][(i)] = qv_global_timer_ns();                                   \
+      qv_trace[blockIdx.x][kQvStamps + (i)] = static_cast<unsigned long long>(clock64()); \
+    }                                                                                     \
+  } while (0)
+
+/** The trace buffer's device address, for the harness (another translation unit). */
+extern "C" void* qv_trace_address() {
+  void* p = nullptr;
+  return cudaGetSymbolAddress(&p, qv_trace) == cudaSuccess ? p : nullptr;
+}
