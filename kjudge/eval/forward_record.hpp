@@ -34,7 +34,8 @@ struct forward_context {
 /** How long the recorded forward may take to be queued behind the blocking kernel. */
 inline constexpr milliseconds forward_block_timeout{1000.0};
 
-/** Removes the blocking kernel's own record (it is launched just before the region starts). */
+/** Removes the blocking kernel's own record: the first launch of the recording (launched just
+ *  before the region starts), never a later kernel of the same name. */
 void drop_blocking_kernel(profile::activity_records& records);
 
 /** The kernel records as the report lists them: start (launch) order, untimed ones last,

@@ -276,12 +276,43 @@ TEST(ForwardRecord, TheBlockingKernelIsNotCountedAsALaunch) {
   blocking.demangled_name =
       "kj::measure::detail::(anonymous namespace)::blocking_kernel(int const volatile*, int "
       "volatile*, unsigned long long)";
+  blocking.correlation_id = 7;
+  blocking.start_ns = 1'000;
   profile::kernel_record user;
   user.name = user.demangled_name = "void my_blocking_kernel(float*)";  // a candidate's own
-  r.kernels = {blocking, user};
+  user.correlation_id = 9;
+  user.start_ns = 30'000;
+  r.kernels = {user, blocking};
   drop_blocking_kernel(r);
   ASSERT_EQ(r.kernels.size(), 1u);
   EXPECT_EQ(r.kernels[0].name, "void my_blocking_kernel(float*)");
+}
+
+TEST(ForwardRecord, ACandidateKernelNamedLikeTheBlockingKernelStillCounts) {
+  // Only kjudge's own launch, the recording's first, is dropped: a candidate cannot hide a kernel
+  // by giving it the blocking kernel's name.
+  profile::kernel_record ours;
+  ours.name = "_ZN2kj7measure6detail12_GLOBAL__N_115blocking_kernelEPVKiPViy";
+  ours.demangled_name =
+      "kj::measure::detail::(anonymous namespace)::blocking_kernel(int const volatile*, int "
+      "volatile*, unsigned long long)";
+  profile::kernel_record impostor = ours;
+  ours.correlation_id = 11;
+  ours.start_ns = 5'000;
+  impostor.correlation_id = 14;
+  impostor.start_ns = 40'000;
+  profile::activity_records r;
+  r.kernels = {impostor, ours};
+  drop_blocking_kernel(r);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels[0].correlation_id, 14u);
+
+  // Without correlation ids, the earlier start decides.
+  ours.correlation_id = impostor.correlation_id = 0;
+  r.kernels = {impostor, ours};
+  drop_blocking_kernel(r);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels[0].start_ns, 40'000u);
 }
 
 }  // namespace
