@@ -185,6 +185,7 @@ counter_run collect_counters(job j, const counter_options& options) {
     out.reference = profile::kernels_in_range(report, profile::ncu_reference_range);
     out.candidate = profile::kernels_in_range(report, profile::ncu_candidate_range);
     out.source.collected = !report.kernels.empty();
+    out.source.missing_metrics = report.missing_metrics;
     if (!out.source.collected)
       out.source.unavailable_reason =
           fmt::format("ncu profiled no kernel (the profiled worker ended: {})",

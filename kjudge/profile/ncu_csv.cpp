@@ -262,7 +262,7 @@ struct metric_field {
   }
 // clang-format off
 constexpr metric_field fields[] = {
-    KJ_REAL("gpu__time_duration.sum", "", time, k.duration_ns),
+    KJ_REAL(ncu_metric::duration, "", time, k.duration_ns),
     KJ_U32("launch__grid_dim_x", "", k.grid.x),
     KJ_U32("launch__grid_dim_y", "", k.grid.y),
     KJ_U32("launch__grid_dim_z", "", k.grid.z),
@@ -277,45 +277,74 @@ constexpr metric_field fields[] = {
     KJ_U32("launch__occupancy_limit_warps", "", k.occupancy_limit_warps),
     KJ_U32("launch__occupancy_limit_blocks", "", k.occupancy_limit_blocks),
     KJ_REAL("launch__waves_per_multiprocessor", "", count, k.waves_per_sm),
-    KJ_U32("device__attribute_multiprocessor_count", "launch__sm_count", k.sm_count),
-    KJ_U32("device__attribute_max_warps_per_multiprocessor", "", k.max_warps_per_sm),
-    KJ_REAL("dram__bytes_read.sum", "", bytes, k.dram_read_bytes),
-    KJ_REAL("dram__bytes_write.sum", "", bytes, k.dram_write_bytes),
-    KJ_REAL("l1tex__t_sectors_lookup_hit.sum", "l1tex__t_sector_hit.sum", count, k.l1_hit_sectors),
-    KJ_REAL("l1tex__t_sectors.sum", "", count, k.l1_sectors),
-    KJ_REAL("lts__t_sectors_lookup_hit.sum", "lts__t_sector_hit.sum", count, k.l2_hit_sectors),
-    KJ_REAL("lts__t_sectors.sum", "", count, k.l2_sectors),
-    KJ_REAL("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", count, k.global_load_requests),
-    KJ_REAL("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "", count, k.global_load_sectors),
-    KJ_REAL("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "", count, k.global_store_requests),
-    KJ_REAL("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "", count, k.global_store_sectors),
-    KJ_REAL("sm__cycles_active.sum", "", count, k.sm_active_cycles),
-    KJ_REAL("sm__cycles_elapsed.max", "", count, k.elapsed_cycles),
-    KJ_REAL("sm__warps_active.sum", "", count, k.warps_active),
-    KJ_REAL("sm__maximum_warps_per_active_cycle_pct", "", percent, k.theoretical_occupancy_pct),
-    KJ_REAL("sm__throughput.avg.pct_of_peak_sustained_elapsed", "", percent, k.sm_throughput_pct),
-    KJ_REAL("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "", percent,
+    KJ_U32(ncu_metric::sm_count, "launch__sm_count", k.sm_count),
+    KJ_U32(ncu_metric::max_warps, "", k.max_warps_per_sm),
+    KJ_REAL(ncu_metric::dram_read, "", bytes, k.dram_read_bytes),
+    KJ_REAL(ncu_metric::dram_write, "", bytes, k.dram_write_bytes),
+    KJ_REAL(ncu_metric::l1_hit_sectors, "l1tex__t_sector_hit.sum", count, k.l1_hit_sectors),
+    KJ_REAL(ncu_metric::l1_sectors, "", count, k.l1_sectors),
+    KJ_REAL(ncu_metric::l2_hit_sectors, "lts__t_sector_hit.sum", count, k.l2_hit_sectors),
+    KJ_REAL(ncu_metric::l2_sectors, "", count, k.l2_sectors),
+    KJ_REAL(ncu_metric::load_requests, "", count, k.global_load_requests),
+    KJ_REAL(ncu_metric::load_sectors, "", count, k.global_load_sectors),
+    KJ_REAL(ncu_metric::store_requests, "", count, k.global_store_requests),
+    KJ_REAL(ncu_metric::store_sectors, "", count, k.global_store_sectors),
+    KJ_REAL(ncu_metric::sm_active_cycles, "", count, k.sm_active_cycles),
+    KJ_REAL(ncu_metric::elapsed_cycles, "", count, k.elapsed_cycles),
+    KJ_REAL(ncu_metric::warps_active, "", count, k.warps_active),
+    KJ_REAL(ncu_metric::theoretical_occupancy, "", percent, k.theoretical_occupancy_pct),
+    KJ_REAL(ncu_metric::sm_sol, "", percent, k.sm_throughput_pct),
+    KJ_REAL(ncu_metric::memory_sol, "", percent,
             k.memory_throughput_pct),
-    KJ_REAL("smsp__inst_issued.sum", "", count, k.instructions_issued),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "", count, k.flops.fp32.add),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", "", count, k.flops.fp32.mul),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "", count, k.flops.fp32.fma),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "", count, k.flops.fp64.add),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", "", count, k.flops.fp64.mul),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", "", count, k.flops.fp64.fma),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", "", count, k.flops.fp16.add),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_hmul_pred_on.sum", "", count, k.flops.fp16.mul),
-    KJ_REAL("smsp__sass_thread_inst_executed_op_hfma_pred_on.sum", "", count, k.flops.fp16.fma),
-    KJ_REAL("sm__ops_path_tensor_src_fp16.sum", "", count, k.flops.tensor_fp16_flop),
-    KJ_REAL("sm__ops_path_tensor_src_bf16_dst_fp32.sum", "", count, k.flops.tensor_bf16_flop),
-    KJ_REAL("sm__ops_path_tensor_src_tf32_dst_fp32.sum", "", count, k.flops.tensor_tf32_flop),
-    KJ_REAL("sm__ops_path_tensor_src_fp64.sum", "", count, k.flops.tensor_fp64_flop),
-    KJ_REAL("sm__ops_path_tensor_src_fp8.sum", "", count, k.flops.tensor_fp8_flop),
+    KJ_REAL(ncu_metric::instructions_issued, "", count, k.instructions_issued),
+    KJ_REAL(ncu_metric::fp32_add, "", count, k.flops.fp32.add),
+    KJ_REAL(ncu_metric::fp32_mul, "", count, k.flops.fp32.mul),
+    KJ_REAL(ncu_metric::fp32_fma, "", count, k.flops.fp32.fma),
+    KJ_REAL(ncu_metric::fp64_add, "", count, k.flops.fp64.add),
+    KJ_REAL(ncu_metric::fp64_mul, "", count, k.flops.fp64.mul),
+    KJ_REAL(ncu_metric::fp64_fma, "", count, k.flops.fp64.fma),
+    KJ_REAL(ncu_metric::fp16_add, "", count, k.flops.fp16.add),
+    KJ_REAL(ncu_metric::fp16_mul, "", count, k.flops.fp16.mul),
+    KJ_REAL(ncu_metric::fp16_fma, "", count, k.flops.fp16.fma),
+    KJ_REAL(ncu_metric::tensor_fp16, "", count, k.flops.tensor_fp16_flop),
+    KJ_REAL(ncu_metric::tensor_bf16, "", count, k.flops.tensor_bf16_flop),
+    KJ_REAL(ncu_metric::tensor_tf32, "", count, k.flops.tensor_tf32_flop),
+    KJ_REAL(ncu_metric::tensor_fp64, "", count, k.flops.tensor_fp64_flop),
+    KJ_REAL(ncu_metric::tensor_fp8, "", count, k.flops.tensor_fp8_flop),
 };
 // clang-format on
 #undef KJ_REAL
 #undef KJ_ADD
 #undef KJ_U32
+
+}  // namespace
+
+std::vector<std::string_view> ncu_flop_metrics(flop_type t) {
+  namespace m = ncu_metric;
+  switch (t) {
+    case flop_type::fp64:
+      return {m::fp64_add, m::fp64_mul, m::fp64_fma};
+    case flop_type::fp32:
+      return {m::fp32_add, m::fp32_mul, m::fp32_fma};
+    case flop_type::fp16:
+      return {m::fp16_add, m::fp16_mul, m::fp16_fma};
+    case flop_type::bf16:
+      return {};
+    case flop_type::tensor_fp64:
+      return {m::tensor_fp64};
+    case flop_type::tensor_tf32:
+      return {m::tensor_tf32};
+    case flop_type::tensor_fp16:
+      return {m::tensor_fp16};
+    case flop_type::tensor_bf16:
+      return {m::tensor_bf16};
+    case flop_type::tensor_fp8:
+      return {m::tensor_fp8};
+  }
+  return {};
+}
+
+namespace {
 
 /** Top-level pipes of sm__inst_executed_pipe_<p>.sum (not the _type_/_op_/_cmd_ breakdowns). */
 // clang-format off

@@ -28,6 +28,52 @@ namespace kj::profile {
 inline constexpr std::string_view ncu_reference_range = "kjudge_reference";
 inline constexpr std::string_view ncu_candidate_range = "kjudge_candidate";
 
+/** The ncu metrics (table columns) behind kernel_metrics' fields that figures are derived from:
+ *  one name for the parser's table and for the report, which withholds every figure whose
+ *  counter ncu did not report (unreported.hpp). */
+namespace ncu_metric {
+inline constexpr std::string_view duration = "gpu__time_duration.sum";
+inline constexpr std::string_view sm_count = "device__attribute_multiprocessor_count";
+inline constexpr std::string_view max_warps = "device__attribute_max_warps_per_multiprocessor";
+inline constexpr std::string_view dram_read = "dram__bytes_read.sum";
+inline constexpr std::string_view dram_write = "dram__bytes_write.sum";
+inline constexpr std::string_view l1_hit_sectors = "l1tex__t_sectors_lookup_hit.sum";
+inline constexpr std::string_view l1_sectors = "l1tex__t_sectors.sum";
+inline constexpr std::string_view l2_hit_sectors = "lts__t_sectors_lookup_hit.sum";
+inline constexpr std::string_view l2_sectors = "lts__t_sectors.sum";
+inline constexpr std::string_view load_requests = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
+inline constexpr std::string_view load_sectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+inline constexpr std::string_view store_requests =
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum";
+inline constexpr std::string_view store_sectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
+inline constexpr std::string_view sm_active_cycles = "sm__cycles_active.sum";
+inline constexpr std::string_view elapsed_cycles = "sm__cycles_elapsed.max";
+inline constexpr std::string_view warps_active = "sm__warps_active.sum";
+inline constexpr std::string_view theoretical_occupancy = "sm__maximum_warps_per_active_cycle_pct";
+inline constexpr std::string_view sm_sol = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+inline constexpr std::string_view memory_sol =
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
+inline constexpr std::string_view instructions_issued = "smsp__inst_issued.sum";
+inline constexpr std::string_view fp32_add = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum";
+inline constexpr std::string_view fp32_mul = "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum";
+inline constexpr std::string_view fp32_fma = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum";
+inline constexpr std::string_view fp64_add = "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum";
+inline constexpr std::string_view fp64_mul = "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum";
+inline constexpr std::string_view fp64_fma = "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum";
+inline constexpr std::string_view fp16_add = "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum";
+inline constexpr std::string_view fp16_mul = "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum";
+inline constexpr std::string_view fp16_fma = "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum";
+inline constexpr std::string_view tensor_fp16 = "sm__ops_path_tensor_src_fp16.sum";
+inline constexpr std::string_view tensor_bf16 = "sm__ops_path_tensor_src_bf16_dst_fp32.sum";
+inline constexpr std::string_view tensor_tf32 = "sm__ops_path_tensor_src_tf32_dst_fp32.sum";
+inline constexpr std::string_view tensor_fp64 = "sm__ops_path_tensor_src_fp64.sum";
+inline constexpr std::string_view tensor_fp8 = "sm__ops_path_tensor_src_fp8.sum";
+}  // namespace ncu_metric
+
+/** The counters of one FLOP type (what flop() adds up for it); none for bf16, which has no
+ *  CUDA-core counter in the list. */
+[[nodiscard]] std::vector<std::string_view> ncu_flop_metrics(flop_type t);
+
 /** One profiled kernel: the NVTX push/pop ranges around its launch (outermost first) and its
  *  counters. */
 struct ncu_kernel {

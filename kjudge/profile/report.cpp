@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,6 +14,7 @@
 #include <kjudge/profile/aggregate.hpp>
 #include <kjudge/profile/format.hpp>
 #include <kjudge/profile/invariants.hpp>
+#include <kjudge/profile/unreported.hpp>
 
 namespace kj::profile {
 
@@ -67,24 +71,40 @@ bool same_kernel(const kernel_metrics& ncu, const timed_kernel& cupti) {
   return named && same_dims(ncu.grid, cupti.grid) && same_dims(ncu.block, cupti.block);
 }
 
-/** Launch-bound when gaps dominate the forward (kernel times: ncu's, else CUPTI's timed ones;
- *  device time: the eval's median, else CUPTI's span), else the class of the kernels' total. */
+/** Launch-bound when gaps dominate the forward (device time: the eval's median, else CUPTI's
+ *  span), else the class of the kernels' total; unknown when a kernel has no time or a broken one.
+ *  The kernel times are ncu's as derive() checked them (invariant 1; a kernel whose duration ncu
+ *  did not give is missing there, not broken), else, without counters, CUPTI's timed kernels,
+ *  checked here: the report holds no checked time per CUPTI kernel (the launch summary checks the
+ *  forward's records, but as one figure for the whole forward). */
 classification classify_side(const side_inputs& in, const side_profile& s) {
-  std::vector<std::pair<std::string, double>> times;  // (name, ns) per kernel
-  for (const auto& k : in.ncu_kernels) times.emplace_back(k.display_name(), k.duration_ns);
-  if (times.empty() && in.cupti)
-    for (const auto& k : in.cupti->kernels)
-      if (k.duration_ns > 0) times.emplace_back(k.name, k.duration_ns);
-  if (times.empty())
-    return {bottleneck::unknown, "no kernel records: counters not collected and no CUPTI records"};
   double sum_ns = 0;
-  for (const auto& [name, ns] : times) {
-    if (const auto bad = check_kernel_time(name, nanoseconds(ns)); !bad.empty())
+  std::size_t timed = 0;
+  for (const auto& k : s.kernels) {
+    const auto& time = k.derived.duration_ns;
+    if (time.is_missing())
+      return {bottleneck::unknown,
+              fmt::format("kernel {} has no duration ({}): no class without kernel times",
+                          flag_name(k.counters), time.failure().message)};
+    if (!time.ok())
       return {bottleneck::unknown,
               fmt::format("kernel {} failed its duration check ({}): no class from broken times",
-                          detail::short_kernel_name(name, flag_name_chars), bad.front().code)};
-    sum_ns += ns;
+                          flag_name(k.counters), time.failure().code)};
+    sum_ns += time.value();
+    ++timed;
   }
+  if (s.kernels.empty() && in.cupti)
+    for (const auto& k : in.cupti->kernels) {
+      if (k.duration_ns <= 0) continue;  // untimed: a launch, but no time
+      if (const auto bad = check_kernel_time(k.name, nanoseconds(k.duration_ns)); !bad.empty())
+        return {bottleneck::unknown,
+                fmt::format("kernel {} failed its duration check ({}): no class from broken times",
+                            detail::short_kernel_name(k.name, flag_name_chars), bad.front().code)};
+      sum_ns += k.duration_ns;
+      ++timed;
+    }
+  if (timed == 0)
+    return {bottleneck::unknown, "no kernel records: counters not collected and no CUPTI records"};
   double device_ns = in.device_time_ns;
   if (device_ns <= 0 && in.cupti && in.cupti->launches.ok())
     device_ns = in.cupti->launches.value().kernel_span.count();
@@ -95,7 +115,8 @@ classification classify_side(const side_inputs& in, const side_profile& s) {
 }
 
 /** The roofline point of the side's total (see side_profile). */
-void place_on_roofline(side_profile& s, const ceilings& roofs) {
+void place_on_roofline(side_profile& s, const ceilings& roofs,
+                       const std::vector<std::string>& unreported) {
   if (!s.total) {
     s.intensity_flop_per_byte = metric::missing("roofline: no counters");
     s.achieved_flop_per_s = metric::missing("roofline: no counters");
@@ -112,6 +133,9 @@ void place_on_roofline(side_profile& s, const ceilings& roofs) {
     s.achieved_flop_per_s = metric::missing("achieved FLOP/s: no FLOP counted");
   else
     s.achieved_flop_per_s = metric::pass(flop_sum / (duration.value() * 1e-9));
+  // A FLOP counter ncu did not report reads as 0: the sum would lack that type's work.
+  if (duration.ok())
+    (void)withhold(s.achieved_flop_per_s, "achieved FLOP/s", unreported, all_flop_metrics());
 
   const flop_type dominant = dominant_flop_type(t.flops);
   const double compute_roof = roofs.at(dominant).roof();
@@ -199,7 +223,8 @@ void match_durations(side_profile& s, const side_inputs& in, std::vector<flag>& 
                      ncu.size() - matched, ncu.size(), cupti.size() - matched, cupti.size())});
 }
 
-side_profile build_side(std::string name, const side_inputs& in, const ceilings& roofs) {
+side_profile build_side(std::string name, const side_inputs& in, const ceilings& roofs,
+                        const std::vector<std::string>& unreported) {
   side_profile s;
   s.side = std::move(name);
   s.cupti = in.cupti;
@@ -208,6 +233,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
   std::vector<flag> kernel_flags;  // unscoped, to leave out what the total merely repeats
   for (const auto& k : in.ncu_kernels) {
     kernel_profile p{k, derive(k, roofs)};
+    withhold_unreported(p.derived, unreported, roofs, /*total=*/false);
     append(kernel_flags, p.derived.flags());
     append_scoped(flags, p.derived.flags(),
                   fmt::format("kernel #{} {}", s.kernels.size() + 1, flag_name(k)));
@@ -217,6 +243,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
     try {
       kernel_metrics t = aggregate(in.ncu_kernels);
       derived_metrics d = derive(t, roofs);
+      withhold_unreported(d, unreported, roofs, /*total=*/true);
       // A total over a kernel with a broken time has no rate either (invariant 1).
       for (const auto& p : s.kernels)
         if (!p.derived.duration_ns.ok() && !p.derived.duration_ns.is_missing()) {
@@ -236,7 +263,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
     }
   }
   s.bound = classify_side(in, s);
-  place_on_roofline(s, roofs);
+  place_on_roofline(s, roofs, unreported);
   append_metric_flags(flags, s.achieved_flop_per_s);
   match_durations(s, in, flags);
   if (in.cupti) {
@@ -260,13 +287,15 @@ profile_report build_report(std::string problem, std::string candidate, std::str
   r.ceilings_source = std::move(ceilings_source);
   r.roofs = roofs;
   r.counters = std::move(counters);
-  r.reference = build_side("reference", reference, roofs);
-  r.candidate_side = build_side("candidate", candidate_inputs, roofs);
+  const auto& unreported = r.counters.missing_metrics;
+  r.reference = build_side("reference", reference, roofs, unreported);
+  r.candidate_side = build_side("candidate", candidate_inputs, roofs, unreported);
 
   const auto launches = detail::fusion_counts(r.reference, r.candidate_side);
   r.fusion_ratio = fusion_ratio(launches.reference, launches.candidate);
 
   append_unique(r.flags, check_ceilings(roofs));
+  if (!unreported.empty()) append_unique(r.flags, {missing_metrics_flag(unreported)});
   if (!r.counters.collected)
     append_unique(r.flags, {{"counters_unavailable", severity_info,
                              fmt::format("hardware counters were not collected: {}",

@@ -95,7 +95,16 @@ struct counter_source {
   std::string cache_control;       ///< "all": caches flushed before every replay pass
   std::string unavailable_reason;  ///< set when !collected: "ncu not found on PATH", ...
   double wall_s = 0;               ///< time the profiled run took
+  /** Metrics kjudge reads that ncu's table had no column for (ncu_report::missing_metrics; one
+   *  table serves both sides, so one list per report). Their counters read as 0, so every figure
+   *  computed from one is withheld (`no_data`, naming it), and the report carries the warning
+   *  `ncu_metrics_missing`. */
+  std::vector<std::string> missing_metrics;
 };
+
+/** The `ncu_metrics_missing` flag names at most this many metrics (then "and N more"); the JSON's
+ *  `counters.missing_metrics` and the text report list them all. */
+inline constexpr std::size_t missing_metrics_named = 8;
 
 /** The whole profile. */
 struct profile_report {
@@ -120,7 +129,9 @@ struct side_inputs {
 };
 
 /** Derives every metric of both sides against `roofs`, matches CUPTI and ncu durations, computes
- *  the fusion ratio, and collects flags. Never throws on bad data: broken numbers become flags. */
+ *  the fusion ratio, and collects flags. Figures that need a counter in
+ *  `counters.missing_metrics` are withheld (`no_data`, naming the metric), not computed from the
+ *  0 it reads as. Never throws on bad data: broken numbers become flags. */
 [[nodiscard]] profile_report build_report(std::string problem, std::string candidate,
                                           std::string gpu, const ceilings& roofs,
                                           std::string ceilings_source, counter_source counters,
@@ -194,6 +205,12 @@ struct side_launches {
 /** "registers (4 blocks/SM)": the smallest non-zero launch__occupancy_limit_*; empty when none
  *  was collected. */
 [[nodiscard]] std::string occupancy_limiter(const kernel_metrics& k);
+/** The DRAM byte counters (`dram__bytes_read/write.sum`) ncu did not report: while any is, a sum
+ *  of DRAM bytes lacks it and is not shown as a number (unreported.hpp). */
+[[nodiscard]] std::vector<std::string_view> unreported_dram_columns(const counter_source& c);
+/** The same for the counters of one FLOP type (none for bf16, which has no counter). */
+[[nodiscard]] std::vector<std::string_view> unreported_flop_columns(const counter_source& c,
+                                                                    flop_type t);
 
 }  // namespace detail
 

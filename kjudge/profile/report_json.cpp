@@ -262,7 +262,8 @@ nlohmann::json to_json(const profile_report& r) {
             {"clock_control", r.counters.clock_control},
             {"cache_control", r.counters.cache_control},
             {"unavailable_reason", r.counters.unavailable_reason},
-            {"wall_s", r.counters.wall_s}}},
+            {"wall_s", r.counters.wall_s},
+            {"missing_metrics", r.counters.missing_metrics}}},
           {"sides",
            {{"reference", side_json(r.reference)}, {"candidate", side_json(r.candidate_side)}}},
           {"fusion_ratio", r.fusion_ratio},
@@ -283,6 +284,8 @@ profile_report report_from_json(const nlohmann::json& j) {
     counters.cache_control = c.value("cache_control", std::string{});
     counters.unavailable_reason = c.value("unavailable_reason", std::string{});
     counters.wall_s = c.value("wall_s", 0.0);
+    // Absent in profiles written before the field existed: nothing was known to be missing.
+    counters.missing_metrics = c.value("missing_metrics", std::vector<std::string>{});
     const json& sides = j.at("sides");
     const json& ref = sides.at("reference");
     const json& cand = sides.at("candidate");

@@ -195,7 +195,10 @@ std::string top_stall_name(const side_profile& s) {
   return fmt::format("{} {:.1f}%", top.front().first, top.front().second);
 }
 
-void delta_lines(std::string& out, const side_profile& now, const side_profile& before) {
+/** `dram_bytes_known`: both reports have both DRAM byte counters (a sum that lacks one is no
+ *  figure to compare). */
+void delta_lines(std::string& out, const side_profile& now, const side_profile& before,
+                 bool dram_bytes_known) {
   const auto t1 = detail::forward_time(now), t0 = detail::forward_time(before);
   if (t0.ns > 0 && t1.ns > 0)
     out += fmt::format("  candidate {} {} → {} ({}){}\n", t1.what, format_ns(t0.ns),
@@ -207,7 +210,7 @@ void delta_lines(std::string& out, const side_profile& now, const side_profile& 
                      std::string_view(n0.source) == n1.source
                          ? ""
                          : fmt::format(" [counted by {}, baseline by {}]", n1.source, n0.source));
-  if (now.total && before.total) {
+  if (now.total && before.total && dram_bytes_known) {
     const double b0 = before.total->counters.dram_bytes(), b1 = now.total->counters.dram_bytes();
     out += fmt::format("  candidate DRAM bytes {} → {} ({})\n", format_bytes(b0), format_bytes(b1),
                        signed_change(b0, b1));
@@ -265,7 +268,9 @@ std::string agent_summary(const profile_report& r, const profile_report* baselin
   }
   if (baseline) {
     out += "vs baseline:\n";
-    delta_lines(out, r.candidate_side, baseline->candidate_side);
+    delta_lines(out, r.candidate_side, baseline->candidate_side,
+                detail::unreported_dram_columns(r.counters).empty() &&
+                    detail::unreported_dram_columns(baseline->counters).empty());
   }
   flag_lines(out, r);
   return out;

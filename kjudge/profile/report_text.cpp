@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <kjudge/profile/format.hpp>
 #include <kjudge/profile/invariants.hpp>
@@ -173,8 +174,10 @@ void render_totals(std::string& out, const profile_report& r) {
     // The total's duration fails when any kernel's does (withhold_timed).
     return s.total ? metric_text(s.total->derived.duration_ns, format_ns) : std::string("n/a");
   });
-  total_row(out, "DRAM bytes (read + write)", r,
-            [](const kernel_profile& t) { return format_bytes(t.counters.dram_bytes()); });
+  const bool dram_bytes_known = detail::unreported_dram_columns(r.counters).empty();
+  total_row(out, "DRAM bytes (read + write)", r, [dram_bytes_known](const kernel_profile& t) {
+    return dram_bytes_known ? format_bytes(t.counters.dram_bytes()) : std::string("n/a");
+  });
   total_row(out, "DRAM bandwidth", r, [](const kernel_profile& t) {
     return with_roof(t.derived.dram_bytes_per_s, t.derived.dram_throughput_pct);
   });
@@ -204,11 +207,14 @@ void render_totals(std::string& out, const profile_report& r) {
       return s.total ? flop(s.total->counters.flops, type) : 0.0;
     };
     if (count(r.reference) <= 0 && count(r.candidate_side) <= 0) continue;
-    total_row(
-        out, fmt::format("{} FLOP (rate)", to_string(type)), r, [type](const kernel_profile& t) {
-          std::string n = format_flop(flop(t.counters.flops, type));
-          return fmt::format("{} ({})", n, metric_text(t.derived.flops(type), format_flop_per_s));
-        });
+    // A count that lacks a counter ncu did not report is no count (its rate says which).
+    const bool known = detail::unreported_flop_columns(r.counters, type).empty();
+    total_row(out, fmt::format("{} FLOP (rate)", to_string(type)), r,
+              [type, known](const kernel_profile& t) {
+                std::string n = known ? format_flop(flop(t.counters.flops, type)) : "n/a";
+                return fmt::format("{} ({})", n,
+                                   metric_text(t.derived.flops(type), format_flop_per_s));
+              });
   }
   side("arithmetic intensity", [](const side_profile& s) {
     return metric_text(s.intensity_flop_per_byte,
@@ -321,6 +327,9 @@ std::string render_report(const profile_report& r, int max_kernels) {
     out += fmt::format("counters: not collected ({})\n", r.counters.unavailable_reason.empty()
                                                              ? "no reason given"
                                                              : r.counters.unavailable_reason);
+  if (const auto& missing = r.counters.missing_metrics; !missing.empty())
+    out += fmt::format("counters ncu did not report ({}): {}; the figures that need them are n/a\n",
+                       missing.size(), fmt::join(missing, ", "));
   out += fmt::format("roofs in use: DRAM {}, L2 {}, L1/shared {}\n\n",
                      r.roofs.dram.roof() > 0 ? format_bytes_per_s(r.roofs.dram.roof()) : "n/a",
                      r.roofs.l2.roof() > 0 ? format_bytes_per_s(r.roofs.l2.roof()) : "n/a",

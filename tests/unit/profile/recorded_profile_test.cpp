@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -22,6 +23,7 @@
 namespace kj::profile {
 namespace {
 
+using test::find_code;
 using test::has_code;
 
 std::string read(const std::string& relative) {
@@ -60,6 +62,64 @@ const recorded& data() {
     return out;
   }();
   return r;
+}
+
+/** The report of the recorded run from `ncu` (its counters only), with the evaluation's device
+ *  medians of the same command and what ncu did not report. */
+profile_report counter_report(const ncu_report& ncu) {
+  side_inputs ref, cand;
+  ref.ncu_kernels = kernels_in_range(ncu, ncu_reference_range);
+  cand.ncu_kernels = kernels_in_range(ncu, ncu_candidate_range);
+  ref.device_time_ns = 45'630;
+  cand.device_time_ns = 8'700;
+  const counter_source source{true, "ncu 2025.3.1.0", "none", "all", "", 14.0, ncu.missing_metrics};
+  return build_report("quantvla.py", "fused.cu", "NVIDIA H200", recorded_roofs(), "recorded",
+                      source, ref, cand);
+}
+
+/** The recorded capture with the header cell of `metric` renamed: ncu's table as if it had not
+ *  reported that metric (the rows keep their fields, in a column nothing reads). */
+std::string without_column(const std::string& metric) {
+  std::string csv = read("ncu/quantvla_kjudge_profile_raw.csv");
+  const std::string quoted = "\"" + metric + "\"";
+  const auto at = csv.find(quoted);  // the header is the first line that names metrics
+  EXPECT_NE(at, std::string::npos) << metric << " is not a column of the capture";
+  if (at != std::string::npos) csv.replace(at, quoted.size(), "\"column_removed_by_the_test\"");
+  return csv;
+}
+
+/** Every figure of `now` (a {value, flags} object, at any depth) has the number it has in `full`,
+ *  or none; one that lost its number says in its `no_data` reason which of `unreported` it
+ *  needed. A class is the same or unknown. Returns how many figures lost their number. */
+std::size_t expect_same_or_withheld(const nlohmann::json& full, const nlohmann::json& now,
+                                    const std::vector<std::string>& unreported,
+                                    const std::string& path) {
+  if (now.is_object() && now.contains("value")) {
+    if (!now.at("value").is_null()) {
+      EXPECT_EQ(now.at("value"), full.at("value")) << path;
+      return 0;
+    }
+    if (full.at("value").is_null()) return 0;
+    const auto& reason = now.at("flags").at(0);
+    const std::string message = reason.at("message").get<std::string>();
+    EXPECT_EQ(reason.at("code"), no_data_code) << path << ": " << message;
+    EXPECT_TRUE(
+        std::any_of(unreported.begin(), unreported.end(),
+                    [&](const std::string& m) { return message.find(m) != std::string::npos; }))
+        << path << ": " << message;
+    return 1;
+  }
+  if (now.is_object() && now.contains("class")) {
+    EXPECT_TRUE(now.at("class") == full.at("class") || now.at("class") == "unknown")
+        << path << ": " << now.at("class") << " (" << now.at("reason") << ") instead of "
+        << full.at("class");
+    return 0;
+  }
+  std::size_t withheld = 0;
+  if (now.is_object())
+    for (const auto& [key, value] : now.items())
+      withheld += expect_same_or_withheld(full.at(key), value, unreported, path + "." + key);
+  return withheld;
 }
 
 std::vector<std::string> error_codes(const std::vector<flag>& flags) {
@@ -112,7 +172,7 @@ TEST(RecordedProfile, ReportOnRealDataPairsBothToolsAndBreaksNoInvariant) {
   cand.device_time_ns = 8'700;
   const auto r =
       build_report("quantvla.py", "fused.cu", "NVIDIA H200", recorded_roofs(), "recorded",
-                   {true, "ncu 2025.3.1.0", "none", "all", "", 14.0}, ref, cand);
+                   {true, "ncu 2025.3.1.0", "none", "all", "", 14.0, {}}, ref, cand);
   EXPECT_TRUE(error_codes(r.flags).empty());
   for (const auto* s : {&r.reference, &r.candidate_side}) {
     SCOPED_TRACE(s->side);
@@ -136,6 +196,82 @@ TEST(RecordedProfile, ReportOnRealDataPairsBothToolsAndBreaksNoInvariant) {
   // The agent summary quotes the candidate's largest stall as a share of stall cycles.
   const auto text = agent_summary(r);
   EXPECT_NE(text.find("share of stall cycles"), std::string::npos) << text;
+}
+
+TEST(RecordedProfile, CaptureThatMissesNoMetricReportsNoneMissing) {
+  const auto r = counter_report(data().ncu);
+  EXPECT_TRUE(r.counters.missing_metrics.empty());
+  EXPECT_FALSE(has_code(r.flags, "ncu_metrics_missing"));
+  EXPECT_EQ(to_json(r).at("counters").at("missing_metrics"), nlohmann::json::array());
+  EXPECT_EQ(render_report(r).find("did not report"), std::string::npos);
+}
+
+TEST(RecordedProfile, MetricNcuDidNotReportIsNamedAndNoFigureChangesItsNumber) {
+  // Every metric kjudge reads: what a table with none of them lacks.
+  const auto all = parse_ncu_raw_csv("\"ID\",\"Kernel Name\"\n\"\",\"\"\n").missing_metrics;
+  ASSERT_GT(all.size(), 40u);
+  const nlohmann::json full = to_json(counter_report(data().ncu));
+  for (const auto& metric : all) {
+    SCOPED_TRACE(metric);
+    const auto ncu = parse_ncu_raw_csv(without_column(metric));
+    // A metric with a stand-in column (launch__sm_count, the Grid Size / Block Size tuples) is
+    // still reported.
+    ASSERT_LE(ncu.missing_metrics.size(), 1u);
+    const auto r = counter_report(ncu);
+    EXPECT_EQ(has_code(r.flags, "ncu_metrics_missing"), !ncu.missing_metrics.empty());
+    if (!ncu.missing_metrics.empty()) {
+      EXPECT_EQ(ncu.missing_metrics.front(), metric);
+      const auto* f = find_code(r.flags, "ncu_metrics_missing");
+      ASSERT_NE(f, nullptr);
+      EXPECT_NE(f->message.find(metric), std::string::npos) << f->message;
+    }
+    const nlohmann::json now = to_json(r);
+    EXPECT_EQ(now.at("counters").at("missing_metrics").size(), ncu.missing_metrics.size());
+    std::size_t withheld = 0;
+    for (const char* side : {"reference", "candidate"}) {
+      const auto& f = full.at("sides").at(side);
+      const auto& n = now.at("sides").at(side);
+      for (std::size_t i = 0; i < n.at("kernels").size(); ++i)
+        withheld += expect_same_or_withheld(
+            f.at("kernels")[i].at("derived"), n.at("kernels")[i].at("derived"), ncu.missing_metrics,
+            std::string(side) + ".kernels[" + std::to_string(i) + "].derived");
+      withheld +=
+          expect_same_or_withheld(f.at("total").at("derived"), n.at("total").at("derived"),
+                                  ncu.missing_metrics, std::string(side) + ".total.derived");
+      withheld += expect_same_or_withheld(f.at("roofline"), n.at("roofline"), ncu.missing_metrics,
+                                          std::string(side) + ".roofline");
+      withheld += expect_same_or_withheld(f.at("bound"), n.at("bound"), ncu.missing_metrics,
+                                          std::string(side) + ".bound");
+      // A counter read as 0 breaks no invariant (0 sectors per request would).
+      const auto errors = error_codes(side == std::string("reference") ? r.reference.flags
+                                                                       : r.candidate_side.flags);
+      EXPECT_TRUE(errors.empty()) << errors.front();
+    }
+    // Every counter feeds some figure, which then has no number: the comparison is not vacuous.
+    // The launch shape (launch__*) is only printed, and launch__sm_count stands in for the SM
+    // count.
+    const bool feeds =
+        !metric.starts_with("launch__") && metric != "device__attribute_multiprocessor_count";
+    EXPECT_EQ(withheld > 0, feeds) << withheld << " figures withheld";
+  }
+}
+
+TEST(RecordedProfile, CaptureWithoutTheDurationColumnHasNoClassAndSaysWhy) {
+  const auto r = counter_report(parse_ncu_raw_csv(without_column("gpu__time_duration.sum")));
+  ASSERT_EQ(r.counters.missing_metrics, std::vector<std::string>{"gpu__time_duration.sum"});
+  for (const auto* s : {&r.reference, &r.candidate_side}) {
+    SCOPED_TRACE(s->side);
+    // 0 ns of kernels in a 45.6 / 8.7 us forward would otherwise read as launch gaps.
+    EXPECT_EQ(s->bound.bound, bottleneck::unknown);
+    EXPECT_NE(s->bound.reason.find("has no duration (kernel duration: ncu did not report "
+                                   "gpu__time_duration.sum)"),
+              std::string::npos)
+        << s->bound.reason;
+  }
+  const std::string text = render_report(r);
+  EXPECT_NE(text.find("counters ncu did not report (1): gpu__time_duration.sum"),
+            std::string::npos);
+  EXPECT_NE(text.find("[report] ncu_metrics_missing"), std::string::npos);
 }
 
 }  // namespace

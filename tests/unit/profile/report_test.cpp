@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/profile/report.hpp>
 
 #include "test_util.hpp"
@@ -29,7 +30,7 @@ ceilings h200() {
 }
 
 counter_source ncu_source() {
-  return {true, "ncu 2025.3.1.0", "none", "all", "", 12.5};
+  return {true, "ncu 2025.3.1.0", "none", "all", "", 12.5, {}};
 }
 
 constexpr const char* fused_demangled =
@@ -329,7 +330,13 @@ TEST(ProfileReport, BrokenCountersBecomeFlagsAndTheTextShowsTheFlagNotANumber) {
   EXPECT_NE(row.find("FAILED percentage_out_of_range"), std::string::npos) << row;
   EXPECT_EQ(row.find("360"), std::string::npos) << row;
   EXPECT_EQ(text.find("100 ns"), std::string::npos) << text;
-  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << "no class from broken times";
+  // No class from broken times: without the check the 0.1 us kernel of an 8.7 us forward would
+  // read as launch gaps (launch-bound).
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << r.candidate_side.bound.reason;
+  EXPECT_NE(r.candidate_side.bound.reason.find(
+                "kernel fused_kernel_opt failed its duration check (impossible_kernel_time)"),
+            std::string::npos)
+      << r.candidate_side.bound.reason;
   // No rate of a broken time is shown: the kernel's and the total's bandwidths fail with it.
   const auto& k = r.candidate_side.kernels[0].derived;
   EXPECT_FALSE(k.dram_bytes_per_s.ok());
@@ -347,6 +354,235 @@ TEST(ProfileReport, BrokenCountersBecomeFlagsAndTheTextShowsTheFlagNotANumber) {
   EXPECT_EQ(l2_flags, 1) << "the one-kernel total does not repeat its kernel's flag";
   EXPECT_NE(text.find("error ("), std::string::npos) << "flags grouped by severity";
   EXPECT_NE(text.find("[candidate] impossible_kernel_time"), std::string::npos);
+}
+
+TEST(ProfileReport, BrokenCuptiKernelTimeWithoutCountersGivesNoClass) {
+  // Without counters the kernel times are CUPTI's, which the report checks itself.
+  auto cand = candidate_inputs();
+  cand.ncu_kernels.clear();
+  cand.cupti->kernels[0].duration_ns = 3'000;  // 3 us of an 8.7 us forward: gaps dominate
+  EXPECT_EQ(make_report(reference_inputs(), cand).candidate_side.bound.bound,
+            bottleneck::launch_bound);
+  cand.cupti->kernels[0].duration_ns = 300;  // under 0.5 us: impossible
+  const auto r = make_report(reference_inputs(), cand);
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << r.candidate_side.bound.reason;
+  EXPECT_NE(r.candidate_side.bound.reason.find(
+                "kernel fused_kernel_opt failed its duration check (impossible_kernel_time)"),
+            std::string::npos)
+      << r.candidate_side.bound.reason;
+}
+
+TEST(ProfileReport, KernelWithoutDurationGivesNoClassAndSaysWhy) {
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].duration_ns = 0;  // ncu printed "n/a": not collected, not broken
+  auto r = make_report(reference_inputs(), cand);
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << "not launch gaps either";
+  EXPECT_NE(r.candidate_side.bound.reason.find(
+                "kernel fused_kernel_opt has no duration (no kernel duration)"),
+            std::string::npos)
+      << r.candidate_side.bound.reason;
+
+  // The column is missing from ncu's table: every reason names it.
+  auto source = ncu_source();
+  source.missing_metrics = {"gpu__time_duration.sum"};
+  auto ref = reference_inputs();
+  for (auto& k : ref.ncu_kernels) k.duration_ns = 0;
+  r = build_report("p", "c", "NVIDIA H200", h200(), "test roofs", source, ref, cand);
+  for (const auto* s : {&r.reference, &r.candidate_side}) {
+    SCOPED_TRACE(s->side);
+    EXPECT_EQ(s->bound.bound, bottleneck::unknown);
+    EXPECT_NE(s->bound.reason.find("has no duration (kernel duration: ncu did not report "
+                                   "gpu__time_duration.sum)"),
+              std::string::npos)
+        << s->bound.reason;
+    ASSERT_TRUE(s->total.has_value());
+    const auto& bw = s->total->derived.dram_bytes_per_s;
+    ASSERT_TRUE(bw.is_missing());
+    EXPECT_EQ(bw.failure().message, "DRAM bandwidth: ncu did not report gpu__time_duration.sum");
+    // The total's ncu percentages are weighted by duration: without it they are unknown too.
+    EXPECT_NE(s->total->derived.theoretical_occupancy_pct.failure().message.find(
+                  "gpu__time_duration.sum"),
+              std::string::npos);
+    EXPECT_FALSE(has_error(s->flags));
+  }
+}
+
+TEST(ProfileReport, MissingMetricIsListedFlaggedAndItsFiguresWithheld) {
+  auto source = ncu_source();
+  source.missing_metrics = {"dram__bytes_read.sum"};
+  auto ref = reference_inputs();
+  auto cand = candidate_inputs();
+  for (auto* in : {&ref, &cand})
+    for (auto& k : in->ncu_kernels) k.dram_read_bytes = 0;  // as the parser leaves it
+  const auto r = build_report("p", "c", "NVIDIA H200", h200(), "test roofs", source, ref, cand);
+
+  const auto* f = find_code(r.flags, "ncu_metrics_missing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, severity_warning);
+  EXPECT_NE(f->message.find("no column for 1 metric kjudge reads (dram__bytes_read.sum)"),
+            std::string::npos)
+      << f->message;
+
+  // Every figure that needs the DRAM read bytes is n/a and says why; the others keep their numbers.
+  const auto& c = r.candidate_side;
+  ASSERT_TRUE(c.total.has_value());
+  for (const auto* d : {&c.kernels[0].derived, &c.total->derived}) {
+    for (const auto* m : {&d->dram_bytes_per_s, &d->dram_throughput_pct,
+                          &d->arithmetic_intensity_flop_per_byte, &d->memory_throughput_pct}) {
+      ASSERT_TRUE(m->is_missing());
+      EXPECT_NE(m->failure().message.find("ncu did not report dram__bytes_read.sum"),
+                std::string::npos)
+          << m->failure().message;
+    }
+    EXPECT_TRUE(d->l2_hit_rate_pct.ok());
+    EXPECT_TRUE(d->l2_bytes_per_s.ok());
+    EXPECT_TRUE(d->compute_throughput_pct.ok());
+    // Compute at 17% of its roof and memory unknown: no class, and the reason says why.
+    EXPECT_EQ(d->bound.bound, bottleneck::unknown);
+    EXPECT_NE(d->bound.reason.find("dram__bytes_read.sum"), std::string::npos) << d->bound.reason;
+  }
+  EXPECT_EQ(c.bound.bound, bottleneck::unknown) << c.bound.reason;
+  EXPECT_TRUE(c.intensity_flop_per_byte.is_missing());
+  EXPECT_TRUE(c.attainable_flop_per_s.is_missing());
+  EXPECT_TRUE(c.achieved_flop_per_s.ok()) << "the FLOP counters and the duration were reported";
+  EXPECT_FALSE(has_error(c.flags));
+  // Launch gaps still show without the DRAM counter.
+  EXPECT_EQ(r.reference.bound.bound, bottleneck::launch_bound);
+
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j.at("counters").at("missing_metrics"), nlohmann::json({"dram__bytes_read.sum"}));
+  const auto& bw = j.at("sides").at("candidate").at("total").at("derived").at("dram_bytes_per_s");
+  EXPECT_TRUE(bw.at("value").is_null());
+  EXPECT_EQ(bw.at("flags")[0].at("code"), no_data_code);
+  const auto back = report_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(back.counters.missing_metrics, source.missing_metrics);
+  EXPECT_TRUE(back.candidate_side.total->derived.dram_bytes_per_s.is_missing());
+  EXPECT_EQ(to_json(back), j);
+  auto older = j;  // written before the field existed
+  older.at("counters").erase("missing_metrics");
+  EXPECT_TRUE(report_from_json(older).counters.missing_metrics.empty());
+
+  const std::string text = render_report(r);
+  EXPECT_NE(text.find("counters ncu did not report (1): dram__bytes_read.sum;"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[report] ncu_metrics_missing"), std::string::npos) << text;
+  // No DRAM figure of the totals is a number: the bandwidth, nor the byte sum that lacks the reads.
+  for (const char* label : {"DRAM bandwidth", "DRAM bytes (read + write)"}) {
+    const auto row_start = text.find(label);
+    ASSERT_NE(row_start, std::string::npos) << label;
+    const auto cells_start = row_start + std::string_view(label).size();
+    const std::string cells = text.substr(cells_start, text.find('\n', cells_start) - cells_start);
+    EXPECT_EQ(cells.find('B'), std::string::npos) << label << cells;  // B, kB, GB/s, ...
+    EXPECT_NE(cells.find("n/a"), std::string::npos) << label << cells;
+  }
+  EXPECT_NE(agent_summary(r).find("ncu_metrics_missing"), std::string::npos);
+  const auto with_baseline = agent_summary(r, &r);
+  EXPECT_NE(with_baseline.find("candidate kernels"), std::string::npos) << with_baseline;
+  EXPECT_EQ(with_baseline.find("DRAM bytes"), std::string::npos) << with_baseline;
+}
+
+TEST(ProfileReport, MissingCounterOfATypeWithoutARoofLeavesTheLargestThroughput) {
+  // A GPU without an FP8 tensor counter has no FP8 roof either (h200() has none): the largest
+  // compute throughput never included FP8 and stays; sums over every type do not.
+  auto source = ncu_source();
+  source.missing_metrics = {"sm__ops_path_tensor_src_fp8.sum"};
+  const auto r = build_report("p", "c", "NVIDIA H200", h200(), "test roofs", source,
+                              reference_inputs(), candidate_inputs());
+  const auto& d = r.candidate_side.total->derived;
+  EXPECT_TRUE(d.compute_throughput_pct.ok());
+  EXPECT_TRUE(d.memory_throughput_pct.ok());
+  EXPECT_EQ(d.bound.bound, bottleneck::latency_bound) << d.bound.reason;
+  EXPECT_TRUE(d.flops(flop_type::tensor_fp8).is_missing());
+  EXPECT_TRUE(d.flops(flop_type::fp32).ok());
+  EXPECT_TRUE(d.arithmetic_intensity_flop_per_byte.is_missing());
+  EXPECT_TRUE(r.candidate_side.achieved_flop_per_s.is_missing());
+  // With an FP8 roof the FP8 throughput could be the largest: unknown, and so is the class.
+  auto roofs = h200();
+  roofs.at(flop_type::tensor_fp8) = {0, 1979 * tb};
+  const auto with_roof = build_report("p", "c", "NVIDIA H200", roofs, "test roofs", source,
+                                      reference_inputs(), candidate_inputs());
+  const auto& e = with_roof.candidate_side.total->derived;
+  ASSERT_TRUE(e.compute_throughput_pct.is_missing());
+  EXPECT_EQ(e.compute_throughput_pct.failure().message,
+            "compute throughput: ncu did not report sm__ops_path_tensor_src_fp8.sum");
+  EXPECT_EQ(e.bound.bound, bottleneck::unknown);
+}
+
+TEST(ProfileReport, MissingMetricsFlagNamesEightAndCountsTheRest) {
+  auto source = ncu_source();
+  for (char c = 'a'; c < 'a' + 11; ++c)
+    source.missing_metrics.push_back(std::string("test__metric_") + c + ".sum");
+  const auto r = build_report("p", "c", "NVIDIA H200", h200(), "test roofs", source,
+                              reference_inputs(), candidate_inputs());
+  const auto* f = find_code(r.flags, "ncu_metrics_missing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("no column for 11 metrics"), std::string::npos) << f->message;
+  for (std::size_t i = 0; i < source.missing_metrics.size(); ++i)
+    EXPECT_EQ(f->message.find(source.missing_metrics[i]) != std::string::npos,
+              i < missing_metrics_named)
+        << source.missing_metrics[i];
+  EXPECT_NE(f->message.find("and 3 more in counters.missing_metrics"), std::string::npos);
+  // The text report lists them all.
+  const std::string text = render_report(r);
+  EXPECT_NE(text.find("counters ncu did not report (11): test__metric_a.sum, "), std::string::npos);
+  EXPECT_NE(text.find("test__metric_k.sum;"), std::string::npos) << text;
+  // Nothing missing, no flag.
+  EXPECT_EQ(
+      find_code(make_report(reference_inputs(), candidate_inputs()).flags, "ncu_metrics_missing"),
+      nullptr);
+}
+
+TEST(ProfileReport, HandMadeNcuTableWithoutMostMetricsShowsOnlyWhatItHas) {
+  // Two kernels; of the metrics kjudge reads, ncu gave only the duration and the DRAM bytes.
+  const std::string csv =
+      "==PROF== Connected to process 7\n"
+      "\"ID\",\"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg\","
+      "\"Kernel Name\",\"Block Size\",\"Grid Size\",\"gpu__time_duration.sum\","
+      "\"dram__bytes_read.sum\",\"dram__bytes_write.sum\"\n"
+      "\"\",\"\",\"\",\"\",\"\",\"ns\",\"byte\",\"byte\"\n"
+      "\"0\",\"7  \"\"<default domain>:kjudge_reference:none:none:none:none:none:none\"\" \","
+      "\"ref_kernel(float*)\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"5,000\",\"1,000,000\","
+      "\"1,000,000\"\n"
+      "\"1\",\"7  \"\"<default domain>:kjudge_candidate:none:none:none:none:none:none\"\" \","
+      "\"cand_kernel(float*)\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"4,000\",\"1,000,000\","
+      "\"500,000\"\n";
+  const auto ncu = parse_ncu_raw_csv(csv);
+  ASSERT_EQ(ncu.kernels.size(), 2u);
+  const auto& missing = ncu.missing_metrics;
+  ASSERT_GT(missing.size(), missing_metrics_named);
+  auto source = ncu_source();
+  source.missing_metrics = missing;
+  side_inputs ref, cand;
+  ref.ncu_kernels = kernels_in_range(ncu, ncu_reference_range);
+  cand.ncu_kernels = kernels_in_range(ncu, ncu_candidate_range);
+  const auto r = build_report("p", "c", "NVIDIA H200", h200(), "test roofs", source, ref, cand);
+
+  const auto& k = r.candidate_side.kernels.at(0).derived;
+  EXPECT_DOUBLE_EQ(k.duration_ns.value(), 4'000);
+  EXPECT_DOUBLE_EQ(k.dram_bytes_per_s.value(), 1.5e6 / 4e-6);
+  // Read as 0, these would be 0 FLOP/s, 0 sectors per request (an invariant failure) and "no
+  // data (denominator 0)": each is n/a and names what ncu did not report.
+  const auto names = [](const checked<double>& m, const std::string& metric) {
+    return m.is_missing() && m.failure().message.find(metric) != std::string::npos;
+  };
+  EXPECT_TRUE(names(k.flops(flop_type::fp32), "smsp__sass_thread_inst_executed_op_ffma_pred_on"));
+  EXPECT_TRUE(
+      names(k.global_load_sectors_per_request, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"));
+  EXPECT_TRUE(names(k.l2_hit_rate_pct, "lts__t_sectors_lookup_hit.sum, lts__t_sectors.sum"));
+  EXPECT_TRUE(names(k.theoretical_occupancy_pct, "sm__maximum_warps_per_active_cycle_pct"));
+  EXPECT_TRUE(names(r.candidate_side.achieved_flop_per_s, "sm__ops_path_tensor_src_fp8.sum"));
+  EXPECT_FALSE(has_error(r.candidate_side.flags));
+  EXPECT_FALSE(has_error(r.reference.flags));
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown);
+
+  const auto* f = find_code(r.flags, "ncu_metrics_missing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("no column for " + std::to_string(missing.size()) + " metrics"),
+            std::string::npos)
+      << f->message;
+  EXPECT_NE(f->message.find(missing.front()), std::string::npos);
+  EXPECT_EQ(f->message.find(missing.back()), std::string::npos) << "only the first eight named";
+  EXPECT_EQ(to_json(r).at("counters").at("missing_metrics").size(), missing.size());
 }
 
 TEST(ProfileReport, AchievedAboveTheRoofIsFlagged) {
