@@ -19,6 +19,25 @@ metric percentage(std::string_view what, double part, double whole) {
   return check_metric(100.0 * part / whole, [what](double v) { return check_percentage(what, v); });
 }
 
+/** A cache hit rate, 100 x hit sectors / sectors. ncu collects the two counters in different
+ *  replay passes, and other clients of the cache count in both: for a short kernel they can
+ *  disagree so far that the hits exceed the sectors (ncu's own lts__t_sector_hit_rate.pct is the
+ *  same ratio and reads the same). That is a collection inaccuracy of the counters, not a figure
+ *  of the kernel: no number, and a warning (`hit_counters_inconsistent`) with the counts; a
+ *  negative rate is still an error (invariant 3). */
+metric hit_rate(std::string_view what, double hit_sectors, double sectors) {
+  if (sectors <= 0) return metric::missing(fmt::format("{}: no data (denominator 0)", what));
+  const double pct = 100.0 * hit_sectors / sectors;
+  if (pct > 100.0 + percentage_slack_pct)
+    return metric::fail(
+        {"hit_counters_inconsistent", severity_warning,
+         fmt::format("{}: ncu counted {:.0f} hit sectors against {:.0f} sectors ({:.1f}%): the "
+                     "counters come from different replay passes and disagree (a short kernel, or "
+                     "other clients of the cache); no hit rate",
+                     what, hit_sectors, sectors, pct)});
+  return check_metric(pct, [what](double v) { return check_percentage(what, v); });
+}
+
 /** `rate` as % of `roof`; the rate's own failure travels on; missing without a roof. */
 metric throughput_pct(std::string_view what, const metric& rate, double roof) {
   if (!rate.ok()) return rate;
@@ -145,8 +164,8 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
   d.dram_bytes_per_s = bandwidth("DRAM", k.dram_bytes(), t, c.dram);
   d.l2_bytes_per_s = bandwidth("L2", k.l2_sectors * sector_bytes, t, c.l2);
   d.l1_bytes_per_s = bandwidth("L1/shared", k.l1_sectors * sector_bytes, t, c.l1);
-  d.l1_hit_rate_pct = percentage("L1 hit rate", k.l1_hit_sectors, k.l1_sectors);
-  d.l2_hit_rate_pct = percentage("L2 hit rate", k.l2_hit_sectors, k.l2_sectors);
+  d.l1_hit_rate_pct = hit_rate("L1 hit rate", k.l1_hit_sectors, k.l1_sectors);
+  d.l2_hit_rate_pct = hit_rate("L2 hit rate", k.l2_hit_sectors, k.l2_sectors);
 
   auto per_request = [](std::string_view what, double sectors, double requests, double lowest) {
     if (requests <= 0)

@@ -62,14 +62,39 @@ TEST(Derive, BandwidthHitRatesAndSectorsFromCounts) {
 }
 
 TEST(Derive, HitsAboveSectorsGiveAFlagNotANumber) {
+  // ncu's hit and sector counters come from different replay passes: on the H200 the sweep saw
+  // a cuBLAS GEMM with 101.2% (ncu's own lts__t_sector_hit_rate.pct is the same ratio). No
+  // number, a warning that names the counts.
   auto k = base_kernel();
-  k.l2_sectors = 1000;
-  k.l2_hit_sectors = 3602;  // broken counters: 360.2%
+  for (const double hits : {1012.0, 3602.0}) {
+    k.l2_sectors = 1000;
+    k.l2_hit_sectors = hits;
+    const auto d = derive(k, h100());
+    ASSERT_FALSE(d.l2_hit_rate_pct.ok()) << hits;
+    EXPECT_EQ(d.l2_hit_rate_pct.failure().code, "hit_counters_inconsistent");
+    EXPECT_EQ(d.l2_hit_rate_pct.failure().severity, severity_warning);
+    EXPECT_NE(d.l2_hit_rate_pct.failure().message.find("1000 sectors"), std::string::npos)
+        << d.l2_hit_rate_pct.failure().message;
+    EXPECT_THROW((void)d.l2_hit_rate_pct.value(), kj::error);
+    EXPECT_TRUE(has_code(d.flags(), "hit_counters_inconsistent"));
+  }
+  k.l1_sectors = 1000;
+  k.l1_hit_sectors = 1001;
+  EXPECT_EQ(derive(k, h100()).l1_hit_rate_pct.failure().code, "hit_counters_inconsistent");
+  k.l1_hit_sectors = -5;  // a negative count is no collection noise: invariant 3's error
+  EXPECT_EQ(derive(k, h100()).l1_hit_rate_pct.failure().code, "percentage_out_of_range");
+  k.l1_hit_sectors = 1000;  // exactly every sector: 100%, a number
+  EXPECT_DOUBLE_EQ(derive(k, h100()).l1_hit_rate_pct.value(), 100.0);
+}
+
+TEST(Derive, OccupancyAboveTheMaximumIsStillAnError) {
+  auto k = base_kernel();
+  k.sm_active_cycles = 1000;
+  k.warps_active = 100.0 * k.sm_active_cycles * k.max_warps_per_sm;  // 10000%
   const auto d = derive(k, h100());
-  ASSERT_FALSE(d.l2_hit_rate_pct.ok());
-  EXPECT_EQ(d.l2_hit_rate_pct.failure().code, "percentage_out_of_range");
-  EXPECT_THROW((void)d.l2_hit_rate_pct.value(), kj::error);
-  EXPECT_TRUE(has_code(d.flags(), "percentage_out_of_range"));
+  ASSERT_FALSE(d.achieved_occupancy_pct.ok());
+  EXPECT_EQ(d.achieved_occupancy_pct.failure().code, "percentage_out_of_range");
+  EXPECT_EQ(d.achieved_occupancy_pct.failure().severity, severity_error);
 }
 
 TEST(Derive, SeedSectorsPerRequestFromCountsIsFlagged) {
