@@ -148,11 +148,21 @@ void print(const std::string& text) {
   std::fflush(stdout);
 }
 
-/** The worker pool is the default; --pool or --no-pool decide, else KJUDGE_POOL (0 or 1). */
+/** True when a tool injects itself into kjudge's processes (nsys, ncu, compute-sanitizer set
+ *  CUDA_INJECTION64_PATH; preloaded libraries come through LD_PRELOAD). A pool started under it
+ *  would outlive the tool's session, and workers forked from it would run outside it. */
+bool tool_injected() {
+  for (const char* name : {"CUDA_INJECTION64_PATH", "LD_PRELOAD"})
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return true;
+  return false;
+}
+
+/** --pool or --no-pool decide, else KJUDGE_POOL (0 or 1); by default the worker pool, unless a
+ *  tool is injected (tool_injected()). */
 bool use_pool(const eval_args& a) {
   if (a.pool || a.no_pool) return a.pool;
   const char* env = std::getenv("KJUDGE_POOL");
-  if (env == nullptr || *env == '\0') return true;
+  if (env == nullptr || *env == '\0') return !tool_injected();
   const std::string_view v(env);
   if (v == "0") return false;
   if (v == "1") return true;

@@ -89,7 +89,11 @@ std::string pool_address(const fs::path& executable, const fs::path& python) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     const auto name = entry.substr(0, entry.find('='));
-    if (name == "PWD" || name == "OLDPWD" || name == "SHLVL" || name == "_") continue;
+    // The shell's bookkeeping, and KJUDGE_POOL, which only says whether to use a pool: set to 1
+    // or unset, the same pool serves.
+    if (name == "PWD" || name == "OLDPWD" || name == "SHLVL" || name == "_" ||
+        name == "KJUDGE_POOL")
+      continue;
     env.emplace_back(entry);
   }
   std::sort(env.begin(), env.end());

@@ -45,10 +45,11 @@ inline kjudge_run run_command(const std::string& command, const std::string& pro
             (source_dir() / candidate).string(),
             "--json",
             json_path.string()};
-  // Tests run without the worker pool (so no pool outlives them) unless they ask for it, by
-  // --pool or by setting KJUDGE_POOL themselves.
+  // Tests run without the worker pool (so no pool outlives them), whatever the caller's
+  // environment says, unless they ask for it: by --pool, or, in the pool's own tests (which set
+  // KJ_POOL_TEST_MARKER and stop their pools), through KJUDGE_POOL.
   if (std::find(extra.begin(), extra.end(), "--pool") == extra.end() &&
-      std::getenv("KJUDGE_POOL") == nullptr)
+      std::getenv("KJ_POOL_TEST_MARKER") == nullptr)
     o.env.emplace_back("KJUDGE_POOL", "0");
   for (auto& e : extra) o.argv.push_back(std::move(e));
   o.timeout = limit;

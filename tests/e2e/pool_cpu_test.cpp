@@ -29,7 +29,7 @@ class PoolCpu : public ::testing::Test {
     ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
   }
   static void TearDownTestSuite() {
-    if (const pid_t pid = pool_pid(); pid > 0) ::kill(pid, SIGTERM);
+    for (const pid_t pid : pool_pids()) ::kill(pid, SIGTERM);
     ::unsetenv("KJ_POOL_TEST_MARKER");
     fs::remove_all(s_cache);
   }
@@ -39,16 +39,20 @@ class PoolCpu : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
-  static pid_t pool_pid() {
-    std::smatch m;
+  /** Every pool that said it was ready, in the order of the log. */
+  static std::vector<pid_t> pool_pids() {
+    std::vector<pid_t> pids;
     const std::string text = log();
-    if (std::regex_search(text, m, std::regex("pid (\\d+) ready"))) return std::stoi(m[1]);
-    return -1;
+    const std::regex ready("pid (\\d+) ready");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), ready);
+         it != std::sregex_iterator(); ++it)
+      pids.push_back(std::stoi((*it)[1]));
+    return pids;
   }
-  /** Waits for the pool started by the first evaluation to have imported torch. */
-  static bool pool_ready() {
+  /** Waits for one more pool than `before` to have imported torch. */
+  static bool pool_ready(std::size_t before = 0) {
     for (int i = 0; i < 600; ++i) {
-      if (pool_pid() > 0) return true;
+      if (pool_pids().size() > before) return true;
       std::this_thread::sleep_for(200ms);
     }
     return false;
@@ -119,13 +123,18 @@ TEST_F(PoolCpu, FirstStartsThePoolThenEvaluationsAreForkedFromIt) {
 // Without --pool or --no-pool, KJUDGE_POOL decides, and unset (or empty) means the pool.
 TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
   const std::vector<std::string> cpu = {"--device", "cpu", "--budget", "0.2", "--trials", "2"};
+  // A pool of this test's own (another marker: another address), whatever ran before.
+  ::setenv("KJ_POOL_TEST_MARKER", (std::to_string(::getpid()) + "-default").c_str(), 1);
   ::setenv("KJUDGE_POOL", "", 1);
+  ::unsetenv("CUDA_INJECTION64_PATH");
+  ::unsetenv("LD_PRELOAD");
+  const std::size_t before = pool_pids().size();
   const auto first = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_EQ(first.result["worker"]["started_by"], "exec+pool_started");
   EXPECT_NE(first.output.find("worker pool started for the next evaluation"), std::string::npos)
       << first.output;
-  ASSERT_TRUE(pool_ready()) << "pool log:\n" << log();
+  ASSERT_TRUE(pool_ready(before)) << "pool log:\n" << log();
 
   const auto pooled = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
   ASSERT_EQ(pooled.exit_code, 0) << pooled.output;
@@ -137,6 +146,14 @@ TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
   const auto execd = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", no_pool);
   ASSERT_EQ(execd.exit_code, 0) << execd.output;
   EXPECT_EQ(execd.result["worker"]["started_by"], "exec");
+
+  // Under a tool that injects itself (here a harmless preload), no pool by default: it would
+  // outlive the tool's session.
+  ::setenv("LD_PRELOAD", "libm.so.6", 1);
+  const auto injected = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
+  ::unsetenv("LD_PRELOAD");
+  ASSERT_EQ(injected.exit_code, 0) << injected.output;
+  EXPECT_EQ(injected.result["worker"]["started_by"], "exec");
 
   ::setenv("KJUDGE_POOL", "0", 1);
   const auto env_off = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
