@@ -98,10 +98,12 @@ __device__ __forceinline__ void cp_async_wait_1() {
 /** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp, *s, alpha*xq,
  *  (1-alpha), (1-alpha)*x, sum. Intrinsics keep nvcc from contracting into FMAs.
  *  x/s is RN(q0 + r * rcp) with rcp = RN(1/s), q0 = RN(x * rcp) and r = x - s * q0 exact by FMA:
- *  Markstein's correction, correctly rounded when nothing overflows or underflows (|x/s| <= 127;
- *  a quotient in the subnormal range rounds to 0 either way). It replaces __fdiv_rn's per-element
- *  reciprocal; bench/quantvla_phases/divcheck.cu found no difference from __fdiv_rn in 2.9e10
- *  quotients near the ties k + 0.5 and at random, over random scales. */
+ *  Markstein's correction, correctly rounded for finite x and s when nothing overflows
+ *  (|x/s| <= 127); where the remainder underflows (tiny x), |x/s| is far below 0.5 and rounds to 0
+ *  either way. (An infinite amax makes both forms non-finite, with other NaN patterns.) It
+ *  replaces __fdiv_rn's per-element reciprocal; bench/quantvla_phases/divcheck.cu found no
+ *  difference from __fdiv_rn in 2.9e10 quotients near the ties k + 0.5 and at random, over random
+ *  scales. */
 __device__ __forceinline__ float blend(float v, float alpha, float scale, float rcp) {
   const float q0 = __fmul_rn(v, rcp);
   float q = rintf(__fmaf_rn(__fmaf_rn(-scale, q0, v), rcp, q0));

@@ -21,14 +21,15 @@ metric percentage(std::string_view what, double part, double whole) {
 
 /** A cache hit rate, 100 x hit sectors / sectors. ncu collects the two counters in different
  *  replay passes, and other clients of the cache count in both: for a short kernel they can
- *  disagree so far that the hits exceed the sectors (ncu's own lts__t_sector_hit_rate.pct is the
- *  same ratio and reads the same). That is a collection inaccuracy of the counters, not a figure
- *  of the kernel: no number, and a warning (`hit_counters_inconsistent`) with the counts; a
- *  negative rate is still an error (invariant 3). */
+ *  disagree so that the hits exceed the sectors a little (ncu's own lts__t_sector_hit_rate.pct is
+ *  the same ratio and reads the same). Up to hit_rate_noise_pct that is a collection inaccuracy
+ *  of the counters, not a figure of the kernel: no number, and a warning
+ *  (`hit_counters_inconsistent`) with the counts. Beyond it, or below 0, the counters are broken
+ *  (a wrong column, a unit or parse error): invariant 3's error. */
 metric hit_rate(std::string_view what, double hit_sectors, double sectors) {
   if (sectors <= 0) return metric::missing(fmt::format("{}: no data (denominator 0)", what));
   const double pct = 100.0 * hit_sectors / sectors;
-  if (pct > 100.0 + percentage_slack_pct)
+  if (pct > 100.0 + percentage_slack_pct && pct <= hit_rate_noise_pct)
     return metric::fail(
         {"hit_counters_inconsistent", severity_warning,
          fmt::format("{}: ncu counted {:.0f} hit sectors against {:.0f} sectors ({:.1f}%): the "

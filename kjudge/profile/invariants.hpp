@@ -21,6 +21,9 @@ namespace kj::profile {
 
 /** Invariant 3: slack, in percentage points, for rounding in percentages the profiler prints. */
 inline constexpr double percentage_slack_pct = 0.05;
+/** A hit rate up to this (%) is counters of different ncu replay passes disagreeing (a warning,
+ *  no number); above it the counters are broken (an error). The H200 sweep saw 101.2%. */
+inline constexpr double hit_rate_noise_pct = 110.0;
 /** Invariant 4: stall shares must sum to 100 within this many percentage points. */
 inline constexpr double stall_share_sum_tolerance_pct = 1.0;
 /** Invariant 5: a warp-wide global load touches at least one and at most 32 sectors. */

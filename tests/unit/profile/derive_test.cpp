@@ -66,7 +66,7 @@ TEST(Derive, HitsAboveSectorsGiveAFlagNotANumber) {
   // a cuBLAS GEMM with 101.2% (ncu's own lts__t_sector_hit_rate.pct is the same ratio). No
   // number, a warning that names the counts.
   auto k = base_kernel();
-  for (const double hits : {1012.0, 3602.0}) {
+  for (const double hits : {1012.0, 1100.0}) {
     k.l2_sectors = 1000;
     k.l2_hit_sectors = hits;
     const auto d = derive(k, h100());
@@ -78,6 +78,12 @@ TEST(Derive, HitsAboveSectorsGiveAFlagNotANumber) {
     EXPECT_THROW((void)d.l2_hit_rate_pct.value(), kj::error);
     EXPECT_TRUE(has_code(d.flags(), "hit_counters_inconsistent"));
   }
+  // Far above: broken counters (a wrong column, a unit), invariant 3's error.
+  k.l2_hit_sectors = 3602;  // 360.2%
+  const auto broken = derive(k, h100());
+  ASSERT_FALSE(broken.l2_hit_rate_pct.ok());
+  EXPECT_EQ(broken.l2_hit_rate_pct.failure().code, "percentage_out_of_range");
+  EXPECT_EQ(broken.l2_hit_rate_pct.failure().severity, severity_error);
   k.l1_sectors = 1000;
   k.l1_hit_sectors = 1001;
   EXPECT_EQ(derive(k, h100()).l1_hit_rate_pct.failure().code, "hit_counters_inconsistent");

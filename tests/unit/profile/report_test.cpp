@@ -315,19 +315,19 @@ TEST(ProfileReport, BrokenCountersBecomeFlagsAndTheTextShowsTheFlagNotANumber) {
   cand.ncu_kernels[0].l2_hit_sectors = 779'000;  // 360.0% of the sectors: impossible
   cand.ncu_kernels[0].duration_ns = 100;         // under 0.5 us: impossible
   const auto r = make_report(reference_inputs(), cand);
-  EXPECT_TRUE(has_code(r.candidate_side.flags, "hit_counters_inconsistent"));
+  EXPECT_TRUE(has_code(r.candidate_side.flags, "percentage_out_of_range"));
   EXPECT_TRUE(has_code(r.candidate_side.flags, "impossible_kernel_time"));
   EXPECT_TRUE(has_error(r.candidate_side.flags));
   EXPECT_FALSE(has_error(r.reference.flags));
 
   const std::string text = render_report(r);
-  EXPECT_NE(text.find("FAILED hit_counters_inconsistent"), std::string::npos) << text;
+  EXPECT_NE(text.find("FAILED percentage_out_of_range"), std::string::npos) << text;
   EXPECT_NE(text.find("FAILED impossible_kernel_time"), std::string::npos) << text;
   // The totals row shows the flag; 360.0% appears only inside the flag's own message.
   const auto row_start = text.find("L1 hit rate / L2 hit rate");
   ASSERT_NE(row_start, std::string::npos);
   const std::string row = text.substr(row_start, text.find('\n', row_start) - row_start);
-  EXPECT_NE(row.find("FAILED hit_counters_inconsistent"), std::string::npos) << row;
+  EXPECT_NE(row.find("FAILED percentage_out_of_range"), std::string::npos) << row;
   EXPECT_EQ(row.find("360"), std::string::npos) << row;
   EXPECT_EQ(text.find("100 ns"), std::string::npos) << text;
   // No class from broken times: without the check the 0.1 us kernel of an 8.7 us forward would
@@ -659,7 +659,7 @@ TEST(ProfileReport, JsonRoundTripKeepsNumbersClassesAndFlags) {
   EXPECT_DOUBLE_EQ(back.reference.durations[4].difference_pct, 25.0);
   EXPECT_DOUBLE_EQ(back.reference.device_time_ns, 124'600);
   EXPECT_EQ(back.candidate_side.cupti->memory.value().bytes, 262'144u);
-  EXPECT_TRUE(has_code(back.candidate_side.flags, "hit_counters_inconsistent"));
+  EXPECT_TRUE(has_code(back.candidate_side.flags, "percentage_out_of_range"));
   EXPECT_TRUE(has_code(back.flags, "caller_note"));
   EXPECT_EQ(to_json(back), j) << "a restored report writes the same JSON";
 }
