@@ -97,6 +97,10 @@ struct kernel_metrics {
   std::string name;            ///< the symbol as launched (mangled for C++ kernels)
   std::string demangled_name;  ///< for people
   double duration_ns = 0;      ///< gpu__time_duration.sum
+  /** Metrics kjudge reads that ncu printed no value for in this kernel's row ("" or "n/a"):
+   *  their fields stay 0 / absent, and the report withholds what needs them (unreported.hpp). A
+   *  total holds the union of its kernels'. */
+  std::vector<std::string> unreported_metrics;
 
   launch_dims grid, block;
   std::uint32_t registers_per_thread = 0;  ///< launch__registers_per_thread

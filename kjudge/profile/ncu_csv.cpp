@@ -633,8 +633,12 @@ ncu_report parse_ncu_raw_csv(std::string_view text) {
     kernel_metrics& m = k.metrics;
     m.name = row[*name_col];
     m.demangled_name = m.name;  // ncu prints demangled names by default
-    for (const auto& [f, b] : bound)
-      if (const auto v = field_value(t.columns, row, b, ctx)) f->set(m, *v);
+    for (const auto& [f, b] : bound) {
+      if (const auto v = field_value(t.columns, row, b, ctx))
+        f->set(m, *v);
+      else
+        m.unreported_metrics.emplace_back(f->metric);
+    }
     if (grid_from_tuple) m.grid = parse_dims(row[*grid_size], t.columns[*grid_size], ctx);
     if (block_from_tuple) m.block = parse_dims(row[*block_size], t.columns[*block_size], ctx);
     for (const auto& [p, b] : pipe_columns)

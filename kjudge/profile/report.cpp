@@ -233,17 +233,19 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
   std::vector<flag> kernel_flags;  // unscoped, to leave out what the total merely repeats
   for (const auto& k : in.ncu_kernels) {
     kernel_profile p{k, derive(k, roofs)};
-    withhold_unreported(p.derived, unreported, roofs, /*total=*/false);
+    withhold_unreported(p.derived, unreported_in(unreported, k), roofs, /*total=*/false);
     append(kernel_flags, p.derived.flags());
-    append_scoped(flags, p.derived.flags(),
-                  fmt::format("kernel #{} {}", s.kernels.size() + 1, flag_name(k)));
+    const std::string scope = fmt::format("kernel #{} {}", s.kernels.size() + 1, flag_name(k));
+    append_scoped(flags, p.derived.flags(), scope);
+    if (!k.unreported_metrics.empty())
+      append_scoped(flags, {values_missing_flag(k.unreported_metrics)}, scope);
     s.kernels.push_back(std::move(p));
   }
   if (!in.ncu_kernels.empty()) {
     try {
       kernel_metrics t = aggregate(in.ncu_kernels);
       derived_metrics d = derive(t, roofs);
-      withhold_unreported(d, unreported, roofs, /*total=*/true);
+      withhold_unreported(d, unreported_in(unreported, t), roofs, /*total=*/true);
       // A total over a kernel with a broken time has no rate either (invariant 1).
       for (const auto& p : s.kernels)
         if (!p.derived.duration_ns.ok() && !p.derived.duration_ns.is_missing()) {
@@ -263,7 +265,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
     }
   }
   s.bound = classify_side(in, s);
-  place_on_roofline(s, roofs, unreported);
+  place_on_roofline(s, roofs, s.total ? unreported_in(unreported, s.total->counters) : unreported);
   append_metric_flags(flags, s.achieved_flop_per_s);
   match_durations(s, in, flags);
   if (in.cupti) {

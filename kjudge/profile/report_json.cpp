@@ -94,7 +94,8 @@ json counters_json(const kernel_metrics& k) {
           {"flops", flops_json(k.flops)},
           {"instructions_issued", k.instructions_issued},
           {"instructions_per_pipe", k.instructions_per_pipe},
-          {"stall_cycles", k.stall_cycles}};
+          {"stall_cycles", k.stall_cycles},
+          {"unreported_metrics", k.unreported_metrics}};
 }
 
 kernel_metrics counters_from(const json& j) {
@@ -113,6 +114,7 @@ kernel_metrics counters_from(const json& j) {
   k.waves_per_sm = j.value("waves_per_sm", 0.0);
   k.sm_count = j.value("sm_count", std::uint32_t{0});
   k.max_warps_per_sm = j.value("max_warps_per_sm", std::uint32_t{0});
+  k.unreported_metrics = j.value("unreported_metrics", std::vector<std::string>{});
   k.dram_read_bytes = j.value("dram_read_bytes", 0.0);
   k.dram_write_bytes = j.value("dram_write_bytes", 0.0);
   k.l1_hit_sectors = j.value("l1_hit_sectors", 0.0);

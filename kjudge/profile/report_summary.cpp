@@ -195,10 +195,17 @@ std::string top_stall_name(const side_profile& s) {
   return fmt::format("{} {:.1f}%", top.front().first, top.front().second);
 }
 
-/** `dram_bytes_known`: both reports have both DRAM byte counters (a sum that lacks one is no
- *  figure to compare). */
-void delta_lines(std::string& out, const side_profile& now, const side_profile& before,
-                 bool dram_bytes_known) {
+/** `now` and `before` are the candidate sides of two reports with their counter sources: DRAM
+ *  bytes are compared only when both totals have both DRAM byte counters (a sum that lacks one is
+ *  no figure to compare). */
+void delta_lines(std::string& out, const profile_report& now_report,
+                 const profile_report& before_report) {
+  const side_profile& now = now_report.candidate_side;
+  const side_profile& before = before_report.candidate_side;
+  const bool dram_bytes_known =
+      now.total && before.total &&
+      detail::unreported_dram_columns(now_report.counters, now.total->counters).empty() &&
+      detail::unreported_dram_columns(before_report.counters, before.total->counters).empty();
   const auto t1 = detail::forward_time(now), t0 = detail::forward_time(before);
   if (t0.ns > 0 && t1.ns > 0)
     out += fmt::format("  candidate {} {} → {} ({}){}\n", t1.what, format_ns(t0.ns),
@@ -268,9 +275,7 @@ std::string agent_summary(const profile_report& r, const profile_report* baselin
   }
   if (baseline) {
     out += "vs baseline:\n";
-    delta_lines(out, r.candidate_side, baseline->candidate_side,
-                detail::unreported_dram_columns(r.counters).empty() &&
-                    detail::unreported_dram_columns(baseline->counters).empty());
+    delta_lines(out, r, *baseline);
   }
   flag_lines(out, r);
   return out;

@@ -174,9 +174,10 @@ void render_totals(std::string& out, const profile_report& r) {
     // The total's duration fails when any kernel's does (withhold_timed).
     return s.total ? metric_text(s.total->derived.duration_ns, format_ns) : std::string("n/a");
   });
-  const bool dram_bytes_known = detail::unreported_dram_columns(r.counters).empty();
-  total_row(out, "DRAM bytes (read + write)", r, [dram_bytes_known](const kernel_profile& t) {
-    return dram_bytes_known ? format_bytes(t.counters.dram_bytes()) : std::string("n/a");
+  total_row(out, "DRAM bytes (read + write)", r, [&r](const kernel_profile& t) {
+    return detail::unreported_dram_columns(r.counters, t.counters).empty()
+               ? format_bytes(t.counters.dram_bytes())
+               : std::string("n/a");
   });
   total_row(out, "DRAM bandwidth", r, [](const kernel_profile& t) {
     return with_roof(t.derived.dram_bytes_per_s, t.derived.dram_throughput_pct);
@@ -208,13 +209,13 @@ void render_totals(std::string& out, const profile_report& r) {
     };
     if (count(r.reference) <= 0 && count(r.candidate_side) <= 0) continue;
     // A count that lacks a counter ncu did not report is no count (its rate says which).
-    const bool known = detail::unreported_flop_columns(r.counters, type).empty();
-    total_row(out, fmt::format("{} FLOP (rate)", to_string(type)), r,
-              [type, known](const kernel_profile& t) {
-                std::string n = known ? format_flop(flop(t.counters.flops, type)) : "n/a";
-                return fmt::format("{} ({})", n,
-                                   metric_text(t.derived.flops(type), format_flop_per_s));
-              });
+    total_row(
+        out, fmt::format("{} FLOP (rate)", to_string(type)), r,
+        [type, &r](const kernel_profile& t) {
+          const bool known = detail::unreported_flop_columns(r.counters, t.counters, type).empty();
+          std::string n = known ? format_flop(flop(t.counters.flops, type)) : "n/a";
+          return fmt::format("{} ({})", n, metric_text(t.derived.flops(type), format_flop_per_s));
+        });
   }
   side("arithmetic intensity", [](const side_profile& s) {
     return metric_text(s.intensity_flop_per_byte,

@@ -119,14 +119,45 @@ flag missing_metrics_flag(const std::vector<std::string>& unreported) {
                       one ? "that name" : "these names")};
 }
 
-namespace detail {
-
-std::vector<std::string_view> unreported_dram_columns(const counter_source& c) {
-  return unreported_among(c.missing_metrics, {ncu_metric::dram_read, ncu_metric::dram_write});
+std::vector<std::string> unreported_in(const std::vector<std::string>& table_missing,
+                                       const kernel_metrics& k) {
+  std::vector<std::string> out = table_missing;
+  for (const auto& m : k.unreported_metrics)
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  return out;
 }
 
-std::vector<std::string_view> unreported_flop_columns(const counter_source& c, flop_type t) {
-  return unreported_among(c.missing_metrics, ncu_flop_metrics(t));
+flag values_missing_flag(const std::vector<std::string>& empty_values) {
+  const std::size_t named = std::min(empty_values.size(), missing_metrics_named);
+  std::string names =
+      fmt::format("{}", fmt::join(empty_values.begin(),
+                                  empty_values.begin() + static_cast<std::ptrdiff_t>(named), ", "));
+  if (named < empty_values.size())
+    names += fmt::format(", and {} more", empty_values.size() - named);
+  return {"ncu_values_missing", severity_warning,
+          fmt::format("ncu printed no value for {} metric{} in this kernel's row ({}): every "
+                      "figure that needs one is n/a, its reason naming the metric",
+                      empty_values.size(), empty_values.size() == 1 ? "" : "s", names)};
+}
+
+namespace detail {
+
+namespace {
+
+std::vector<std::string> owned(const metric_names& names) {
+  return {names.begin(), names.end()};
+}
+
+}  // namespace
+
+std::vector<std::string> unreported_dram_columns(const counter_source& c, const kernel_metrics& k) {
+  return owned(unreported_among(unreported_in(c.missing_metrics, k),
+                                {ncu_metric::dram_read, ncu_metric::dram_write}));
+}
+
+std::vector<std::string> unreported_flop_columns(const counter_source& c, const kernel_metrics& k,
+                                                 flop_type t) {
+  return owned(unreported_among(unreported_in(c.missing_metrics, k), ncu_flop_metrics(t)));
 }
 
 }  // namespace detail

@@ -1,10 +1,11 @@
 #pragma once
-/** @file Counters ncu did not report (counter_source::missing_metrics). The parser leaves such a
- *  counter at 0, which derive() cannot tell from a measured 0: it would give a DRAM bandwidth from
- *  the write bytes alone, 0 FLOP/s, a 0% hit rate, or fail an invariant on the 0. So every figure
- *  computed from one is replaced with a `no_data` metric whose reason names it, and the report
- *  carries one `ncu_metrics_missing` warning. The names are ncu_csv.hpp's ncu_metric constants,
- *  which the parser's table reads (a fallback column stands in under the primary name).
+/** @file Counters ncu did not report: a column its table lacks (counter_source::missing_metrics)
+ *  or a value a kernel's row leaves empty (kernel_metrics::unreported_metrics). The parser leaves
+ *  such a counter at 0, which derive() cannot tell from a measured 0: it would give a DRAM
+ * bandwidth from the write bytes alone, 0 FLOP/s, a 0% hit rate, or fail an invariant on the 0. So
+ * every figure computed from one is replaced with a `no_data` metric whose reason names it, and the
+ * report carries one `ncu_metrics_missing` warning. The names are ncu_csv.hpp's ncu_metric
+ * constants, which the parser's table reads (a fallback column stands in under the primary name).
  *  tests/unit/profile/recorded_profile_test.cpp removes each of them in turn from a real capture
  *  and checks that no figure then shows a number other than the one of the full capture. */
 
@@ -53,5 +54,13 @@ void withhold_unreported(derived_metrics& d, const std::vector<std::string>& unr
 
 /** The report's `ncu_metrics_missing` warning: how many, the first few by name, what it means. */
 [[nodiscard]] flag missing_metrics_flag(const std::vector<std::string>& unreported);
+
+/** The metrics unreported for `k`: the table's missing columns (`table_missing`) and the values
+ *  ncu left empty in its row (or, for a total, in any of its kernels' rows). */
+[[nodiscard]] std::vector<std::string> unreported_in(const std::vector<std::string>& table_missing,
+                                                     const kernel_metrics& k);
+
+/** A kernel's `ncu_values_missing` warning: the metrics whose value its row left empty. */
+[[nodiscard]] flag values_missing_flag(const std::vector<std::string>& empty_values);
 
 }  // namespace kj::profile

@@ -88,6 +88,53 @@ std::string without_column(const std::string& metric) {
   return csv;
 }
 
+/** The recorded capture with the value of `metric` in the row of the kernel whose name contains
+ *  `kernel` replaced by "n/a": ncu's table as if it had printed no value there. Fields are quoted
+ *  ("" inside); the header is the first line that names metrics. */
+std::string with_empty_value(const std::string& metric, const std::string& kernel) {
+  const auto split = [](const std::string& line) {
+    std::vector<std::string> fields;
+    std::string f;
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') {
+        f += "\"\"";
+        ++i;
+      } else if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        fields.push_back(f);
+        f.clear();
+      } else {
+        f += c;
+      }
+    }
+    fields.push_back(f);
+    return fields;
+  };
+  std::istringstream in(read("ncu/quantvla_kjudge_profile_raw.csv"));
+  std::string out, line;
+  std::size_t column = 0;
+  bool replaced = false;
+  while (std::getline(in, line)) {
+    const auto fields = split(line);
+    if (column == 0) {
+      const auto it = std::find(fields.begin(), fields.end(), metric);
+      if (it != fields.end()) column = static_cast<std::size_t>(it - fields.begin());
+    } else if (!replaced && line.find(kernel) != std::string::npos && fields.size() > column) {
+      std::string rebuilt;
+      for (std::size_t i = 0; i < fields.size(); ++i)
+        rebuilt += (i ? ",\"" : "\"") + (i == column ? std::string("n/a") : fields[i]) + "\"";
+      line = rebuilt;
+      replaced = true;
+    }
+    out += line + "\n";
+  }
+  EXPECT_TRUE(replaced) << metric << " in " << kernel;
+  return out;
+}
+
 /** Every figure of `now` (a {value, flags} object, at any depth) has the number it has in `full`,
  *  or none; one that lost its number says in its `no_data` reason which of `unreported` it
  *  needed. A class is the same or unknown. Returns how many figures lost their number. */
@@ -272,6 +319,34 @@ TEST(RecordedProfile, CaptureWithoutTheDurationColumnHasNoClassAndSaysWhy) {
   EXPECT_NE(text.find("counters ncu did not report (1): gpu__time_duration.sum"),
             std::string::npos);
   EXPECT_NE(text.find("[report] ncu_metrics_missing"), std::string::npos);
+}
+
+TEST(RecordedProfile, ValueNcuLeftEmptyInOneRowWithholdsThatKernelsFiguresOnly) {
+  const auto full = counter_report(data().ncu);
+  const auto ncu = parse_ncu_raw_csv(with_empty_value("dram__bytes_read.sum", "quantvla_kernel"));
+  EXPECT_TRUE(ncu.missing_metrics.empty()) << "the column is there";
+  const auto r = counter_report(ncu);
+  ASSERT_EQ(r.candidate_side.kernels.size(), 1U);
+  const auto& k = r.candidate_side.kernels[0];
+  EXPECT_EQ(k.counters.unreported_metrics, std::vector<std::string>{"dram__bytes_read.sum"});
+  for (const auto* d : {&k.derived, &r.candidate_side.total->derived}) {
+    ASSERT_TRUE(d->dram_bytes_per_s.is_missing());
+    EXPECT_NE(d->dram_bytes_per_s.failure().message.find("dram__bytes_read.sum"), std::string::npos)
+        << d->dram_bytes_per_s.failure().message;
+    EXPECT_TRUE(d->l2_bytes_per_s.ok()) << "figures that need no DRAM counter keep their number";
+  }
+  EXPECT_TRUE(has_code(r.candidate_side.flags, "ncu_values_missing"));
+  EXPECT_FALSE(has_code(r.flags, "ncu_metrics_missing"));
+  // The reference's kernels had their values: every figure as in the full capture.
+  EXPECT_EQ(to_json(r).at("sides").at("reference"), to_json(full).at("sides").at("reference"));
+  EXPECT_TRUE(error_codes(r.candidate_side.flags).empty());
+
+  const std::string text = render_report(r);
+  const auto row_start = text.find("DRAM bytes (read + write)");
+  ASSERT_NE(row_start, std::string::npos);
+  const std::string row = text.substr(row_start, text.find('\n', row_start) - row_start);
+  EXPECT_NE(row.find("3.17 MB"), std::string::npos) << row;  // the reference's sum
+  EXPECT_NE(row.find("n/a"), std::string::npos) << row;      // not the candidate's write bytes
 }
 
 }  // namespace
