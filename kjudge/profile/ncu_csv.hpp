@@ -33,6 +33,9 @@ inline constexpr std::string_view ncu_candidate_range = "kjudge_candidate";
  *  counter ncu did not report (unreported.hpp). */
 namespace ncu_metric {
 inline constexpr std::string_view duration = "gpu__time_duration.sum";
+inline constexpr std::string_view registers = "launch__registers_per_thread";
+inline constexpr std::string_view shared_static = "launch__shared_mem_per_block_static";
+inline constexpr std::string_view shared_dynamic = "launch__shared_mem_per_block_dynamic";
 inline constexpr std::string_view sm_count = "device__attribute_multiprocessor_count";
 inline constexpr std::string_view max_warps = "device__attribute_max_warps_per_multiprocessor";
 inline constexpr std::string_view dram_read = "dram__bytes_read.sum";

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -210,6 +211,9 @@ struct side_launches {
  *  DRAM bytes lacks it and is not shown as a number (unreported.hpp). */
 [[nodiscard]] std::vector<std::string> unreported_dram_columns(const counter_source& c,
                                                                const kernel_metrics& k);
+/** Whether ncu reported every one of `metrics` for `k` (column present, value in its row). */
+[[nodiscard]] bool all_reported(const counter_source& c, const kernel_metrics& k,
+                                std::initializer_list<std::string_view> metrics);
 /** The same for the counters of one FLOP type (none for bf16, which has no counter). */
 [[nodiscard]] std::vector<std::string> unreported_flop_columns(const counter_source& c,
                                                                const kernel_metrics& k,

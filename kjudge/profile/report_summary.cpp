@@ -97,7 +97,7 @@ void side_lines(std::string& out, const side_profile& s) {
 }
 
 /** Hints for one side (the candidate): each only when its condition holds, numbers quoted. */
-std::vector<std::string> hints(const side_profile& s) {
+std::vector<std::string> hints(const side_profile& s, const counter_source& counters) {
   std::vector<std::string> out;
   if (s.bound.bound == bottleneck::launch_bound)
     out.push_back(fmt::format("launch-bound ({}): fuse kernels or replay a CUDA graph; {} launches",
@@ -109,7 +109,9 @@ std::vector<std::string> hints(const side_profile& s) {
         "memory-bound: DRAM at {} of its roof ({} moved, {}): reduce bytes moved (fuse passes, "
         "reuse data from shared memory, narrower dtypes)",
         metric_text(d.dram_throughput_pct, format_pct),
-        format_bytes(s.total->counters.dram_bytes()),
+        detail::unreported_dram_columns(counters, s.total->counters).empty()
+            ? format_bytes(s.total->counters.dram_bytes())
+            : std::string("n/a"),
         metric_text(d.dram_bytes_per_s, format_bytes_per_s)));
   if (s.bound.bound == bottleneck::compute_bound) {
     const flop_type dominant = dominant_flop_type(s.total->counters.flops);
@@ -268,7 +270,7 @@ std::string agent_summary(const profile_report& r, const profile_report* baselin
                      launches.source,
                      metric_text(r.fusion_ratio, [](double v) { return fmt::format("{:.2f}", v); }),
                      launches.reference, launches.candidate);
-  const auto h = hints(r.candidate_side);
+  const auto h = hints(r.candidate_side, r.counters);
   if (!h.empty()) {
     out += "hints (candidate):\n";
     for (const auto& line : h) out += "  - " + line + "\n";

@@ -14,6 +14,7 @@
 
 #include <kjudge/profile/format.hpp>
 #include <kjudge/profile/invariants.hpp>
+#include <kjudge/profile/ncu_csv.hpp>
 
 namespace kj::profile {
 
@@ -259,7 +260,8 @@ void render_totals(std::string& out, const profile_report& r) {
   out += fmt::format("  candidate bound: {}\n", r.candidate_side.bound.reason);
 }
 
-void render_kernels(std::string& out, const side_profile& s, int max_kernels) {
+void render_kernels(std::string& out, const side_profile& s, const counter_source& counters,
+                    int max_kernels) {
   if (s.kernels.empty()) {
     out += fmt::format("\n{}: no kernel counters\n", s.side);
     return;
@@ -277,12 +279,17 @@ void render_kernels(std::string& out, const side_profile& s, int max_kernels) {
     out += fmt::format("      {} ({} of kernel time), launch #{}, grid {}x{}x{} block {}x{}x{}\n",
                        metric_text(d.duration_ns, format_ns), share, order[rank] + 1, k.grid.x,
                        k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
-    out +=
-        fmt::format("      regs {}  smem {}  waves {}  occupancy {} achieved / {} theoretical\n",
-                    k.registers_per_thread, format_bytes(k.shared_mem_per_block_bytes),
-                    k.waves_per_sm > 0 ? fmt::format("{:.2f}", k.waves_per_sm) : std::string("n/a"),
-                    metric_text(d.achieved_occupancy_pct, format_pct),
-                    metric_text(d.theoretical_occupancy_pct, format_pct));
+    out += fmt::format(
+        "      regs {}  smem {}  waves {}  occupancy {} achieved / {} theoretical\n",
+        detail::all_reported(counters, k, {ncu_metric::registers})
+            ? std::to_string(k.registers_per_thread)
+            : std::string("n/a"),
+        detail::all_reported(counters, k, {ncu_metric::shared_static, ncu_metric::shared_dynamic})
+            ? format_bytes(k.shared_mem_per_block_bytes)
+            : std::string("n/a"),
+        k.waves_per_sm > 0 ? fmt::format("{:.2f}", k.waves_per_sm) : std::string("n/a"),
+        metric_text(d.achieved_occupancy_pct, format_pct),
+        metric_text(d.theoretical_occupancy_pct, format_pct));
     out += fmt::format(
         "      SM SOL {}  memory SOL {}  DRAM {}  {}\n", metric_text(d.sm_sol_pct, format_pct),
         metric_text(d.memory_sol_pct, format_pct),
@@ -336,8 +343,8 @@ std::string render_report(const profile_report& r, int max_kernels) {
                      r.roofs.l2.roof() > 0 ? format_bytes_per_s(r.roofs.l2.roof()) : "n/a",
                      r.roofs.l1.roof() > 0 ? format_bytes_per_s(r.roofs.l1.roof()) : "n/a");
   render_totals(out, r);
-  render_kernels(out, r.reference, max_kernels);
-  render_kernels(out, r.candidate_side, max_kernels);
+  render_kernels(out, r.reference, r.counters, max_kernels);
+  render_kernels(out, r.candidate_side, r.counters, max_kernels);
   render_flags(out, r);
   return out;
 }

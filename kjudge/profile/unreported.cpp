@@ -150,6 +150,11 @@ std::vector<std::string> owned(const metric_names& names) {
 
 }  // namespace
 
+bool all_reported(const counter_source& c, const kernel_metrics& k,
+                  std::initializer_list<std::string_view> metrics) {
+  return unreported_among(unreported_in(c.missing_metrics, k), metric_names(metrics)).empty();
+}
+
 std::vector<std::string> unreported_dram_columns(const counter_source& c, const kernel_metrics& k) {
   return owned(unreported_among(unreported_in(c.missing_metrics, k),
                                 {ncu_metric::dram_read, ncu_metric::dram_write}));

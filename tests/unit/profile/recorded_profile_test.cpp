@@ -347,6 +347,14 @@ TEST(RecordedProfile, ValueNcuLeftEmptyInOneRowWithholdsThatKernelsFiguresOnly) 
   const std::string row = text.substr(row_start, text.find('\n', row_start) - row_start);
   EXPECT_NE(row.find("3.17 MB"), std::string::npos) << row;  // the reference's sum
   EXPECT_NE(row.find("n/a"), std::string::npos) << row;      // not the candidate's write bytes
+
+  // A launch figure ncu left empty shows as n/a, not 0.
+  const auto no_regs = counter_report(
+      parse_ncu_raw_csv(with_empty_value("launch__registers_per_thread", "quantvla_kernel")));
+  const std::string kernels = render_report(no_regs);
+  EXPECT_NE(kernels.find("regs n/a"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("regs 0 "), std::string::npos) << kernels;
+  EXPECT_NE(render_report(full).find("regs 64 "), std::string::npos) << render_report(full);
 }
 
 }  // namespace
