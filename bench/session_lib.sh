@@ -4,6 +4,9 @@ OUT=${OUT:-/tmp/kjudge-out}
 L=$OUT/logs
 mkdir -p "$L"
 export PYTHONUNBUFFERED=1 KJUDGE_CACHE_DIR=${KJUDGE_CACHE_DIR:-/tmp/kjcache}
+# Evaluations exec their worker, as in the sessions before the pool was the default, so wall
+# clocks stay comparable; `--pool` on a command (h200_verify.sh's pool runs) still asks for it.
+export KJUDGE_POOL=${KJUDGE_POOL:-0}
 PY=$(command -v python3)
 stamp() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$(stamp)"; }
