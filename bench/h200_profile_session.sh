@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call for issue 3 and the remaining issue-2 checks: build, GPU tests (without the
 # bundled-problem sweep, which has a call of its own: KJ_SWEEP=1), the QuantVLA evaluations (wall
-# clock) and `kjudge profile` of QuantVLA with ncu's raw report kept as a fixture. Logs: $OUT/logs.tar.gz.
+# clock) and `kjudge profile` of QuantVLA with ncu's raw report kept as a fixture.
+# Logs: $OUT/logs.tar.gz.
 set -u
 source "$(dirname "$0")/session_lib.sh"
 build_kjudge
