@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/profile/unreported.hpp>
 
 namespace kj::profile {
 
@@ -83,10 +84,7 @@ kernel_metrics aggregate(std::span<const kernel_metrics> kernels) {
     add_flops(t.flops, k.flops);
     add_map(t.instructions_per_pipe, k.instructions_per_pipe);
     add_map(t.stall_cycles, k.stall_cycles);
-    for (const auto& m : k.unreported_metrics)
-      if (std::find(t.unreported_metrics.begin(), t.unreported_metrics.end(), m) ==
-          t.unreported_metrics.end())
-        t.unreported_metrics.push_back(m);
+    add_unreported(t.unreported_metrics, k.unreported_metrics);
   }
   t.theoretical_occupancy_pct =
       duration_weighted_pct(kernels, &kernel_metrics::theoretical_occupancy_pct);

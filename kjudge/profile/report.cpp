@@ -115,8 +115,7 @@ classification classify_side(const side_inputs& in, const side_profile& s) {
 }
 
 /** The roofline point of the side's total (see side_profile). */
-void place_on_roofline(side_profile& s, const ceilings& roofs,
-                       const std::vector<std::string>& unreported) {
+void place_on_roofline(side_profile& s, const ceilings& roofs) {
   if (!s.total) {
     s.intensity_flop_per_byte = metric::missing("roofline: no counters");
     s.achieved_flop_per_s = metric::missing("roofline: no counters");
@@ -135,7 +134,8 @@ void place_on_roofline(side_profile& s, const ceilings& roofs,
     s.achieved_flop_per_s = metric::pass(flop_sum / (duration.value() * 1e-9));
   // A FLOP counter ncu did not report reads as 0: the sum would lack that type's work.
   if (duration.ok())
-    (void)withhold(s.achieved_flop_per_s, "achieved FLOP/s", unreported, all_flop_metrics());
+    (void)withhold(s.achieved_flop_per_s, "achieved FLOP/s", t.unreported_metrics,
+                   all_flop_metrics());
 
   const flop_type dominant = dominant_flop_type(t.flops);
   const double compute_roof = roofs.at(dominant).roof();
@@ -223,29 +223,38 @@ void match_durations(side_profile& s, const side_inputs& in, std::vector<flag>& 
                      ncu.size() - matched, ncu.size(), cupti.size() - matched, cupti.size())});
 }
 
+/** `table_missing`: the columns ncu's table lacks, which no kernel of it reported; they join each
+ *  kernel's own unreported values (counters.unreported_metrics of every kernel and total). */
 side_profile build_side(std::string name, const side_inputs& in, const ceilings& roofs,
-                        const std::vector<std::string>& unreported) {
+                        const std::vector<std::string>& table_missing) {
   side_profile s;
   s.side = std::move(name);
   s.cupti = in.cupti;
   s.device_time_ns = in.device_time_ns;
   std::vector<flag> flags;
-  std::vector<flag> kernel_flags;  // unscoped, to leave out what the total merely repeats
-  for (const auto& k : in.ncu_kernels) {
+  std::vector<flag> kernel_flags;       // unscoped, to leave out what the total merely repeats
+  std::vector<kernel_metrics> kernels;  // with the table's missing columns
+  for (const auto& row : in.ncu_kernels) {
+    kernel_metrics& k = kernels.emplace_back(row);
+    add_unreported(k.unreported_metrics, table_missing);
     kernel_profile p{k, derive(k, roofs)};
-    withhold_unreported(p.derived, unreported_in(unreported, k), roofs, /*total=*/false);
+    withhold_unreported(p.derived, k.unreported_metrics, roofs, /*total=*/false);
     append(kernel_flags, p.derived.flags());
     const std::string scope = fmt::format("kernel #{} {}", s.kernels.size() + 1, flag_name(k));
     append_scoped(flags, p.derived.flags(), scope);
-    if (!k.unreported_metrics.empty())
-      append_scoped(flags, {values_missing_flag(k.unreported_metrics)}, scope);
+    // Values its row left empty; a column the whole table lacks has the report's own flag.
+    std::vector<std::string> row_gaps;
+    for (const auto& m : row.unreported_metrics)
+      if (std::find(table_missing.begin(), table_missing.end(), m) == table_missing.end())
+        row_gaps.push_back(m);
+    if (!row_gaps.empty()) append_scoped(flags, {values_missing_flag(row_gaps)}, scope);
     s.kernels.push_back(std::move(p));
   }
-  if (!in.ncu_kernels.empty()) {
+  if (!kernels.empty()) {
     try {
-      kernel_metrics t = aggregate(in.ncu_kernels);
+      kernel_metrics t = aggregate(kernels);
       derived_metrics d = derive(t, roofs);
-      withhold_unreported(d, unreported_in(unreported, t), roofs, /*total=*/true);
+      withhold_unreported(d, t.unreported_metrics, roofs, /*total=*/true);
       // A total over a kernel with a broken time has no rate either (invariant 1).
       for (const auto& p : s.kernels)
         if (!p.derived.duration_ns.ok() && !p.derived.duration_ns.is_missing()) {
@@ -257,7 +266,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
         if (std::none_of(kernel_flags.begin(), kernel_flags.end(),
                          [&f](const flag& g) { return same_flag(f, g); }))
           own.push_back(f);
-      append_scoped(flags, own, fmt::format("total of {} kernels", in.ncu_kernels.size()));
+      append_scoped(flags, own, fmt::format("total of {} kernels", kernels.size()));
       s.total = kernel_profile{std::move(t), std::move(d)};
     } catch (const kj::error& e) {
       flags.push_back({"kernels_not_combinable", severity_error,
@@ -265,7 +274,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
     }
   }
   s.bound = classify_side(in, s);
-  place_on_roofline(s, roofs, s.total ? unreported_in(unreported, s.total->counters) : unreported);
+  place_on_roofline(s, roofs);
   append_metric_flags(flags, s.achieved_flop_per_s);
   match_durations(s, in, flags);
   if (in.cupti) {

@@ -206,19 +206,6 @@ struct side_launches {
 /** "registers (4 blocks/SM)": the smallest non-zero launch__occupancy_limit_*; empty when none
  *  was collected. */
 [[nodiscard]] std::string occupancy_limiter(const kernel_metrics& k);
-/** The DRAM byte counters (`dram__bytes_read/write.sum`) ncu did not report for `k` (a kernel or
- *  a total: the table's missing columns and the row's empty values): while any is, its sum of
- *  DRAM bytes lacks it and is not shown as a number (unreported.hpp). */
-[[nodiscard]] std::vector<std::string> unreported_dram_columns(const counter_source& c,
-                                                               const kernel_metrics& k);
-/** Whether ncu reported every one of `metrics` for `k` (column present, value in its row). */
-[[nodiscard]] bool all_reported(const counter_source& c, const kernel_metrics& k,
-                                std::initializer_list<std::string_view> metrics);
-/** The same for the counters of one FLOP type (none for bf16, which has no counter). */
-[[nodiscard]] std::vector<std::string> unreported_flop_columns(const counter_source& c,
-                                                               const kernel_metrics& k,
-                                                               flop_type t);
-
 }  // namespace detail
 
 }  // namespace kj::profile

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <kjudge/profile/format.hpp>
+#include <kjudge/profile/unreported.hpp>
 
 namespace kj::profile {
 
@@ -97,7 +98,7 @@ void side_lines(std::string& out, const side_profile& s) {
 }
 
 /** Hints for one side (the candidate): each only when its condition holds, numbers quoted. */
-std::vector<std::string> hints(const side_profile& s, const counter_source& counters) {
+std::vector<std::string> hints(const side_profile& s) {
   std::vector<std::string> out;
   if (s.bound.bound == bottleneck::launch_bound)
     out.push_back(fmt::format("launch-bound ({}): fuse kernels or replay a CUDA graph; {} launches",
@@ -109,7 +110,7 @@ std::vector<std::string> hints(const side_profile& s, const counter_source& coun
         "memory-bound: DRAM at {} of its roof ({} moved, {}): reduce bytes moved (fuse passes, "
         "reuse data from shared memory, narrower dtypes)",
         metric_text(d.dram_throughput_pct, format_pct),
-        detail::unreported_dram_columns(counters, s.total->counters).empty()
+        all_reported(s.total->counters, dram_byte_metrics)
             ? format_bytes(s.total->counters.dram_bytes())
             : std::string("n/a"),
         metric_text(d.dram_bytes_per_s, format_bytes_per_s)));
@@ -197,17 +198,12 @@ std::string top_stall_name(const side_profile& s) {
   return fmt::format("{} {:.1f}%", top.front().first, top.front().second);
 }
 
-/** `now` and `before` are the candidate sides of two reports with their counter sources: DRAM
- *  bytes are compared only when both totals have both DRAM byte counters (a sum that lacks one is
- *  no figure to compare). */
-void delta_lines(std::string& out, const profile_report& now_report,
-                 const profile_report& before_report) {
-  const side_profile& now = now_report.candidate_side;
-  const side_profile& before = before_report.candidate_side;
-  const bool dram_bytes_known =
-      now.total && before.total &&
-      detail::unreported_dram_columns(now_report.counters, now.total->counters).empty() &&
-      detail::unreported_dram_columns(before_report.counters, before.total->counters).empty();
+/** DRAM bytes are compared only when both totals have both DRAM byte counters (a sum that lacks
+ *  one is no figure to compare). */
+void delta_lines(std::string& out, const side_profile& now, const side_profile& before) {
+  const bool dram_bytes_known = now.total && before.total &&
+                                all_reported(now.total->counters, dram_byte_metrics) &&
+                                all_reported(before.total->counters, dram_byte_metrics);
   const auto t1 = detail::forward_time(now), t0 = detail::forward_time(before);
   if (t0.ns > 0 && t1.ns > 0)
     out += fmt::format("  candidate {} {} → {} ({}){}\n", t1.what, format_ns(t0.ns),
@@ -219,7 +215,7 @@ void delta_lines(std::string& out, const profile_report& now_report,
                      std::string_view(n0.source) == n1.source
                          ? ""
                          : fmt::format(" [counted by {}, baseline by {}]", n1.source, n0.source));
-  if (now.total && before.total && dram_bytes_known) {
+  if (dram_bytes_known) {
     const double b0 = before.total->counters.dram_bytes(), b1 = now.total->counters.dram_bytes();
     out += fmt::format("  candidate DRAM bytes {} → {} ({})\n", format_bytes(b0), format_bytes(b1),
                        signed_change(b0, b1));
@@ -270,14 +266,14 @@ std::string agent_summary(const profile_report& r, const profile_report* baselin
                      launches.source,
                      metric_text(r.fusion_ratio, [](double v) { return fmt::format("{:.2f}", v); }),
                      launches.reference, launches.candidate);
-  const auto h = hints(r.candidate_side, r.counters);
+  const auto h = hints(r.candidate_side);
   if (!h.empty()) {
     out += "hints (candidate):\n";
     for (const auto& line : h) out += "  - " + line + "\n";
   }
   if (baseline) {
     out += "vs baseline:\n";
-    delta_lines(out, r, *baseline);
+    delta_lines(out, r.candidate_side, baseline->candidate_side);
   }
   flag_lines(out, r);
   return out;

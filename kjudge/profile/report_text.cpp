@@ -15,6 +15,7 @@
 #include <kjudge/profile/format.hpp>
 #include <kjudge/profile/invariants.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
+#include <kjudge/profile/unreported.hpp>
 
 namespace kj::profile {
 
@@ -176,9 +177,8 @@ void render_totals(std::string& out, const profile_report& r) {
     return s.total ? metric_text(s.total->derived.duration_ns, format_ns) : std::string("n/a");
   });
   total_row(out, "DRAM bytes (read + write)", r, [&r](const kernel_profile& t) {
-    return detail::unreported_dram_columns(r.counters, t.counters).empty()
-               ? format_bytes(t.counters.dram_bytes())
-               : std::string("n/a");
+    return all_reported(t.counters, dram_byte_metrics) ? format_bytes(t.counters.dram_bytes())
+                                                       : std::string("n/a");
   });
   total_row(out, "DRAM bandwidth", r, [](const kernel_profile& t) {
     return with_roof(t.derived.dram_bytes_per_s, t.derived.dram_throughput_pct);
@@ -210,13 +210,13 @@ void render_totals(std::string& out, const profile_report& r) {
     };
     if (count(r.reference) <= 0 && count(r.candidate_side) <= 0) continue;
     // A count that lacks a counter ncu did not report is no count (its rate says which).
-    total_row(
-        out, fmt::format("{} FLOP (rate)", to_string(type)), r,
-        [type, &r](const kernel_profile& t) {
-          const bool known = detail::unreported_flop_columns(r.counters, t.counters, type).empty();
-          std::string n = known ? format_flop(flop(t.counters.flops, type)) : "n/a";
-          return fmt::format("{} ({})", n, metric_text(t.derived.flops(type), format_flop_per_s));
-        });
+    total_row(out, fmt::format("{} FLOP (rate)", to_string(type)), r,
+              [type, &r](const kernel_profile& t) {
+                const bool known = all_reported(t.counters, ncu_flop_metrics(type));
+                std::string n = known ? format_flop(flop(t.counters.flops, type)) : "n/a";
+                return fmt::format("{} ({})", n,
+                                   metric_text(t.derived.flops(type), format_flop_per_s));
+              });
   }
   side("arithmetic intensity", [](const side_profile& s) {
     return metric_text(s.intensity_flop_per_byte,
@@ -260,8 +260,7 @@ void render_totals(std::string& out, const profile_report& r) {
   out += fmt::format("  candidate bound: {}\n", r.candidate_side.bound.reason);
 }
 
-void render_kernels(std::string& out, const side_profile& s, const counter_source& counters,
-                    int max_kernels) {
+void render_kernels(std::string& out, const side_profile& s, int max_kernels) {
   if (s.kernels.empty()) {
     out += fmt::format("\n{}: no kernel counters\n", s.side);
     return;
@@ -281,10 +280,9 @@ void render_kernels(std::string& out, const side_profile& s, const counter_sourc
                        k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
     out += fmt::format(
         "      regs {}  smem {}  waves {}  occupancy {} achieved / {} theoretical\n",
-        detail::all_reported(counters, k, {ncu_metric::registers})
-            ? std::to_string(k.registers_per_thread)
-            : std::string("n/a"),
-        detail::all_reported(counters, k, {ncu_metric::shared_static, ncu_metric::shared_dynamic})
+        all_reported(k, {ncu_metric::registers}) ? std::to_string(k.registers_per_thread)
+                                                 : std::string("n/a"),
+        all_reported(k, {ncu_metric::shared_static, ncu_metric::shared_dynamic})
             ? format_bytes(k.shared_mem_per_block_bytes)
             : std::string("n/a"),
         k.waves_per_sm > 0 ? fmt::format("{:.2f}", k.waves_per_sm) : std::string("n/a"),
@@ -343,8 +341,8 @@ std::string render_report(const profile_report& r, int max_kernels) {
                      r.roofs.l2.roof() > 0 ? format_bytes_per_s(r.roofs.l2.roof()) : "n/a",
                      r.roofs.l1.roof() > 0 ? format_bytes_per_s(r.roofs.l1.roof()) : "n/a");
   render_totals(out, r);
-  render_kernels(out, r.reference, r.counters, max_kernels);
-  render_kernels(out, r.candidate_side, r.counters, max_kernels);
+  render_kernels(out, r.reference, max_kernels);
+  render_kernels(out, r.candidate_side, max_kernels);
   render_flags(out, r);
   return out;
 }

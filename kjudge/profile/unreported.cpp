@@ -87,7 +87,7 @@ void withhold_unreported(derived_metrics& d, const std::vector<std::string>& unr
     if (roofs.at(t).roof() > 0) compute_parts = joined({compute_parts, rate});
   }
   w(d.arithmetic_intensity_flop_per_byte, "arithmetic intensity",
-    joined({all_flop_metrics(), {col::dram_read, col::dram_write}}));
+    joined({all_flop_metrics(), dram_byte_metrics}));
 
   std::vector<std::string> withheld;  // reasons of the withheld largest throughputs
   for (const auto& [m, what, parts] :
@@ -103,68 +103,46 @@ void withhold_unreported(derived_metrics& d, const std::vector<std::string>& unr
   if (!d.duration_ns.ok() && !d.duration_ns.is_missing()) withhold_timed(d, d.duration_ns);
 }
 
+namespace {
+
+/** The first missing_metrics_named of `names`, then "and N more" and `more_suffix`. */
+std::string first_names(const std::vector<std::string>& names, std::string_view more_suffix) {
+  const std::size_t named = std::min(names.size(), missing_metrics_named);
+  std::string out = fmt::format(
+      "{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(named), ", "));
+  if (named < names.size())
+    out += fmt::format(", and {} more{}", names.size() - named, more_suffix);
+  return out;
+}
+
+}  // namespace
+
 flag missing_metrics_flag(const std::vector<std::string>& unreported) {
-  const std::size_t named = std::min(unreported.size(), missing_metrics_named);
-  std::string names = fmt::format(
-      "{}",
-      fmt::join(unreported.begin(), unreported.begin() + static_cast<std::ptrdiff_t>(named), ", "));
-  if (named < unreported.size())
-    names += fmt::format(", and {} more in counters.missing_metrics", unreported.size() - named);
   const bool one = unreported.size() == 1;
   return {"ncu_metrics_missing", severity_warning,
           fmt::format("ncu's table has no column for {} metric{} kjudge reads ({}): every figure "
                       "that needs one is n/a, its reason naming the metric, not a number read "
                       "from a 0; this GPU or ncu version lacks {} under {}",
-                      unreported.size(), one ? "" : "s", names, one ? "it" : "them",
+                      unreported.size(), one ? "" : "s",
+                      first_names(unreported, " in counters.missing_metrics"), one ? "it" : "them",
                       one ? "that name" : "these names")};
 }
 
-std::vector<std::string> unreported_in(const std::vector<std::string>& table_missing,
-                                       const kernel_metrics& k) {
-  std::vector<std::string> out = table_missing;
-  for (const auto& m : k.unreported_metrics)
-    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
-  return out;
-}
-
 flag values_missing_flag(const std::vector<std::string>& empty_values) {
-  const std::size_t named = std::min(empty_values.size(), missing_metrics_named);
-  std::string names =
-      fmt::format("{}", fmt::join(empty_values.begin(),
-                                  empty_values.begin() + static_cast<std::ptrdiff_t>(named), ", "));
-  if (named < empty_values.size())
-    names += fmt::format(", and {} more", empty_values.size() - named);
   return {"ncu_values_missing", severity_warning,
           fmt::format("ncu printed no value for {} metric{} in this kernel's row ({}): every "
                       "figure that needs one is n/a, its reason naming the metric",
-                      empty_values.size(), empty_values.size() == 1 ? "" : "s", names)};
+                      empty_values.size(), empty_values.size() == 1 ? "" : "s",
+                      first_names(empty_values, ""))};
 }
 
-namespace detail {
-
-namespace {
-
-std::vector<std::string> owned(const metric_names& names) {
-  return {names.begin(), names.end()};
+void add_unreported(std::vector<std::string>& to, const std::vector<std::string>& more) {
+  for (const auto& m : more)
+    if (std::find(to.begin(), to.end(), m) == to.end()) to.push_back(m);
 }
 
-}  // namespace
-
-bool all_reported(const counter_source& c, const kernel_metrics& k,
-                  std::initializer_list<std::string_view> metrics) {
-  return unreported_among(unreported_in(c.missing_metrics, k), metric_names(metrics)).empty();
+bool all_reported(const kernel_metrics& k, const metric_names& metrics) {
+  return unreported_among(k.unreported_metrics, metrics).empty();
 }
-
-std::vector<std::string> unreported_dram_columns(const counter_source& c, const kernel_metrics& k) {
-  return owned(unreported_among(unreported_in(c.missing_metrics, k),
-                                {ncu_metric::dram_read, ncu_metric::dram_write}));
-}
-
-std::vector<std::string> unreported_flop_columns(const counter_source& c, const kernel_metrics& k,
-                                                 flop_type t) {
-  return owned(unreported_among(unreported_in(c.missing_metrics, k), ncu_flop_metrics(t)));
-}
-
-}  // namespace detail
 
 }  // namespace kj::profile

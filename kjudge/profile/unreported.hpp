@@ -20,10 +20,14 @@
 #include <kjudge/profile/checked.hpp>
 #include <kjudge/profile/derive.hpp>
 #include <kjudge/profile/invariants.hpp>
+#include <kjudge/profile/ncu_csv.hpp>
 
 namespace kj::profile {
 
 using metric_names = std::vector<std::string_view>;
+
+/** The counters a sum of DRAM bytes (kernel_metrics::dram_bytes()) needs. */
+inline const metric_names dram_byte_metrics{ncu_metric::dram_read, ncu_metric::dram_write};
 
 /** The counters of every FLOP type (what total_flop() sums). */
 [[nodiscard]] metric_names all_flop_metrics();
@@ -55,10 +59,11 @@ void withhold_unreported(derived_metrics& d, const std::vector<std::string>& unr
 /** The report's `ncu_metrics_missing` warning: how many, the first few by name, what it means. */
 [[nodiscard]] flag missing_metrics_flag(const std::vector<std::string>& unreported);
 
-/** The metrics unreported for `k`: the table's missing columns (`table_missing`) and the values
- *  ncu left empty in its row (or, for a total, in any of its kernels' rows). */
-[[nodiscard]] std::vector<std::string> unreported_in(const std::vector<std::string>& table_missing,
-                                                     const kernel_metrics& k);
+/** Adds each of `more` not yet in `to` (order kept). */
+void add_unreported(std::vector<std::string>& to, const std::vector<std::string>& more);
+
+/** Whether ncu reported every one of `metrics` for `k` (kernel_metrics::unreported_metrics). */
+[[nodiscard]] bool all_reported(const kernel_metrics& k, const metric_names& metrics);
 
 /** A kernel's `ncu_values_missing` warning: the metrics whose value its row left empty. */
 [[nodiscard]] flag values_missing_flag(const std::vector<std::string>& empty_values);
