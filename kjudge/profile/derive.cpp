@@ -27,8 +27,7 @@ metric percentage(std::string_view what, double part, double whole) {
  *  (`hit_counters_inconsistent`) with the counts. Beyond it, or below 0, the counters are broken
  *  (a wrong column, a unit or parse error): invariant 3's error. */
 metric hit_rate(std::string_view what, double hit_sectors, double sectors) {
-  if (sectors <= 0) return metric::missing(fmt::format("{}: no data (denominator 0)", what));
-  const double pct = 100.0 * hit_sectors / sectors;
+  const double pct = sectors > 0 ? 100.0 * hit_sectors / sectors : 0.0;
   if (pct > 100.0 + percentage_slack_pct && pct <= hit_rate_noise_pct)
     return metric::fail(
         {"hit_counters_inconsistent", severity_warning,
@@ -36,7 +35,7 @@ metric hit_rate(std::string_view what, double hit_sectors, double sectors) {
                      "counters come from different replay passes and disagree (a short kernel, or "
                      "other clients of the cache); no hit rate",
                      what, hit_sectors, sectors, pct)});
-  return check_metric(pct, [what](double v) { return check_percentage(what, v); });
+  return percentage(what, hit_sectors, sectors);
 }
 
 /** `rate` as % of `roof`; the rate's own failure travels on; missing without a roof. */

@@ -97,9 +97,10 @@ struct kernel_metrics {
   std::string name;            ///< the symbol as launched (mangled for C++ kernels)
   std::string demangled_name;  ///< for people
   double duration_ns = 0;      ///< gpu__time_duration.sum
-  /** Metrics kjudge reads that ncu printed no value for in this kernel's row ("" or "n/a"):
-   *  their fields stay 0 / absent, and the report withholds what needs them (unreported.hpp). A
-   *  total holds the union of its kernels'. */
+  /** Metrics kjudge reads that ncu did not report for this kernel: the parser lists the values
+   *  its row left empty ("" or "n/a"), the report adds the columns the whole table lacks. Their
+   *  fields stay 0 / absent, and the report withholds what needs them (unreported.hpp). A total
+   *  holds the union of its kernels'. */
   std::vector<std::string> unreported_metrics;
 
   launch_dims grid, block;
