@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -17,6 +16,8 @@
 #include <fmt/format.h>
 
 #include <kjudge/config.hpp>
+#include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/core/sha256.hpp>
 
 extern char** environ;  // NOLINT: POSIX global
@@ -27,11 +28,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/** The file's text, or "" where /proc does not have it (the pool key and count then lack it). */
 std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return read_file(p);
+  } catch (const kj::error&) {
+    return "";
+  }
 }
 
 /** What a forked worker inherits from the pool rather than from its requester, besides the
