@@ -27,8 +27,8 @@ constexpr int kStamps = 8;  // as phase_trace.cuh
 constexpr int kPhases = 6;  // between stamps 0..6
 const char* const kPhaseNames[kPhases] = {"entry -> block max|x|",
                                           "-> scale (grid barrier)",
-                                          "-> chunk in shared",
-                                          "-> blended",
+                                          "-> x staged (tiled kernel)",
+                                          "-> quantised and blended",
                                           "-> GEMM",
                                           "-> stored"};
 
@@ -167,9 +167,12 @@ int main(int argc, char** argv) {
   const int warmup = 20;
 
   bool correct = true;
-  const int shapes[][3] = {{8, 64, 128}, {1, 1, 1},      {3, 7, 5},
-                           {2, 50, 130}, {16, 128, 256}, {4, 33, 1024},
-                           {1, 3, 4096}, {64, 128, 128}, {8, 256, 512}};
+  // The first eight take the small-K kernel (k <= 128, every tile resident), scalar where
+  // k % 4 != 0; the rest the tiled one.
+  const int shapes[][3] = {{8, 64, 128},   {1, 1, 1},      {3, 7, 5},     {2, 100, 64},
+                           {5, 77, 96},    {32, 64, 128},  {8, 64, 127},  {3, 11, 8},
+                           {2, 50, 130},   {16, 128, 256}, {4, 33, 1024}, {1, 3, 4096},
+                           {64, 128, 128}, {8, 256, 512}};
   for (const auto& s : shapes) {
     instance p(s[0], s[1], s[2], 1234u + static_cast<unsigned>(s[2]));
     for (int rep = 0; rep < 3; ++rep)  // repeats: state left by one launch must not leak

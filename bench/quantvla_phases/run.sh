@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# On the GPU: builds bench/quantvla_phases against examples/quantvla/fused.cu (plain, and with
-# the phase stamps), runs divcheck (the kernel's division against __fdiv_rn) and both harness
-# builds twice. Usage: bash bench/quantvla_phases/run.sh [samples]. Needs nvcc and a GPU.
+# On the GPU: builds bench/quantvla_phases against a QuantVLA kernel source (plain, and with the
+# phase stamps), runs divcheck (the kernel's division against __fdiv_rn; KJ_QV_DIVCHECK=0 skips
+# it) and both harness builds twice. Usage: bash bench/quantvla_phases/run.sh [samples].
+# KJ_QV_SOURCES lists the kernel sources to compare (default examples/quantvla/fused.cu); each is
+# labelled by its file name and the runs alternate between them. Needs nvcc and a GPU.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -9,13 +11,21 @@ out=${TMPDIR:-/tmp}/quantvla_phases
 mkdir -p "$out"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 flags=(-O3 -std=c++17 -arch=sm_$arch -I"$root/include" -I"$here")
-nvcc "${flags[@]}" -o "$out/plain" "$here/main.cu" "$root/examples/quantvla/fused.cu" &
-nvcc "${flags[@]}" -DKJ_QUANTVLA_TRACE -o "$out/traced" "$here/main.cu" \
-  "$root/examples/quantvla/fused.cu" &
-nvcc -O3 -arch=sm_$arch -o "$out/divcheck" "$here/divcheck.cu" &
+read -r -a sources <<< "${KJ_QV_SOURCES:-$root/examples/quantvla/fused.cu}"
+labels=()
+for src in "${sources[@]}"; do
+  label=$(basename "$src" .cu)
+  labels+=("$label")
+  nvcc "${flags[@]}" -o "$out/$label-plain" "$here/main.cu" "$src" &
+  nvcc "${flags[@]}" -DKJ_QUANTVLA_TRACE -o "$out/$label-traced" "$here/main.cu" "$src" &
+done
+divcheck=${KJ_QV_DIVCHECK:-1}
+[ "$divcheck" = 1 ] && nvcc -O3 -arch=sm_$arch -o "$out/divcheck" "$here/divcheck.cu" &
 wait
-"$out/divcheck"
+[ "$divcheck" = 1 ] && "$out/divcheck"
 for run in 1 2; do
-  "$out/plain" "plain, run $run" "${1:-400}"
-  "$out/traced" "traced, run $run" "${1:-400}"
+  for label in "${labels[@]}"; do
+    "$out/$label-plain" "$label plain, run $run" "${1:-400}"
+    "$out/$label-traced" "$label traced, run $run" "${1:-400}"
+  done
 done

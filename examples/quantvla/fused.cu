@@ -3,21 +3,28 @@
 //   out = (alpha * fq(x) + (1 - alpha) * x) @ W^T + b,  alpha = sigmoid(logits),
 //   fq(x) = clamp(rint(x / s), -127, 127) * s,  s = max(max|x|, 1e-8) * float(1/127).
 //
-// One cooperative launch of persistent blocks (grid <= SMs x resident blocks per SM):
+// One cooperative launch, in one of two forms (both with a grid barrier from cooperative_groups:
+// the driver owns the barrier state, so the workspace's poisoned contents never matter: every
+// per-block maximum read is written earlier in the same launch):
+// - k <= 128 and every 16 x 32 output tile resident at once (the nominal shape): one block per
+//   tile loads its x rows and W rows straight into tensor-core fragment registers; the x it
+//   loads also gives its share of max|x|. After the barrier it quantises and blends in registers
+//   and multiplies with mma.sync TF32 in three products (3xTF32, fp32 accuracy); the 8 warps
+//   split K and meet in shared memory.
+// - otherwise, persistent blocks (grid <= SMs x resident blocks per SM):
 //   1. every block loads its grid-stride share of x and reduces max|x|; meanwhile it issues
 //      cp.async copies of its first output tile's x rows and W rows and loads its logits and bias
 //      (none of which depends on the scale);
-//   2. per-block maxima go to the workspace, grid barrier (cooperative_groups: the driver owns the
-//      barrier state, so the workspace's poisoned contents never matter: every partial read is
-//      written earlier in the same launch), each block reduces them to the scale;
+//   2. per-block maxima go to the workspace, grid barrier, each block reduces them to the scale;
 //   3. tiled fp32 GEMM (plain FFMA, no TF32): each K chunk of x is quantised and blended in shared
 //      memory, then KS thread groups each sum a slice of the chunk; partial sums meet in shared
 //      memory and leave with coalesced stores.
 // The scale is formed as PyTorch on CUDA forms `amax / 127.0` (a multiply by float(1/127): it
 // differs from a true division for ~4% of values, and one ulp flips ties of x/s at k + 0.5). The
 // blend uses the reference's association and IEEE rounding (a correctly rounded x/s, no FMA
-// contraction), so the GEMM input matches PyTorch's bit for bit. No host synchronisation: device
-// attributes and occupancy are host-side queries, cached per device.
+// contraction), so the GEMM input matches PyTorch's bit for bit (the tensor-core form then splits
+// it into two TF32 parts). No host synchronisation: device attributes and occupancy are host-side
+// queries, cached per device.
 // Built with -DKJ_QUANTVLA_TRACE (bench/quantvla_phases), each block's thread 0 stamps the phase
 // boundaries (QV_STAMP); otherwise the stamps compile to nothing.
 
@@ -345,8 +352,165 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
   QV_STAMP(6);
 }
 
+// ---- Small K (k <= 128): one 16 x 32 output tile per block, operands in registers ----
+//
+// Every block loads its 16 rows of x and 32 rows of W straight into the registers of the
+// tensor-core fragments (mma.sync m16n8k8, TF32), so the cold read of x serves both the block's
+// share of max|x| (the blocks of one row strip cover all of x between them) and the GEMM; W is
+// split for 3xTF32 before the barrier. After it, each thread quantises and blends its 8 elements
+// of x in registers and issues 24 mma: a = a_hi + a_lo, w = w_hi + w_lo (each part TF32, the
+// remainder exact in fp32), a*w ~ a_lo*w_hi + a_hi*w_lo + a_hi*w_hi with fp32 accumulation, the
+// accuracy of an fp32 GEMM. The 8 warps split K (16 each) and their partial tiles meet in shared
+// memory. The k index inside a fragment is permuted (fragment column c of k step s is physical
+// column 4c + 2s, c + 4 is 4c + 2s + 1) identically for x and W, so each thread reads 4
+// consecutive floats of a row.
+
+constexpr int kMmaMaxK = 128;  // 8 warps x 16
+constexpr int kMmaBM = 16, kMmaBN = 32, kMmaThreads = 256;
+
+__device__ __forceinline__ uint32_t to_tf32(float v) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+  return r;
+}
+
+/** v = hi + lo: hi is v rounded to TF32, lo the (exact) remainder rounded to TF32. */
+__device__ __forceinline__ void split_tf32(float v, uint32_t& hi, uint32_t& lo) {
+  hi = to_tf32(v);
+  lo = to_tf32(__fsub_rn(v, __uint_as_float(hi)));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/** Elements k0..k0+3 of one row (zero past k or when the row is out of range). VEC: k % 4 == 0
+ *  and the row 16-byte aligned, so the four are all in range or all out. */
+template <bool VEC>
+__device__ __forceinline__ void load_row4(float (&v)[4], const float* base, int row, int rows,
+                                          int k0, int k) {
+  if (row >= rows) {
+    v[0] = v[1] = v[2] = v[3] = 0.0f;
+    return;
+  }
+  const float* p = base + static_cast<long long>(row) * k + k0;
+  if constexpr (VEC) {
+    const float4 f = k0 < k ? __ldg(reinterpret_cast<const float4*>(p)) : make_float4(0, 0, 0, 0);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = k0 + i < k ? __ldg(p + i) : 0.0f;
+  }
+}
+
+template <bool VEC>
+__global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
+  constexpr int kWarps = kMmaThreads / 32, kRS = kMmaBN + 1;
+  __shared__ float s_part[kWarps][kMmaBM][kRS];  // each warp's partial tile (its slice of K)
+  __shared__ float s_wmax[kWarps];
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int tiles_m = (a.m + kMmaBM - 1) / kMmaBM;
+  const int m0 = (static_cast<int>(blockIdx.x) % tiles_m) * kMmaBM;
+  const int n0 = (static_cast<int>(blockIdx.x) / tiles_m) * kMmaBN;
+  const int k0 = warp * 16 + t * 4;  // this thread's four physical columns of K
+  QV_STAMP(0);
+
+  // Everything that does not depend on the scale, issued at once: x rows g and g+8, W rows
+  // n0 + 8j + g, the two rows' logits, and the bias of the column this thread stores.
+  float xr[2][4], wr[4][4];
+  load_row4<VEC>(xr[0], a.x, m0 + g, a.m, k0, a.k);
+  load_row4<VEC>(xr[1], a.x, m0 + g + 8, a.m, k0, a.k);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
+  const float logit0 = m0 + g < a.m ? __ldg(a.logits + m0 + g) : 0.0f;
+  const float logit1 = m0 + g + 8 < a.m ? __ldg(a.logits + m0 + g + 8) : 0.0f;
+  const int out_col = n0 + (tid & (kMmaBN - 1));
+  const float bias = out_col < a.n ? __ldg(a.bias + out_col) : 0.0f;
+
+  float local = 0.0f;
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) local = fmaxf(local, fabsf(xr[r][i]));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) local = fmaxf(local, __shfl_xor_sync(0xffffffffu, local, o));
+  if (lane == 0) s_wmax[warp] = local;
+  uint32_t wh[4][4], wl[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) split_tf32(wr[j][i], wh[j][i], wl[j][i]);
+  const float alpha0 = sigmoid(logit0), alpha1 = sigmoid(logit1);
+  __syncthreads();
+  if (tid == 0) {
+    float m = s_wmax[0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) m = fmaxf(m, s_wmax[w]);
+    a.partial[blockIdx.x] = m;
+  }
+  QV_STAMP(1);
+  cooperative_groups::this_grid().sync();  // also orders the partials' stores before the loads
+  float amax = 0.0f;  // every warp reduces the block maxima itself: no block barrier after
+  for (int i = lane; i < static_cast<int>(gridDim.x); i += 32)
+    amax = fmaxf(amax, __ldcg(a.partial + i));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
+  const float scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
+  const float rcp = __frcp_rn(scale);
+  QV_STAMP(2);
+  QV_STAMP(3);
+
+  // A fragments of k steps s = 0, 1: a0 (row g, col c), a1 (g + 8, c), a2 (g, c + 4),
+  // a3 (g + 8, c + 4) with fragment column c = t at physical 4t + 2s and c + 4 at 4t + 2s + 1.
+  uint32_t ah[2][4], al[2][4];
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    split_tf32(blend(xr[0][2 * s], alpha0, scale, rcp), ah[s][0], al[s][0]);
+    split_tf32(blend(xr[1][2 * s], alpha1, scale, rcp), ah[s][1], al[s][1]);
+    split_tf32(blend(xr[0][2 * s + 1], alpha0, scale, rcp), ah[s][2], al[s][2]);
+    split_tf32(blend(xr[1][2 * s + 1], alpha1, scale, rcp), ah[s][3], al[s][3]);
+  }
+  QV_STAMP(4);
+  float acc[4][4] = {};
+#pragma unroll
+  for (int s = 0; s < 2; ++s)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {  // B fragment: b0 (k = c, n = g), b1 (k = c + 4, n = g)
+      mma_tf32(acc[j], al[s], wh[j][2 * s], wh[j][2 * s + 1]);
+      mma_tf32(acc[j], ah[s], wl[j][2 * s], wl[j][2 * s + 1]);
+      mma_tf32(acc[j], ah[s], wh[j][2 * s], wh[j][2 * s + 1]);
+    }
+  QV_STAMP(5);
+  // C fragment: c0 (row g, col 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    s_part[warp][g][8 * j + 2 * t] = acc[j][0];
+    s_part[warp][g][8 * j + 2 * t + 1] = acc[j][1];
+    s_part[warp][g + 8][8 * j + 2 * t] = acc[j][2];
+    s_part[warp][g + 8][8 * j + 2 * t + 1] = acc[j][3];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int o = tid; o < kMmaBM * kMmaBN; o += kMmaThreads) {
+    const int row = o / kMmaBN, col = o % kMmaBN;
+    float v = s_part[0][row][col];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) v += s_part[w][row][col];
+    if (m0 + row < a.m && n0 + col < a.n)
+      a.out[static_cast<long long>(m0 + row) * a.n + n0 + col] = v + bias;
+  }
+  QV_STAMP(6);
+}
+
 constexpr int kMaxDevices = 64;
-constexpr int kKernels = 4;  // small/large x vec/scalar
+constexpr int kKernels = 6;  // small/large/mma x vec/scalar
 std::atomic<int> g_sm_count[kMaxDevices];
 std::atomic<int> g_coop[kMaxDevices];  // 0 unknown, 1 supported, 2 not
 std::atomic<int> g_blocks_per_sm[kMaxDevices][kKernels];
@@ -443,30 +607,29 @@ bool parse(const kj_call* call, qv_args& a) {
   return true;
 }
 
-template <class C, bool VEC>
-int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) {
-  auto* fn = &quantvla_kernel<C, VEC>;
+/** Blocks of `fn` that fit on one SM with `smem` bytes of dynamic shared memory, queried once
+ *  per device and kernel. 0 after writing call->error. */
+int resident_blocks(const kj_call* call, const void* fn, int threads, size_t smem, int device,
+                    int kernel_id) {
   int per_sm = g_blocks_per_sm[device][kernel_id].load(std::memory_order_relaxed);
-  if (per_sm == 0) {  // first call of this kernel on this device
-    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(C::SMEM));
-    if (e == cudaSuccess)
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, C::NT, C::SMEM);
-    if (e != cudaSuccess || per_sm < 1) {
-      set_error(call, "kernel setup (shared memory %zu bytes, occupancy) failed: %s", C::SMEM,
-                cudaGetErrorString(e));
-      return 1;
-    }
-    g_blocks_per_sm[device][kernel_id].store(per_sm, std::memory_order_relaxed);
+  if (per_sm != 0) return per_sm;
+  cudaError_t e =
+      cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e == cudaSuccess)
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem);
+  if (e != cudaSuccess || per_sm < 1) {
+    set_error(call, "kernel setup (shared memory %zu bytes, occupancy) failed: %s", smem,
+              cudaGetErrorString(e));
+    return 0;
   }
-  const long long tiles =
-      static_cast<long long>((a.m + C::BM - 1) / C::BM) * ((a.n + C::BN - 1) / C::BN);
-  const long long reduce_blocks =
-      (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
-  const long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
-  long long cap = static_cast<long long>(per_sm) * sms;
-  if (cap > kMaxBlocks) cap = kMaxBlocks;
-  const int grid = static_cast<int>(want < cap ? want : cap);
+  g_blocks_per_sm[device][kernel_id].store(per_sm, std::memory_order_relaxed);
+  return per_sm;
+}
+
+/** Launches `grid` blocks of `fn` cooperatively (grid.sync() needs every block resident; the
+ *  driver refuses a grid that is not), with one max|x| slot per block in the workspace. */
+int cooperative_launch(const kj_call* call, qv_args& a, const void* fn, int grid, int threads,
+                       size_t smem) {
   if (call->workspace == nullptr ||
       call->workspace_bytes < static_cast<uint64_t>(grid) * sizeof(float)) {
     set_error(call, "workspace of %llu bytes is too small for %d per-block maxima",
@@ -475,16 +638,44 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
   }
   a.partial = static_cast<float*>(call->workspace);
   void* args[] = {&a};
-  // Cooperative: grid.sync() needs every block resident; the driver refuses a grid that is not.
-  const cudaError_t e = cudaLaunchCooperativeKernel(
-      reinterpret_cast<const void*>(fn), dim3(static_cast<unsigned>(grid)), dim3(C::NT), args,
-      C::SMEM, static_cast<cudaStream_t>(call->stream));
+  const cudaError_t e = cudaLaunchCooperativeKernel(fn, dim3(static_cast<unsigned>(grid)),
+                                                    dim3(static_cast<unsigned>(threads)), args,
+                                                    smem, static_cast<cudaStream_t>(call->stream));
   if (e != cudaSuccess) {
-    set_error(call, "cooperative launch of %d blocks x %d threads failed: %s", grid, C::NT,
+    set_error(call, "cooperative launch of %d blocks x %d threads failed: %s", grid, threads,
               cudaGetErrorString(e));
     return 1;
   }
   return 0;
+}
+
+template <class C, bool VEC>
+int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) {
+  const void* fn = reinterpret_cast<const void*>(&quantvla_kernel<C, VEC>);
+  const int per_sm = resident_blocks(call, fn, C::NT, C::SMEM, device, kernel_id);
+  if (per_sm == 0) return 1;
+  const long long tiles =
+      static_cast<long long>((a.m + C::BM - 1) / C::BM) * ((a.n + C::BN - 1) / C::BN);
+  const long long reduce_blocks =
+      (a.numel + C::NT * 16LL - 1) / (C::NT * 16LL);  // >= 16 elements a thread
+  const long long want = tiles > reduce_blocks ? tiles : reduce_blocks;
+  long long cap = static_cast<long long>(per_sm) * sms;
+  if (cap > kMaxBlocks) cap = kMaxBlocks;
+  const int grid = static_cast<int>(want < cap ? want : cap);
+  return cooperative_launch(call, a, fn, grid, C::NT, C::SMEM);
+}
+
+/** The small-K kernel: one block per output tile, all resident. -1 when the tiles do not all fit
+ *  (the caller takes the tiled kernel), else as launch(). */
+template <bool VEC>
+int launch_mma(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) {
+  const void* fn = reinterpret_cast<const void*>(&quantvla_mma_kernel<VEC>);
+  const int per_sm = resident_blocks(call, fn, kMmaThreads, 0, device, kernel_id);
+  if (per_sm == 0) return 1;
+  const long long tiles =
+      static_cast<long long>((a.m + kMmaBM - 1) / kMmaBM) * ((a.n + kMmaBN - 1) / kMmaBN);
+  if (tiles > static_cast<long long>(per_sm) * sms || tiles > kMaxBlocks) return -1;
+  return cooperative_launch(call, a, fn, static_cast<int>(tiles), kMmaThreads, 0);
 }
 
 }  // namespace
@@ -525,6 +716,11 @@ extern "C" KJ_EXPORT int kj_forward(const kj_call* call) {
 
   const bool vec = a.k % 4 == 0 && (reinterpret_cast<uintptr_t>(a.x) & 15u) == 0 &&
                    (reinterpret_cast<uintptr_t>(a.w) & 15u) == 0;
+  if (a.k <= kMmaMaxK) {
+    const int r = vec ? launch_mma<true>(call, a, device, 4, sms)
+                      : launch_mma<false>(call, a, device, 5, sms);
+    if (r >= 0) return r;
+  }
   const long long large_tiles = static_cast<long long>((a.m + 63) / 64) * ((a.n + 63) / 64);
   if (large_tiles >= sms) {
     return vec ? launch<large_cfg, true>(call, a, device, 0, sms)
