@@ -86,16 +86,21 @@ class pipeline {
   void run() {
     const bool gpu = m_job.device == "cuda";
     if (gpu) {
-      m_events.phase("query_device");
-      m_device = cuda::query_device(0);
-      // The context is created while Python starts; torch then only retains it.
+      // The device query (the driver's initialisation, 0.1-0.2 s) and the primary context run in
+      // threads while Python starts; torch then only retains the context.
+      m_events.phase("cuda_init_started");
+      m_device_query = std::async(std::launch::async, [] { return cuda::query_device(0); }).share();
       m_context = std::async(std::launch::async, [] { cuda::create_primary_context(0); });
     }
     // nvcc runs in the background while the interpreter starts and torch imports: the two are the
-    // largest fixed costs of an evaluation and do not depend on each other.
+    // largest fixed costs of an evaluation and do not depend on each other. It needs the device's
+    // architecture, so it starts once the query has it.
     if (m_job.kind == candidate_kind::native) {
       m_events.phase("compile_native_started");
-      m_build = std::async(std::launch::async, compile::build_native, native_request());
+      m_build = std::async(std::launch::async, [this, query = m_device_query] {
+        return compile::build_native(native_request(
+            query.valid() ? std::optional(query.get().arch()) : std::nullopt));
+      });
     }
     // The session reports its steps as phases: start_python, import_torch, torch_device_setup.
     python::session_options so;
@@ -105,8 +110,10 @@ class pipeline {
     m_session.emplace(so);
     if (m_context.valid()) {
       // Usually over by now (torch_device_setup needs the same primary context); a phase of its
-      // own either way, so that time spent waiting here shows.
+      // own either way, so that time spent waiting here shows. A device that cannot be queried
+      // fails here, before the candidate is built or run.
       m_events.phase("wait_cuda_context");
+      m_device = m_device_query.get();
       m_context.get();
     }
     const auto& env = m_session->environment();
@@ -202,10 +209,11 @@ class pipeline {
     return true;
   }
 
-  compile::nvcc_request native_request() const {
+  /** `arch`: the device's ("90"), none without a GPU. */
+  compile::nvcc_request native_request(const std::optional<std::string>& arch) const {
     compile::nvcc_request req;
     req.source = m_job.candidate;
-    req.arch = m_device ? m_device->arch() : std::string("90");
+    req.arch = arch.value_or("90");
     if (req.arch == "90") req.arch = "90a";  // wgmma and setmaxnreg need the arch-specific target
     req.extra_flags = m_job.nvcc_flags;
     req.cache_dir = m_job.cache_dir / "native";
@@ -555,6 +563,7 @@ class pipeline {
   std::optional<cuda::device_properties> m_device;
   std::optional<native::candidate_library> m_library;
   std::future<compile::build_result> m_build;
+  std::shared_future<cuda::device_properties> m_device_query;
   std::future<void> m_context;
   std::optional<cuda::device_buffer> m_workspace;
   std::optional<double> m_atol, m_rtol;

@@ -206,12 +206,14 @@ void match_durations(side_profile& s, const side_inputs& in, std::vector<flag>& 
         m.difference_pct > duration_match_tolerance_pct)
       flags.push_back(
           {"duration_disagrees", severity_warning,
-           fmt::format("kernel {} (#{}): CUPTI timed {:.2f} us, ncu {:.2f} us, {:.1f}% apart "
-                       "(over {:.0f}% for a kernel >= {:.0f} us): the cache state of the two "
-                       "forwards differs (ncu flushes before each replay pass), or the tools time "
-                       "the kernel differently (ncu runs about 1 us above CUPTI on the H200)",
-                       flag_name(ncu[i]), i + 1, m.cupti_ns / 1e3, m.ncu_ns / 1e3, m.difference_pct,
-                       duration_match_tolerance_pct, duration_match_min_ns / 1e3)});
+           fmt::format(
+               "kernel {} (#{}): CUPTI timed {:.2f} us, ncu {:.2f} us, {:.1f}% apart "
+               "(over {:.0f}% for a kernel >= {:.0f} us): the cache state of the two "
+               "forwards differs (ncu flushes before each replay pass), or the tools time "
+               "the kernel differently (on the H200 ncu's duration holds about 1.3 us more of "
+               "fixed per-kernel time than CUPTI's: 2.1 against 0.8 us for an empty kernel)",
+               flag_name(ncu[i]), i + 1, m.cupti_ns / 1e3, m.ncu_ns / 1e3, m.difference_pct,
+               duration_match_tolerance_pct, duration_match_min_ns / 1e3)});
     s.durations.push_back(std::move(m));
   }
   if (matched < ncu.size() || matched < cupti.size())
