@@ -13,9 +13,10 @@ interpreter (`python -X importtime` off, wall clock around the import only).
   case all_so     evicted; meanwhile N threads read every .so under torch/lib and nvidia/*/lib
   case touched    evicted; meanwhile N threads read the .so files the cold import mapped
   case willneed_all_so  evicted; posix_fadvise(WILLNEED) on every .so of all_so
-  case willneed_pages   evicted; WILLNEED on just the pages a cold import left in the cache
+  case willneed_pages   evicted; WILLNEED on just the .so pages a cold import left in the cache
+  case willneed_every_page  evicted; WILLNEED on every page of site-packages a cold import left
 
-Usage: python3 bench/cold_import.py [--python PY] [--threads N] [--repeat R]
+Usage: python3 bench/cold_import.py [--python PY] [--threads N] [--repeat R] [--cases a,b]
 """
 import argparse
 import ctypes
@@ -172,6 +173,8 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--cases", default="cold,all_so,touched,willneed_all_so,willneed_pages,"
+                    "willneed_every_page", help="the cold cases to run, comma-separated")
     args = ap.parse_args()
     site = site_dir(args.python)
     tops = [os.path.join(site, d) for d in os.listdir(site)]
@@ -220,12 +223,21 @@ def main():
     cold_case("cold")
     # what a cold import leaves in the page cache: the pages it needs (plus kernel readahead)
     needed = [(p, off, n) for p in mapped for off, n in resident_ranges(p)]
+    # ... and of every file of site-packages (the .py/.pyc it read too): an ideal prefetch
+    needed_all = [(p, off, n) for p in every for off, n in resident_ranges(p)]
+    print(f"a cold import reads {gib(sum(r[2] for r in needed_all)):.2f} GiB from "
+          f"{len({r[0] for r in needed_all})} files of site-packages", flush=True)
+    cases = {
+        "cold": {},
+        "all_so": {"prefetch": sos},
+        "touched": {"prefetch": mapped},
+        "willneed_all_so": {"advise": [(p, 0, os.path.getsize(p)) for p in sos]},
+        "willneed_pages": {"advise": needed},
+        "willneed_every_page": {"advise": needed_all},
+    }
     for r in range(args.repeat):
-        cold_case(f"cold[{r}]")
-        cold_case(f"all_so[{r}]", prefetch=sos)
-        cold_case(f"touched[{r}]", prefetch=mapped)
-        cold_case(f"willneed_all_so[{r}]", advise=[(p, 0, os.path.getsize(p)) for p in sos])
-        cold_case(f"willneed_pages[{r}]", advise=needed)
+        for name in args.cases.split(","):
+            cold_case(f"{name}[{r}]", **cases[name])
 
 if __name__ == "__main__":
     main()
