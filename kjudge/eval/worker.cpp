@@ -98,8 +98,8 @@ class pipeline {
     if (m_job.kind == candidate_kind::native) {
       m_events.phase("compile_native_started");
       m_build = std::async(std::launch::async, [this, query = m_device_query] {
-        return compile::build_native(native_request(
-            query.valid() ? std::optional(query.get().arch()) : std::nullopt));
+        return compile::build_native(
+            native_request(query.valid() ? std::optional(query.get().arch()) : std::nullopt));
       });
     }
     // The session reports its steps as phases: start_python, import_torch, torch_device_setup.
