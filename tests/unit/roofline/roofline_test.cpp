@@ -277,6 +277,12 @@ TEST(RooflineCheck, H200LikeFiguresPassAndGiveRidgePoints) {
   EXPECT_DOUBLE_EQ(c.ceilings.at(profile::flop_type::tensor_bf16).measured_flop_per_s, 780e12);
   EXPECT_DOUBLE_EQ(c.ceilings.at(profile::flop_type::tensor_bf16).datasheet_dense_flop_per_s,
                    989.4e12);
+  // Tensor work no microbenchmark measures has its dense datasheet peak as the roof.
+  const auto& tf32 = c.ceilings.at(profile::flop_type::tensor_tf32);
+  EXPECT_EQ(tf32.measured_flop_per_s, 0.0);
+  EXPECT_DOUBLE_EQ(tf32.roof(), 494.7e12);
+  EXPECT_DOUBLE_EQ(c.ceilings.at(profile::flop_type::tensor_fp64).roof(), 66.9e12);
+  EXPECT_DOUBLE_EQ(c.ceilings.at(profile::flop_type::tensor_fp8).roof(), 1978.9e12);
 }
 
 TEST(RooflineCheck, SeedL1BelowL2IsFlaggedNotPrinted) {
