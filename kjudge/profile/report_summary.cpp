@@ -114,7 +114,10 @@ std::vector<std::string> hints(const side_profile& s) {
             ? format_bytes(s.total->counters.dram_bytes())
             : std::string("n/a"),
         metric_text(d.dram_bytes_per_s, format_bytes_per_s)));
-  if (s.bound.bound == bottleneck::compute_bound) {
+  // Which type dominates is known only when ncu reported every FLOP counter: one it left out
+  // (read as 0) may be the tensor work that dominates.
+  if (s.bound.bound == bottleneck::compute_bound &&
+      all_reported(s.total->counters, all_flop_metrics())) {
     const flop_type dominant = dominant_flop_type(s.total->counters.flops);
     if (!is_tensor(dominant))
       out.push_back(fmt::format(

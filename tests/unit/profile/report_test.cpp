@@ -750,6 +750,24 @@ TEST(ProfileReport, UncoalescedHintOnlyAboveFourSectorsPerRequest) {
   EXPECT_NE(s.find("uncoalesced access; make a warp's lanes"), std::string::npos);
 }
 
+TEST(ProfileReport, CudaCoreHintOnlyWhenEveryFlopCounterWasReported) {
+  // A compute-bound candidate (SM throughput 80%) whose counted FLOP are all FP32.
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].sm_throughput_pct = 80.0;
+  const std::string all = agent_summary(make_report(reference_inputs(), cand));
+  EXPECT_NE(all.find("compute-bound on fp32 CUDA cores"), std::string::npos) << all;
+  // ncu left the FP8 tensor counter out (h200() has no FP8 roof, so the class stands): the FP8
+  // work, read as 0, might be what dominates, so the hint is not given.
+  auto source = ncu_source();
+  source.missing_metrics = {"sm__ops_path_tensor_src_fp8.sum"};
+  const auto r =
+      build_report("p", "c", "NVIDIA H200", h200(), "test roofs", source, reference_inputs(), cand);
+  ASSERT_EQ(r.candidate_side.bound.bound, bottleneck::compute_bound)
+      << r.candidate_side.bound.reason;
+  const std::string partial = agent_summary(r);
+  EXPECT_EQ(partial.find("CUDA cores"), std::string::npos) << partial;
+}
+
 TEST(ProfileReport, RegisterHintOnlyWhenRegistersAreTheLimiter) {
   auto cand = candidate_inputs();
   cand.ncu_kernels[0].occupancy_limit_registers = 8;  // equal to the block-size limit
