@@ -190,18 +190,19 @@ int main(int argc, char** argv) {
   std::printf("%s: correctness on %zu shapes: %s\n", label.c_str(), std::size(shapes),
               correct ? "ok" : "FAILED");
   {
-    // Two problems launched alternately on two streams, 20 times each, with no synchronisation
-    // in between: launches that may overlap must not share barrier state.
+    // Two problems on two streams, 20 forwards each queued behind a spin kernel on each stream,
+    // so that the two streams' forwards run at the same time: launches that overlap must not
+    // share barrier state (each stream has its own entry of the kernel's barrier ring).
     instance pa(8, 64, 128, 7u), pb(4, 32, 96, 8u);
     cudaStream_t sa, sb;
     check_cuda(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking), "stream");
     check_cuda(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking), "stream");
     pa.call.stream = sa;
     pb.call.stream = sb;
-    for (int i = 0; i < 20; ++i) {
-      pa.forward();
-      pb.forward();
-    }
+    spin_kernel<<<1, 1, 0, sa>>>(100000);  // ~50 us each
+    spin_kernel<<<1, 1, 0, sb>>>(100000);
+    for (int i = 0; i < 20; ++i) pa.forward();
+    for (int i = 0; i < 20; ++i) pb.forward();
     check_cuda(cudaDeviceSynchronize(), "concurrent forwards");
     const double wa = pa.output_error(), wb = pb.output_error();
     const bool ok = wa <= 1.0 && wb <= 1.0;

@@ -23,8 +23,9 @@
 // differs from a true division for ~4% of values, and one ulp flips ties of x/s at k + 0.5). The
 // blend uses the reference's association and IEEE rounding (a correctly rounded x/s, no FMA
 // contraction), so the GEMM input matches PyTorch's bit for bit (the tensor-core form then splits
-// it into two TF32 parts). No host synchronisation: device attributes and occupancy are host-side
-// queries, cached per device.
+// it into two TF32 parts). One difference: the maxima use fmaxf, which skips NaN, where PyTorch's
+// max propagates it; with NaN in x, the rows without one stay finite here and not in PyTorch. No
+// host synchronisation: device attributes and occupancy are host-side queries, cached per device.
 // Built with -DKJ_QUANTVLA_TRACE (bench/quantvla_phases), each block's thread 0 stamps the phase
 // boundaries (QV_STAMP); otherwise the stamps compile to nothing.
 
@@ -44,6 +45,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 namespace {
 
@@ -66,12 +68,16 @@ struct qv_args {
 // Every block publishes {launch tag, its maximum} in one 64-bit word; warp 0 of every block polls
 // the words of all blocks until each carries the tag, and takes the maximum from those same words
 // (no second read and no fence: nothing else is published). The tag is the barrier's epoch plus
-// one, read at the kernel's entry; block 0 advances the epoch once it has seen every tag, so every
-// block has read the old epoch by then. The state lives in module globals (zero at load) in a ring
-// of kBarrierRing entries: the host gives each launch the next entry, so launches that overlap on
-// different streams (up to kBarrierRing of them) do not share one. Every block must be resident:
+// one (never 0, the words' value at load), read at the kernel's entry by lane 0 of warp 0, whose
+// published word depends on it; block 0 advances the epoch once it has seen every tag, so every
+// block has read the old epoch by then. The state lives in module globals (zero at load), one
+// entry of a ring of kBarrierRing per stream (ring_entry()): launches on one stream run in order
+// and can share an entry, launches on different streams may overlap and must not. More streams
+// than entries share entries, and a graph replays its capture stream's entry on whatever stream
+// runs it: launches on such streams must not overlap. Every block must be resident:
 // cudaLaunchCooperativeKernel guarantees it or refuses the launch. (cooperative_groups'
-// grid.sync() did this before; its header alone took about 2.8 s of every cold nvcc build.)
+// grid.sync() did this before; its header made a cold nvcc build of this file 2.7 s longer on the
+// H200 machine, 6.73 against 4.05 s.)
 constexpr int kBarrierRing = 16;
 
 struct barrier_state {
@@ -101,9 +107,13 @@ __device__ __forceinline__ void st_relaxed(unsigned int* p, unsigned int v) {
   asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-/** This launch's tag, read at the kernel's entry (in warp 0; other threads get 0, unused). */
+/** This launch's tag, read at the kernel's entry by lane 0 of warp 0 and passed to the warp
+ *  (other warps get 0, unused). */
 __device__ __forceinline__ unsigned int barrier_tag(int ring) {
-  return threadIdx.x < 32 ? ld_relaxed(&g_barrier[ring].epoch) + 1u : 0u;
+  if (threadIdx.x >= 32) return 0u;
+  unsigned int tag = threadIdx.x == 0 ? ld_relaxed(&g_barrier[ring].epoch) + 1u : 0u;
+  tag = __shfl_sync(0xffffffffu, tag, 0);
+  return tag == 0u ? 1u : tag;  // after 2^32 launches: 0 would match words never written
 }
 
 /** The maximum over every block's `value` (non-negative; thread 0's counts), returned in every
@@ -580,7 +590,20 @@ constexpr int kKernels = 6;  // small/large/mma x vec/scalar
 std::atomic<int> g_sm_count[kMaxDevices];
 std::atomic<int> g_coop[kMaxDevices];  // 0 unknown, 1 supported, 2 not
 std::atomic<int> g_blocks_per_sm[kMaxDevices][kKernels];
-std::atomic<unsigned int> g_launches{0};  // picks each launch's entry of the barrier ring
+/** The barrier ring entry of a stream, given on its first launch (round robin past
+ *  kBarrierRing streams). */
+int ring_entry(const void* stream) {
+  static std::mutex mutex;
+  static const void* owner[kBarrierRing];
+  static unsigned int assigned = 0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const unsigned int known = assigned < kBarrierRing ? assigned : kBarrierRing;
+  for (unsigned int i = 0; i < known; ++i)
+    if (owner[i] == stream) return static_cast<int>(i);
+  const unsigned int e = assigned++ % kBarrierRing;
+  owner[e] = stream;
+  return static_cast<int>(e);
+}
 
 void set_error(const kj_call* call, const char* fmt, ...) {
   if (call == nullptr || call->error == nullptr || call->error_capacity == 0) return;
@@ -694,10 +717,10 @@ int resident_blocks(const kj_call* call, const void* fn, int threads, size_t sme
 }
 
 /** Launches `grid` blocks of `fn` cooperatively (grid_max() needs every block resident; the
- *  driver refuses a grid that is not), on the next entry of the barrier ring. */
+ *  driver refuses a grid that is not), on the stream's entry of the barrier ring. */
 int cooperative_launch(const kj_call* call, qv_args& a, const void* fn, int grid, int threads,
                        size_t smem) {
-  a.ring = static_cast<int>(g_launches.fetch_add(1, std::memory_order_relaxed) % kBarrierRing);
+  a.ring = ring_entry(call->stream);
   void* args[] = {&a};
   const cudaError_t e = cudaLaunchCooperativeKernel(fn, dim3(static_cast<unsigned>(grid)),
                                                     dim3(static_cast<unsigned>(threads)), args,

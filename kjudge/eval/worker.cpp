@@ -107,11 +107,18 @@ class pipeline {
     so.python_executable = m_job.python;
     so.device = m_job.device;
     so.on_step = [this](std::string_view step) { m_events.phase(step); };
-    m_session.emplace(so);
+    try {
+      m_session.emplace(so);
+    } catch (...) {
+      // Without a usable GPU torch's device setup fails as well; the device query says why in
+      // CUDA's words (the GPU is not usable), so its error is the one reported.
+      if (m_device_query.valid()) static_cast<void>(m_device_query.get());
+      throw;
+    }
     if (m_context.valid()) {
       // Usually over by now (torch_device_setup needs the same primary context); a phase of its
-      // own either way, so that time spent waiting here shows. A device that cannot be queried
-      // fails here, before the candidate is built or run.
+      // own either way, so that time spent waiting here shows. A device that could not be queried
+      // fails here at the latest, before the candidate is built or run.
       m_events.phase("wait_cuda_context");
       m_device = m_device_query.get();
       m_context.get();

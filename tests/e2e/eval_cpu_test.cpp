@@ -255,6 +255,21 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_NE(r.output.find("GPU"), std::string::npos);
 }
 
+TEST(EvalCpu, AskingForTheGpuWithoutOneSaysTheGpuIsNotUsable) {
+  // The device query runs in a thread while Python starts; without a usable GPU torch's device
+  // setup fails too, but the result reports the query's CUDA error, not torch's.
+  const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+                          {"--device", "cuda", "--trials", "1", "--no-timing"});
+  if (r.result.is_object() && r.result["status"] == "correct")
+    GTEST_SKIP() << "a usable GPU is present";
+  ASSERT_TRUE(r.result.is_object()) << r.output;
+  EXPECT_EQ(r.result["status"], "internal_error") << r.output;
+  EXPECT_NE(r.result["message"].get<std::string>().find("the GPU is not usable before any "
+                                                        "candidate code ran"),
+            std::string::npos)
+      << r.result["message"];
+}
+
 TEST(EvalCpu, HelpComesFromTheDocs) {
   const auto top = run_raw({"--help"});
   EXPECT_EQ(top.exit_code, 0);
