@@ -67,7 +67,9 @@ struct qv_args {
 // ---- Grid-wide max|x| (the one grid barrier of both kernels) ----
 // Every block publishes {launch tag, its maximum} in one 64-bit word; warp 0 of every block polls
 // the words of all blocks until each carries the tag, and takes the maximum from those same words
-// (no second read and no fence: nothing else is published). The tag is the barrier's epoch plus
+// (no second read and no fence: nothing else is published). A pass reads every block's word, so
+// the polling traffic grows with the square of the grid: 16K loads a pass at the nominal 128
+// blocks, more for the tiled kernel's larger grids. The tag is the barrier's epoch plus
 // one (never 0, the words' value at load), read at the kernel's entry by lane 0 of warp 0, whose
 // published word depends on it; block 0 advances the epoch once it has seen every tag, so every
 // block has read the old epoch by then. The state lives in module globals (zero at load), one
