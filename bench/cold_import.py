@@ -52,30 +52,6 @@ def files_under(root):
                 yield p
 
 
-def resident_bytes(path):
-    try:
-        size = os.path.getsize(path)
-        if size == 0:
-            return 0
-        pages = (size + PAGE - 1) // PAGE
-        vec = ctypes.create_string_buffer(pages)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            p = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-            if p in (None, ctypes.c_void_p(-1).value):
-                return 0
-            try:
-                if libc.mincore(p, size, vec) != 0:
-                    return 0
-                return sum(1 for b in vec.raw if b & 1) * PAGE
-            finally:
-                libc.munmap(p, size)
-        finally:
-            os.close(fd)
-    except OSError:
-        return 0
-
-
 def resident_ranges(path):
     """[(offset, length)] of the file's pages in the page cache."""
     size = os.path.getsize(path)
@@ -103,6 +79,14 @@ def resident_ranges(path):
             out.append((start * PAGE, (i - start) * PAGE))
             start = None
     return out
+
+
+def resident_bytes(path):
+    """Bytes of the file in the page cache (0 where it cannot be read)."""
+    try:
+        return sum(n for _, n in resident_ranges(path))
+    except OSError:
+        return 0
 
 
 def will_need(ranges):

@@ -492,7 +492,7 @@ template <bool VEC>
 __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   constexpr int kWarps = kMmaThreads / 32, kRS = kMmaBN + 1;
   __shared__ float s_part[kWarps][kMmaBM][kRS];  // each warp's partial tile (its slice of K)
-  __shared__ float s_wmax[kWarps];
+  __shared__ float s_red[32];
   __shared__ float s_amax;
 
   const int tid = static_cast<int>(threadIdx.x);
@@ -516,27 +516,19 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   const int out_col = n0 + (tid & (kMmaBN - 1));
   const float bias = out_col < a.n ? __ldg(a.bias + out_col) : 0.0f;
 
-  float local = 0.0f;
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) local = fmaxf(local, fabsf(xr[r][i]));
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) local = fmaxf(local, __shfl_xor_sync(0xffffffffu, local, o));
-  if (lane == 0) s_wmax[warp] = local;
+  // The W split and the sigmoids need no scale: done while the block's maximum is formed.
   uint32_t wh[4][4], wl[4][4];
 #pragma unroll
   for (int j = 0; j < 4; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i) split_tf32(wr[j][i], wh[j][i], wl[j][i]);
   const float alpha0 = sigmoid(logit0), alpha1 = sigmoid(logit1);
-  __syncthreads();
-  float block = 0.0f;
-  if (tid == 0) {
-    block = s_wmax[0];
+  float local = 0.0f;
 #pragma unroll
-    for (int w = 1; w < kWarps; ++w) block = fmaxf(block, s_wmax[w]);
-  }
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) local = fmaxf(local, fabsf(xr[r][i]));
+  const float block = block_max<kMmaThreads>(local, s_red);
   QV_STAMP(1);
   const float amax = grid_max(a.ring, tag, block, &s_amax);
   // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
