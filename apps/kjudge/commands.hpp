@@ -24,6 +24,7 @@ struct eval_args {
   std::optional<double> target_rse_pct;
   std::optional<std::size_t> min_samples;
   bool warm = false;
+  bool graph = false;  ///< device figure by CUDA graph replay
   bool no_timing = false;
   double timeout_s = 300;
   std::string python;

@@ -53,7 +53,8 @@ nlohmann::json timing_to_json(const measure::timing_options& o) {
           {"throttle_fraction", o.throttle_fraction},
           {"bootstrap_resamples", o.bootstrap_resamples},
           {"confidence", o.confidence},
-          {"blocking_timeout_ms", o.blocking_timeout.count()}};
+          {"blocking_timeout_ms", o.blocking_timeout.count()},
+          {"graph_replay", o.graph_replay}};
 }
 
 measure::timing_options timing_from_json(const nlohmann::json& j) {
@@ -71,6 +72,7 @@ measure::timing_options timing_from_json(const nlohmann::json& j) {
   o.bootstrap_resamples = j.at("bootstrap_resamples").get<std::size_t>();
   o.confidence = j.at("confidence").get<double>();
   o.blocking_timeout = milliseconds(j.at("blocking_timeout_ms").get<double>());
+  o.graph_replay = j.value("graph_replay", false);
   return o;
 }
 

@@ -429,7 +429,10 @@ class pipeline {
     // Invariants first: a figure that fails one is sent as invalid, never as a number.
     const auto flags =
         check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
-    const std::string replay = check_timed_outputs(m_native_outputs);
+    // The device figure replayed the candidate's CUDA graphs: they are checked as well.
+    const bool graphs = cmp.candidate.device.method.starts_with("cuda-graph");
+    const std::string replay =
+        check_timed_outputs(m_native_outputs, graphs ? &*candidate : nullptr);
     if (!replay.empty()) {
       for (auto* f : {&cmp.candidate.device, &cmp.candidate.stream, &cmp.candidate.host_wall})
         if (f->valid) f->valid = false, f->note = "withheld: " + replay;
@@ -531,16 +534,30 @@ class pipeline {
   }
 
   /** After sampling, both sides run once more on a fresh rewrite of the inputs and must agree; a
-   *  candidate that replays results cached during timing does not. Returns why not, or empty. */
-  std::string check_timed_outputs(const std::vector<python::tensor_view>& native_outputs) {
+   *  candidate that replays results cached during timing does not. With `graph_candidate` (the
+   *  device figure replayed its CUDA graphs), each set's graph is replayed on another fresh
+   *  rewrite and must agree too: a graph that captured less than the forward computes does not.
+   *  Returns why not, or empty. */
+  std::string check_timed_outputs(const std::vector<python::tensor_view>& native_outputs,
+                                  measure::target* graph_candidate) {
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
     // buffer, is stale now.
     const std::size_t sets = m_session->timing_sets();
-    for (std::size_t i = 0; i < sets; ++i) {
+    for (std::size_t j = 0; j < (graph_candidate != nullptr ? 2 * sets : sets); ++j) {
+      const bool graph = j >= sets;
+      const std::size_t i = j % sets;
+      const std::size_t sample = (graph ? 2'000'003 : 1'000'003) * sets + i;
+      const char* how = graph ? "graph replay" : "forward";
       m_events.phase(fmt::format("timing check {} reference", i));
-      const auto k = m_session->timing_check_begin(sets * 1'000'003 + i);
-      m_events.phase(fmt::format("timing check {} candidate", i));
-      if (m_job.kind == candidate_kind::python) {
+      const auto k = m_session->timing_check_begin(sample);
+      m_events.phase(fmt::format("timing check {} candidate {}", i, how));
+      if (graph && m_job.kind == candidate_kind::python) {
+        m_session->timing_check_candidate_graph(k);
+      } else if (graph) {
+        graph_candidate->prepare(sample);  // the rewrite timing_check_begin made; selects set k
+        graph_candidate->run_graph();
+        m_session->synchronize_candidate();
+      } else if (m_job.kind == candidate_kind::python) {
         m_session->timing_check_candidate(k);
       } else {
         native::call_record rec(m_session->timing_native_inputs(k), m_session->parameters(),
@@ -555,6 +572,12 @@ class pipeline {
       if (compare_outputs(out, checks, error)) continue;
       for (const auto& c : checks)
         if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
+      if (graph)
+        return fmt::format(
+            "after timing, on fresh (rescaled) inputs of set {}, a replay of the candidate's CUDA "
+            "graph (which the device figure timed) does not match the reference's output ({}): "
+            "the graph does not hold all the work the forward does",
+            i, error);
       return fmt::format(
           "after timing, on fresh (rescaled) inputs of set {}, the candidate's output no longer "
           "matches the reference's ({}): it may replay results cached during timing, or fail on "

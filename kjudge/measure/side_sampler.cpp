@@ -98,12 +98,50 @@ void side_sampler::rethrow_with_side(const char* call) const {
   }
 }
 
-void side_sampler::run_target() {
+void side_sampler::run_target(bool graph) {
   try {
-    m_target.run();
+    if (graph) {
+      m_target.run_graph();
+    } else {
+      m_target.run();
+    }
   } catch (...) {
-    rethrow_with_side("run()");
+    rethrow_with_side(graph ? "run_graph()" : "run()");
   }
+}
+
+std::string side_sampler::capture_graphs() {
+  if (m_gpu == nullptr) return "no GPU";
+  try {
+    return m_target.capture_graphs(m_gpu->stream);
+  } catch (...) {
+    rethrow_with_side("capture_graphs()");
+  }
+}
+
+void side_sampler::use_graphs() {
+  m_graphs = true;
+  m_result.device.method = "cuda-graph+blocking-kernel+events";
+  const std::size_t sets = m_result.input_sets > 0 ? m_result.input_sets : 1;
+  for (std::size_t i = 0; i < sets; ++i) {
+    prepare_next();
+    run_target(true);
+    synchronize("run_graph()");
+  }
+}
+
+void side_sampler::skip_graphs(const std::string& why) {
+  m_graphs = false;
+  try {
+    m_target.drop_graphs();
+  } catch (...) {
+    rethrow_with_side("drop_graphs()");
+  }
+  if (m_result.device.valid)
+    m_result.device.note = fmt::format(
+        "no CUDA graph replay ({}): the forward's own launches behind the blocking "
+        "kernel",
+        why);
 }
 
 void side_sampler::synchronize(const char* after) {
@@ -146,14 +184,14 @@ void side_sampler::warm_up() {
 
 std::optional<double> side_sampler::sample_device() {
   // The stream is idle here (prepare_next synchronised). The blocking kernel holds it while the
-  // host issues the forward, so start event, forward and end event then run back to back on the
-  // GPU: end - start is GPU time without host submission cost.
+  // host issues the forward (or its graph's replay), so start event, forward and end event then
+  // run back to back on the GPU: end - start is GPU time without host submission cost.
   prepare_next();
   m_gpu->blocker.hold(m_gpu->stream, m_options.blocking_timeout);
   {
     release_on_exit release(m_gpu->blocker);
     m_gpu->start.record(m_gpu->stream);
-    run_target();
+    run_target(m_graphs);
     m_gpu->end.record(m_gpu->stream);
   }
   synchronize("run()");

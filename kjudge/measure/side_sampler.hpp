@@ -45,6 +45,14 @@ class side_sampler {
   /** `gpu` is nullptr for CPU-only runs (no CUDA call is made then). */
   side_sampler(target& t, side_role role, const timing_options& options, gpu_tools* gpu);
 
+  /** Asks the target for CUDA graphs of its forward (target::capture_graphs); "" on success. */
+  [[nodiscard]] std::string capture_graphs();
+  /** The device figure replays the captured graphs from now on; each set's graph is replayed
+   *  once here (its upload and first launch stay out of the samples). */
+  void use_graphs();
+  /** The graphs are not used (`why`: the side that could not be captured, and why); the target
+   *  frees any it made and the device figure notes the reason. */
+  void skip_graphs(const std::string& why);
   /** Runs the target until warmup_runs calls and warmup_min_time have passed; records the first
    *  call's time. Not counted in spent(). */
   void warm_up();
@@ -72,8 +80,8 @@ class side_sampler {
   /** Waits for the stream; a CUDA error (e.g. a fault in the target's kernels) is rethrown
    *  naming the side and the call `after` which it surfaced. */
   void synchronize(const char* after);
-  /** t.run() with a failure wrapped in kj::error naming the side. */
-  void run_target();
+  /** t.run() (t.run_graph() when `graph`) with a failure wrapped in kj::error naming the side. */
+  void run_target(bool graph = false);
   [[nodiscard]] std::optional<double> sample_device();
   [[nodiscard]] double sample_stream();
   [[nodiscard]] double sample_host_wall();
@@ -86,6 +94,7 @@ class side_sampler {
   side_result m_result;
   std::size_t m_next_input = 0;
   seconds m_spent{0.0};
+  bool m_graphs = false;  ///< the device figure replays the target's graphs
 };
 
 }  // namespace kj::measure::detail

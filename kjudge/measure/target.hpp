@@ -17,6 +17,18 @@ class target {
   /** Issues one forward on the timing stream. May block when the forward synchronises with the
    *  host (the engine detects that). Throws on failure (e.g. a CUDA error in the candidate). */
   virtual void run() = 0;
+  /** Captures one forward of every input set in a CUDA graph, for the device figure (issued on
+   *  the timing stream `stream`, a cudaStream_t). Returns "" when every set has its graph, else
+   *  why the target cannot be captured (the forward waits for the host, a library refuses
+   *  capture, ...), having kept none. Called once, outside timed regions; run() stays usable. */
+  [[nodiscard]] virtual std::string capture_graphs(void* /*stream*/) {
+    return "this kind of target has no graph capture";
+  }
+  /** Replays the graph of the input set the last prepare() chose, on the timing stream. Only
+   *  after capture_graphs() returned "". Throws on failure. */
+  virtual void run_graph() {}
+  /** Frees the captured graphs (the other side could not be captured). */
+  virtual void drop_graphs() {}
   /** Number of distinct input sets available for rotation (>= 1). */
   [[nodiscard]] virtual std::size_t input_sets() const = 0;
   [[nodiscard]] virtual std::string name() const = 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/cuda/check.hpp>
@@ -79,11 +80,34 @@ std::unique_ptr<gpu_tools> make_gpu_tools(void* stream, const device_facts& devi
   return tools;
 }
 
+/** With options.graph_replay, asks every side for CUDA graphs of its forward: all sides replay
+ *  theirs for the device figure, or (one could not be captured) none does and each device figure
+ *  says why. Before warm-up, so that the warm-up runs after any capture's side effects. */
+void setup_graphs(const std::vector<side_sampler*>& sides, const timing_options& o) {
+  if (!o.gpu || !o.graph_replay) return;
+  std::string why;
+  for (side_sampler* s : sides) {
+    const std::string w = s->capture_graphs();
+    if (!w.empty()) {
+      why = fmt::format("{}: {}", s->result().name, w);
+      break;
+    }
+  }
+  for (side_sampler* s : sides) {
+    if (why.empty()) {
+      s->use_graphs();
+    } else {
+      s->skip_graphs(why);
+    }
+  }
+}
+
 /** The sampling loop shared by time_pair and time_single. `sides` has one or two entries; with
  *  two, their order alternates every round (A B, B A, ...) so drift and order effects hit both.
  *  Returns what stopped it. */
 std::string sample(const std::vector<side_sampler*>& sides, detail::clock_monitor& clocks,
                    const timing_options& o) {
+  setup_graphs(sides, o);
   for (side_sampler* s : sides) s->warm_up();
 
   std::size_t round = 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/cuda/stream.hpp>
 
 namespace kj::native {
 
@@ -94,6 +95,34 @@ kj_call call_record::shape_only() const noexcept {
 
 const kj_call& call_record::call() noexcept {
   return m_call;
+}
+
+std::string native_target::capture_graphs(void* stream) {
+  // Captured on a stream of its own (the timing stream may be the legacy default stream, which
+  // cannot be captured), handed to kj_forward in place of the timing stream; replayed on that.
+  // A blocking stream: a candidate that launches on the legacy stream instead fails the capture
+  // (cudaErrorStreamCaptureImplicit) rather than running outside the graph.
+  const cuda::stream capture_stream(cudaStreamDefault);
+  std::vector<cuda::graph_exec> graphs;
+  graphs.reserve(m_calls.size());
+  for (std::size_t i = 0; i < m_calls.size(); ++i) {
+    kj_call call = m_calls[i]->call();
+    call.stream = capture_stream.get();
+    std::string why;
+    cuda::graph_exec g = cuda::graph_exec::capture(
+        capture_stream.get(), [&] { m_library.forward(call); }, why);
+    if (!g) return why;
+    graphs.push_back(std::move(g));
+  }
+  m_graphs = std::move(graphs);
+  m_stream = stream;
+  return {};
+}
+
+void native_target::run_graph() {
+  if (m_index >= m_graphs.size())
+    KJ_THROW(error_kind::internal, "run_graph() without a graph for input set {}", m_index);
+  m_graphs[m_index].launch(static_cast<cudaStream_t>(m_stream));
 }
 
 }  // namespace kj::native

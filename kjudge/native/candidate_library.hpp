@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <kjudge/candidate.h>
+#include <kjudge/cuda/graph.hpp>
 #include <kjudge/measure/target.hpp>
 #include <kjudge/python/bridge.hpp>
 
@@ -71,6 +72,10 @@ class native_target final : public measure::target {
     m_index = (m_refresh ? m_refresh(sample_index) : sample_index) % m_calls.size();
   }
   void run() override { m_library.forward(m_calls[m_index]->call()); }
+  /** One stream capture of kj_forward per input set (its record's pointers are fixed). */
+  [[nodiscard]] std::string capture_graphs(void* stream) override;
+  void run_graph() override;
+  void drop_graphs() override { m_graphs.clear(); }
   [[nodiscard]] std::size_t input_sets() const override { return m_calls.size(); }
   [[nodiscard]] std::string name() const override { return "candidate"; }
 
@@ -79,6 +84,8 @@ class native_target final : public measure::target {
   std::vector<std::unique_ptr<call_record>> m_calls;
   std::function<std::size_t(std::size_t)> m_refresh;
   std::size_t m_index = 0;
+  std::vector<cuda::graph_exec> m_graphs;  ///< one per input set, after capture_graphs()
+  void* m_stream = nullptr;                ///< the stream they were captured for
 };
 
 }  // namespace kj::native

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
@@ -14,6 +15,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/jitter.hpp>
+#include <kjudge/cuda/stream.hpp>
 
 namespace py = pybind11;
 
@@ -359,8 +361,15 @@ namespace {
 /** Calls the harness's runner closure for one side; the GIL is held by the worker's only thread. */
 class python_target final : public measure::target {
  public:
-  python_target(py::object prepare, py::object run, side which, std::size_t sets)
-      : m_side(which), m_sets(sets), m_prepare(std::move(prepare)), m_run(std::move(run)) {}
+  /** `fns`: the harness's make_runner tuple (prepare, run, capture, run_graph, drop). */
+  python_target(const py::tuple& fns, side which, std::size_t sets)
+      : m_side(which),
+        m_sets(sets),
+        m_prepare(fns[0]),
+        m_run(fns[1]),
+        m_capture(fns[2]),
+        m_run_graph(fns[3]),
+        m_drop(fns[4]) {}
 
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
@@ -369,6 +378,26 @@ class python_target final : public measure::target {
 
   void run() override {
     guarded("timing", [&] { m_run(); });
+  }
+
+  /** torch.cuda.graph captures on a blocking stream of kjudge's (work a forward sends to the
+   *  legacy default stream instead, e.g. a load_inline kernel launched without a stream, then
+   *  fails the capture rather than running outside the graph); replays go to torch's current
+   *  stream, which is the timing stream. */
+  [[nodiscard]] std::string capture_graphs(void* /*stream*/) override {
+    if (!m_capture_stream) m_capture_stream.emplace(cudaStreamDefault);
+    const auto handle = reinterpret_cast<std::uintptr_t>(m_capture_stream->get());
+    std::string why;
+    guarded("capturing", [&] { why = m_capture(handle).cast<std::string>(); });
+    return why;
+  }
+
+  void run_graph() override {
+    guarded("replaying", [&] { m_run_graph(); });
+  }
+
+  void drop_graphs() override {
+    guarded("dropping the graphs of", [&] { m_drop(); });
   }
 
   [[nodiscard]] std::size_t input_sets() const override { return m_sets; }
@@ -391,7 +420,8 @@ class python_target final : public measure::target {
 
   side m_side;
   std::size_t m_sets;
-  py::object m_prepare, m_run;
+  py::object m_prepare, m_run, m_capture, m_run_graph, m_drop;
+  std::optional<cuda::stream> m_capture_stream;
 };
 
 }  // namespace
@@ -403,7 +433,7 @@ std::unique_ptr<measure::target> session::make_target(side s) {
     return py::tuple(
         m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate"));
   });
-  return std::make_unique<python_target>(fns[0], fns[1], s, sets);
+  return std::make_unique<python_target>(fns, s, sets);
 }
 
 std::size_t session::timing_sets() const {
@@ -426,6 +456,11 @@ std::size_t session::timing_check_begin(std::size_t sample) {
 void session::timing_check_candidate(std::size_t set) {
   m_impl->call("timing_check_candidate",
                [&] { return m_impl->harness.attr("timing_check_candidate")(set); });
+}
+
+void session::timing_check_candidate_graph(std::size_t set) {
+  m_impl->call("timing_check_candidate_graph",
+               [&] { return m_impl->harness.attr("timing_check_candidate_graph")(set); });
 }
 
 trial_outputs session::timing_check_finish(bool native) {

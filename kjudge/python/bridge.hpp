@@ -158,6 +158,9 @@ class session {
    *  host for comparison. A candidate replaying results cached during timing fails this. */
   std::size_t timing_check_begin(std::size_t sample);
   void timing_check_candidate(std::size_t set);
+  /** As timing_check_candidate, by replaying the candidate's CUDA graph of `set` (the timing
+   *  engine's device figure replayed it). */
+  void timing_check_candidate_graph(std::size_t set);
   trial_outputs timing_check_finish(bool native);
   /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */
   [[nodiscard]] std::vector<tensor_view> timing_native_inputs(std::size_t set);

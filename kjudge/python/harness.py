@@ -43,6 +43,7 @@ _timing_base = []  # pristine timing input sets
 _timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
 _timing_native_outputs = []
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
+_timing_graphs = {}  # side -> (graphs, their static outputs), once make_runner's capture() ran
 
 
 def _format_exception(exc, limit=12):
@@ -478,11 +479,14 @@ def refresh(which, sample):
 
 
 def make_runner(which):
-    """(prepare, run) for one side: prepare(sample) refreshes and selects the set, run() calls."""
+    """(prepare, run, capture, run_graph, drop) for one side: prepare(sample) refreshes and selects
+    the set, run() calls the model on it; capture() records one forward per set in a CUDA graph
+    ("" or why not), run_graph() replays the selected set's, drop() frees them."""
     model = _ref if which == "reference" else _cand
     sets = _timing_work[which]
     no_grad = torch.no_grad
     current = [0]
+    graphs = []
 
     def prepare(sample):
         current[0] = refresh(which, sample)
@@ -491,7 +495,52 @@ def make_runner(which):
         with no_grad():
             model(*sets[current[0]])
 
-    return prepare, run
+    def capture(stream_handle):
+        # On kjudge's blocking stream (stream_handle): a launch on the legacy default stream
+        # during capture then fails it instead of escaping the graph. One memory pool for the
+        # side's graphs: they replay one at a time, and timing never reads their outputs. The
+        # capture stream is warmed first (cuBLAS handles, lazy initialisation).
+        # The warm-up call gets copies of set 0: a forward that skipped work on buffers it has
+        # seen would otherwise capture less than it computes (the post-timing check replays the
+        # graphs on fresh inputs and compares, too).
+        made, outs = [], []
+        try:
+            pool = torch.cuda.graph_pool_handle()
+            side = torch.cuda.ExternalStream(stream_handle)
+            side.wait_stream(torch.cuda.current_stream())
+            with no_grad():
+                with torch.cuda.stream(side):
+                    model(*[_contiguous_clone(x) for x in sets[0]])
+                side.synchronize()
+                for k in range(len(sets)):
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g, pool=pool, stream=side,
+                                          capture_error_mode="thread_local"):
+                        out = model(*sets[k])
+                    made.append(g)
+                    outs.append(out)
+            torch.cuda.current_stream().wait_stream(side)
+        except BaseException as exc:
+            made.clear()
+            outs.clear()
+            try:
+                torch.cuda.synchronize()
+            except BaseException:
+                pass
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return "%s under CUDA graph capture: %s" % (type(exc).__name__, first[:300])
+        graphs[:] = made
+        _timing_graphs[which] = (graphs, outs)
+        return ""
+
+    def run_graph():
+        graphs[current[0]].replay()
+
+    def drop():
+        graphs.clear()
+        _timing_graphs.pop(which, None)
+
+    return prepare, run, capture, run_graph, drop
 
 
 def timing_native_inputs(k):
@@ -530,6 +579,19 @@ def timing_check_candidate(k):
         raise CandidateError("ModelNew.forward raised on the timing check:\n%s"
                              % _format_exception(exc))
     _trial["timing_cand_out"] = _normalise(out, "ModelNew.forward", CandidateError)
+
+
+def timing_check_candidate_graph(k):
+    """The candidate's graph of set k replayed (on inputs timing_check_begin rewrote): its
+    outputs, as the timed replays produced them."""
+    graphs, outs = _timing_graphs["candidate"]
+    try:
+        graphs[k].replay()
+        synchronize()
+    except BaseException as exc:
+        raise CandidateError("replaying ModelNew's CUDA graph failed on the timing check:\n%s"
+                             % _format_exception(exc))
+    _trial["timing_cand_out"] = _normalise(outs[k], "ModelNew.forward (graph)", CandidateError)
 
 
 def timing_check_finish(native):

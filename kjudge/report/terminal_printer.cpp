@@ -143,6 +143,21 @@ void print_figure_row(const char* label, const measure::figure& f, const std::st
                      us(s.stddev), us(s.min), s.n, s.rse_pct, f.noisy ? " noisy" : "");
 }
 
+/** How the device figures were taken: graph replays, or why not. */
+void print_device_method(const measure::comparison& t, std::string& out) {
+  const measure::figure* shown = nullptr;
+  for (const auto* f : {&t.reference.device, &t.candidate.device})
+    if (f->valid && shown == nullptr) shown = f;
+  if (shown == nullptr) return;
+  if (shown->method.starts_with("cuda-graph")) {
+    out +=
+        "  device figure: one CUDA graph replay of the forward per sample, queued behind a "
+        "blocking kernel\n";
+  } else if (!shown->note.empty()) {
+    out += fmt::format("  device figure: {}\n", shown->note);
+  }
+}
+
 void print_timing(const eval_result& r, std::string& out) {
   if (!r.timing) return;
   const auto& t = *r.timing;
@@ -175,6 +190,7 @@ void print_timing(const eval_result& r, std::string& out) {
                            s.ci.lo, s.ci.hi);
     out += "\n";
   }
+  print_device_method(t, out);
   const auto& c = t.clocks;
   if (c.available)
     out += fmt::format(

@@ -9,6 +9,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
+#include <kjudge/cuda/graph.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/cuda/stream.hpp>
 #include <kjudge/measure/timing.hpp>
@@ -52,6 +53,43 @@ class syncing_target : public spin_target {
     spin_target::run();
     KJ_CUDA_CHECK(cudaStreamSynchronize(stream()));
     spin_target::run();
+  }
+};
+
+/** A spin target whose forward can be captured in a CUDA graph (one input set, one graph). */
+class graph_spin_target : public spin_target {
+ public:
+  using spin_target::spin_target;
+  [[nodiscard]] std::string capture_graphs(void* /*stream*/) override {
+    std::string why;
+    m_graph = kj::cuda::graph_exec::capture(
+        stream(), [this] { run(); }, why);
+    return why;
+  }
+  void run_graph() override {
+    m_graph.launch(stream());
+    ++replays;
+  }
+  void drop_graphs() override {
+    m_graph = kj::cuda::graph_exec();
+    ++drops;
+  }
+  int replays = 0;
+  int drops = 0;
+
+ private:
+  kj::cuda::graph_exec m_graph;
+};
+
+/** A forward that waits for the host in the middle, offering graph capture (which must fail). */
+class syncing_graph_target : public graph_spin_target {
+ public:
+  explicit syncing_graph_target(cudaStream_t stream)
+      : graph_spin_target("syncing-graph", kj::microseconds(10.0), stream) {}
+  void run() override {
+    graph_spin_target::run();
+    KJ_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    graph_spin_target::run();
   }
 };
 
@@ -143,6 +181,68 @@ TEST(timing_gpu, short_spin_device_time_is_spin_plus_one_launch) {
   EXPECT_GE(r.device.summary.median, 20.0);
   EXPECT_LE(r.device.summary.median, 23.5);
   EXPECT_GE(r.device.summary.min, 19.0);  // the kernel spins at least 20 us of GPU time
+}
+
+TEST(timing_gpu, graph_replay_times_the_captured_forward) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  graph_spin_target t("spin50g", kj::microseconds(50.0), s.get());
+  kj::measure::timing_options o = quick_options();
+  o.graph_replay = true;
+  const kj::measure::side_result r = kj::measure::time_single(t, s.get(), facts(), o);
+  ASSERT_TRUE(r.device.valid) << r.device.note;
+  EXPECT_EQ(r.device.method, "cuda-graph+blocking-kernel+events");
+  EXPECT_TRUE(r.device.note.empty()) << r.device.note;
+  EXPECT_EQ(r.stream.method, "events-as-issued");  // the other figures stay eager
+  EXPECT_NEAR(r.device.summary.median, 50.0, 5.0);
+  EXPECT_GE(r.device.summary.min, 49.0);  // the replay runs the kernel: at least its 50 us
+  // One replay per device sample plus one when the graphs were taken into use.
+  EXPECT_EQ(static_cast<std::size_t>(t.replays), r.device.summary.n + 1);
+  EXPECT_EQ(t.drops, 0);
+  std::printf("graph replay: device %.2f us (n=%zu)\n", r.device.summary.median,
+              r.device.summary.n);
+
+  o.graph_replay = false;  // the default
+  graph_spin_target eager("spin50e", kj::microseconds(50.0), s.get());
+  const kj::measure::side_result e = kj::measure::time_single(eager, s.get(), facts(), o);
+  EXPECT_EQ(e.device.method, "blocking-kernel+events");
+  EXPECT_EQ(eager.replays, 0);
+}
+
+TEST(timing_gpu, no_graph_replay_unless_both_sides_capture) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  graph_spin_target ref("spin40g", kj::microseconds(40.0), s.get());
+  spin_target cand("spin20", kj::microseconds(20.0), s.get());
+  kj::measure::timing_options o = quick_options();
+  o.graph_replay = true;
+  o.budget_per_side = kj::seconds(0.3);
+  const kj::measure::comparison c = kj::measure::time_pair(ref, cand, s.get(), facts(), o);
+  for (const auto* side : {&c.reference, &c.candidate}) {
+    ASSERT_TRUE(side->device.valid) << side->device.note;
+    EXPECT_EQ(side->device.method, "blocking-kernel+events");
+    EXPECT_NE(side->device.note.find("no CUDA graph replay (spin20:"), std::string::npos)
+        << side->device.note;
+  }
+  EXPECT_EQ(ref.replays, 0);
+  EXPECT_EQ(ref.drops, 1);  // its graph was freed
+}
+
+TEST(timing_gpu, forward_that_waits_for_the_host_is_not_captured) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  syncing_graph_target t(s.get());
+  kj::measure::timing_options o = quick_options();
+  o.graph_replay = true;
+  o.blocking_timeout = kj::milliseconds(20.0);
+  o.target_rse_pct = 5.0;
+  const kj::measure::side_result r = kj::measure::time_single(t, s.get(), facts(), o);
+  EXPECT_EQ(t.replays, 0);
+  EXPECT_TRUE(r.host_sync_detected);  // then found by the blocking kernel, as without graphs
+  EXPECT_FALSE(r.device.valid);
+  ASSERT_TRUE(r.stream.valid) << r.stream.note;
+  // The stream works normally after the refused capture.
+  s.synchronize();
 }
 
 TEST(timing_gpu, host_sync_in_forward_is_detected) {
