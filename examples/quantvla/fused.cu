@@ -10,7 +10,8 @@
 //   accuracy); the 8 warps split K and meet in shared memory. max|x| comes
 //   a. on sm_90 with x of at most 2^17 elements (the nominal shape, jittered or not): from
 //      thread-block clusters of 8 blocks, each cluster reading all of x between its blocks, which
-//      push their maxima into each other's shared memory (no grid-wide wait, an ordinary launch);
+//      exchange their maxima through distributed shared memory after one cluster barrier (no
+//      grid-wide wait, an ordinary launch);
 //   b. otherwise, when every tile is resident at once: from the grid barrier below, each block's
 //      tile rows giving its share (a cooperative launch).
 // - otherwise, persistent blocks (grid <= SMs x resident blocks per SM), cooperative:
@@ -451,13 +452,15 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
 // max|x| comes in one of two ways (CLUSTER):
 // - clusters (sm_90, x of at most kClusterMaxNumel elements, the nominal shape): the C blocks of
 //   a thread-block cluster (kClusterSize, 8) read all of x between them, each its 1/C share,
-//   while their tile operands load; then every block pushes its maximum into the shared memory
-//   of every block of the cluster (red.async max, counted on each receiver's mbarrier). Every
-//   cluster forms the whole maximum itself: x is read once per cluster (from L2 after the first)
-//   and no block waits for another cluster, so no grid barrier, no cooperative launch and no
-//   residency requirement. At the nominal shape (device figure, bench/quantvla_phases on one
-//   H200) this took the kernel from 8.29 to 7.71 us: the x read grows from 24 to 56 KiB a block
-//   and its phase from 1.58 to 1.76 us, the wait for the maximum shrinks from 1.67 to 0.57 us.
+//   while their tile operands load; each block's maximum goes to its shared memory, and after
+//   one cluster barrier (hardware) every warp reads the C maxima through distributed shared
+//   memory. Every cluster forms the whole maximum itself: x is read once per cluster (from L2
+//   after the first) and no block waits for another cluster, so no grid barrier, no cooperative
+//   launch and no residency requirement. At the nominal shape (device figure,
+//   bench/quantvla_phases on one H200) this took the kernel from 8.26-8.32 to 7.84-7.90 us: the x
+//   read grows from 24 to 56 KiB a block, the wait for the maximum shrinks from 1.67 to 0.91 us.
+//   (Pushing each maximum into the peers' shared memory with red.async measured 7.71 us, but its
+//   form pushed into the block's own shared memory too, which PTX leaves undefined; not shipped.)
 // - otherwise the grid barrier, grid_max(): the x a block loads for its tile gives its share
 //   (the blocks of one row strip cover all of x between them).
 
@@ -523,58 +526,21 @@ __device__ __forceinline__ void cluster_wait() {
 #endif
 }
 
-// The cluster's exchange of maxima: every block pushes its maximum into every cluster block's
-// shared memory with red.async max (one way), each transfer counted on the receiver's mbarrier.
-// (A cluster barrier followed by a distributed-shared-memory read of each block's maximum, a round
-// trip, measured 7.84-7.90 against 7.71 us at the nominal shape.)
-
-/** Thread 0: an mbarrier expecting `bytes` of transactions (its one arrival done), a zeroed
- *  cell for the pushed maxima, and the fence that makes the mbarrier visible to the cluster. */
-__device__ __forceinline__ void push_init(unsigned long long* bar, unsigned int* cell,
-                                          unsigned int bytes) {
+/** The float at `local` (a shared-memory variable) in the shared memory of cluster block `rank`.
+ *  Without clusters (a build for an older architecture) the cluster is this block alone: its
+ *  own value. */
+__device__ __forceinline__ float load_from_block(const float* local, unsigned int rank) {
 #if QV_HAS_CLUSTERS
-  *cell = 0u;
-  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
-               : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  const unsigned int addr = static_cast<unsigned int>(__cvta_generic_to_shared(local));
+  unsigned int remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  (void)rank;
+  return *local;
 #endif
-}
-
-/** max(cell, bits) in cluster block `rank`'s shared memory, completing 4 bytes on its mbarrier. */
-__device__ __forceinline__ void push_max(unsigned int* cell, unsigned long long* bar,
-                                         unsigned int rank, unsigned int bits) {
-#if QV_HAS_CLUSTERS
-  const unsigned int c = static_cast<unsigned int>(__cvta_generic_to_shared(cell));
-  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
-  unsigned int rc, rb;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rc) : "r"(c), "r"(rank));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(b), "r"(rank));
-  asm volatile(
-      "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.max.u32 [%0], %1, "
-      "[%2];" ::"r"(rc),
-      "r"(bits), "r"(rb)
-      : "memory");
-#endif
-}
-
-/** Waits until the mbarrier's first phase completes (every push received), then reads the cell. */
-__device__ __forceinline__ float pushed_max(unsigned long long* bar, const unsigned int* cell) {
-  unsigned int v = 0u;
-#if QV_HAS_CLUSTERS
-  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
-  for (unsigned int done = 0u; done == 0u;)
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; "
-        "selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(b)
-        : "memory");
-  const unsigned int c = static_cast<unsigned int>(__cvta_generic_to_shared(cell));
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(c) : "memory");
-#endif
-  return __uint_as_float(v);
 }
 
 /** max|x| over this block's share of all of x: elements (VEC: float4s) rank*NT + tid, then
@@ -636,9 +602,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   constexpr int kWarps = kMmaThreads / 32, kRS = kMmaBN + 1;
   __shared__ float s_part[kWarps][kMmaBM][kRS];  // each warp's partial tile (its slice of K)
   __shared__ float s_red[32];
-  __shared__ float s_amax;
-  __shared__ unsigned long long s_push_bar;  // CLUSTER: counts the maxima pushed here
-  __shared__ unsigned int s_push_cell;       // CLUSTER: their maximum (float bits)
+  __shared__ float s_amax;  // CLUSTER: this block's maximum, read by the cluster's blocks
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -667,8 +631,6 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   if constexpr (CLUSTER) {
     rank = cluster_rank();
     blocks = cluster_blocks();
-    if (tid == 0) push_init(&s_push_bar, &s_push_cell, 4u * blocks);
-    cluster_arrive();  // the mbarriers exist before any block pushes (cluster_wait() below)
     share = share_max<VEC>(a.x, a.numel, rank, blocks);
   }
 
@@ -682,12 +644,16 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   float amax;
   if constexpr (CLUSTER) {
     const float block = block_max<kMmaThreads>(share, s_red);  // in all of warp 0
-    cluster_wait();
+    if (tid == 0) s_amax = block;
     QV_STAMP(1);
-    if (warp == 0 && static_cast<unsigned int>(lane) < blocks)
-      push_max(&s_push_cell, &s_push_bar, static_cast<unsigned int>(lane), __float_as_uint(block));
-    amax = pushed_max(&s_push_bar, &s_push_cell);
-    cluster_arrive();  // every push here received; cluster_wait() before exiting
+    cluster_arrive();
+    cluster_wait();
+    // Every warp reads the cluster's maxima itself (no second block barrier).
+    float m = static_cast<unsigned int>(lane) < blocks ? load_from_block(&s_amax, lane) : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    amax = m;
+    cluster_arrive();  // done with the peers' shared memory; cluster_wait() before exiting
   } else {
     float local = 0.0f;
 #pragma unroll
@@ -744,7 +710,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
       a.out[static_cast<long long>(m0 + row) * a.n + n0 + col] = v + bias;
   }
   QV_STAMP(6);
-  if constexpr (CLUSTER) cluster_wait();  // no block leaves before the cluster's pushes land
+  if constexpr (CLUSTER) cluster_wait();  // no block's shared memory goes while a peer reads it
 }
 
 constexpr int kMaxDevices = 64;
@@ -754,9 +720,8 @@ std::atomic<int> g_coop[kMaxDevices];      // 0 unknown, 1 supported, 2 not
 std::atomic<int> g_cc_major[kMaxDevices];  // compute capability, major
 std::atomic<int> g_blocks_per_sm[kMaxDevices][kKernels];
 /** Blocks per cluster. 8 (the portable maximum) measured faster than 16 on the H200 at the
- *  nominal shape (bench/quantvla_phases/cluster_ab.sh, device figure): 7.71 against 7.84-7.97 us
- *  with pushed maxima, 7.84-7.87 against 8.67-8.70 us with a cluster barrier and reads; the
- *  larger cluster waits longer for its slowest block. */
+ *  nominal shape (bench/quantvla_phases/cluster_ab.sh, device figure): 7.84-7.87 against
+ *  8.67-8.70 us; the larger cluster waits longer for its slowest block. */
 constexpr int kClusterSize = 8;
 /** Clusters of the cluster kernel (vec/scalar) that fit at once, +1 (0: not yet asked). */
 std::atomic<int> g_cluster_fit[kMaxDevices][2];

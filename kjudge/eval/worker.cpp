@@ -433,6 +433,9 @@ class pipeline {
     const bool graphs = cmp.candidate.device.method.starts_with("cuda-graph");
     const std::string replay =
         check_timed_outputs(m_native_outputs, graphs ? &*candidate : nullptr);
+    // The graphs and their memory pools go before the CUPTI forward measures peak memory.
+    reference->drop_graphs();
+    candidate->drop_graphs();
     if (!replay.empty()) {
       for (auto* f : {&cmp.candidate.device, &cmp.candidate.stream, &cmp.candidate.host_wall})
         if (f->valid) f->valid = false, f->note = "withheld: " + replay;

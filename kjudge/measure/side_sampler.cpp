@@ -65,7 +65,8 @@ void finish_figure(figure& f, const timing_options& o, const std::string& stoppe
   if (stopped_by == "noise-target") return;
   if (f.summary.n < o.min_samples || !(f.summary.rse_pct < o.target_rse_pct)) {
     f.noisy = true;
-    f.note = fmt::format(
+    if (!f.note.empty()) f.note += "; ";  // keeps why no graph was replayed
+    f.note += fmt::format(
         "stopped by {} at {:.3g}% relative error of the median with {} samples "
         "(target {:.3g}%, at least {})",
         stopped_by, f.summary.rse_pct, f.summary.n, o.target_rse_pct, o.min_samples);

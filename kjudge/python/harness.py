@@ -504,6 +504,9 @@ def make_runner(which):
         # seen would otherwise capture less than it computes (the post-timing check replays the
         # graphs on fresh inputs and compares, too).
         made, outs = [], []
+        # torch.cuda.graph's exit ends the capture before it restores the current stream, so a
+        # capture that fails would leave kjudge's capture stream current: restored here.
+        previous = torch.cuda.current_stream()
         try:
             pool = torch.cuda.graph_pool_handle()
             side = torch.cuda.ExternalStream(stream_handle)
@@ -523,6 +526,7 @@ def make_runner(which):
         except BaseException as exc:
             made.clear()
             outs.clear()
+            torch.cuda.set_stream(previous)
             try:
                 torch.cuda.synchronize()
             except BaseException:

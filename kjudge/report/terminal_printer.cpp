@@ -143,7 +143,7 @@ void print_figure_row(const char* label, const measure::figure& f, const std::st
                      us(s.stddev), us(s.min), s.n, s.rse_pct, f.noisy ? " noisy" : "");
 }
 
-/** How the device figures were taken: graph replays, or why not. */
+/** How the device figures were taken when graph replay was asked for: replays, or why not. */
 void print_device_method(const measure::comparison& t, std::string& out) {
   const measure::figure* shown = nullptr;
   for (const auto* f : {&t.reference.device, &t.candidate.device})
@@ -153,7 +153,7 @@ void print_device_method(const measure::comparison& t, std::string& out) {
     out +=
         "  device figure: one CUDA graph replay of the forward per sample, queued behind a "
         "blocking kernel\n";
-  } else if (!shown->note.empty()) {
+  } else if (shown->note.starts_with("no CUDA graph replay")) {
     out += fmt::format("  device figure: {}\n", shown->note);
   }
 }
