@@ -24,25 +24,23 @@ graph_exec graph_exec::capture(cudaStream_t stream, const std::function<void()>&
     }
     cudaGraph_t graph = nullptr;
     e = cudaStreamEndCapture(stream, &graph);
-    (void)cudaGetLastError();  // errors of calls capture refused (a host synchronisation, ...)
     std::size_t nodes = 0;
-    if (e == cudaSuccess && graph != nullptr && thrown.empty())
-      e = cudaGraphGetNodes(graph, nullptr, &nodes);
     graph_exec out;
-    if (e == cudaSuccess && graph != nullptr && thrown.empty() && nodes > 0)
-      e = cudaGraphInstantiate(&out.m_exec, graph, 0);
+    if (e == cudaSuccess && thrown.empty()) {
+      e = cudaGraphGetNodes(graph, nullptr, &nodes);
+      if (e == cudaSuccess && nodes > 0) e = cudaGraphInstantiate(&out.m_exec, graph, 0);
+    }
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
-    (void)cudaGetLastError();
+    (void)cudaGetLastError();  // what capture refused (a host synchronisation, ...), or the above
     if (!thrown.empty()) {
       why = "the forward failed under stream capture: " + thrown;
-      out.m_exec = nullptr;
     } else if (e != cudaSuccess) {
       why = "stream capture failed: " + describe(e) +
             " (the forward waits for the host or calls a CUDA API that capture refuses)";
-      out.m_exec = nullptr;
     } else if (nodes == 0) {
       why = "the forward issued no work on the timing stream";
     }
+    if (!why.empty()) out.m_exec = nullptr;  // nothing was instantiated
     return out;
   } catch (...) {  // describe() allocates
     why = "stream capture failed";

@@ -430,7 +430,7 @@ class pipeline {
     const auto flags =
         check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
     // The device figure replayed the candidate's CUDA graphs: they are checked as well.
-    const bool graphs = cmp.candidate.device.method.starts_with("cuda-graph");
+    const bool graphs = cmp.candidate.device.method == measure::graph_device_method;
     const std::string replay =
         check_timed_outputs(m_native_outputs, graphs ? &*candidate : nullptr);
     // The graphs and their memory pools go before the CUPTI forward measures peak memory.
@@ -538,7 +538,7 @@ class pipeline {
 
   /** After sampling, both sides run once more on a fresh rewrite of the inputs and must agree; a
    *  candidate that replays results cached during timing does not. With `graph_candidate` (the
-   *  device figure replayed its CUDA graphs), each set's graph is replayed on another fresh
+   *  device figure replayed its CUDA graphs), each set's graph is then replayed on another fresh
    *  rewrite and must agree too: a graph that captured less than the forward computes does not.
    *  Returns why not, or empty. */
   std::string check_timed_outputs(const std::vector<python::tensor_view>& native_outputs,
@@ -546,48 +546,64 @@ class pipeline {
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
     // buffer, is stale now.
     const std::size_t sets = m_session->timing_sets();
-    for (std::size_t j = 0; j < (graph_candidate != nullptr ? 2 * sets : sets); ++j) {
-      const bool graph = j >= sets;
-      const std::size_t i = j % sets;
-      const std::size_t sample = (graph ? 2'000'003 : 1'000'003) * sets + i;
-      const char* how = graph ? "graph replay" : "forward";
-      m_events.phase(fmt::format("timing check {} reference", i));
-      const auto k = m_session->timing_check_begin(sample);
-      m_events.phase(fmt::format("timing check {} candidate {}", i, how));
-      if (graph && m_job.kind == candidate_kind::python) {
-        m_session->timing_check_candidate_graph(k);
-      } else if (graph) {
-        graph_candidate->prepare(sample);  // the rewrite timing_check_begin made; selects set k
-        graph_candidate->run_graph();
-        m_session->synchronize_candidate();
-      } else if (m_job.kind == candidate_kind::python) {
-        m_session->timing_check_candidate(k);
-      } else {
-        native::call_record rec(m_session->timing_native_inputs(k), m_session->parameters(),
-                                native_outputs, m_session->stream());
-        rec.set_workspace(m_workspace->data(), m_workspace->size());
-        m_library->forward(rec.call());
-        m_session->synchronize_candidate();
+    for (const bool graph : {false, true}) {
+      if (graph && graph_candidate == nullptr) break;
+      for (std::size_t i = 0; i < sets; ++i) {
+        const std::size_t sample = (graph ? 2'000'003 : 1'000'003) * sets + i;
+        m_events.phase(fmt::format("timing check {} reference", i));
+        const auto k = m_session->timing_check_begin(sample);
+        m_events.phase(
+            fmt::format("timing check {} candidate {}", i, graph ? "graph replay" : "forward"));
+        if (graph) {
+          replay_candidate_graph(*graph_candidate, sample, k);
+        } else {
+          run_candidate_once(native_outputs, k);
+        }
+        const auto out = m_session->timing_check_finish(m_job.kind == candidate_kind::native);
+        std::vector<output_check> checks;
+        std::string error;
+        if (compare_outputs(out, checks, error)) continue;
+        for (const auto& c : checks)
+          if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
+        return graph ? fmt::format(
+                           "after timing, on fresh (rescaled) inputs of set {}, a replay of the "
+                           "candidate's CUDA graph (which the device figure timed) does not match "
+                           "the reference's output ({}): the graph does not hold all the work the "
+                           "forward does",
+                           i, error)
+                     : fmt::format(
+                           "after timing, on fresh (rescaled) inputs of set {}, the candidate's "
+                           "output no longer matches the reference's ({}): it may replay results "
+                           "cached during timing, or fail on inputs of another magnitude",
+                           i, error);
       }
-      const auto out = m_session->timing_check_finish(m_job.kind == candidate_kind::native);
-      std::vector<output_check> checks;
-      std::string error;
-      if (compare_outputs(out, checks, error)) continue;
-      for (const auto& c : checks)
-        if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
-      if (graph)
-        return fmt::format(
-            "after timing, on fresh (rescaled) inputs of set {}, a replay of the candidate's CUDA "
-            "graph (which the device figure timed) does not match the reference's output ({}): "
-            "the graph does not hold all the work the forward does",
-            i, error);
-      return fmt::format(
-          "after timing, on fresh (rescaled) inputs of set {}, the candidate's output no longer "
-          "matches the reference's ({}): it may replay results cached during timing, or fail on "
-          "inputs of another magnitude",
-          i, error);
     }
     return "";
+  }
+
+  /** The candidate's forward on its (rewritten) timing set k, for check_timed_outputs. */
+  void run_candidate_once(const std::vector<python::tensor_view>& native_outputs, std::size_t k) {
+    if (m_job.kind == candidate_kind::python) {
+      m_session->timing_check_candidate(k);
+      return;
+    }
+    native::call_record rec(m_session->timing_native_inputs(k), m_session->parameters(),
+                            native_outputs, m_session->stream());
+    rec.set_workspace(m_workspace->data(), m_workspace->size());
+    m_library->forward(rec.call());
+    m_session->synchronize_candidate();
+  }
+
+  /** The candidate's graph of set k replayed on the rewrite for `sample`, for
+   *  check_timed_outputs. */
+  void replay_candidate_graph(measure::target& candidate, std::size_t sample, std::size_t k) {
+    if (m_job.kind == candidate_kind::python) {
+      m_session->timing_check_candidate_graph(k);  // the graph's outputs live in Python
+      return;
+    }
+    candidate.prepare(sample);  // the rewrite timing_check_begin made; selects set k
+    candidate.run_graph();
+    m_session->synchronize_candidate();
   }
 
   const job& m_job;

@@ -112,9 +112,8 @@ void side_sampler::run_target(bool graph) {
 }
 
 std::string side_sampler::capture_graphs() {
-  if (m_gpu == nullptr) return "no GPU";
   try {
-    return m_target.capture_graphs(m_gpu->stream);
+    return m_target.capture_graphs();
   } catch (...) {
     rethrow_with_side("capture_graphs()");
   }
@@ -122,7 +121,7 @@ std::string side_sampler::capture_graphs() {
 
 void side_sampler::use_graphs() {
   m_graphs = true;
-  m_result.device.method = "cuda-graph+blocking-kernel+events";
+  m_result.device.method = graph_device_method;
   const std::size_t sets = m_result.input_sets > 0 ? m_result.input_sets : 1;
   for (std::size_t i = 0; i < sets; ++i) {
     prepare_next();
@@ -139,10 +138,9 @@ void side_sampler::skip_graphs(const std::string& why) {
     rethrow_with_side("drop_graphs()");
   }
   if (m_result.device.valid)
-    m_result.device.note = fmt::format(
-        "no CUDA graph replay ({}): the forward's own launches behind the blocking "
-        "kernel",
-        why);
+    m_result.device.note =
+        fmt::format("{} ({}): the forward's own launches behind the blocking kernel",
+                    no_graph_replay_note, why);
 }
 
 void side_sampler::synchronize(const char* after) {

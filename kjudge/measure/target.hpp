@@ -17,11 +17,11 @@ class target {
   /** Issues one forward on the timing stream. May block when the forward synchronises with the
    *  host (the engine detects that). Throws on failure (e.g. a CUDA error in the candidate). */
   virtual void run() = 0;
-  /** Captures one forward of every input set in a CUDA graph, for the device figure (issued on
-   *  the timing stream `stream`, a cudaStream_t). Returns "" when every set has its graph, else
-   *  why the target cannot be captured (the forward waits for the host, a library refuses
-   *  capture, ...), having kept none. Called once, outside timed regions; run() stays usable. */
-  [[nodiscard]] virtual std::string capture_graphs(void* /*stream*/) {
+  /** Captures one forward of every input set in a CUDA graph, for the device figure. Returns ""
+   *  when every set has its graph, else why the target cannot be captured (the forward waits for
+   *  the host, a library refuses capture, ...), having kept none. Called once, outside timed
+   *  regions; run() stays usable. */
+  [[nodiscard]] virtual std::string capture_graphs() {
     return "this kind of target has no graph capture";
   }
   /** Replays the graph of the input set the last prepare() chose, on the timing stream. Only

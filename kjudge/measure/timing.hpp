@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <kjudge/core/stats.hpp>
@@ -53,6 +54,11 @@ struct timing_options {
    *  replays, 1% without), which distorts the stream figure. */
   bool graph_replay = false;
 };
+
+/** The device figure's method when it replays CUDA graphs (timing_options::graph_replay). */
+inline constexpr std::string_view graph_device_method = "cuda-graph+blocking-kernel+events";
+/** How a device figure's note begins when graph replay was asked for and not possible. */
+inline constexpr std::string_view no_graph_replay_note = "no CUDA graph replay";
 
 /** One figure of one side. */
 struct figure {

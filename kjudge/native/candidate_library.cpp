@@ -97,7 +97,7 @@ const kj_call& call_record::call() noexcept {
   return m_call;
 }
 
-std::string native_target::capture_graphs(void* stream) {
+std::string native_target::capture_graphs() {
   // Captured on a stream of its own (the timing stream may be the legacy default stream, which
   // cannot be captured), handed to kj_forward in place of the timing stream; replayed on that.
   // A blocking stream: a candidate that launches on the legacy stream instead fails the capture
@@ -115,14 +115,13 @@ std::string native_target::capture_graphs(void* stream) {
     graphs.push_back(std::move(g));
   }
   m_graphs = std::move(graphs);
-  m_stream = stream;
   return {};
 }
 
 void native_target::run_graph() {
   if (m_index >= m_graphs.size())
     KJ_THROW(error_kind::internal, "run_graph() without a graph for input set {}", m_index);
-  m_graphs[m_index].launch(static_cast<cudaStream_t>(m_stream));
+  m_graphs[m_index].launch(static_cast<cudaStream_t>(m_calls[m_index]->call().stream));
 }
 
 }  // namespace kj::native

@@ -72,8 +72,9 @@ class native_target final : public measure::target {
     m_index = (m_refresh ? m_refresh(sample_index) : sample_index) % m_calls.size();
   }
   void run() override { m_library.forward(m_calls[m_index]->call()); }
-  /** One stream capture of kj_forward per input set (its record's pointers are fixed). */
-  [[nodiscard]] std::string capture_graphs(void* stream) override;
+  /** One stream capture of kj_forward per input set (its record's pointers are fixed); replays
+   *  go to the record's stream, as run() does. */
+  [[nodiscard]] std::string capture_graphs() override;
   void run_graph() override;
   void drop_graphs() override { m_graphs.clear(); }
   [[nodiscard]] std::size_t input_sets() const override { return m_calls.size(); }
@@ -85,7 +86,6 @@ class native_target final : public measure::target {
   std::function<std::size_t(std::size_t)> m_refresh;
   std::size_t m_index = 0;
   std::vector<cuda::graph_exec> m_graphs;  ///< one per input set, after capture_graphs()
-  void* m_stream = nullptr;                ///< the stream they were captured for
 };
 
 }  // namespace kj::native

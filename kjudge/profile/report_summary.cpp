@@ -109,10 +109,7 @@ std::vector<std::string> hints(const side_profile& s) {
     out.push_back(fmt::format(
         "memory-bound: DRAM at {} of its roof ({} moved, {}): reduce bytes moved (fuse passes, "
         "reuse data from shared memory, narrower dtypes)",
-        metric_text(d.dram_throughput_pct, format_pct),
-        all_reported(s.total->counters, dram_byte_metrics)
-            ? format_bytes(s.total->counters.dram_bytes())
-            : std::string("n/a"),
+        metric_text(d.dram_throughput_pct, format_pct), dram_bytes_text(s.total->counters),
         metric_text(d.dram_bytes_per_s, format_bytes_per_s)));
   // Which type dominates is known only when ncu reported every FLOP counter: one it left out
   // (read as 0) may be the tensor work that dominates.

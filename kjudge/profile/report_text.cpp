@@ -176,10 +176,8 @@ void render_totals(std::string& out, const profile_report& r) {
     // The total's duration fails when any kernel's does (withhold_timed).
     return s.total ? metric_text(s.total->derived.duration_ns, format_ns) : std::string("n/a");
   });
-  total_row(out, "DRAM bytes (read + write)", r, [&r](const kernel_profile& t) {
-    return all_reported(t.counters, dram_byte_metrics) ? format_bytes(t.counters.dram_bytes())
-                                                       : std::string("n/a");
-  });
+  total_row(out, "DRAM bytes (read + write)", r,
+            [](const kernel_profile& t) { return dram_bytes_text(t.counters); });
   total_row(out, "DRAM bandwidth", r, [](const kernel_profile& t) {
     return with_roof(t.derived.dram_bytes_per_s, t.derived.dram_throughput_pct);
   });
@@ -210,13 +208,12 @@ void render_totals(std::string& out, const profile_report& r) {
     };
     if (count(r.reference) <= 0 && count(r.candidate_side) <= 0) continue;
     // A count that lacks a counter ncu did not report is no count (its rate says which).
-    total_row(out, fmt::format("{} FLOP (rate)", to_string(type)), r,
-              [type, &r](const kernel_profile& t) {
-                const bool known = all_reported(t.counters, ncu_flop_metrics(type));
-                std::string n = known ? format_flop(flop(t.counters.flops, type)) : "n/a";
-                return fmt::format("{} ({})", n,
-                                   metric_text(t.derived.flops(type), format_flop_per_s));
-              });
+    total_row(
+        out, fmt::format("{} FLOP (rate)", to_string(type)), r, [type](const kernel_profile& t) {
+          const bool known = all_reported(t.counters, ncu_flop_metrics(type));
+          std::string n = known ? format_flop(flop(t.counters.flops, type)) : "n/a";
+          return fmt::format("{} ({})", n, metric_text(t.derived.flops(type), format_flop_per_s));
+        });
   }
   side("arithmetic intensity", [](const side_profile& s) {
     return metric_text(s.intensity_flop_per_byte,

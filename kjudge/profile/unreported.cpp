@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include <kjudge/profile/format.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/profile/report.hpp>
 
@@ -143,6 +144,10 @@ void add_unreported(std::vector<std::string>& to, const std::vector<std::string>
 
 bool all_reported(const kernel_metrics& k, const metric_names& metrics) {
   return unreported_among(k.unreported_metrics, metrics).empty();
+}
+
+std::string dram_bytes_text(const kernel_metrics& k) {
+  return all_reported(k, dram_byte_metrics) ? format_bytes(k.dram_bytes()) : std::string("n/a");
 }
 
 }  // namespace kj::profile

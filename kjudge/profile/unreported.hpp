@@ -65,6 +65,9 @@ void add_unreported(std::vector<std::string>& to, const std::vector<std::string>
 /** Whether ncu reported every one of `metrics` for `k` (kernel_metrics::unreported_metrics). */
 [[nodiscard]] bool all_reported(const kernel_metrics& k, const metric_names& metrics);
 
+/** k's DRAM bytes (read + write) formatted, or "n/a" when ncu did not report both counters. */
+[[nodiscard]] std::string dram_bytes_text(const kernel_metrics& k);
+
 /** A kernel's `ncu_values_missing` warning: the metrics whose value its row left empty. */
 [[nodiscard]] flag values_missing_flag(const std::vector<std::string>& empty_values);
 

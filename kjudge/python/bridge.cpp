@@ -384,7 +384,7 @@ class python_target final : public measure::target {
    *  legacy default stream instead, e.g. a load_inline kernel launched without a stream, then
    *  fails the capture rather than running outside the graph); replays go to torch's current
    *  stream, which is the timing stream. */
-  [[nodiscard]] std::string capture_graphs(void* /*stream*/) override {
+  [[nodiscard]] std::string capture_graphs() override {
     if (!m_capture_stream) m_capture_stream.emplace(cudaStreamDefault);
     const auto handle = reinterpret_cast<std::uintptr_t>(m_capture_stream->get());
     std::string why;

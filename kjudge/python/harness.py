@@ -43,7 +43,7 @@ _timing_base = []  # pristine timing input sets
 _timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
 _timing_native_outputs = []
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
-_timing_graphs = {}  # side -> (graphs, their static outputs), once make_runner's capture() ran
+_timing_graphs = {}  # side -> (graphs per set, their static outputs), while captured
 
 
 def _format_exception(exc, limit=12):
@@ -486,7 +486,6 @@ def make_runner(which):
     sets = _timing_work[which]
     no_grad = torch.no_grad
     current = [0]
-    graphs = []
 
     def prepare(sample):
         current[0] = refresh(which, sample)
@@ -533,15 +532,13 @@ def make_runner(which):
                 pass
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return "%s under CUDA graph capture: %s" % (type(exc).__name__, first[:300])
-        graphs[:] = made
-        _timing_graphs[which] = (graphs, outs)
+        _timing_graphs[which] = (made, outs)
         return ""
 
     def run_graph():
-        graphs[current[0]].replay()
+        _timing_graphs[which][0][current[0]].replay()
 
     def drop():
-        graphs.clear()
         _timing_graphs.pop(which, None)
 
     return prepare, run, capture, run_graph, drop

@@ -149,11 +149,11 @@ void print_device_method(const measure::comparison& t, std::string& out) {
   for (const auto* f : {&t.reference.device, &t.candidate.device})
     if (f->valid && shown == nullptr) shown = f;
   if (shown == nullptr) return;
-  if (shown->method.starts_with("cuda-graph")) {
+  if (shown->method == measure::graph_device_method) {
     out +=
         "  device figure: one CUDA graph replay of the forward per sample, queued behind a "
         "blocking kernel\n";
-  } else if (shown->note.starts_with("no CUDA graph replay")) {
+  } else if (shown->note.starts_with(measure::no_graph_replay_note)) {
     out += fmt::format("  device figure: {}\n", shown->note);
   }
 }

@@ -60,7 +60,7 @@ class syncing_target : public spin_target {
 class graph_spin_target : public spin_target {
  public:
   using spin_target::spin_target;
-  [[nodiscard]] std::string capture_graphs(void* /*stream*/) override {
+  [[nodiscard]] std::string capture_graphs() override {
     std::string why;
     m_graph = kj::cuda::graph_exec::capture(
         stream(), [this] { run(); }, why);
