@@ -45,7 +45,8 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--target-rse", a.target_rse_pct)->check(CLI::PositiveNumber);
   cmd->add_option("--min-samples", a.min_samples)->check(CLI::Range(2, 1000000));
   cmd->add_flag("--warm", a.warm);
-  cmd->add_flag("--graph", a.graph);
+  auto* graph = cmd->add_flag("--graph", a.graph);
+  cmd->add_flag("--no-graph", a.no_graph)->excludes(graph);
   cmd->add_flag("--no-timing", a.no_timing);
   cmd->add_option("--timeout", a.timeout_s)->check(CLI::PositiveNumber);
   cmd->add_option("--python", a.python);
@@ -112,7 +113,7 @@ eval::job make_job(const eval_args& a) {
   if (a.target_rse_pct) j.timing_options.target_rse_pct = *a.target_rse_pct;
   if (a.min_samples) j.timing_options.min_samples = *a.min_samples;
   j.timing_options.cold = !a.warm;
-  j.timing_options.graph_replay = a.graph;
+  j.timing_options.graph_replay = !a.no_graph;  // --graph is the default
   j.timing_options.gpu = j.device == "cuda";
   j.nvcc_flags = a.nvcc_flags;
   return j;

@@ -48,10 +48,10 @@ struct timing_options {
    *  blocking kernel, when both sides can be captured: the GPU's launch path of a graph is the
    *  same in every process, where that of eagerly issued launches is not (the reference's
    *  device figure moved 6-7% between processes on the H200, its graph replay 0.4-0.8%:
-   *  bench/ref_repeat.py, `kjudge eval --graph`). Otherwise, or when false, the forward's own
-   *  launches. Off by default: the eager forward that follows a replay on the stream runs
-   *  slower (on the H200 the reference's stream figure read 7-10% above its host wall with
-   *  replays, 1% without), which distorts the stream figure. */
+   *  bench/ref_repeat.py, `kjudge eval`). Each replay is followed by an untimed eager forward so
+   *  that the stream and host-wall samples find the eager path as warm as without replays.
+   *  Otherwise, or when false, the forward's own launches. `kjudge eval` sets it unless
+   *  `--no-graph`; the library's default stays off for direct callers. */
   bool graph_replay = false;
 };
 
