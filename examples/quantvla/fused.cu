@@ -10,7 +10,7 @@
 //   accuracy); the 8 warps split K and meet in shared memory. max|x| comes
 //   a. on sm_90 with x of at most 2^17 elements (the nominal shape, jittered or not): from
 //      thread-block clusters of 8 blocks, each cluster reading all of x between its blocks, which
-//      exchange their maxima through distributed shared memory after one cluster barrier (no
+//      push their maxima into each other's shared memory (st.async, counted on an mbarrier; no
 //      grid-wide wait, an ordinary launch);
 //   b. otherwise, when every tile is resident at once: from the grid barrier below, each block's
 //      tile rows giving its share (a cooperative launch).
@@ -452,15 +452,17 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
 // max|x| comes in one of two ways (CLUSTER):
 // - clusters (sm_90, x of at most kClusterMaxNumel elements, the nominal shape): the C blocks of
 //   a thread-block cluster (kClusterSize, 8) read all of x between them, each its 1/C share,
-//   while their tile operands load; each block's maximum goes to its shared memory, and after
-//   one cluster barrier (hardware) every warp reads the C maxima through distributed shared
-//   memory. Every cluster forms the whole maximum itself: x is read once per cluster (from L2
-//   after the first) and no block waits for another cluster, so no grid barrier, no cooperative
-//   launch and no residency requirement. At the nominal shape (device figure,
-//   bench/quantvla_phases on one H200) this took the kernel from 8.26-8.32 to 7.84-7.90 us: the x
-//   read grows from 24 to 56 KiB a block, the wait for the maximum shrinks from 1.67 to 0.91 us.
-//   (Pushing each maximum into the peers' shared memory with red.async measured 7.71 us, but its
-//   form pushed into the block's own shared memory too, which PTX leaves undefined; not shipped.)
+//   while their tile operands load; then each block pushes its maximum into a slot of every
+//   other block's shared memory (st.async, one way, counted in bytes on the receiver's
+//   mbarrier), waits for the C - 1 maxima pushed to it and adds its own from its warps' maxima.
+//   Every cluster forms the whole maximum itself: x is read once per cluster (from L2 after the
+//   first) and no block waits for another cluster, so no grid barrier, no cooperative launch and
+//   no residency requirement. At the nominal shape (device figure, bench/quantvla_phases on one
+//   H200): 8.26-8.32 us with the grid barrier; 7.81-7.90 us with clusters whose blocks exchange
+//   maxima by a cluster barrier (release/acquire) and distributed-shared-memory reads (exchange
+//   0.91 us); 7.36-7.46 us with the one-way pushes (exchange 0.35 us). The cluster barriers left
+//   are relaxed (no fence waiting on the loads in flight): one that orders the mbarriers' set-up
+//   before any push, one that keeps every block until the cluster's pushes have landed.
 // - otherwise the grid barrier, grid_max(): the x a block loads for its tile gives its share
 //   (the blocks of one row strip cover all of x between them).
 
@@ -511,12 +513,12 @@ __device__ __forceinline__ unsigned int cluster_blocks() {
   return n;
 }
 
-/** Every thread of every block of the cluster arrives (release) and waits (acquire). Split in
- *  two so that a block can arrive when it has finished reading its peers' shared memory and wait
- *  only before it exits. */
-__device__ __forceinline__ void cluster_arrive() {
+/** Every thread of every block of the cluster arrives (relaxed: no memory ordering; the set-up of
+ *  the mbarriers is ordered by its own fence) and waits. Split in two so that the wait can come
+ *  where the arrival is needed. */
+__device__ __forceinline__ void cluster_arrive_relaxed() {
 #if QV_HAS_CLUSTERS
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 #endif
 }
 
@@ -526,20 +528,48 @@ __device__ __forceinline__ void cluster_wait() {
 #endif
 }
 
-/** The float at `local` (a shared-memory variable) in the shared memory of cluster block `rank`.
- *  Without clusters (a build for an older architecture) the cluster is this block alone: its
- *  own value. */
-__device__ __forceinline__ float load_from_block(const float* local, unsigned int rank) {
+// The cluster's exchange of maxima: every block stores its maximum into its slot of every other
+// block's shared memory with st.async, each store counted (4 bytes) on the receiver's mbarrier.
+// No block pushes to itself: its own maximum comes from its warps' maxima.
+
+/** Thread 0: an mbarrier of one arrival (made here) expecting `bytes` of pushed maxima. */
+__device__ __forceinline__ void push_init(unsigned long long* bar, unsigned int bytes) {
 #if QV_HAS_CLUSTERS
-  const unsigned int addr = static_cast<unsigned int>(__cvta_generic_to_shared(local));
-  unsigned int remote;
-  float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-#else
-  (void)rank;
-  return *local;
+  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
+               : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+/** st.async of `v` into slot `slot` of cluster block `rank`, counted on its mbarrier. */
+__device__ __forceinline__ void push_slot(float* slots, unsigned long long* bar, unsigned int rank,
+                                          unsigned int slot, float v) {
+#if QV_HAS_CLUSTERS
+  const unsigned int c = static_cast<unsigned int>(__cvta_generic_to_shared(slots + slot));
+  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
+  unsigned int rc, rb;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rc) : "r"(c), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(b), "r"(rank));
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(rc),
+      "r"(__float_as_uint(v)), "r"(rb)
+      : "memory");
+#endif
+}
+
+/** Waits until the mbarrier's first phase completes: every maximum pushed here has landed. */
+__device__ __forceinline__ void wait_pushes(unsigned long long* bar) {
+#if QV_HAS_CLUSTERS
+  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
+  for (unsigned int done = 0u; done == 0u;)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(b)
+        : "memory");
 #endif
 }
 
@@ -602,7 +632,9 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   constexpr int kWarps = kMmaThreads / 32, kRS = kMmaBN + 1;
   __shared__ float s_part[kWarps][kMmaBM][kRS];  // each warp's partial tile (its slice of K)
   __shared__ float s_red[32];
-  __shared__ float s_amax;  // CLUSTER: this block's maximum, read by the cluster's blocks
+  __shared__ float s_amax;                   // the grid barrier's result (not CLUSTER)
+  __shared__ unsigned long long s_push_bar;  // CLUSTER: counts the maxima pushed here
+  __shared__ float s_slots[32];              // CLUSTER: slot r holds cluster block r's maximum
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -612,6 +644,10 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   const int k0 = warp * 16 + t * 4;  // this thread's four physical columns of K
   QV_STAMP(0);
   const unsigned int tag = CLUSTER ? 0u : barrier_tag(a.ring);
+  if constexpr (CLUSTER) {
+    if (tid == 0) push_init(&s_push_bar, 4u * (cluster_blocks() - 1u));
+    cluster_arrive_relaxed();  // the mbarriers exist before any push (cluster_wait() below)
+  }
 
   // Everything that does not depend on the scale, issued at once: x rows g and g+8, W rows
   // n0 + 8j + g, the two rows' logits, and the bias of the column this thread stores.
@@ -644,16 +680,20 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   float amax;
   if constexpr (CLUSTER) {
     const float block = block_max<kMmaThreads>(share, s_red);  // in all of warp 0
-    if (tid == 0) s_amax = block;
     QV_STAMP(1);
-    cluster_arrive();
     cluster_wait();
-    // Every warp reads the cluster's maxima itself (no second block barrier).
-    float m = static_cast<unsigned int>(lane) < blocks ? load_from_block(&s_amax, lane) : 0.0f;
+    if (warp == 0 && static_cast<unsigned int>(lane) < blocks &&
+        static_cast<unsigned int>(lane) != rank)
+      push_slot(s_slots, &s_push_bar, static_cast<unsigned int>(lane), rank, block);
+    // This block's own maximum from the warp maxima (s_red, complete after block_max's barrier).
+    float m = lane < kWarps ? s_red[lane] : 0.0f;
+    wait_pushes(&s_push_bar);
+    if (static_cast<unsigned int>(lane) < blocks && static_cast<unsigned int>(lane) != rank)
+      m = fmaxf(m, s_slots[lane]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     amax = m;
-    cluster_arrive();  // done with the peers' shared memory; cluster_wait() before exiting
+    cluster_arrive_relaxed();  // cluster_wait() before exiting: no push lands after a block left
   } else {
     float local = 0.0f;
 #pragma unroll
@@ -710,7 +750,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
       a.out[static_cast<long long>(m0 + row) * a.n + n0 + col] = v + bias;
   }
   QV_STAMP(6);
-  if constexpr (CLUSTER) cluster_wait();  // no block's shared memory goes while a peer reads it
+  if constexpr (CLUSTER) cluster_wait();  // no block leaves before the cluster's pushes land
 }
 
 constexpr int kMaxDevices = 64;
@@ -720,8 +760,9 @@ std::atomic<int> g_coop[kMaxDevices];      // 0 unknown, 1 supported, 2 not
 std::atomic<int> g_cc_major[kMaxDevices];  // compute capability, major
 std::atomic<int> g_blocks_per_sm[kMaxDevices][kKernels];
 /** Blocks per cluster. 8 (the portable maximum) measured faster than 16 on the H200 at the
- *  nominal shape (bench/quantvla_phases/cluster_ab.sh, device figure): 7.84-7.87 against
- *  8.67-8.70 us; the larger cluster waits longer for its slowest block. */
+ *  nominal shape (bench/quantvla_phases/cluster_ab.sh, device figure): 7.39-7.46 against
+ *  7.49-7.52 us with the pushed maxima (7.84-7.87 against 8.67-8.70 us with the earlier
+ *  barrier-and-read exchange); the larger cluster waits longer for its slowest block. */
 constexpr int kClusterSize = 8;
 /** Clusters of the cluster kernel (vec/scalar) that fit at once, +1 (0: not yet asked). */
 std::atomic<int> g_cluster_fit[kMaxDevices][2];
