@@ -45,8 +45,8 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--target-rse", a.target_rse_pct)->check(CLI::PositiveNumber);
   cmd->add_option("--min-samples", a.min_samples)->check(CLI::Range(2, 1000000));
   cmd->add_flag("--warm", a.warm);
-  auto* graph = cmd->add_flag("--graph", a.graph);
-  cmd->add_flag("--no-graph", a.no_graph)->excludes(graph);
+  auto* graph = cmd->add_flag("--graph", a.graph)->disable_flag_override();
+  cmd->add_flag("--no-graph", a.no_graph)->excludes(graph)->disable_flag_override();
   cmd->add_flag("--no-timing", a.no_timing);
   cmd->add_option("--timeout", a.timeout_s)->check(CLI::PositiveNumber);
   cmd->add_option("--python", a.python);

@@ -5,6 +5,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/device/datasheet.hpp>
+#include <kjudge/measure/timing.hpp>
 #include <kjudge/profile/forward_json.hpp>
 #include <kjudge/roofline/cache.hpp>
 #include <kjudge/roofline/check.hpp>
@@ -24,10 +25,13 @@ std::optional<profile::cupti_forward> cupti_side(const eval_result& r, const cha
   }
 }
 
-double device_median_ns(const eval_result& r, bool reference) {
-  if (!r.timing) return 0;
+/** The side's device figure, when valid: its median and whether it is of CUDA graph replays. */
+void set_device_time(const eval_result& r, bool reference, profile::side_inputs& in) {
+  if (!r.timing) return;
   const auto& f = reference ? r.timing->reference.device : r.timing->candidate.device;
-  return f.valid ? f.summary.median * 1000.0 : 0;
+  if (!f.valid) return;
+  in.device_time_ns = f.summary.median * 1000.0;
+  in.device_time_from_graph = f.method == measure::graph_device_method;
 }
 
 struct roofs {
@@ -99,8 +103,8 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
   profile::side_inputs ref, cand;
   ref.cupti = cupti_side(r, "reference");
   cand.cupti = cupti_side(r, "candidate");
-  ref.device_time_ns = device_median_ns(r, true);
-  cand.device_time_ns = device_median_ns(r, false);
+  set_device_time(r, true, ref);
+  set_device_time(r, false, cand);
 
   profile::counter_source source;
   if (j.device != "cuda") {

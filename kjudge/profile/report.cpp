@@ -105,9 +105,12 @@ classification classify_side(const side_inputs& in, const side_profile& s) {
     }
   if (timed == 0)
     return {bottleneck::unknown, "no kernel records: counters not collected and no CUPTI records"};
-  double device_ns = in.device_time_ns;
+  // The gaps between eagerly issued launches decide launch-boundness; a graph replay's device
+  // figure leaves most of them out, so then the eager CUPTI forward's span is the forward's time.
+  double device_ns = in.device_time_from_graph ? 0.0 : in.device_time_ns;
   if (device_ns <= 0 && in.cupti && in.cupti->launches.ok())
     device_ns = in.cupti->launches.value().kernel_span.count();
+  if (device_ns <= 0) device_ns = in.device_time_ns;  // no CUPTI span: the graph figure
   const classification kernels_bound =
       s.total ? s.total->derived.bound
               : classification{bottleneck::unknown, "no counters: no throughput to classify"};
@@ -233,6 +236,7 @@ side_profile build_side(std::string name, const side_inputs& in, const ceilings&
   s.side = std::move(name);
   s.cupti = in.cupti;
   s.device_time_ns = in.device_time_ns;
+  s.device_time_from_graph = in.device_time_from_graph;
   std::vector<flag> flags;
   std::vector<flag> kernel_flags;       // unscoped, to leave out what the total merely repeats
   std::vector<kernel_metrics> kernels;  // with the table's missing columns

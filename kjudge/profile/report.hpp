@@ -85,7 +85,10 @@ struct side_profile {
   std::optional<cupti_forward> cupti;     ///< absent when CUPTI was unavailable
   std::vector<duration_match> durations;  ///< when both ncu and CUPTI data exist
   double device_time_ns = 0;              ///< the eval's device median for this side (0: not timed)
-  std::vector<flag> flags;                ///< every flag of this side, each once
+  /** device_time_ns is a median of CUDA graph replays, which leave out most of the gaps between
+   *  eagerly issued launches: the launch-bound rule then takes the eager forward's CUPTI span. */
+  bool device_time_from_graph = false;
+  std::vector<flag> flags;  ///< every flag of this side, each once
 };
 
 /** How the counters were collected (or why not). */
@@ -126,7 +129,8 @@ struct profile_report {
 struct side_inputs {
   std::vector<kernel_metrics> ncu_kernels;  ///< empty when counters were not collected
   std::optional<cupti_forward> cupti;
-  double device_time_ns = 0;  ///< eval device median; 0 when not timed
+  double device_time_ns = 0;            ///< eval device median; 0 when not timed
+  bool device_time_from_graph = false;  ///< that median is of CUDA graph replays
 };
 
 /** Derives every metric of both sides against `roofs`, matches CUPTI and ncu durations, computes

@@ -219,6 +219,7 @@ json side_json(const side_profile& s) {
                          {"difference_pct", d.difference_pct}});
   return {{"side", s.side},
           {"device_time_ns", s.device_time_ns},
+          {"device_time_from_graph", s.device_time_from_graph},
           {"kernels", kernels},
           {"total", s.total ? profile_json(*s.total) : json(nullptr)},
           {"bound", {{"class", to_string(s.bound.bound)}, {"reason", s.bound.reason}}},
@@ -238,6 +239,7 @@ side_inputs side_inputs_from(const json& j) {
   if (const auto it = j.find("cupti"); it != j.end() && !it->is_null())
     in.cupti = cupti_forward_from_json(*it);
   in.device_time_ns = j.value("device_time_ns", 0.0);
+  in.device_time_from_graph = j.value("device_time_from_graph", false);
   return in;
 }
 

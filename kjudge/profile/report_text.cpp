@@ -64,7 +64,9 @@ checked<double> kernel_share_pct(const kernel_profile& k, const side_profile& s)
 }
 
 side_time forward_time(const side_profile& s) {
-  if (s.device_time_ns > 0) return {s.device_time_ns, "device median"};
+  if (s.device_time_ns > 0)
+    return {s.device_time_ns,
+            s.device_time_from_graph ? "device median, graph replay" : "device median"};
   if (s.cupti && s.cupti->launches.ok() && s.cupti->launches.value().kernel_span.count() > 0)
     return {s.cupti->launches.value().kernel_span.count(), "CUPTI span"};
   if (s.total && s.total->derived.duration_ns.ok())

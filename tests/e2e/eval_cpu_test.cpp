@@ -253,6 +253,13 @@ TEST(EvalCpu, UsageErrors) {
        (source_dir() / "examples/quantvla/fused.cu").string(), "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("GPU"), std::string::npos);
+  // Graph replay is on or off, not both; and the flags take no value (--graph=false would read
+  // as a request for graphs).
+  const std::string problem = (source_dir() / "problems/level1/softmax.py").string();
+  const std::string candidate = (source_dir() / "examples/softmax/naive.py").string();
+  EXPECT_EQ(run_raw({"eval", problem, candidate, "--graph", "--no-graph"}).exit_code, 2);
+  EXPECT_EQ(run_raw({"eval", problem, candidate, "--graph=false"}).exit_code, 2);
+  EXPECT_EQ(run_raw({"eval", problem, candidate, "--no-graph=false"}).exit_code, 2);
 }
 
 TEST(EvalCpu, AskingForTheGpuWithoutOneSaysTheGpuIsNotUsable) {

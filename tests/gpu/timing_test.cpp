@@ -60,6 +60,10 @@ class syncing_target : public spin_target {
 class graph_spin_target : public spin_target {
  public:
   using spin_target::spin_target;
+  void run() override {
+    spin_target::run();
+    ++runs;
+  }
   [[nodiscard]] std::string capture_graphs() override {
     std::string why;
     m_graph = kj::cuda::graph_exec::capture(
@@ -76,6 +80,7 @@ class graph_spin_target : public spin_target {
   }
   int replays = 0;
   int drops = 0;
+  int runs = 0;  ///< eager forwards, the captured one included
 
  private:
   kj::cuda::graph_exec m_graph;
@@ -199,6 +204,14 @@ TEST(timing_gpu, graph_replay_times_the_captured_forward) {
   // One replay per device sample plus one when the graphs were taken into use.
   EXPECT_EQ(static_cast<std::size_t>(t.replays), r.device.summary.n + 1);
   EXPECT_EQ(t.drops, 0);
+  // Eager forwards: warm-up, the captured one, and per round one after the replay (untimed, so
+  // that the stream and host-wall samples find the eager path warm), the stream's and the host
+  // wall's.
+  const auto rounds = [](const kj::measure::figure& f) {
+    return f.summary.n + f.discarded_throttled;
+  };
+  EXPECT_EQ(static_cast<std::size_t>(t.runs), r.warmup_runs + 1 + rounds(r.device) +
+                                                  rounds(r.stream) + rounds(r.host_wall));
   std::printf("graph replay: device %.2f us (n=%zu)\n", r.device.summary.median,
               r.device.summary.n);
 
@@ -207,6 +220,8 @@ TEST(timing_gpu, graph_replay_times_the_captured_forward) {
   const kj::measure::side_result e = kj::measure::time_single(eager, s.get(), facts(), o);
   EXPECT_EQ(e.device.method, "blocking-kernel+events");
   EXPECT_EQ(eager.replays, 0);
+  EXPECT_EQ(static_cast<std::size_t>(eager.runs),
+            e.warmup_runs + rounds(e.device) + rounds(e.stream) + rounds(e.host_wall));
 }
 
 TEST(timing_gpu, no_graph_replay_unless_both_sides_capture) {

@@ -356,6 +356,33 @@ TEST(ProfileReport, BrokenCountersBecomeFlagsAndTheTextShowsTheFlagNotANumber) {
   EXPECT_NE(text.find("[candidate] impossible_kernel_time"), std::string::npos);
 }
 
+TEST(ProfileReport, GraphReplayDeviceTimeLeavesLaunchBoundToTheEagerSpan) {
+  // A graph replay leaves out most gaps between eager launches: a 3 us kernel read against a
+  // 5 us replay would look busy (60%), against the eager forward's 7.3 us CUPTI span it is not.
+  auto cand = candidate_inputs(5'000);
+  cand.ncu_kernels.clear();
+  cand.cupti->kernels[0].duration_ns = 3'000;
+  EXPECT_NE(make_report(reference_inputs(), cand).candidate_side.bound.bound,
+            bottleneck::launch_bound);
+  cand.device_time_from_graph = true;
+  const auto r = make_report(reference_inputs(), cand);
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::launch_bound)
+      << r.candidate_side.bound.reason;
+  EXPECT_NE(r.candidate_side.bound.reason.find("of the forward's 7.30 us"), std::string::npos)
+      << r.candidate_side.bound.reason;
+  // The figure shown stays the evaluation's, labelled as a replay, and survives the JSON.
+  EXPECT_NE(render_report(r).find("5.00 us (device median, graph replay)"), std::string::npos)
+      << render_report(r);
+  const auto back = report_from_json(nlohmann::json::parse(to_json(r).dump()));
+  EXPECT_TRUE(back.candidate_side.device_time_from_graph);
+  EXPECT_FALSE(back.reference.device_time_from_graph);
+  EXPECT_EQ(back.candidate_side.bound.bound, bottleneck::launch_bound);
+  // Without a CUPTI span the graph figure is all there is.
+  cand.cupti->launches = checked<launch_summary>::missing("no records");
+  EXPECT_NE(make_report(reference_inputs(), cand).candidate_side.bound.bound,
+            bottleneck::launch_bound);
+}
+
 TEST(ProfileReport, BrokenCuptiKernelTimeWithoutCountersGivesNoClass) {
   // Without counters the kernel times are CUPTI's, which the report checks itself.
   auto cand = candidate_inputs();
