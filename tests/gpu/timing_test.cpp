@@ -210,8 +210,8 @@ TEST(timing_gpu, graph_replay_times_the_captured_forward) {
   const auto rounds = [](const kj::measure::figure& f) {
     return f.summary.n + f.discarded_throttled;
   };
-  EXPECT_EQ(static_cast<std::size_t>(t.runs), r.warmup_runs + 1 + rounds(r.device) +
-                                                  rounds(r.stream) + rounds(r.host_wall));
+  EXPECT_EQ(static_cast<std::size_t>(t.runs),
+            r.warmup_runs + 1 + rounds(r.device) + rounds(r.stream) + rounds(r.host_wall));
   std::printf("graph replay: device %.2f us (n=%zu)\n", r.device.summary.median,
               r.device.summary.n);
 
