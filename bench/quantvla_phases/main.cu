@@ -2,7 +2,11 @@
 //   1. correctness on several shapes against a double-precision CPU reference of the problem;
 //   2. at the nominal shape (B=8, T=64, D=128), `samples` cold samples as kjudge's device figure
 //      takes them: L2 flushed (256 MiB written), a spin kernel holds the stream, events around
-//      kj_forward; every other sample times an empty kernel the same way (the method's floor);
+//      kj_forward; the samples rotate among it and three kernels timed the same way: an empty
+//      kernel of one block (the method's floor), an empty kernel in the cluster form's launch
+//      shape (128 blocks of 256 threads in clusters of 8, 17 KiB of shared memory each), and that
+//      shape reading what the cluster form reads before its block maximum (its share of x, its
+//      tile rows of x and W), reduced to a block maximum: the floors of launch and cold read;
 //   3. built with -DKJ_QUANTVLA_TRACE, the kernel's per-block phase stamps (phase_trace.cuh):
 //      the span from the first block's entry to the last block's end, and each phase's median
 //      and slowest block, as medians over the samples.
@@ -45,6 +49,57 @@ __global__ void spin_kernel(long long cycles) {
 }
 
 __global__ void empty_kernel() {}
+
+// The cluster form's launch shape at the nominal size (examples/quantvla/fused.cu).
+constexpr int kShapeBlocks = 128, kShapeThreads = 256, kShapeCluster = 8;
+constexpr size_t kShapeSmemBytes = 17 * 1024;  // about the cluster form's static shared memory
+
+__global__ void shaped_empty_kernel() {}
+
+/** What a cluster-form block reads before its maximum, as it reads it: rows g and g + 8 of its
+ *  16-row tile of x and rows 8j + g of its 32-row slice of W (one float4 each per thread), then
+ *  its 1/8 share of x (eight float4 per thread); everything reduced to one maximum per block. */
+__global__ void shaped_read_kernel(const float4* x, const float4* w, long long n4, float* out) {
+  extern __shared__ float s_red[];
+  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3, k4 = warp * 4 + t;  // float4 column of K = 128
+  const int m0 = (static_cast<int>(blockIdx.x) % 32) * 16,
+            n0 = (static_cast<int>(blockIdx.x) / 32) * 32;
+  float4 v[14];
+  v[0] = x[(m0 + g) * 32 + k4];
+  v[1] = x[(m0 + g + 8) * 32 + k4];
+  for (int j = 0; j < 4; ++j) v[2 + j] = w[(n0 + 8 * j + g) * 32 + k4];
+  const long long stride = static_cast<long long>(kShapeCluster) * kShapeThreads;
+  const long long i = static_cast<long long>(blockIdx.x % kShapeCluster) * kShapeThreads + tid;
+  for (int j = 0; j < 8; ++j) v[6 + j] = i + j * stride < n4 ? x[i + j * stride] : float4{};
+  float m = 0.0f;
+  for (const float4& f : v)
+    m = fmaxf(m, fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w))));
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) s_red[warp] = m;
+  __syncthreads();
+  if (tid == 0) {
+    for (int k = 1; k < kShapeThreads / 32; ++k) m = fmaxf(m, s_red[k]);
+    out[blockIdx.x] = m;
+  }
+}
+
+/** One launch of `kernel` in the cluster form's shape (clusters only where the device has them). */
+template <class... Args>
+void launch_shaped(void (*kernel)(Args...), cudaStream_t stream, bool clusters, Args... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = kShapeCluster;
+  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(kShapeBlocks);
+  cfg.blockDim = dim3(kShapeThreads);
+  cfg.dynamicSmemBytes = kShapeSmemBytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = clusters ? 1 : 0;
+  check_cuda(cudaLaunchKernelEx(&cfg, kernel, args...), "shaped launch");
+}
 
 kj_tensor make_tensor(void* data, const std::vector<long long>& shape, const char* name) {
   kj_tensor t{};
@@ -234,24 +289,40 @@ int main(int argc, char** argv) {
   std::vector<unsigned long long> stamps(trace_words);
   if (trace != nullptr) check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
 
-  std::vector<double> forward_us, empty_us, span_us, entry_spread_us;
+  int cc_major = 0;
+  check_cuda(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, 0), "cc");
+  const bool clusters = cc_major >= 9;
+  float* floor_out = nullptr;
+  check_cuda(cudaMalloc(&floor_out, kShapeBlocks * sizeof(float)), "cudaMalloc floor out");
+  const auto* x4 = reinterpret_cast<const float4*>(p.d_x);
+  const auto* w4 = reinterpret_cast<const float4*>(p.d_weight);
+  const long long n4 = static_cast<long long>(p.x.size() / 4);
+
+  // Sample kinds, in rotation: the forward, then the three floors.
+  enum { kForward, kEmpty, kShapedEmpty, kShapedRead, kKinds };
+  std::vector<double> kind_us[kKinds], span_us, entry_spread_us;
+  std::vector<double>& forward_us = kind_us[kForward];
   std::vector<double> phase_median_us[kPhases], phase_slowest_us[kPhases];
-  for (int s = 0; s < 2 * (samples + warmup); ++s) {
-    const bool empty = s % 2 == 1;
+  for (int s = 0; s < kKinds * (samples + warmup); ++s) {
+    const int kind = s % kKinds;
     check_cuda(cudaMemsetAsync(flush, s & 0xff, flush_bytes, stream), "flush");
     spin_kernel<<<1, 1, 0, stream>>>(40000);  // ~20 us: the launches below queue behind it
     check_cuda(cudaEventRecord(start, stream), "record");
-    if (empty)
+    if (kind == kEmpty)
       empty_kernel<<<1, 32, 0, stream>>>();
+    else if (kind == kShapedEmpty)
+      launch_shaped(shaped_empty_kernel, stream, clusters);
+    else if (kind == kShapedRead)
+      launch_shaped(shaped_read_kernel, stream, clusters, x4, w4, n4, floor_out);
     else
       p.forward();
     check_cuda(cudaEventRecord(stop, stream), "record");
     check_cuda(cudaStreamSynchronize(stream), "sample");
     float ms = 0;
     check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    if (s < 2 * warmup) continue;
-    (empty ? empty_us : forward_us).push_back(1e3 * ms);
-    if (empty || trace == nullptr) continue;
+    if (s < kKinds * warmup) continue;
+    kind_us[kind].push_back(1e3 * ms);
+    if (kind != kForward || trace == nullptr) continue;
     check_cuda(cudaMemcpy(stamps.data(), trace, trace_words * 8, cudaMemcpyDeviceToHost), "trace");
     check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
     unsigned long long first_entry = ~0ULL, last_entry = 0, last_end = 0;
@@ -276,7 +347,13 @@ int main(int argc, char** argv) {
       "%s: forward %.2f us median (q1 %.2f, q3 %.2f, min %.2f, n %zu); empty kernel %.2f us\n",
       label.c_str(), quantile(forward_us, 0.5), quantile(forward_us, 0.25),
       quantile(forward_us, 0.75), quantile(forward_us, 0.0), forward_us.size(),
-      quantile(empty_us, 0.5));
+      quantile(kind_us[kEmpty], 0.5));
+  std::printf(
+      "%s: floors in the cluster form's launch shape (%d x %d threads%s, %zu KiB shared): empty "
+      "%.2f us; reading its share of x and its tile rows of x and W, to a block maximum %.2f us\n",
+      label.c_str(), kShapeBlocks, kShapeThreads, clusters ? ", clusters of 8" : "",
+      kShapeSmemBytes / 1024, quantile(kind_us[kShapedEmpty], 0.5),
+      quantile(kind_us[kShapedRead], 0.5));
   if (span_us.empty()) return correct ? 0 : 1;
   std::printf("  stamps: first entry to last end %.2f us, entries spread over %.2f us\n",
               quantile(span_us, 0.5), quantile(entry_spread_us, 0.5));
