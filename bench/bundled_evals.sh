@@ -2,7 +2,7 @@
 # On the GPU: every bundled problem evaluated against itself (the problem's source with
 # `ModelNew = Model` appended) and against each bundled Python candidate whose directory names a
 # problem (examples/<problem>/*.py; examples/faulty names none, native .cu candidates are left
-# out), with the default timing (CUDA graph replay where both sides capture). One line per
+# out), with the default timing plus the flags in $KJ_EVAL_ARGS (e.g. --graph). One line per
 # evaluation: status, and per side the device figure's method, median and note; a missing result
 # is a line too. Exits 1 when any evaluation failed or was not correct. Needs build/kjudge; uses
 # the worker pool, which it stops at the end. Results (JSON, terminal output, summary.txt) go to
@@ -16,7 +16,8 @@ failed=0
 run() {  # name, then kjudge eval arguments
   local name=$1 rc
   shift
-  build/kjudge eval "$@" --pool --json "$dir/$name.json" > "$dir/$name.txt" 2>&1
+  # shellcheck disable=SC2086  # KJ_EVAL_ARGS: flags, split on spaces
+  build/kjudge eval "$@" --pool ${KJ_EVAL_ARGS:-} --json "$dir/$name.json" > "$dir/$name.txt" 2>&1
   rc=$?
   echo "$name rc=$rc"
   [ $rc = 0 ] || failed=1

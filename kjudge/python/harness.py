@@ -42,6 +42,7 @@ _trial = {}
 _timing_base = []  # pristine timing input sets
 _timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
 _timing_native_outputs = []
+_timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
 _timing_graphs = {}  # side -> (graphs per set, their static outputs), while captured
 
@@ -438,6 +439,7 @@ def timing_setup(max_sets, data_seed, byte_budget):
     _timing_work["reference"] = []
     _timing_work["candidate"] = []
     _timing_native_outputs.clear()
+    _timing_native_in.clear()
     first = _make_inputs(data_seed, data_seed, 1, jitter=False)
     info = _input_info(first)
     set_bytes = _bytes(first)
@@ -530,8 +532,15 @@ def make_runner(which):
                 torch.cuda.synchronize()
             except BaseException:
                 pass
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            return "%s under CUDA graph capture: %s" % (type(exc).__name__, first[:300])
+            def line(e):
+                return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            why = "%s under CUDA graph capture: %s" % (type(exc).__name__, line(exc))
+            # Leaving a capture that already failed raises its own error ("operation failed due
+            # to a previous error during capture"); the cause is the one it replaced.
+            cause = exc.__context__
+            if cause is not None and cause is not exc:
+                why += " (after %s: %s)" % (type(cause).__name__, line(cause))
+            return why
         _timing_graphs[which] = (made, outs)
         return ""
 
@@ -545,9 +554,12 @@ def make_runner(which):
 
 
 def timing_native_inputs(k):
-    """The candidate's working copy of set k (contiguous device tensors, refreshed in place)."""
-    return [_describe(_as_tensor_input(x), "input%d" % j)
-            for j, x in enumerate(_timing_work["candidate"][k])]
+    """The candidate's working copy of set k (contiguous device tensors, refreshed in place).
+    The tensors behind the views are made once per set and kept: a Python scalar becomes a 0-dim
+    tensor that every call record of the set (and a graph captured from one) keeps pointing to."""
+    if k not in _timing_native_in:
+        _timing_native_in[k] = [_as_tensor_input(x) for x in _timing_work["candidate"][k]]
+    return [_describe(t, "input%d" % j) for j, t in enumerate(_timing_native_in[k])]
 
 
 def timing_native_outputs():
