@@ -122,8 +122,7 @@ std::string side_sampler::capture_graphs() {
 void side_sampler::use_graphs() {
   m_graphs = true;
   m_result.device.method = graph_device_method;
-  const std::size_t sets = m_result.input_sets > 0 ? m_result.input_sets : 1;
-  for (std::size_t i = 0; i < sets; ++i) {
+  for (std::size_t i = 0; i < rotated_sets(); ++i) {
     prepare_next();
     run_target(true);
     synchronize("run_graph()");
@@ -154,9 +153,8 @@ void side_sampler::synchronize(const char* after) {
 }
 
 void side_sampler::prepare_next() {
-  const std::size_t sets = m_result.input_sets > 0 ? m_result.input_sets : 1;
   try {
-    m_target.prepare(m_next_input % sets);
+    m_target.prepare(m_next_input % rotated_sets());
   } catch (...) {
     rethrow_with_side("prepare()");
   }

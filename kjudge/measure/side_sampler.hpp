@@ -82,6 +82,10 @@ class side_sampler {
   void synchronize(const char* after);
   /** t.run() (t.run_graph() when `graph`) with a failure wrapped in kj::error naming the side. */
   void run_target(bool graph = false);
+  /** The input sets the samples rotate through (a target that reports none has one). */
+  [[nodiscard]] std::size_t rotated_sets() const noexcept {
+    return m_result.input_sets > 0 ? m_result.input_sets : 1;
+  }
   [[nodiscard]] std::optional<double> sample_device();
   [[nodiscard]] double sample_stream();
   [[nodiscard]] double sample_host_wall();

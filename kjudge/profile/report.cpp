@@ -107,10 +107,11 @@ classification classify_side(const side_inputs& in, const side_profile& s) {
     return {bottleneck::unknown, "no kernel records: counters not collected and no CUPTI records"};
   // The gaps between eagerly issued launches decide launch-boundness; a graph replay's device
   // figure leaves most of them out, so then the eager CUPTI forward's span is the forward's time.
-  double device_ns = in.device_time_from_graph ? 0.0 : in.device_time_ns;
-  if (device_ns <= 0 && in.cupti && in.cupti->launches.ok())
+  // (Without a CUPTI span, the graph figure is all there is.)
+  double device_ns = in.device_time_ns;
+  if ((in.device_time_from_graph || device_ns <= 0) && in.cupti && in.cupti->launches.ok() &&
+      in.cupti->launches.value().kernel_span.count() > 0)
     device_ns = in.cupti->launches.value().kernel_span.count();
-  if (device_ns <= 0) device_ns = in.device_time_ns;  // no CUPTI span: the graph figure
   const classification kernels_bound =
       s.total ? s.total->derived.bound
               : classification{bottleneck::unknown, "no counters: no throughput to classify"};

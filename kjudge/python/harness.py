@@ -47,6 +47,11 @@ _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for nati
 _timing_graphs = {}  # side -> (graphs per set, their static outputs), while captured
 
 
+def _first_line(exc, limit=300):
+    """The first line of an exception's message (its type's name when it has none)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
+
+
 def _format_exception(exc, limit=12):
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     text = "".join(lines)
@@ -532,14 +537,12 @@ def make_runner(which):
                 torch.cuda.synchronize()
             except BaseException:
                 pass
-            def line(e):
-                return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            why = "%s under CUDA graph capture: %s" % (type(exc).__name__, line(exc))
+            why = "%s under CUDA graph capture: %s" % (type(exc).__name__, _first_line(exc))
             # Leaving a capture that already failed raises its own error ("operation failed due
             # to a previous error during capture"); the cause is the one it replaced.
             cause = exc.__context__
             if cause is not None and cause is not exc:
-                why += " (after %s: %s)" % (type(cause).__name__, line(cause))
+                why += " (after %s: %s)" % (type(cause).__name__, _first_line(cause))
             return why
         _timing_graphs[which] = (made, outs)
         return ""
