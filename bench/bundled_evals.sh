@@ -2,7 +2,7 @@
 # On the GPU: every bundled problem evaluated against itself (the problem's source with
 # `ModelNew = Model` appended) and against each bundled Python candidate whose directory names a
 # problem (examples/<problem>/*.py; examples/faulty names none, native .cu candidates are left
-# out), with the default timing plus the flags in $KJ_EVAL_ARGS (e.g. --graph). One line per
+# out), with the default timing plus the flags in $KJ_EVAL_ARGS (e.g. --no-graph). One line per
 # evaluation: status, and per side the device figure's method, median and note; a missing result
 # is a line too. Exits 1 when any evaluation failed or was not correct. Needs build/kjudge; uses
 # the worker pool, which it stops at the end. Results (JSON, terminal output, summary.txt) go to

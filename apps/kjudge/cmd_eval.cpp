@@ -113,7 +113,7 @@ eval::job make_job(const eval_args& a) {
   if (a.target_rse_pct) j.timing_options.target_rse_pct = *a.target_rse_pct;
   if (a.min_samples) j.timing_options.min_samples = *a.min_samples;
   j.timing_options.cold = !a.warm;
-  j.timing_options.graph_replay = a.graph;  // --no-graph (the default) only excludes --graph
+  j.timing_options.graph_replay = !a.no_graph;  // --graph (the default) only excludes --no-graph
   j.timing_options.gpu = j.device == "cuda";
   j.nvcc_flags = a.nvcc_flags;
   return j;

@@ -24,8 +24,8 @@ struct eval_args {
   std::optional<double> target_rse_pct;
   std::optional<std::size_t> min_samples;
   bool warm = false;
-  bool graph = false;     ///< --graph: device figure by CUDA graph replay
-  bool no_graph = false;  ///< --no-graph (the default): the forward's own launches
+  bool graph = false;     ///< --graph (the default): device figure by CUDA graph replay
+  bool no_graph = false;  ///< --no-graph: the forward's own launches behind the blocking kernel
   bool no_timing = false;
   double timeout_s = 300;
   std::string python;

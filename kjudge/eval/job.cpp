@@ -72,7 +72,7 @@ measure::timing_options timing_from_json(const nlohmann::json& j) {
   o.bootstrap_resamples = j.at("bootstrap_resamples").get<std::size_t>();
   o.confidence = j.at("confidence").get<double>();
   o.blocking_timeout = milliseconds(j.at("blocking_timeout_ms").get<double>());
-  o.graph_replay = j.value("graph_replay", false);  // kjudge eval's default (no --graph)
+  o.graph_replay = j.value("graph_replay", true);  // kjudge eval's default (no --no-graph)
   return o;
 }
 

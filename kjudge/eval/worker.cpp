@@ -429,20 +429,33 @@ class pipeline {
     // Invariants first: a figure that fails one is sent as invalid, never as a number.
     const auto flags =
         check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
-    // The device figure replayed the candidate's CUDA graphs: they are checked as well.
-    const bool graphs = cmp.candidate.device.method == measure::graph_device_method;
-    const std::string replay =
-        check_timed_outputs(m_native_outputs, graphs ? &*candidate : nullptr);
+    // A device figure that replayed a side's CUDA graphs: they are checked as well.
+    const auto replayed = [](const measure::side_result& s) {
+      return s.device.method == measure::graph_device_method;
+    };
+    const auto withheld =
+        check_timed_outputs(m_native_outputs, replayed(cmp.reference) ? &*reference : nullptr,
+                            replayed(cmp.candidate) ? &*candidate : nullptr);
     // The graphs and their memory pools go before the CUPTI forward measures peak memory.
     reference->drop_graphs();
     candidate->drop_graphs();
+    const std::string& replay = withheld.candidate;
     if (!replay.empty()) {
       for (auto* f : {&cmp.candidate.device, &cmp.candidate.stream, &cmp.candidate.host_wall})
         if (f->valid) f->valid = false, f->note = "withheld: " + replay;
       for (auto& s : cmp.speedups) s.valid = false;
     }
+    if (!withheld.reference.empty()) {
+      if (cmp.reference.device.valid)
+        cmp.reference.device.valid = false,
+        cmp.reference.device.note = "withheld: " + withheld.reference;
+      for (auto& s : cmp.speedups)
+        if (s.kind == measure::figure_kind::device) s.valid = false;
+    }
     m_events.send({{"timing", cmp}});
     for (const auto& f : flags) m_events.flag(f.code, f.severity, f.message);
+    if (!withheld.reference.empty())
+      m_events.flag("reference_graph_differs", "warning", withheld.reference);
     if (!replay.empty()) {
       m_events.flag("timing_outputs_differ", "error", replay);
       m_timing_failed = replay;
@@ -536,22 +549,53 @@ class pipeline {
     }
   }
 
+  /** Why a side's timed figures cannot stand, from check_timed_outputs (empty: they can). */
+  struct withheld_figures {
+    std::string reference;  ///< its CUDA graph's outputs differ from its forward's
+    std::string candidate;  ///< its outputs after timing differ from the reference's
+  };
+
+  /** The reference's and candidate's outputs of a check, compared; why they differ or "". */
+  std::string differences(python::session::check_source source) {
+    const auto out = m_session->timing_check_finish(source);
+    std::vector<output_check> checks;
+    std::string error;
+    if (compare_outputs(out, checks, error)) return "";
+    for (const auto& c : checks)
+      if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
+    return error;
+  }
+
   /** After sampling, both sides run once more on a fresh rewrite of the inputs and must agree; a
    *  candidate that replays results cached during timing does not. With `graph_candidate` (the
    *  device figure replayed its CUDA graphs), each set's graph is then replayed on another fresh
    *  rewrite and must agree too: a graph that captured less than the forward computes does not.
-   *  Returns why not, or empty. */
-  std::string check_timed_outputs(const std::vector<python::tensor_view>& native_outputs,
-                                  measure::target* graph_candidate) {
+   *  With `graph_reference`, likewise the reference's graph against its own forward. */
+  withheld_figures check_timed_outputs(const std::vector<python::tensor_view>& native_outputs,
+                                       measure::target* graph_reference,
+                                       measure::target* graph_candidate) {
+    using source = python::session::check_source;
+    withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
     // buffer, is stale now.
     const std::size_t sets = m_session->timing_sets();
     for (const bool graph : {false, true}) {
-      if (graph && graph_candidate == nullptr) break;
+      if (graph && graph_candidate == nullptr && graph_reference == nullptr) break;
       for (std::size_t i = 0; i < sets; ++i) {
         const std::size_t sample = (graph ? 2'000'003 : 1'000'003) * sets + i;
         m_events.phase(fmt::format("timing check {} reference", i));
         const auto k = m_session->timing_check_begin(sample);
+        if (graph && graph_reference != nullptr && out.reference.empty()) {
+          m_events.phase(fmt::format("timing check {} reference graph replay", i));
+          m_session->timing_check_reference_graph(k);
+          if (const auto e = differences(source::reference_graph); !e.empty())
+            out.reference = fmt::format(
+                "after timing, on fresh (rescaled) inputs of set {}, a replay of the reference's "
+                "CUDA graph (which its device figure timed) does not match its forward ({}): "
+                "the graph does not hold all the work the forward does",
+                i, e);
+        }
+        if (graph && graph_candidate == nullptr) continue;
         m_events.phase(
             fmt::format("timing check {} candidate {}", i, graph ? "graph replay" : "forward"));
         if (graph) {
@@ -559,26 +603,25 @@ class pipeline {
         } else {
           run_candidate_once(native_outputs, k);
         }
-        const auto out = m_session->timing_check_finish(m_job.kind == candidate_kind::native);
-        std::vector<output_check> checks;
-        std::string error;
-        if (compare_outputs(out, checks, error)) continue;
-        for (const auto& c : checks)
-          if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
-        return graph ? fmt::format(
-                           "after timing, on fresh (rescaled) inputs of set {}, a replay of the "
-                           "candidate's CUDA graph (which the device figure timed) does not match "
-                           "the reference's output ({}): the graph does not hold all the work the "
-                           "forward does",
-                           i, error)
-                     : fmt::format(
-                           "after timing, on fresh (rescaled) inputs of set {}, the candidate's "
-                           "output no longer matches the reference's ({}): it may replay results "
-                           "cached during timing, or fail on inputs of another magnitude",
-                           i, error);
+        const auto e =
+            differences(m_job.kind == candidate_kind::native ? source::native : source::candidate);
+        if (e.empty()) continue;
+        out.candidate =
+            graph ? fmt::format(
+                        "after timing, on fresh (rescaled) inputs of set {}, a replay of the "
+                        "candidate's CUDA graph (which the device figure timed) does not match "
+                        "the reference's output ({}): the graph does not hold all the work the "
+                        "forward does",
+                        i, e)
+                  : fmt::format(
+                        "after timing, on fresh (rescaled) inputs of set {}, the candidate's "
+                        "output no longer matches the reference's ({}): it may replay results "
+                        "cached during timing, or fail on inputs of another magnitude",
+                        i, e);
+        return out;
       }
     }
-    return "";
+    return out;
   }
 
   /** The candidate's forward on its (rewritten) timing set k, for check_timed_outputs. */

@@ -50,9 +50,9 @@ struct timing_options {
    *  device figure moved 6-7% between processes on the H200, its graph replay 0.4-0.8%:
    *  bench/ref_repeat.py, `kjudge eval`). Each replay is followed by an untimed eager forward so
    *  that the stream and host-wall samples find the eager path as warm as without replays.
-   *  Otherwise, or when false, the forward's own launches. `kjudge eval --graph` sets it; not
-   *  the default there, since whether the candidate can be captured would decide the method for
-   *  both sides (docs/methodology.md). */
+   *  Otherwise, or when false, the forward's own launches: both sides are always timed the
+   *  same way (invariant 12). `kjudge eval` sets it unless --no-graph (docs/methodology.md);
+   *  false here, for callers that time bare targets. */
   bool graph_replay = false;
 };
 

@@ -463,9 +463,17 @@ void session::timing_check_candidate_graph(std::size_t set) {
                [&] { return m_impl->harness.attr("timing_check_candidate_graph")(set); });
 }
 
-trial_outputs session::timing_check_finish(bool native) {
+void session::timing_check_reference_graph(std::size_t set) {
+  m_impl->call("timing_check_reference_graph",
+               [&] { return m_impl->harness.attr("timing_check_reference_graph")(set); });
+}
+
+trial_outputs session::timing_check_finish(check_source source) {
+  const char* name = source == check_source::native      ? "native"
+                     : source == check_source::candidate ? "candidate"
+                                                         : "reference_graph";
   return m_impl->call("timing_check_finish", [&] {
-    return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(native));
+    return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name));
   });
 }
 

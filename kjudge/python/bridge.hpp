@@ -161,7 +161,12 @@ class session {
   /** As timing_check_candidate, by replaying the candidate's CUDA graph of `set` (the timing
    *  engine's device figure replayed it). */
   void timing_check_candidate_graph(std::size_t set);
-  trial_outputs timing_check_finish(bool native);
+  /** The reference's CUDA graph of `set` replayed after its forward (its device figure replayed
+   *  the graphs); timing_check_finish(reference_graph) compares the two. */
+  void timing_check_reference_graph(std::size_t set);
+  /** Whose outputs timing_check_finish compares with the reference's forward. */
+  enum class check_source { native, candidate, reference_graph };
+  trial_outputs timing_check_finish(check_source source);
   /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */
   [[nodiscard]] std::vector<tensor_view> timing_native_inputs(std::size_t set);
   [[nodiscard]] std::vector<tensor_view> timing_native_outputs();

@@ -302,15 +302,19 @@ def _host(t):
     return t.detach().to("cpu").contiguous()
 
 
-def _poisoned_like(t):
-    out = torch.empty(t.shape, dtype=t.dtype, device=DEVICE)
-    if out.is_floating_point():
-        out.fill_(float("nan"))
-    elif out.dtype == torch.bool:
-        out.fill_(True)
+def _poison(t):
+    """Fills t with what no honest output holds: NaN, True, or the byte 0x5A."""
+    if t.is_floating_point():
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
     else:
-        out.view(torch.uint8).fill_(0x5A)
-    return out
+        t.view(torch.uint8).fill_(0x5A)
+    return t
+
+
+def _poisoned_like(t):
+    return _poison(torch.empty(t.shape, dtype=t.dtype, device=DEVICE))
 
 
 def _input_info(inputs):
@@ -505,22 +509,24 @@ def make_runner(which):
         # On kjudge's blocking stream (stream_handle): a launch on the legacy default stream
         # during capture then fails it instead of escaping the graph. One memory pool for the
         # side's graphs: they replay one at a time, and timing never reads their outputs. The
-        # capture stream is warmed first (cuBLAS handles, lazy initialisation).
-        # The warm-up call gets copies of set 0: a forward that skipped work on buffers it has
-        # seen would otherwise capture less than it computes (the post-timing check replays the
-        # graphs on fresh inputs and compares, too).
+        # capture stream is warmed first (cuBLAS handles, lazy initialisation), outside the
+        # try: a forward that raises or faults there is that side's error, not a reason to
+        # skip graphs. The warm-up call gets copies of set 0: a forward that skipped work on
+        # buffers it has seen would otherwise capture less than it computes (the post-timing
+        # check replays the graphs on fresh inputs and compares, too).
+        side = torch.cuda.ExternalStream(stream_handle)
+        side.wait_stream(torch.cuda.current_stream())
+        with no_grad():
+            with torch.cuda.stream(side):
+                model(*[_contiguous_clone(x) for x in sets[0]])
+            side.synchronize()
         made, outs = [], []
         # torch.cuda.graph's exit ends the capture before it restores the current stream, so a
         # capture that fails would leave kjudge's capture stream current: restored here.
         previous = torch.cuda.current_stream()
+        pool = torch.cuda.graph_pool_handle()
         try:
-            pool = torch.cuda.graph_pool_handle()
-            side = torch.cuda.ExternalStream(stream_handle)
-            side.wait_stream(torch.cuda.current_stream())
             with no_grad():
-                with torch.cuda.stream(side):
-                    model(*[_contiguous_clone(x) for x in sets[0]])
-                side.synchronize()
                 for k in range(len(sets)):
                     g = torch.cuda.CUDAGraph()
                     with torch.cuda.graph(g, pool=pool, stream=side,
@@ -533,16 +539,13 @@ def make_runner(which):
             made.clear()
             outs.clear()
             torch.cuda.set_stream(previous)
-            try:
-                torch.cuda.synchronize()
-            except BaseException:
-                pass
             why = "%s under CUDA graph capture: %s" % (type(exc).__name__, _first_line(exc))
             # Leaving a capture that already failed raises its own error ("operation failed due
             # to a previous error during capture"); the cause is the one it replaced.
             cause = exc.__context__
             if cause is not None and cause is not exc:
                 why += " (after %s: %s)" % (type(cause).__name__, _first_line(cause))
+            _reset_after_failed_capture(pool, side, which)
             return why
         _timing_graphs[which] = (made, outs)
         return ""
@@ -554,6 +557,41 @@ def make_runner(which):
         _timing_graphs.pop(which, None)
 
     return prepare, run, capture, run_graph, drop
+
+
+def _reset_after_failed_capture(pool, side, which):
+    """Undoes what a capture that failed inside torch.cuda.graph leaves behind (checked on
+    torch 2.11 with a forward that calls .item() under capture): the caching allocator still
+    sends the capturing stream's allocations to the graph's pool, and the CUDA generator still
+    counts offsets for a capture, so the next torch.randn on the device raises ("Offset
+    increment outside graph capture"). The allocator's routing is ended and the pool released
+    (only when it was still routed: a capture that ended cleanly released it itself); one small
+    capture that succeeds resets the generator. A reset that fails is the side's error: the
+    worker's torch would not be trustworthy after it."""
+    device = torch.cuda.current_device()
+    end = getattr(torch._C, "_cuda_endAllocateToPool", None)
+    release = getattr(torch._C, "_cuda_releasePool", None)
+    if end is not None and release is not None:
+        try:
+            end(device, pool)
+        except RuntimeError:
+            pass  # not routed any more
+        else:
+            release(device, pool)
+    try:
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(side):
+            g.capture_begin()
+            torch.empty(1, device=DEVICE).zero_()
+            g.capture_end()
+        del g
+        torch.cuda.synchronize()
+    except BaseException as exc:
+        error = ProblemError if which == "reference" else CandidateError
+        raise error("after the %s's CUDA graph capture failed, PyTorch's CUDA state could not be "
+                    "reset:\n%s" % ("Model" if which == "reference" else "ModelNew",
+                                     _format_exception(exc)))
 
 
 def timing_native_inputs(k):
@@ -575,6 +613,8 @@ def timing_check_begin(sample):
     """Refreshes both sides' copies for `sample` and runs the reference; returns the set index."""
     k = refresh("reference", sample)
     refresh("candidate", sample)
+    for t in _timing_native_outputs:  # a native candidate must write them again
+        _poison(t)
     try:
         with torch.no_grad():
             out = _ref(*_timing_work["reference"][k])
@@ -610,8 +650,26 @@ def timing_check_candidate_graph(k):
     _trial["timing_cand_out"] = _normalise(outs[k], "ModelNew.forward (graph)", CandidateError)
 
 
-def timing_check_finish(native):
-    cand = _timing_native_outputs if native else _trial["timing_cand_out"]
+def timing_check_reference_graph(k):
+    """The reference's graph of set k replayed (on the inputs timing_check_begin rewrote, after
+    its eager forward): timing_check_finish("reference_graph") compares the two."""
+    graphs, outs = _timing_graphs["reference"]
+    try:
+        graphs[k].replay()
+        synchronize()
+    except BaseException as exc:
+        raise ProblemError("replaying Model's CUDA graph failed on the timing check:\n%s"
+                           % _format_exception(exc))
+    _trial["timing_ref_graph_out"] = _normalise(outs[k], "Model.forward (graph)", ProblemError)
+
+
+def timing_check_finish(source):
+    """The reference's (eager) outputs of the check against `source`'s: "native" (the native
+    candidate's output buffers), "candidate" (ModelNew's, by forward or graph replay) or
+    "reference_graph" (the reference's own graph replay)."""
+    cand = {"native": lambda: _timing_native_outputs,
+            "candidate": lambda: _trial["timing_cand_out"],
+            "reference_graph": lambda: _trial["timing_ref_graph_out"]}[source]()
     ref_host = [_host(t) for t in _trial["timing_ref_out"]]
     cand_host = [_host(t) for t in cand]
     _trial["host"] = (ref_host, cand_host)
