@@ -587,7 +587,7 @@ class pipeline {
         const auto k = m_session->timing_check_begin(sample);
         if (graph && graph_reference != nullptr && out.reference.empty()) {
           m_events.phase(fmt::format("timing check {} reference graph replay", i));
-          m_session->timing_check_reference_graph(k);
+          m_session->timing_check_reference_graph(sample);
           if (const auto e = differences(source::reference_graph); !e.empty())
             out.reference = fmt::format(
                 "after timing, on fresh (rescaled) inputs of set {}, a replay of the reference's "

@@ -463,9 +463,9 @@ void session::timing_check_candidate_graph(std::size_t set) {
                [&] { return m_impl->harness.attr("timing_check_candidate_graph")(set); });
 }
 
-void session::timing_check_reference_graph(std::size_t set) {
+void session::timing_check_reference_graph(std::size_t sample) {
   m_impl->call("timing_check_reference_graph",
-               [&] { return m_impl->harness.attr("timing_check_reference_graph")(set); });
+               [&] { return m_impl->harness.attr("timing_check_reference_graph")(sample); });
 }
 
 trial_outputs session::timing_check_finish(check_source source) {

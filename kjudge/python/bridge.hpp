@@ -161,9 +161,10 @@ class session {
   /** As timing_check_candidate, by replaying the candidate's CUDA graph of `set` (the timing
    *  engine's device figure replayed it). */
   void timing_check_candidate_graph(std::size_t set);
-  /** The reference's CUDA graph of `set` replayed after its forward (its device figure replayed
-   *  the graphs); timing_check_finish(reference_graph) compares the two. */
-  void timing_check_reference_graph(std::size_t set);
+  /** The reference's CUDA graph replayed on the rewrite for `sample` that its forward had in
+   *  timing_check_begin (its device figure replayed the graphs); timing_check_finish(
+   *  reference_graph) compares the two. */
+  void timing_check_reference_graph(std::size_t sample);
   /** Whose outputs timing_check_finish compares with the reference's forward. */
   enum class check_source { native, candidate, reference_graph };
   trial_outputs timing_check_finish(check_source source);

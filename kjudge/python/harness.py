@@ -509,17 +509,22 @@ def make_runner(which):
         # On kjudge's blocking stream (stream_handle): a launch on the legacy default stream
         # during capture then fails it instead of escaping the graph. One memory pool for the
         # side's graphs: they replay one at a time, and timing never reads their outputs. The
-        # capture stream is warmed first (cuBLAS handles, lazy initialisation), outside the
-        # try: a forward that raises or faults there is that side's error, not a reason to
-        # skip graphs. The warm-up call gets copies of set 0: a forward that skipped work on
+        # capture stream is warmed first (cuBLAS handles, lazy initialisation): a forward that
+        # raises or faults there is that side's error, not a reason to skip graphs (except when
+        # it runs out of memory, which the other side's captured graphs may have caused). The
+        # warm-up call gets copies of set 0: a forward that skipped work on
         # buffers it has seen would otherwise capture less than it computes (the post-timing
         # check replays the graphs on fresh inputs and compares, too).
         side = torch.cuda.ExternalStream(stream_handle)
         side.wait_stream(torch.cuda.current_stream())
-        with no_grad():
-            with torch.cuda.stream(side):
-                model(*[_contiguous_clone(x) for x in sets[0]])
-            side.synchronize()
+        try:
+            with no_grad():
+                with torch.cuda.stream(side):
+                    model(*[_contiguous_clone(x) for x in sets[0]])
+                side.synchronize()
+        except torch.cuda.OutOfMemoryError as exc:
+            # The other side's graphs may hold memory that its eager timing would not.
+            return "out of memory in the warm-up before capture: %s" % _first_line(exc)
         made, outs = [], []
         # torch.cuda.graph's exit ends the capture before it restores the current stream, so a
         # capture that fails would leave kjudge's capture stream current: restored here.
@@ -536,8 +541,6 @@ def make_runner(which):
                     outs.append(out)
             torch.cuda.current_stream().wait_stream(side)
         except BaseException as exc:
-            made.clear()
-            outs.clear()
             torch.cuda.set_stream(previous)
             why = "%s under CUDA graph capture: %s" % (type(exc).__name__, _first_line(exc))
             # Leaving a capture that already failed raises its own error ("operation failed due
@@ -545,11 +548,17 @@ def make_runner(which):
             cause = exc.__context__
             if cause is not None and cause is not exc:
                 why += " (after %s: %s)" % (type(cause).__name__, _first_line(cause))
-            _reset_after_failed_capture(pool, side, which)
-            return why
-        _timing_graphs[which] = (made, outs)
-        return ""
-
+        else:
+            _timing_graphs[which] = (made, outs)
+            return ""
+        # Outside the except clause, so no traceback keeps this frame (and with it the failed
+        # graph, whose destruction releases its pool if its capture ended) alive for the cycle
+        # collector to free in the middle of a timed sample.
+        cause = g = out = None
+        made.clear()
+        outs.clear()
+        _reset_after_failed_capture(pool, side, which)
+        return why
     def run_graph():
         _timing_graphs[which][0][current[0]].replay()
 
@@ -564,10 +573,11 @@ def _reset_after_failed_capture(pool, side, which):
     torch 2.11 with a forward that calls .item() under capture): the caching allocator still
     sends the capturing stream's allocations to the graph's pool, and the CUDA generator still
     counts offsets for a capture, so the next torch.randn on the device raises ("Offset
-    increment outside graph capture"). The allocator's routing is ended and the pool released
-    (only when it was still routed: a capture that ended cleanly released it itself); one small
-    capture that succeeds resets the generator. A reset that fails is the side's error: the
-    worker's torch would not be trustworthy after it."""
+    increment outside graph capture"). The allocator's routing is ended and the pool released,
+    only when it was still routed: a capture that ended cleanly stopped the routing, and the
+    pool goes with its graph (capture() drops it first). One small capture that succeeds resets
+    the generator. A reset that fails is the side's error: the worker's torch would not be
+    trustworthy after it."""
     device = torch.cuda.current_device()
     end = getattr(torch._C, "_cuda_endAllocateToPool", None)
     release = getattr(torch._C, "_cuda_releasePool", None)
@@ -582,9 +592,11 @@ def _reset_after_failed_capture(pool, side, which):
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.stream(side):
-            g.capture_begin()
-            torch.empty(1, device=DEVICE).zero_()
-            g.capture_end()
+            g.capture_begin(capture_error_mode="thread_local")
+            try:
+                torch.empty(1, device=DEVICE).zero_()
+            finally:
+                g.capture_end()
         del g
         torch.cuda.synchronize()
     except BaseException as exc:
@@ -650,9 +662,13 @@ def timing_check_candidate_graph(k):
     _trial["timing_cand_out"] = _normalise(outs[k], "ModelNew.forward (graph)", CandidateError)
 
 
-def timing_check_reference_graph(k):
-    """The reference's graph of set k replayed (on the inputs timing_check_begin rewrote, after
-    its eager forward): timing_check_finish("reference_graph") compares the two."""
+def timing_check_reference_graph(sample):
+    """The reference's graph of the sample's set replayed on the same rewrite its eager forward
+    had in timing_check_begin (rewritten again: the forward may have changed its inputs);
+    timing_check_finish("reference_graph") compares the two. The eager outputs are copied first:
+    one that is an input or a buffer of the model would otherwise be what the graph writes."""
+    _trial["timing_ref_out"] = [t.clone() for t in _trial["timing_ref_out"]]
+    k = refresh("reference", sample)
     graphs, outs = _timing_graphs["reference"]
     try:
         graphs[k].replay()

@@ -61,6 +61,23 @@ TEST_F(EvalGpu, NoGraphTimesTheForwardsOwnLaunches) {
   EXPECT_EQ(r.output.find("device figure: one CUDA graph replay"), std::string::npos) << r.output;
 }
 
+TEST_F(EvalGpu, ReferenceGraphThatDiffersFromItsForwardIsWithheld) {
+  // The reference's graph leaves out work its eager forward does: after timing its replay is
+  // compared with the forward, and its device figure and the device speedup are withheld. The
+  // candidate is correct, and its figures stand.
+  const auto r = run_eval("problems/broken/graph_differs.py", "examples/faulty/doubled_softmax.py");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& t = r.result["timing"];
+  EXPECT_TRUE(has_flag(r.result, "reference_graph_differs")) << r.output;
+  EXPECT_FALSE(t["reference"]["device"]["valid"].get<bool>()) << t["reference"]["device"].dump();
+  EXPECT_NE(t["reference"]["device"]["note"].get<std::string>().find("withheld"),
+            std::string::npos);
+  EXPECT_TRUE(t["candidate"]["device"]["valid"].get<bool>()) << t["candidate"]["device"].dump();
+  EXPECT_TRUE(t["reference"]["stream"]["valid"].get<bool>());
+  for (const auto& s : t["speedups"])
+    EXPECT_EQ(s["valid"].get<bool>(), s["kind"] != "device") << s.dump();
+}
+
 TEST_F(EvalGpu, NativeCompileErrorCarriesTheCompilerOutput) {
   const auto r = run_eval(quantvla, "examples/faulty_native/syntax_error.cu");
   EXPECT_EQ(r.exit_code, 3) << r.output;
