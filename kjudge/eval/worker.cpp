@@ -426,9 +426,6 @@ class pipeline {
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
-    // Invariants first: a figure that fails one is sent as invalid, never as a number.
-    const auto flags =
-        check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
     // A device figure that replayed a side's CUDA graphs: they are checked as well.
     const auto replayed = [](const measure::side_result& s) {
       return s.device.method == measure::graph_device_method;
@@ -452,6 +449,10 @@ class pipeline {
       for (auto& s : cmp.speedups)
         if (s.kind == measure::figure_kind::device) s.valid = false;
     }
+    // Then the invariants, on the figures that stand: one that fails is sent as invalid, never
+    // as a number (a withheld figure raises no flag of its own besides why it was withheld).
+    const auto flags =
+        check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
     m_events.send({{"timing", cmp}});
     for (const auto& f : flags) m_events.flag(f.code, f.severity, f.message);
     if (!withheld.reference.empty())
