@@ -12,6 +12,7 @@
 #include <ctime>
 #include <future>
 #include <optional>
+#include <string_view>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -282,14 +283,14 @@ class pipeline {
   }
 
   /** Compares every output pair; returns whether all passed. `error` says why when the counts
-   *  differ. */
+   *  differ, naming the compared side `other` (what gave out.candidate). */
   bool compare_outputs(const python::trial_outputs& out, std::vector<output_check>& checks,
-                       std::string& error) const {
+                       std::string& error, std::string_view other = "the candidate") const {
     bool passed = true;
     if (out.reference.size() != out.candidate.size()) {
       passed = false;
-      error = fmt::format("the candidate returned {} output(s), the reference {}",
-                          out.candidate.size(), out.reference.size());
+      error = fmt::format("{} returned {} output(s), the reference {}", other, out.candidate.size(),
+                          out.reference.size());
     }
     const auto n = std::min(out.reference.size(), out.candidate.size());
     for (std::size_t i = 0; i < n; ++i) {
@@ -561,7 +562,11 @@ class pipeline {
     const auto out = m_session->timing_check_finish(source);
     std::vector<output_check> checks;
     std::string error;
-    if (compare_outputs(out, checks, error)) return "";
+    if (compare_outputs(out, checks, error,
+                        source == python::session::check_source::reference_graph
+                            ? "the reference's CUDA graph"
+                            : "the candidate"))
+      return "";
     for (const auto& c : checks)
       if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
     return error;
