@@ -431,9 +431,8 @@ class pipeline {
     const auto replayed = [](const measure::side_result& s) {
       return s.device.method == measure::graph_device_method;
     };
-    const auto withheld =
-        check_timed_outputs(m_native_outputs, replayed(cmp.reference) ? &*reference : nullptr,
-                            replayed(cmp.candidate) ? &*candidate : nullptr);
+    const auto withheld = check_timed_outputs(m_native_outputs, replayed(cmp.reference),
+                                              replayed(cmp.candidate) ? &*candidate : nullptr);
     // The graphs and their memory pools go before the CUPTI forward measures peak memory.
     reference->drop_graphs();
     candidate->drop_graphs();
@@ -576,22 +575,22 @@ class pipeline {
    *  candidate that replays results cached during timing does not. With `graph_candidate` (the
    *  device figure replayed its CUDA graphs), each set's graph is then replayed on another fresh
    *  rewrite and must agree too: a graph that captured less than the forward computes does not.
-   *  With `graph_reference`, likewise the reference's graph against its own forward. */
+   *  With `reference_graphs` (the reference's device figure replayed its graphs, which live in
+   *  the harness), likewise the reference's graph against its own forward. */
   withheld_figures check_timed_outputs(const std::vector<python::tensor_view>& native_outputs,
-                                       measure::target* graph_reference,
-                                       measure::target* graph_candidate) {
+                                       bool reference_graphs, measure::target* graph_candidate) {
     using source = python::session::check_source;
     withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
     // buffer, is stale now.
     const std::size_t sets = m_session->timing_sets();
     for (const bool graph : {false, true}) {
-      if (graph && graph_candidate == nullptr && graph_reference == nullptr) break;
+      if (graph && graph_candidate == nullptr && !reference_graphs) break;
       for (std::size_t i = 0; i < sets; ++i) {
         const std::size_t sample = (graph ? 2'000'003 : 1'000'003) * sets + i;
         m_events.phase(fmt::format("timing check {} reference", i));
         const auto k = m_session->timing_check_begin(sample);
-        if (graph && graph_reference != nullptr && out.reference.empty()) {
+        if (graph && reference_graphs && out.reference.empty()) {
           m_events.phase(fmt::format("timing check {} reference graph replay", i));
           m_session->timing_check_reference_graph(sample);
           if (const auto e = differences(source::reference_graph); !e.empty())

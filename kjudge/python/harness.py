@@ -45,6 +45,7 @@ _timing_native_outputs = []
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
 _timing_graphs = {}  # side -> (graphs per set, their static outputs), while captured
+_SIDES = {"reference": ("Model", ProblemError), "candidate": ("ModelNew", CandidateError)}
 
 
 def _first_line(exc, limit=300):
@@ -600,10 +601,9 @@ def _reset_after_failed_capture(pool, side, which):
         del g
         torch.cuda.synchronize()
     except BaseException as exc:
-        error = ProblemError if which == "reference" else CandidateError
+        name, error = _SIDES[which]
         raise error("after the %s's CUDA graph capture failed, PyTorch's CUDA state could not be "
-                    "reset:\n%s" % ("Model" if which == "reference" else "ModelNew",
-                                     _format_exception(exc)))
+                    "reset:\n%s" % (name, _format_exception(exc)))
 
 
 def timing_native_inputs(k):
@@ -649,17 +649,23 @@ def timing_check_candidate(k):
     _trial["timing_cand_out"] = _normalise(out, "ModelNew.forward", CandidateError)
 
 
-def timing_check_candidate_graph(k):
-    """The candidate's graph of set k replayed (on inputs timing_check_begin rewrote): its
-    outputs, as the timed replays produced them."""
-    graphs, outs = _timing_graphs["candidate"]
+def _replay_timing_graph(which, k):
+    """`which`'s graph of set k replayed on its current inputs: its outputs, as the timed replays
+    produced them (normalised; a failure is that side's error)."""
+    name, error = _SIDES[which]
+    graphs, outs = _timing_graphs[which]
     try:
         graphs[k].replay()
         synchronize()
     except BaseException as exc:
-        raise CandidateError("replaying ModelNew's CUDA graph failed on the timing check:\n%s"
-                             % _format_exception(exc))
-    _trial["timing_cand_out"] = _normalise(outs[k], "ModelNew.forward (graph)", CandidateError)
+        raise error("replaying %s's CUDA graph failed on the timing check:\n%s"
+                    % (name, _format_exception(exc)))
+    return _normalise(outs[k], name + ".forward (graph)", error)
+
+
+def timing_check_candidate_graph(k):
+    """The candidate's graph of set k replayed (on inputs timing_check_begin rewrote)."""
+    _trial["timing_cand_out"] = _replay_timing_graph("candidate", k)
 
 
 def timing_check_reference_graph(sample):
@@ -668,24 +674,18 @@ def timing_check_reference_graph(sample):
     timing_check_finish("reference_graph") compares the two. The eager outputs are copied first:
     one that is an input or a buffer of the model would otherwise be what the graph writes."""
     _trial["timing_ref_out"] = [t.clone() for t in _trial["timing_ref_out"]]
-    k = refresh("reference", sample)
-    graphs, outs = _timing_graphs["reference"]
-    try:
-        graphs[k].replay()
-        synchronize()
-    except BaseException as exc:
-        raise ProblemError("replaying Model's CUDA graph failed on the timing check:\n%s"
-                           % _format_exception(exc))
-    _trial["timing_ref_graph_out"] = _normalise(outs[k], "Model.forward (graph)", ProblemError)
+    _trial["timing_ref_graph_out"] = _replay_timing_graph("reference",
+                                                          refresh("reference", sample))
 
 
 def timing_check_finish(source):
     """The reference's (eager) outputs of the check against `source`'s: "native" (the native
     candidate's output buffers), "candidate" (ModelNew's, by forward or graph replay) or
     "reference_graph" (the reference's own graph replay)."""
-    cand = {"native": lambda: _timing_native_outputs,
-            "candidate": lambda: _trial["timing_cand_out"],
-            "reference_graph": lambda: _trial["timing_ref_graph_out"]}[source]()
+    if source == "native":
+        cand = _timing_native_outputs
+    else:
+        cand = _trial["timing_ref_graph_out" if source == "reference_graph" else "timing_cand_out"]
     ref_host = [_host(t) for t in _trial["timing_ref_out"]]
     cand_host = [_host(t) for t in cand]
     _trial["host"] = (ref_host, cand_host)
