@@ -7,9 +7,14 @@
 //      shape (128 blocks of 256 threads in clusters of 8, 17 KiB of shared memory each), and that
 //      shape reading what the cluster form reads before its block maximum (its share of x, its
 //      tile rows of x and W), reduced to a block maximum: the floors of launch and cold read;
+//      then, timed the same way, what is left when part of the state is warm (the forward after
+//      a forward on other buffers, after the read kernel on other buffers, without the flush;
+//      the read floor without the flush), the output's stores alone, and reads of N = 2, 4, 8,
+//      14 float4 per thread in the launch shape, from DRAM or shared by 16 blocks as x is;
 //   3. built with -DKJ_QUANTVLA_TRACE, the kernel's per-block phase stamps (phase_trace.cuh):
 //      the span from the first block's entry to the last block's end, and each phase's median
-//      and slowest block, as medians over the samples.
+//      and slowest block, as medians over the samples, cold and after a forward on other
+//      buffers.
 // Usage: quantvla_phases <label> [samples]. Run by bench/quantvla_phases/run.sh.
 #include <kjudge/candidate.h>
 
@@ -82,6 +87,41 @@ __global__ void shaped_read_kernel(const float4* x, const float4* w, long long n
     for (int k = 1; k < kShapeThreads / 32; ++k) m = fmaxf(m, s_red[k]);
     out[blockIdx.x] = m;
   }
+}
+
+/** N float4 loads per thread in the cluster form's shape, reduced to a block maximum: block b reads
+ *  region b (DISTINCT: every block's bytes come from DRAM) or region b % 8 (each region read by
+ *  16 blocks, as every cluster reads all of x), N * 4 KiB per block. */
+template <int N, bool DISTINCT>
+__global__ void volume_read_kernel(const float4* src, float* out) {
+  __shared__ float s_red[kShapeThreads / 32];
+  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  const long long region = DISTINCT ? blockIdx.x : blockIdx.x % kShapeCluster;
+  const float4* p = src + region * N * kShapeThreads + tid;
+  float4 v[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) v[j] = __ldg(p + j * kShapeThreads);
+  float m = 0.0f;
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+    m = fmaxf(m, fmaxf(fmaxf(fabsf(v[j].x), fabsf(v[j].y)), fmaxf(fabsf(v[j].z), fabsf(v[j].w))));
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) s_red[warp] = m;
+  __syncthreads();
+  if (tid == 0) {
+    for (int k = 1; k < kShapeThreads / 32; ++k) m = fmaxf(m, s_red[k]);
+    out[blockIdx.x] = m;
+  }
+}
+
+/** Only the stores of the output, as the cluster form's blocks store it (a 16 x 32 tile each,
+ *  two floats per thread). */
+__global__ void store_only_kernel(float* out, int n) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tiles_m = 32, m0 = (static_cast<int>(blockIdx.x) % tiles_m) * 16,
+            n0 = (static_cast<int>(blockIdx.x) / tiles_m) * 32;
+  for (int o = tid; o < 16 * 32; o += kShapeThreads)
+    out[static_cast<long long>(m0 + o / 32) * n + n0 + o % 32] = static_cast<float>(o);
 }
 
 /** One launch of `kernel` in the cluster form's shape (clusters only where the device has them). */
@@ -298,22 +338,72 @@ int main(int argc, char** argv) {
   const auto* w4 = reinterpret_cast<const float4*>(p.d_weight);
   const long long n4 = static_cast<long long>(p.x.size() / 4);
 
-  // Sample kinds, in rotation: the forward, then the three floors.
-  enum { kForward, kEmpty, kShapedEmpty, kShapedRead, kKinds };
-  std::vector<double> kind_us[kKinds], span_us, entry_spread_us;
+  // Sample kinds, in rotation: the forward, the three floors, then what is left when part of the
+  // state is warm before the timed launch (L2 still flushed first): the forward after a forward on
+  // other buffers of the same shape (its code, constant and page-table state warm, its data cold),
+  // after the read kernel on those other buffers (page-table state likely warm: the buffers sit
+  // near each other; the forward's code cold), the forward without the flush (everything warm),
+  // and the empty kernel after itself.
+  instance other(8, 64, 128, 98);
+  other.call.stream = stream;
+  const auto* other_x4 = reinterpret_cast<const float4*>(other.d_x);
+  const auto* other_w4 = reinterpret_cast<const float4*>(other.d_weight);
+  enum {
+    kForward,
+    kEmpty,
+    kShapedEmpty,
+    kShapedRead,
+    kAfterForward,
+    kAfterRead,
+    kHot,
+    kEmptyAfterEmpty,
+    kReadHot,
+    kStoreOnly,
+    kVolume,  // then 8 kinds: N = 2, 4, 8, 14 float4 per thread, distinct and shared regions
+    kKinds = kVolume + 8
+  };
+  float4* volume = nullptr;  // 128 blocks x 14 float4 x 256 threads x 16 B = 7 MiB
+  const size_t volume_bytes = size_t{kShapeBlocks} * 14 * kShapeThreads * sizeof(float4);
+  check_cuda(cudaMalloc(&volume, volume_bytes), "cudaMalloc volume");
+  check_cuda(cudaMemset(volume, 0x3f, volume_bytes), "volume fill");
+  float* store_out = nullptr;
+  check_cuda(cudaMalloc(&store_out, p.x.size() * sizeof(float)), "cudaMalloc store out");
+  using volume_fn = void (*)(const float4*, float*);
+  const volume_fn volume_kernels[8] = {volume_read_kernel<2, true>,  volume_read_kernel<4, true>,
+                                       volume_read_kernel<8, true>,  volume_read_kernel<14, true>,
+                                       volume_read_kernel<2, false>, volume_read_kernel<4, false>,
+                                       volume_read_kernel<8, false>, volume_read_kernel<14, false>};
+  const int volume_n[4] = {2, 4, 8, 14};
+  // Traced: the stamps of the cold forward ([0]) and of the forward after another ([1]).
+  std::vector<double> kind_us[kKinds], span_us[2], entry_spread_us[2];
   std::vector<double>& forward_us = kind_us[kForward];
-  std::vector<double> phase_median_us[kPhases], phase_slowest_us[kPhases];
+  std::vector<double> phase_median_us[2][kPhases], phase_slowest_us[2][kPhases];
   for (int s = 0; s < kKinds * (samples + warmup); ++s) {
     const int kind = s % kKinds;
     check_cuda(cudaMemsetAsync(flush, s & 0xff, flush_bytes, stream), "flush");
+    if (kind == kAfterForward)
+      other.forward();
+    else if (kind == kAfterRead)
+      launch_shaped(shaped_read_kernel, stream, clusters, other_x4, other_w4, n4, floor_out);
+    else if (kind == kHot)
+      p.forward();
+    else if (kind == kEmptyAfterEmpty)
+      empty_kernel<<<1, 32, 0, stream>>>();
+    else if (kind == kReadHot)
+      launch_shaped(shaped_read_kernel, stream, clusters, x4, w4, n4, floor_out);
     spin_kernel<<<1, 1, 0, stream>>>(40000);  // ~20 us: the launches below queue behind it
     check_cuda(cudaEventRecord(start, stream), "record");
-    if (kind == kEmpty)
+    if (kind == kEmpty || kind == kEmptyAfterEmpty)
       empty_kernel<<<1, 32, 0, stream>>>();
     else if (kind == kShapedEmpty)
       launch_shaped(shaped_empty_kernel, stream, clusters);
-    else if (kind == kShapedRead)
+    else if (kind == kShapedRead || kind == kReadHot)
       launch_shaped(shaped_read_kernel, stream, clusters, x4, w4, n4, floor_out);
+    else if (kind == kStoreOnly)
+      launch_shaped(store_only_kernel, stream, clusters, store_out, p.dim);
+    else if (kind >= kVolume)
+      launch_shaped(volume_kernels[kind - kVolume], stream, clusters,
+                    static_cast<const float4*>(volume), floor_out);
     else
       p.forward();
     check_cuda(cudaEventRecord(stop, stream), "record");
@@ -322,7 +412,8 @@ int main(int argc, char** argv) {
     check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     if (s < kKinds * warmup) continue;
     kind_us[kind].push_back(1e3 * ms);
-    if (kind != kForward || trace == nullptr) continue;
+    if ((kind != kForward && kind != kAfterForward) || trace == nullptr) continue;
+    const int traced = kind == kForward ? 0 : 1;
     check_cuda(cudaMemcpy(stamps.data(), trace, trace_words * 8, cudaMemcpyDeviceToHost), "trace");
     check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
     unsigned long long first_entry = ~0ULL, last_entry = 0, last_end = 0;
@@ -336,11 +427,11 @@ int main(int argc, char** argv) {
         phase[k].push_back(static_cast<double>(r[kStamps + k + 1] - r[kStamps + k]) * 1e3 /
                            clock_khz);
     }
-    span_us.push_back(static_cast<double>(last_end - first_entry) / 1e3);
-    entry_spread_us.push_back(static_cast<double>(last_entry - first_entry) / 1e3);
+    span_us[traced].push_back(static_cast<double>(last_end - first_entry) / 1e3);
+    entry_spread_us[traced].push_back(static_cast<double>(last_entry - first_entry) / 1e3);
     for (int k = 0; k < kPhases; ++k) {
-      phase_median_us[k].push_back(quantile(phase[k], 0.5));
-      phase_slowest_us[k].push_back(quantile(phase[k], 1.0));
+      phase_median_us[traced][k].push_back(quantile(phase[k], 0.5));
+      phase_slowest_us[traced][k].push_back(quantile(phase[k], 1.0));
     }
   }
   std::printf(
@@ -354,12 +445,32 @@ int main(int argc, char** argv) {
       label.c_str(), kShapeBlocks, kShapeThreads, clusters ? ", clusters of 8" : "",
       kShapeSmemBytes / 1024, quantile(kind_us[kShapedEmpty], 0.5),
       quantile(kind_us[kShapedRead], 0.5));
-  if (span_us.empty()) return correct ? 0 : 1;
-  std::printf("  stamps: first entry to last end %.2f us, entries spread over %.2f us\n",
-              quantile(span_us, 0.5), quantile(entry_spread_us, 0.5));
-  std::printf("  phase (SM clock at %d MHz)   median block   slowest block\n", clock_khz / 1000);
-  for (int k = 0; k < kPhases; ++k)
-    std::printf("  %-28s %8.2f us    %8.2f us\n", kPhaseNames[k], quantile(phase_median_us[k], 0.5),
-                quantile(phase_slowest_us[k], 0.5));
+  std::printf(
+      "%s: warm parts (L2 flushed first): the forward after a forward on other buffers %.2f us, "
+      "after the read kernel on other buffers %.2f us, without the flush %.2f us; the empty "
+      "kernel after itself %.2f us\n",
+      label.c_str(), quantile(kind_us[kAfterForward], 0.5), quantile(kind_us[kAfterRead], 0.5),
+      quantile(kind_us[kHot], 0.5), quantile(kind_us[kEmptyAfterEmpty], 0.5));
+  std::printf(
+      "%s: in the launch shape: the read floor without the flush %.2f us; the output's "
+      "stores alone %.2f us\n",
+      label.c_str(), quantile(kind_us[kReadHot], 0.5), quantile(kind_us[kStoreOnly], 0.5));
+  for (int d = 0; d < 2; ++d) {
+    std::printf("%s: N float4 loads per thread (N x 4 KiB per block), %s:", label.c_str(),
+                d == 0 ? "every block its own bytes" : "8 regions, each read by 16 blocks");
+    for (int i = 0; i < 4; ++i)
+      std::printf(" N=%d %.2f us;", volume_n[i], quantile(kind_us[kVolume + 4 * d + i], 0.5));
+    std::printf("\n");
+  }
+  if (span_us[0].empty()) return correct ? 0 : 1;
+  const char* const traced_names[2] = {"cold", "after a forward on other buffers"};
+  for (int c = 0; c < 2; ++c) {
+    std::printf("  %s: first entry to last end %.2f us, entries spread over %.2f us\n",
+                traced_names[c], quantile(span_us[c], 0.5), quantile(entry_spread_us[c], 0.5));
+    std::printf("  phase (SM clock at %d MHz)   median block   slowest block\n", clock_khz / 1000);
+    for (int k = 0; k < kPhases; ++k)
+      std::printf("  %-28s %8.2f us    %8.2f us\n", kPhaseNames[k],
+                  quantile(phase_median_us[c][k], 0.5), quantile(phase_slowest_us[c][k], 0.5));
+  }
   return correct ? 0 : 1;
 }
