@@ -51,7 +51,7 @@ struct process_result {
   std::size_t output_bytes = 0;  ///< total bytes of stdout+stderr seen
   std::chrono::duration<double> wall{0};
   std::size_t max_rss_kb = 0;  ///< peak resident set of the child, from wait4's rusage
-  std::string error;           ///< for spawn_failed and lost: why
+  std::string error;           ///< spawn_failed, lost: why; timed_out: what failed after it
   [[nodiscard]] bool ok() const noexcept { return how == exit_kind::exited && exit_code == 0; }
   /** "exited with code 3", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s", ... */
   [[nodiscard]] std::string describe() const;

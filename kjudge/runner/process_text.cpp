@@ -16,7 +16,9 @@ std::string process_result::describe() const {
     case exit_kind::signaled:
       return fmt::format("killed by signal {} ({})", signal, signal_name(signal));
     case exit_kind::timed_out:
-      return fmt::format("timed out after {:.1f} s", wall.count());
+      // error: what went wrong after the timeout (no exit status came after SIGKILL).
+      return error.empty() ? fmt::format("timed out after {:.1f} s", wall.count())
+                           : fmt::format("timed out after {:.1f} s; {}", wall.count(), error);
     case exit_kind::spawn_failed:
       return fmt::format("failed to start: {}", error);
     case exit_kind::lost:

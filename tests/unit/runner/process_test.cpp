@@ -285,6 +285,10 @@ TEST(process_text, describe_formats) {
   r.how = exit_kind::timed_out;
   r.wall = std::chrono::duration<double>(30.04);
   EXPECT_EQ(r.describe(), "timed out after 30.0 s");
+  r.error = "no exit status came after SIGKILL (the worker pool is stopped or stalled)";
+  EXPECT_EQ(r.describe(),
+            "timed out after 30.0 s; no exit status came after SIGKILL (the worker pool is "
+            "stopped or stalled)");
   r.how = exit_kind::spawn_failed;
   r.error = "cannot execute 'x': No such file or directory";
   EXPECT_EQ(r.describe(), "failed to start: cannot execute 'x': No such file or directory");
