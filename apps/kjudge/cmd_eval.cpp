@@ -12,6 +12,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/exit_codes.hpp>
 #include <kjudge/core/file_io.hpp>
+#include <kjudge/core/result.hpp>
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/orchestrator.hpp>
 #include <kjudge/eval/profile_job.hpp>
@@ -139,11 +140,20 @@ std::optional<profile::profile_report> read_baseline(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::usage, "--baseline {}: not JSON ({})", path, e.what());
   }
-  if (j.contains("profile")) j = j.at("profile");
-  if (j.is_null())
-    KJ_THROW(error_kind::usage, "--baseline {}: the result holds no profile (run with --profile)",
-             path);
-  return profile::report_from_json(j);
+  if (j.is_object() && j.value("schema", nlohmann::json{}) == nlohmann::json(eval_schema)) {
+    // An eval result holds a profile only when it was taken with one.
+    if (!j.contains("profile") || j.at("profile").is_null())
+      KJ_THROW(error_kind::usage,
+               "--baseline {}: the result holds no profile (take it with kjudge profile or eval "
+               "--profile)",
+               path);
+    j = j.at("profile");
+  }
+  try {
+    return profile::report_from_json(j);
+  } catch (const kj::error& e) {  // a file the user named that is not a profile: a usage error
+    KJ_THROW(error_kind::usage, "--baseline {}: {}", path, e.message());
+  }
 }
 
 void print(const std::string& text) {

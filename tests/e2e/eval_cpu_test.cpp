@@ -2,7 +2,11 @@
 // timing, worker isolation (crash, hang, exit, bad problem files) and JSON output, through the
 // real executable and a real PyTorch.
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "kjudge_runner.hpp"
 
@@ -298,6 +302,32 @@ TEST(ProfileCpu, ProfileOptionsWithoutAProfileAreAUsageError) {
                           (source_dir() / "examples/softmax/naive.py").string(), "--summary"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--profile"), std::string::npos) << r.output;
+}
+
+TEST(ProfileCpu, ABaselineThatIsNotAProfileIsAUsageError) {
+  // Read before any evaluation: each case answers at once, with exit code 2 and the reason.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kjudge_baseline_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      // An eval result without --profile: it has no `profile` key at all.
+      {write("eval.json", R"({"schema": "kjudge.eval/1", "status": "correct"})"),
+       "holds no profile"},
+      {write("other.json", R"({"schema": "something/1"})"), "not a kjudge.profile/1 profile"},
+      {write("broken.json", "{not json"), "not JSON"},
+      {(dir / "missing.json").string(), "missing.json"}};
+  for (const auto& [path, says] : cases) {
+    const auto r =
+        run_raw({"profile", (source_dir() / "problems/level1/softmax.py").string(),
+                 (source_dir() / "examples/softmax/naive.py").string(), "--baseline", path});
+    EXPECT_EQ(r.exit_code, 2) << path << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << path << ": " << r.output;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ProfileCpu, WithoutAGpuTheProfileSaysWhyThereAreNoCounters) {
