@@ -71,7 +71,9 @@ nlohmann::json to_json(const cupti_forward& f) {
   return {{"kernels", kernels},
           {"launches", f.launches},  // checked<T>: {"value": v | null, "flags": [...]}
           {"peak_memory", f.memory},
-          {"event_time_ns", f.event_time_ns}};
+          // 0: not taken (the forward waited for the host): null, as every figure not taken.
+          {"event_time_ns",
+           f.event_time_ns > 0 ? nlohmann::json(f.event_time_ns) : nlohmann::json(nullptr)}};
 }
 
 cupti_forward cupti_forward_from_json(const nlohmann::json& j) {
@@ -93,7 +95,8 @@ cupti_forward cupti_forward_from_json(const nlohmann::json& j) {
                          v.at("allocator_bytes").get<std::uint64_t>(),
                          v.at("raw_bytes").get<std::uint64_t>()};
     });
-    f.event_time_ns = j.value("event_time_ns", 0.0);
+    const auto event = j.find("event_time_ns");
+    f.event_time_ns = event != j.end() && event->is_number() ? event->get<double>() : 0.0;
     return f;
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::protocol, "malformed CUPTI forward record: {}", e.what());

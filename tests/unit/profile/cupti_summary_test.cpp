@@ -13,6 +13,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/profile/cupti_activity.hpp>
+#include <kjudge/profile/forward_json.hpp>
 #include <kjudge/profile/launch_summary.hpp>
 
 #if KJ_HAVE_CUPTI
@@ -115,6 +116,20 @@ TEST(LaunchSummary, FusionRatioNeedsKernelsOnBothSides) {
   EXPECT_TRUE(fusion_ratio(14, 0).is_missing());
   EXPECT_TRUE(fusion_ratio(0, 5).is_missing());
   EXPECT_DOUBLE_EQ(fusion_ratio(3, 6).value(), 0.5);
+}
+
+TEST(ForwardJson, AnEventTimeNotTakenIsNullAndReadsBackAsNotTaken) {
+  cupti_forward f;
+  f.launches = checked<launch_summary>::missing("no records");
+  f.memory = checked<peak_memory>::missing("not measured");
+  f.event_time_ns = 0.0;  // the forward waited for the host: no event time
+  auto j = to_json(f);
+  EXPECT_TRUE(j.at("event_time_ns").is_null()) << j.dump();
+  EXPECT_EQ(cupti_forward_from_json(j).event_time_ns, 0.0);
+  f.event_time_ns = 8'900.0;
+  j = to_json(f);
+  EXPECT_EQ(j.at("event_time_ns"), 8'900.0);
+  EXPECT_EQ(cupti_forward_from_json(j).event_time_ns, 8'900.0);
 }
 
 // Busy time and invariant 2 -------------------------------------------------------------------
