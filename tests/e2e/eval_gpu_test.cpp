@@ -113,6 +113,17 @@ TEST_F(EvalGpu, NativeErrorReturnAndExit) {
   const auto x = run_eval(quantvla, "examples/faulty_native/exits.cu");
   EXPECT_EQ(x.exit_code, 4) << x.output;
   EXPECT_EQ(x.result["status"], "crashed");
+  const auto s = run_eval(quantvla, "examples/faulty_native/host_segfault.cu");
+  EXPECT_EQ(s.exit_code, 4) << s.output;
+  EXPECT_EQ(s.result["status"], "crashed");
+  EXPECT_NE(s.result["message"].get<std::string>().find("SIGSEGV"), std::string::npos)
+      << s.result["message"];
+  const auto n = run_eval(quantvla, "examples/faulty_native/no_forward.cu");
+  EXPECT_EQ(n.exit_code, 4) << n.output;
+  EXPECT_EQ(n.result["status"], "runtime_error");
+  EXPECT_NE(n.result["message"].get<std::string>().find("does not export kj_forward"),
+            std::string::npos)
+      << n.result["message"];
 }
 
 TEST_F(EvalGpu, HostSyncInForwardIsDetected) {
