@@ -1,9 +1,9 @@
 #pragma once
-/** @file One forward of each side under CUPTI (measurement.md rules 10, 17, 18): after the timing
- *  samples, each side runs once more on input set 0 with the L2 flushed, between two events on the
- *  timed stream, while the activity collector records every kernel, copy and fill on the device.
- *  The records, the event time and the memory figures become a profile::cupti_forward, which the
- *  worker sends in every GPU evaluation (result field `launches`). */
+/** @file One forward of each side under CUPTI (docs/measurement-rules.md rules 10, 17, 18): after
+ *  the timing samples, each side runs once more on input set 0 with the L2 flushed, between two
+ *  events on the timed stream, while the activity collector records every kernel, copy and fill on
+ *  the device. The records, the event time and the memory figures become a profile::cupti_forward,
+ *  which the worker sends in every GPU evaluation (result field `launches`). */
 
 #include <cstdint>
 #include <optional>

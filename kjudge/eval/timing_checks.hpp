@@ -1,6 +1,6 @@
 #pragma once
-/** @file Sanity checks on timing figures before they are shown (measurement.md, invariants 1, 2,
- *  9 and 12). A failure becomes a flag with the reason. */
+/** @file Sanity checks on timing figures before they are shown (docs/measurement-rules.md,
+ *  invariants 1, 2, 9 and 12). A failure becomes a flag with the reason. */
 
 #include <cstdint>
 #include <vector>

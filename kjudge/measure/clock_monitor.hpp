@@ -1,8 +1,8 @@
 #pragma once
-/** @file SM clock readings during sampling (measurement.md rule 9): NVML when present; read-only,
- *  never changes clocks. One monitor serves both readers: the timing engine, which reads right
- *  after each round's synchronisation and keeps a clock_record, and `kjudge roofline`, which reads
- *  while its launches run and reports everything observed (clock_observations). */
+/** @file SM clock readings during sampling (docs/measurement-rules.md rule 9): NVML when present;
+ *  read-only, never changes clocks. One monitor serves both readers: the timing engine, which reads
+ *  right after each round's synchronisation and keeps a clock_record, and `kjudge roofline`, which
+ *  reads while its launches run and reports everything observed (clock_observations). */
 
 #include <optional>
 #include <set>

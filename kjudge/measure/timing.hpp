@@ -1,8 +1,9 @@
 #pragma once
-/** @file The timing engine (measurement.md, rules 1-9): warm-up, cold L2, rotating inputs,
- *  interleaved reference/candidate samples, three figures per side (device, stream, host wall),
- *  stopping on a noise target within a wall-clock budget per side, throttle-aware, and the speedup
- *  as a ratio of medians with a bootstrap confidence interval. All sample values are microseconds.
+/** @file The timing engine (docs/measurement-rules.md, rules 1-9): warm-up, cold L2, rotating
+ *  inputs, interleaved reference/candidate samples, three figures per side (device, stream, host
+ *  wall), stopping on a noise target within a wall-clock budget per side, throttle-aware, and the
+ *  speedup as a ratio of medians with a bootstrap confidence interval. All sample values are
+ *  microseconds.
  */
 
 #include <cstddef>

@@ -1,10 +1,10 @@
 #pragma once
 /** @file Totals over several kernels (one forward, or one kernel over several launches) by the
- *  rules of measurement.md: counts (bytes, sectors, requests, instructions, cycles, FLOP) are
- *  summed and every ratio is recomputed from the sums (rule 13); percentages that exist only per
- *  kernel are weighted by kernel duration; warp stalls become shares of all stall cycles that sum
- *  to 100, and, separately, stall cycles per issued instruction (rule 14). Never adds percentages
- *  or ratios. */
+ *  rules of docs/measurement-rules.md: counts (bytes, sectors, requests, instructions, cycles,
+ *  FLOP) are summed and every ratio is recomputed from the sums (rule 13); percentages that exist
+ *  only per kernel are weighted by kernel duration; warp stalls become shares of all stall cycles
+ *  that sum to 100, and, separately, stall cycles per issued instruction (rule 14). Never adds
+ *  percentages or ratios. */
 
 #include <map>
 #include <optional>

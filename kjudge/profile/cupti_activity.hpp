@@ -1,7 +1,8 @@
 #pragma once
-/** @file Device records of one region, from the CUPTI activity API: every kernel, memcpy and
- *  memset the GPU executed between start() and stop(), on every stream of every context
- *  (measurement.md rules 10 and 17). Host API calls are not collected: a host op is not a launch.
+/** @file Device records of one region, from the CUPTI activity API: every kernel, memcpy and memset
+ *  the GPU executed between start() and stop(), on every stream of every context
+ *  (docs/measurement-rules.md rules 10 and 17). Host API calls are not collected: a host op is not
+ *  a launch.
  *
  *  The record structs are plain data and need no CUDA header; launch_summary.hpp reduces them to
  *  counts and times. Only cupti_activity.cpp includes CUPTI. Without CUPTI in the build

@@ -2,8 +2,8 @@
 /** @file Derived metrics of one kernel (or of a total from aggregate()): achieved bandwidth per
  *  level, hit rates, sectors per request, occupancy, FLOP/s per type, arithmetic intensity,
  *  throughput as % of a roof, warp-stall shares, and the bottleneck class by the 60% rule
- *  (measurement.md, rules 13-16). Every metric is a checked<>: the number only when its invariant
- *  holds, else the flag that says why not. Formulas: docs/profile-metrics.md. */
+ *  (docs/measurement-rules.md, rules 13-16). Every metric is a checked<>: the number only when its
+ *  invariant holds, else the flag that says why not. Formulas: docs/profile-metrics.md. */
 
 #include <array>
 #include <map>

@@ -1,9 +1,10 @@
 #pragma once
-/** @file The invariants of measurement.md that apply to counters, ceilings and a forward's device
- *  records (table rows 1-8, 10, 11). Each check returns the flags it raises (empty: it holds); a
- *  flag's message carries the numbers and the reason. Wrap a metric with check_metric() (see
- *  checked.hpp) so that a metric whose check fails is reported as its flag, never as a number.
- *  Flag codes are listed in docs/profile-metrics.md. Every check is pure and never throws. */
+/** @file The invariants of docs/measurement-rules.md that apply to counters, ceilings and a
+ *  forward's device records (table rows 1-8, 10, 11). Each check returns the flags it raises
+ *  (empty: it holds); a flag's message carries the numbers and the reason. Wrap a metric with
+ *  check_metric() (see checked.hpp) so that a metric whose check fails is reported as its flag,
+ *  never as a number. Flag codes are listed in docs/profile-metrics.md. Every check is pure and
+ *  never throws. */
 
 #include <cstdint>
 #include <map>

@@ -1,10 +1,10 @@
 #pragma once
 /** @file The counter-side data model of `kjudge profile`: what Nsight Compute / CUPTI report for
  *  one kernel, kept as raw counts and cycles. Ratios (hit rates, sectors per request, occupancy,
- *  throughput) are never stored; derive.hpp computes them from these counts, and aggregate.hpp
- *  sums the counts of several kernels before any ratio is taken (measurement.md, rule 13). The only
- *  percentages stored are the few that ncu reports as percentages alone; their names end in `_pct`
- *  and they are std::optional (absent: not collected). See docs/profile-metrics.md.
+ *  throughput) are never stored; derive.hpp computes them from these counts, and aggregate.hpp sums
+ *  the counts of several kernels before any ratio is taken (docs/measurement-rules.md, rule 13).
+ *  The only percentages stored are the few that ncu reports as percentages alone; their names end
+ *  in `_pct` and they are std::optional (absent: not collected). See docs/profile-metrics.md.
  *
  *  Counts are doubles: ncu prints some of them as floats (sums of per-unit averages), and a double
  *  holds every integer up to 2^53 exactly, far above any count one forward produces. */

@@ -1,8 +1,8 @@
 #pragma once
 /** @file Launches, device time and peak memory of one forward, from its device records
  *  (cupti_activity.hpp) and numbers the caller measured (event time, allocator statistics,
- *  cudaMemGetInfo). Pure C++; the checks are those of measurement.md rules 10, 17, 18 and
- *  invariants 1, 2, 10, 11. Flag codes are listed in docs/profile-metrics.md. */
+ *  cudaMemGetInfo). Pure C++; the checks are those of docs/measurement-rules.md rules 10, 17, 18
+ *  and invariants 1, 2, 10, 11. Flag codes are listed in docs/profile-metrics.md. */
 
 #include <cstdint>
 #include <optional>

@@ -37,7 +37,7 @@ _problem = None
 _candidate = None
 _ref = None
 _cand = None
-_params = []  # contiguous reference parameters/buffers, kept alive for native views
+_params = []  # contiguous copies of the reference's parameters/buffers (native views)
 _trial = {}
 _timing_base = []  # pristine timing input sets
 _timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
@@ -213,7 +213,8 @@ def build_reference(seed):
 
 def build_candidate(seed):
     """ModelNew under the same seed, then the reference's weights copied in. Returns the copy
-    method; "native" when the candidate is a native library (it gets the reference's tensors)."""
+    method; "native" when the candidate is a native library (it gets copies of the reference's
+    parameters and buffers, _params)."""
     global _cand
     if _candidate is None:
         _cand = None

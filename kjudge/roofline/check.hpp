@@ -1,9 +1,9 @@
 #pragma once
-/** @file From raw measurements to ceilings that may be shown: every figure passes the invariants
- *  of measurement.md (rule 19: a timed launch of at least 1 ms; rule 20: several repetitions;
- *  invariant 6: measured <= datasheet peak; invariant 7: L1/shared >= L2 >= DRAM; invariant 8:
- *  FLOP/s <= the dense peak), or it becomes a flag and has no number. Ridge points are derived
- *  from passing ceilings only. Pure: no GPU needed. */
+/** @file From raw measurements to ceilings that may be shown: every figure passes the invariants of
+ *  docs/measurement-rules.md (rule 19: a timed launch of at least 1 ms; rule 20: several
+ *  repetitions; invariant 6: measured <= datasheet peak; invariant 7: L1/shared >= L2 >= DRAM;
+ *  invariant 8: FLOP/s <= the dense peak), or it becomes a flag and has no number. Ridge points are
+ *  derived from passing ceilings only. Pure: no GPU needed. */
 
 #include <vector>
 
