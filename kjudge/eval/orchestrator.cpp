@@ -147,7 +147,9 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.message = fmt::format("the worker {}{}", p.describe(), during);
     } else if (p.how == runner::exit_kind::timed_out) {
       r.status = eval_status::timed_out;
-      r.message = fmt::format("evaluation {}{}", p.describe(), during);
+      // The phase belongs to the timeout; what the pool failed to report after it comes last.
+      r.message = fmt::format("evaluation timed out after {:.1f} s{}{}", p.wall.count(), during,
+                              p.error.empty() ? std::string() : "; " + p.error);
     } else {
       r.status =
           reference_phase(state.last_phase) ? eval_status::problem_error : eval_status::crashed;

@@ -102,7 +102,8 @@ class child_handle {
    *  Returns an empty string, or why no status could be had (the result then says so). */
   virtual std::string reap(int& status, rusage& usage) = 0;
   /** Whether the loop may stop waiting for ended() a while after SIGKILL (a child someone else
-   *  reaps, whose report may never come); the result is then `lost`. */
+   *  reaps, whose report may never come). SIGKILL follows the timeout, so the result is then
+   *  `timed_out`, its error saying that no exit status came. */
   [[nodiscard]] virtual bool may_go_unreported() const noexcept { return false; }
 };
 

@@ -16,7 +16,8 @@ std::string process_result::describe() const {
     case exit_kind::signaled:
       return fmt::format("killed by signal {} ({})", signal, signal_name(signal));
     case exit_kind::timed_out:
-      // error: what went wrong after the timeout (no exit status came after SIGKILL).
+      // error: what went wrong after the timeout (no exit status came after SIGKILL, or the
+      // worker pool's report of the killed child failed).
       return error.empty() ? fmt::format("timed out after {:.1f} s", wall.count())
                            : fmt::format("timed out after {:.1f} s; {}", wall.count(), error);
     case exit_kind::spawn_failed:

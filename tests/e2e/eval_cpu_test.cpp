@@ -166,6 +166,11 @@ TEST(EvalCpu, HangBecomesATimeout) {
       run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", with({"--timeout", "25"}));
   EXPECT_EQ(r.exit_code, 5) << r.output;
   EXPECT_EQ(r.result["status"], "timed_out");
+  // The message names the phase the timeout struck in (the candidate hangs in its first trial).
+  EXPECT_EQ(r.result["message"].get<std::string>().rfind("evaluation timed out after 2", 0), 0U)
+      << r.result["message"];
+  EXPECT_NE(r.result["message"].get<std::string>().find(" during '"), std::string::npos)
+      << r.result["message"];
   EXPECT_LT(r.result["wall_s"].get<double>(), 40.0);
 }
 
