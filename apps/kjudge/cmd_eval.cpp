@@ -151,7 +151,9 @@ std::optional<profile::profile_report> read_baseline(const std::string& path) {
   }
   try {
     return profile::report_from_json(j);
-  } catch (const kj::error& e) {  // a file the user named that is not a profile: a usage error
+  } catch (const kj::error& e) {
+    // Not a profile (wrong schema, malformed): the user named the wrong file. Other errors stay.
+    if (e.kind() != error_kind::protocol) throw;
     KJ_THROW(error_kind::usage, "--baseline {}: {}", path, e.message());
   }
 }
