@@ -113,10 +113,11 @@ inline constexpr double dense_peak_tolerance = 1.05;
 [[nodiscard]] std::vector<flag> check_forward_time(std::string_view figure, nanoseconds time,
                                                    std::uint64_t launches, bool eager);
 
-/** Invariant 2: event time >= 0.9 x the sum of the forward's kernel durations, and <= host wall.
+/** Invariant 2: event time >= 0.9 x the time the forward's kernels ran (their busy time, the
+ *  union of their intervals, so that concurrent kernels are not counted twice), and <= host wall.
  *  Each comparison is skipped when one side is 0 (not measured). */
 [[nodiscard]] std::vector<flag> check_event_time(nanoseconds event_time,
-                                                 nanoseconds kernel_time_sum,
+                                                 nanoseconds kernel_busy_time,
                                                  nanoseconds host_wall);
 
 }  // namespace kj::profile

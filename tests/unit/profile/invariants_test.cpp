@@ -1,5 +1,6 @@
-// Every invariant of measurement.md that applies to counters, ceilings and device records: a
-// passing case, hand-made violations, and the seed page's exact wrong numbers (anchors.md).
+// Every invariant of docs/measurement-rules.md that applies to counters, ceilings and device
+// records: a passing case, hand-made violations, and the seed page's exact wrong numbers
+// (anchors.md).
 
 #include <gtest/gtest.h>
 
