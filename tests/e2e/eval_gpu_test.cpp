@@ -138,6 +138,10 @@ TEST_F(EvalGpu, HostSyncInForwardIsDetected) {
   EXPECT_EQ(ref["method"], "blocking-kernel+events") << ref.dump();
   EXPECT_NE(ref["note"].get<std::string>().find("no CUDA graph replay"), std::string::npos)
       << ref.dump();
+  // Its CUPTI forward waited for the host too: no event time (null), the reference's a number.
+  const auto& launches = r.result["launches"];
+  EXPECT_TRUE(launches["candidate"]["event_time_ns"].is_null()) << launches.dump(1);
+  EXPECT_TRUE(launches["reference"]["event_time_ns"].is_number()) << launches.dump(1);
   // The same with a draw from the device's generator in every call: after the failed capture
   // the generator must be usable again (kjudge resets it), else the forward raises.
   const auto g = run_eval("problems/level1/softmax.py", "examples/faulty/host_sync_rng.py");
