@@ -324,6 +324,10 @@ class pipeline {
     python::trial_outputs out;
     try {
       native_ms = run_candidate_on_trial();
+      if (m_job.kind == candidate_kind::python) {  // after the candidate: see trial_begin
+        m_events.phase(fmt::format("trial {} {} reference", kind, index));
+        m_session->trial_run_reference();
+      }
       m_events.phase(fmt::format("trial {} {} compare", kind, index));
       out = m_session->trial_finish();
     } catch (const kj::error& e) {

@@ -300,6 +300,11 @@ void session::trial_run_candidate() {
                [&] { return m_impl->harness.attr("trial_run_candidate")(); });
 }
 
+void session::trial_run_reference() {
+  m_impl->call("trial_run_reference",
+               [&] { return m_impl->harness.attr("trial_run_reference")(); });
+}
+
 std::vector<tensor_view> session::trial_native_inputs() {
   return m_impl->call("trial_native_inputs",
                       [&] { return to_views(m_impl->harness.attr("trial_native_inputs")()); });

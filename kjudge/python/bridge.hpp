@@ -127,10 +127,16 @@ class session {
    *  build_models is called again. */
   [[nodiscard]] std::vector<tensor_view> parameters();
 
-  // One correctness trial: begin (inputs + reference) -> candidate (Python or native) -> finish.
+  // One correctness trial: begin (inputs; with a native candidate also the reference, whose
+  // output shapes its buffers take) -> candidate (Python or native) -> with a Python candidate,
+  // the reference -> finish. A Python candidate runs before the reference, so that no output of
+  // the reference for the trial's inputs exists in the interpreter it shares for it to return.
   trial_inputs_info trial_begin(std::uint64_t seed, std::int64_t shape_scale);
   /** Runs the Python candidate on its own clone of the inputs. Throws kj::error(candidate). */
   void trial_run_candidate();
+  /** Runs the reference on its own clone of the inputs (after a Python candidate; trial_begin ran
+   *  it for a native one). Throws kj::error(problem). */
+  void trial_run_reference();
   /** For native candidates: clones of the trial inputs (contiguous) and fresh outputs shaped like
    *  the reference's, filled with NaN (0x5A bytes for integer types). Valid until trial_finish. */
   [[nodiscard]] std::vector<tensor_view> trial_native_inputs();

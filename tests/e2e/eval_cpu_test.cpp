@@ -151,6 +151,15 @@ TEST(EvalCpu, ForgedVerdictIsNotBelieved) {
   EXPECT_TRUE(has_flag(r.result, "unverified_verdict")) << r.result.dump(1);
 }
 
+TEST(EvalCpu, ACandidateFindsNoReferenceOutputToReturn) {
+  // It shares the worker's interpreter with the reference; run before it, it finds nothing.
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/reads_reference.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_EQ(r.result["correctness"]["trials_passed"], 0) << r.result["correctness"].dump();
+}
+
 TEST(EvalCpu, ResultsReplayedDuringTimingAreCaught) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/replays_cache.py", cpu_fast);
