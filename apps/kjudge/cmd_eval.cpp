@@ -1,5 +1,7 @@
 #include <unistd.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -29,6 +31,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/** A finite number in [min, max] (`min` itself excluded when `open_min`). CLI11's number checks
+ *  let NaN through (every comparison with it is false), and a huge --timeout overflowed its
+ *  conversion to milliseconds. */
+CLI::Validator finite_in(double min, double max, bool open_min) {
+  return CLI::Validator(
+      [=](const std::string& text) -> std::string {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || ptr != end || !std::isfinite(v) || v < min ||
+            (open_min && v == min) || v > max)
+          return fmt::format("{} is not a number in {}{}, {}]", text, open_min ? "(" : "[", min,
+                             max);
+        return {};
+      },
+      fmt::format("NUMBER in {}{}, {}]", open_min ? "(" : "[", min, max), "finite_in");
+}
+
 /** The options `eval` and `profile` share. */
 void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
@@ -38,18 +58,18 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--trials", a.trials)->check(CLI::Range(1, 100));
   cmd->add_option("--seed", a.seed);
   cmd->add_option("--shapes", a.shapes)->check(CLI::IsMember({"nominal", "stress"}));
-  cmd->add_option("--atol", a.atol)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--rtol", a.rtol)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--atol", a.atol)->check(finite_in(0, 1e30, false));
+  cmd->add_option("--rtol", a.rtol)->check(finite_in(0, 1e30, false));
   cmd->add_option("--json", a.json_path);
   cmd->add_flag("--precise", a.precise);
-  cmd->add_option("--budget", a.budget_s)->check(CLI::PositiveNumber);
-  cmd->add_option("--target-rse", a.target_rse_pct)->check(CLI::PositiveNumber);
+  cmd->add_option("--budget", a.budget_s)->check(finite_in(0, 86'400, true));
+  cmd->add_option("--target-rse", a.target_rse_pct)->check(finite_in(0, 100, true));
   cmd->add_option("--min-samples", a.min_samples)->check(CLI::Range(2, 1000000));
   cmd->add_flag("--warm", a.warm);
   auto* graph = cmd->add_flag("--graph", a.graph)->disable_flag_override();
   cmd->add_flag("--no-graph", a.no_graph)->excludes(graph)->disable_flag_override();
   cmd->add_flag("--no-timing", a.no_timing);
-  cmd->add_option("--timeout", a.timeout_s)->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", a.timeout_s)->check(finite_in(0, 1e6, true));
   cmd->add_option("--python", a.python);
   cmd->add_option("--cache-dir", a.cache_dir);
   cmd->add_option("--nvcc-flag", a.nvcc_flags)->allow_extra_args(false);
@@ -125,6 +145,8 @@ void check_json_path(const std::string& path) {
   if (path.empty() || path == "-") return;
   const fs::path dir = fs::absolute(path).parent_path();
   std::error_code ec;
+  if (fs::is_directory(path, ec))
+    KJ_THROW(error_kind::usage, "--json {}: is a directory (name a file in it)", path);
   if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
     KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
 }

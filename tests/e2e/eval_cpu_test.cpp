@@ -278,6 +278,22 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(run_raw({"eval", problem, candidate, "--graph", "--no-graph"}).exit_code, 2);
   EXPECT_EQ(run_raw({"eval", problem, candidate, "--graph=false"}).exit_code, 2);
   EXPECT_EQ(run_raw({"eval", problem, candidate, "--no-graph=false"}).exit_code, 2);
+  // Numbers must be finite and in range (NaN passes every comparison; a huge timeout overflowed);
+  // --json must name a file, not a directory (refused before the evaluation runs).
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--timeout", "nan"},
+        {"--timeout", "1e300"},
+        {"--atol", "nan"},
+        {"--rtol", "-1"},
+        {"--budget", "inf"},
+        {"--target-rse", "0"},
+        {"--json", std::filesystem::temp_directory_path().string()}}) {
+    std::vector<std::string> args = {"eval", problem, candidate, "--device", "cpu"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = run_raw(args);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.output;
+    EXPECT_NE(r.output.find(bad[0]), std::string::npos) << r.output;
+  }
 }
 
 TEST(EvalCpu, AskingForTheGpuWithoutOneSaysTheGpuIsNotUsable) {
