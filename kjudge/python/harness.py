@@ -10,6 +10,7 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 """
 
 import importlib.util
+import math
 import os
 import sys
 import time
@@ -124,11 +125,20 @@ def load_problem(path):
 
 
 def tolerance():
-    """Per-problem tolerance override: module constants KJUDGE_ATOL / KJUDGE_RTOL."""
+    """Per-problem tolerance override: module constants KJUDGE_ATOL / KJUDGE_RTOL, each a finite
+    number >= 0 (anything else is the problem's error, named)."""
     out = {}
     for key, name in (("atol", "KJUDGE_ATOL"), ("rtol", "KJUDGE_RTOL")):
         if hasattr(_problem, name):
-            out[key] = float(getattr(_problem, name))
+            value = getattr(_problem, name)
+            try:
+                number = float(value)
+            except (TypeError, ValueError, OverflowError):
+                number = math.nan
+            if not math.isfinite(number) or number < 0:
+                raise ProblemError("%s = %r: a tolerance must be a finite number >= 0"
+                                   % (name, value))
+            out[key] = number
     return out
 
 
@@ -195,9 +205,10 @@ def build_reference(seed):
     global _ref, _params, _init
     try:
         _seed(seed)
-        _init = _to_device(list(_problem.get_init_inputs()))
+        got = _problem.get_init_inputs()
     except BaseException as exc:
         raise ProblemError("get_init_inputs() failed:\n%s" % _format_exception(exc))
+    _init = _to_device(_input_list(got, "get_init_inputs()", flat=False))
     try:
         with torch.no_grad():
             _seed(seed)
@@ -242,14 +253,29 @@ def parameters():
 
 # --- inputs and outputs -------------------------------------------------------------------------
 
+def _input_list(got, what, flat=True):
+    """`what`'s result as a list: a list or tuple (a bare tensor would be split along its first
+    dimension). `flat`: forward inputs, tensors and Python numbers only; nested containers would
+    escape the copies and checks each input gets. Either is the problem's error. Constructor
+    arguments may nest (layer sizes as a list, as in KernelBench's level 3)."""
+    if not isinstance(got, (list, tuple)):
+        raise ProblemError("%s returned a %s, not a list or tuple of inputs"
+                           % (what, type(got).__name__))
+    for i, x in enumerate(got if flat else ()):
+        if isinstance(x, (list, tuple, dict, set)):
+            raise ProblemError("%s item %d is a %s: kjudge passes tensors and Python numbers, "
+                               "not containers of them" % (what, i, type(x).__name__))
+    return list(got)
+
+
 def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
     _kjudge.popcorn_pri.reset(jitter_seed, scale, jitter)
     try:
         _seed(data_seed)
-        inputs = list(_problem.get_inputs())
+        got = _problem.get_inputs()
     except BaseException as exc:
         raise ProblemError("get_inputs() failed:\n%s" % _format_exception(exc))
-    return [_to_device(x) for x in inputs]
+    return [_to_device(x) for x in _input_list(got, "get_inputs()")]
 
 
 def _clone(x):
@@ -269,19 +295,28 @@ def _as_tensor_input(x):
     raise ProblemError("input of type %s cannot be passed to a native candidate" % type(x).__name__)
 
 
+def _number(v, who, error_type):
+    """A Python number output as a float64 tensor (an int too large for one is `who`'s error)."""
+    try:
+        return torch.tensor(v, dtype=torch.float64)
+    except (OverflowError, RuntimeError) as exc:
+        raise error_type("%s returned a Python %s that no float64 holds (%s)"
+                         % (who, type(v).__name__, _first_line(exc)))
+
+
 def _normalise(out, who, error_type):
     """Outputs as a list of tensors: a tensor, a tuple/list of tensors or numbers, or a number."""
     if isinstance(out, torch.Tensor):
         return [out]
     if isinstance(out, (bool, int, float)):
-        return [torch.tensor(out, dtype=torch.float64)]
+        return [_number(out, who, error_type)]
     if isinstance(out, (list, tuple)):
         items = []
         for i, v in enumerate(out):
             if isinstance(v, torch.Tensor):
                 items.append(v)
             elif isinstance(v, (bool, int, float)):
-                items.append(torch.tensor(v, dtype=torch.float64))
+                items.append(_number(v, who, error_type))
             else:
                 raise error_type("%s returned a %s whose item %d is a %s, not a tensor or number"
                                  % (who, type(out).__name__, i, type(v).__name__))

@@ -203,14 +203,30 @@ TEST(EvalCpu, ExceptionInConstructorIsARuntimeError) {
 }
 
 TEST(EvalCpu, BrokenProblemsAreProblemErrors) {
-  for (const char* p :
-       {"problems/broken/syntax_error.py", "problems/broken/missing_get_inputs.py",
-        "problems/broken/raises_in_forward.py", "problems/broken/model_ctor_fails.py"}) {
+  const std::pair<const char*, const char*> problems[] = {
+      {"problems/broken/syntax_error.py", "SyntaxError"},
+      {"problems/broken/missing_get_inputs.py", "get_inputs"},
+      {"problems/broken/raises_in_forward.py", "reference forward failed on purpose"},
+      {"problems/broken/model_ctor_fails.py", "Model(*get_init_inputs())"},
+      {"problems/broken/bare_tensor_inputs.py", "not a list or tuple of inputs"},
+      {"problems/broken/nested_inputs.py", "not containers of them"},
+      {"problems/broken/bad_tolerance.py", "KJUDGE_ATOL = nan"}};
+  for (const auto& [p, says] : problems) {
     const auto r = run_eval(p, "examples/softmax/naive.py", cpu_fast);
     EXPECT_EQ(r.exit_code, 6) << p << "\n" << r.output;
     EXPECT_EQ(r.result["status"], "problem_error") << p;
-    EXPECT_FALSE(r.result["message"].get<std::string>().empty()) << p;
+    EXPECT_NE(r.result["message"].get<std::string>().find(says), std::string::npos)
+        << p << ": " << r.result["message"];
   }
+}
+
+TEST(EvalCpu, ANumberNoFloatHoldsIsTheCandidatesError) {
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/returns_huge_int.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error");
+  EXPECT_NE(r.result["message"].get<std::string>().find("no float64 holds"), std::string::npos)
+      << r.result["message"];
 }
 
 TEST(EvalCpu, RenamedParametersAreCopiedByOrder) {
