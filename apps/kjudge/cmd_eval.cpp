@@ -151,6 +151,17 @@ void check_json_path(const std::string& path) {
     KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
 }
 
+/** The job travels to the worker as JSON, which holds only UTF-8 text: a path or flag that is
+ *  not is refused here (it was an internal error, with no result written). */
+void check_utf8(std::string_view what, const std::string& value) {
+  try {
+    (void)nlohmann::json(value).dump();
+  } catch (const nlohmann::json::type_error&) {
+    KJ_THROW(error_kind::usage,
+             "{}: not valid UTF-8 (kjudge passes it to its worker as JSON text); rename it", what);
+  }
+}
+
 /** A saved profile to compare with: a kjudge.profile/1 document, or an eval result holding one. */
 std::optional<profile::profile_report> read_baseline(const std::string& path) {
   if (path.empty()) return std::nullopt;
@@ -211,6 +222,11 @@ bool use_pool(const eval_args& a) {
 
 int run_eval(const eval_args& a) {
   check_json_path(a.json_path);
+  check_utf8("the problem's path", a.problem);
+  check_utf8("the candidate's path", a.candidate);
+  check_utf8("--python", a.python);
+  check_utf8("--cache-dir", a.cache_dir);
+  for (const auto& flag : a.nvcc_flags) check_utf8("--nvcc-flag", flag);
   if (!a.profile && (!a.baseline_path.empty() || a.summary_only || a.no_counters ||
                      !a.ncu_path.empty() || a.ncu_cache_control != "all"))
     KJ_THROW(error_kind::usage,

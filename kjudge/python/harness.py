@@ -443,23 +443,30 @@ def synchronize_candidate():
 
 
 def _same(a, b):
+    """Whether input `a` still equals its pristine copy `b`. One that changed device, layout or
+    anything torch.equal cannot compare counts as modified."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+        try:
+            return (a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
+                    and bool(torch.equal(a, b)))
+        except BaseException:
+            return False
     return True
+
+
+def _hosts(outs, error_type, whose):
+    """Host copies of one side's outputs; a failure is that side's error."""
+    try:
+        return [_host(t) for t in outs]
+    except BaseException as exc:
+        raise error_type("copying %s outputs failed:\n%s" % (whose, _format_exception(exc)))
 
 
 def trial_finish():
     modified = [i for i, (a, b) in enumerate(zip(_trial["cand_in"], _trial["pristine"]))
                 if not _same(a, b)]
-    try:
-        ref_host = [_host(t) for t in _trial["ref_out"]]
-    except BaseException as exc:
-        raise ProblemError("copying the reference's outputs failed:\n%s" % _format_exception(exc))
-    try:
-        cand_host = [_host(t) for t in _trial["cand_out"]]
-    except BaseException as exc:
-        raise CandidateError("copying the candidate's outputs failed:\n%s"
-                             % _format_exception(exc))
+    ref_host = _hosts(_trial["ref_out"], ProblemError, "the reference's")
+    cand_host = _hosts(_trial["cand_out"], CandidateError, "the candidate's")
     _trial["host"] = (ref_host, cand_host)  # keep the memory alive for the C++ views
     return {
         "reference": [_describe(t) for t in ref_host],
@@ -744,8 +751,10 @@ def timing_check_finish(source):
         cand = _timing_native_outputs
     else:
         cand = _trial["timing_ref_graph_out" if source == "reference_graph" else "timing_cand_out"]
-    ref_host = [_host(t) for t in _trial["timing_ref_out"]]
-    cand_host = [_host(t) for t in cand]
+    ref_host = _hosts(_trial["timing_ref_out"], ProblemError, "the reference's")
+    cand_host = _hosts(cand, ProblemError if source == "reference_graph" else CandidateError,
+                       "the reference graph's" if source == "reference_graph" else
+                       "the candidate's")
     _trial["host"] = (ref_host, cand_host)
     return {
         "reference": [_describe(t) for t in ref_host],

@@ -310,6 +310,14 @@ TEST(EvalCpu, UsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.output;
     EXPECT_NE(r.output.find(bad[0]), std::string::npos) << r.output;
   }
+  // Paths go to the worker as JSON: one that is not UTF-8 is refused (it was an internal error).
+  const auto latin1 = std::filesystem::temp_directory_path() /
+                      ("kjudge_caf\xe9_" + std::to_string(::getpid()) + ".py");
+  std::filesystem::copy_file(problem, latin1, std::filesystem::copy_options::overwrite_existing);
+  const auto u = run_raw({"eval", latin1.string(), candidate, "--device", "cpu"});
+  EXPECT_EQ(u.exit_code, 2) << u.output;
+  EXPECT_NE(u.output.find("not valid UTF-8"), std::string::npos) << u.output;
+  std::filesystem::remove(latin1);
 }
 
 TEST(EvalCpu, AskingForTheGpuWithoutOneSaysTheGpuIsNotUsable) {
