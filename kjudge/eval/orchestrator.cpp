@@ -156,6 +156,11 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.message = fmt::format("the worker {}{}", p.describe(), during);
     }
   }
+  if (p.channel_overflow)
+    r.add_flag("event_channel_overflow", "error",
+               fmt::format("the worker's event channel carried more than {} MiB; the rest was "
+                           "dropped (only a candidate writing into it sends that much)",
+                           so.channel_limit_bytes >> 20));
   if (state.malformed_lines > 0)
     r.add_flag(
         "malformed_events", "warning",

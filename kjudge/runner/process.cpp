@@ -400,8 +400,10 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
             result.output_bytes += chunk.size();
             append_tail(*r.sink, chunk, options.output_tail_bytes);
             if (options.echo_output) write_all_stderr(chunk);
-          } else {
+          } else if (r.sink->size() + chunk.size() <= options.channel_limit_bytes) {
             r.sink->append(chunk);
+          } else {
+            result.channel_overflow = true;  // read on, so the child never blocks, but drop it
           }
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
           r.fd.reset();

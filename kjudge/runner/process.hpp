@@ -26,6 +26,9 @@ struct spawn_options {
   /** When >= 3, the child gets a pipe on this fd whose data is returned whole in
    *  process_result::channel (the worker's result protocol). -1: none. */
   int channel_fd = -1;
+  /** At most this many channel bytes are kept; the rest is read and dropped (a child that floods
+   *  the channel must not exhaust the parent's memory), and channel_overflow says so. */
+  std::size_t channel_limit_bytes = std::size_t{256} << 20;
   /** Extra environment variables (NAME, value) on top of the parent's environment. */
   std::vector<std::pair<std::string, std::string>> env;
   /** Working directory; empty keeps the parent's. */
@@ -44,9 +47,10 @@ enum class exit_kind {
 
 struct process_result {
   exit_kind how = exit_kind::spawn_failed;
-  int exit_code = -1;       ///< when how == exited
-  int signal = 0;           ///< when how == signaled
-  std::string channel;      ///< everything the child wrote to channel_fd
+  int exit_code = -1;             ///< when how == exited
+  int signal = 0;                 ///< when how == signaled
+  std::string channel;            ///< what the child wrote to channel_fd, up to channel_limit_bytes
+  bool channel_overflow = false;  ///< the child wrote more than channel_limit_bytes
   std::string output_tail;  ///< last output_tail_bytes of stdout+stderr, interleaved as written
   std::size_t output_bytes = 0;  ///< total bytes of stdout+stderr seen
   std::chrono::duration<double> wall{0};

@@ -209,6 +209,20 @@ TEST_F(process_test, channel_data_is_returned_whole) {
   }
 }
 
+TEST_F(process_test, a_flooded_channel_is_cut_at_its_limit) {
+  auto options = child({"channel", "3", std::string(100'000, 'c')});
+  options.channel_fd = 3;
+  options.channel_limit_bytes = 1000;
+  auto r = run_process(options);
+  ASSERT_TRUE(r.ok()) << r.describe();  // the child was not blocked: its writes were read
+  EXPECT_TRUE(r.channel_overflow);
+  EXPECT_LE(r.channel.size(), 1000U);
+  options.channel_limit_bytes = 100'000;  // exactly the limit: kept whole
+  r = run_process(options);
+  EXPECT_FALSE(r.channel_overflow);
+  EXPECT_EQ(r.channel.size(), 100'000U);
+}
+
 TEST_F(process_test, only_the_standard_and_channel_fds_reach_the_child) {
   // A descriptor opened without O_CLOEXEC (as another thread might) must not leak either.
   const int stray = ::open("/dev/null", O_RDONLY);
