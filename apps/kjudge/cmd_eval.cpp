@@ -35,18 +35,18 @@ namespace {
  *  let NaN through (every comparison with it is false), and a huge --timeout overflowed its
  *  conversion to milliseconds. */
 CLI::Validator finite_in(double min, double max, bool open_min) {
+  const std::string range = fmt::format("{}{}, {}]", open_min ? "(" : "[", min, max);
   return CLI::Validator(
       [=](const std::string& text) -> std::string {
         double v = 0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (ec != std::errc() || ptr != end || !std::isfinite(v) || v < min ||
-            (open_min && v == min) || v > max)
-          return fmt::format("{} is not a number in {}{}, {}]", text, open_min ? "(" : "[", min,
-                             max);
+        const bool above_min = open_min ? v > min : v >= min;
+        if (ec != std::errc() || ptr != end || !std::isfinite(v) || !above_min || v > max)
+          return fmt::format("{} is not a number in {}", text, range);
         return {};
       },
-      fmt::format("NUMBER in {}{}, {}]", open_min ? "(" : "[", min, max), "finite_in");
+      "NUMBER in " + range, "finite_in");
 }
 
 /** The options `eval` and `profile` share. */

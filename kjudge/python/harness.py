@@ -747,14 +747,13 @@ def timing_check_finish(source):
     candidate's output buffers), "candidate" (ModelNew's, by forward or graph replay) or
     "reference_graph" (the reference's own graph replay)."""
     _timing_check_reference()
-    if source == "native":
-        cand = _timing_native_outputs
+    if source == "reference_graph":
+        cand, error, whose = _trial["timing_ref_graph_out"], ProblemError, "the reference graph's"
     else:
-        cand = _trial["timing_ref_graph_out" if source == "reference_graph" else "timing_cand_out"]
+        cand = _timing_native_outputs if source == "native" else _trial["timing_cand_out"]
+        error, whose = CandidateError, "the candidate's"
     ref_host = _hosts(_trial["timing_ref_out"], ProblemError, "the reference's")
-    cand_host = _hosts(cand, ProblemError if source == "reference_graph" else CandidateError,
-                       "the reference graph's" if source == "reference_graph" else
-                       "the candidate's")
+    cand_host = _hosts(cand, error, whose)
     _trial["host"] = (ref_host, cand_host)
     return {
         "reference": [_describe(t) for t in ref_host],
