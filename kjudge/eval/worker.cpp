@@ -168,6 +168,7 @@ class pipeline {
     } else if (m_job.timing) {
       run_timing();
     }
+    note_candidate_changes(false);  // the timing check's and the recorded forward's
     if (!m_timing_failed.empty()) {
       m_events.final(eval_status::incorrect, m_timing_failed);
       return;
@@ -326,7 +327,7 @@ class pipeline {
       native_ms = run_candidate_on_trial();
       if (m_job.kind == candidate_kind::python) {  // after the candidate: see trial_begin
         m_events.phase(fmt::format("trial {} {} reference", kind, index));
-        m_session->trial_run_reference();
+        m_session->trial_run_reference(seed, scale);
       }
       m_events.phase(fmt::format("trial {} {} compare", kind, index));
       out = m_session->trial_finish();
@@ -343,6 +344,29 @@ class pipeline {
     note_output_flags(t);
     m_events.send({{"trial", t}});
     return t.passed;
+  }
+
+  /** Flags what the Python candidate's code changed of torch's global state since the last
+   *  call (kept to its own calls); see python::session::candidate_changes for `after_timing`. */
+  void note_candidate_changes(bool after_timing) {
+    if (m_job.kind != candidate_kind::python) return;
+    const auto changes = m_session->candidate_changes(after_timing);
+    if (changes.empty()) return;
+    constexpr std::size_t kListed = 16;
+    std::string list;
+    bool by_torch = true;
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+      by_torch = by_torch && changes[i].by_torch;
+      if (i < kListed) list += (list.empty() ? "" : "; ") + changes[i].text;
+    }
+    if (changes.size() > kListed) list += fmt::format("; and {} more", changes.size() - kListed);
+    m_events.flag("candidate_changed_torch_state", by_torch ? "info" : "warning",
+                  std::string(by_torch ? "torch's own code, run by the candidate's (as "
+                                         "torch.compile does), replaced functions of torch"
+                                       : "the candidate's code changed torch's global state") +
+                      "; kjudge kept each change to the candidate's own calls, and the reference "
+                      "ran without them: " +
+                      list);
   }
 
   void note_output_flags(const trial_result& t) {
@@ -383,6 +407,7 @@ class pipeline {
           stress_failed +=
               run_trial("stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale) ? 0
                                                                                              : 1;
+      note_candidate_changes(false);
       if (passed < m_job.trials) {
         m_events.final(eval_status::incorrect,
                        fmt::format("{} of {} trials failed", m_job.trials - passed, m_job.trials));
@@ -431,6 +456,7 @@ class pipeline {
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
+    note_candidate_changes(true);
     // A device figure that replayed a side's CUDA graphs: they are checked as well.
     const auto replayed = [](const measure::side_result& s) {
       return s.device.method == measure::graph_device_method;
@@ -565,8 +591,8 @@ class pipeline {
   };
 
   /** The reference's and candidate's outputs of a check, compared; why they differ or "". */
-  std::string differences(python::session::check_source source) {
-    const auto out = m_session->timing_check_finish(source);
+  std::string differences(python::session::check_source source, std::size_t sample) {
+    const auto out = m_session->timing_check_finish(source, sample);
     std::vector<output_check> checks;
     std::string error;
     if (compare_outputs(out, checks, error,
@@ -601,7 +627,7 @@ class pipeline {
         if (graph && reference_graphs && out.reference.empty()) {
           m_events.phase(fmt::format("timing check {} reference graph replay", i));
           m_session->timing_check_reference_graph(sample);
-          if (const auto e = differences(source::reference_graph); !e.empty())
+          if (const auto e = differences(source::reference_graph, sample); !e.empty())
             out.reference = fmt::format(
                 "after timing, on fresh (rescaled) inputs of set {}, a replay of the reference's "
                 "CUDA graph (which its device figure timed) does not match its forward ({}): "
@@ -616,8 +642,8 @@ class pipeline {
         } else {
           run_candidate_once(native_outputs, k);
         }
-        const auto e =
-            differences(m_job.kind == candidate_kind::native ? source::native : source::candidate);
+        const auto e = differences(
+            m_job.kind == candidate_kind::native ? source::native : source::candidate, sample);
         if (e.empty()) continue;
         out.candidate =
             graph ? fmt::format(

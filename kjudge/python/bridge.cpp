@@ -300,9 +300,9 @@ void session::trial_run_candidate() {
                [&] { return m_impl->harness.attr("trial_run_candidate")(); });
 }
 
-void session::trial_run_reference() {
+void session::trial_run_reference(std::uint64_t seed, std::int64_t shape_scale) {
   m_impl->call("trial_run_reference",
-               [&] { return m_impl->harness.attr("trial_run_reference")(); });
+               [&] { return m_impl->harness.attr("trial_run_reference")(seed, shape_scale); });
 }
 
 std::vector<tensor_view> session::trial_native_inputs() {
@@ -473,12 +473,23 @@ void session::timing_check_reference_graph(std::size_t sample) {
                [&] { return m_impl->harness.attr("timing_check_reference_graph")(sample); });
 }
 
-trial_outputs session::timing_check_finish(check_source source) {
+trial_outputs session::timing_check_finish(check_source source, std::size_t sample) {
   const char* name = source == check_source::native      ? "native"
                      : source == check_source::candidate ? "candidate"
                                                          : "reference_graph";
   return m_impl->call("timing_check_finish", [&] {
-    return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name));
+    return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name, sample));
+  });
+}
+
+std::vector<state_change> session::candidate_changes(bool after_timing) {
+  return m_impl->call("candidate_changes", [&] {
+    std::vector<state_change> out;
+    for (const auto& item : m_impl->harness.attr("candidate_changes")(after_timing)) {
+      const auto pair = item.cast<py::tuple>();
+      out.push_back({pair[0].cast<std::string>(), pair[1].cast<bool>()});
+    }
+    return out;
   });
 }
 

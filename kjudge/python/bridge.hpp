@@ -68,6 +68,13 @@ struct trial_outputs {
   double reference_ms = 0, candidate_ms = 0;
 };
 
+/** One change a Python candidate made to torch's global state (harness.py, "the candidate's
+ *  reach"). */
+struct state_change {
+  std::string text;       ///< e.g. "torch.backends.cuda.matmul.allow_tf32: False -> True"
+  bool by_torch = false;  ///< a binding replaced by torch's own code (torch.compile does)
+};
+
 struct trial_inputs_info {
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<std::string> dtypes;
@@ -134,9 +141,11 @@ class session {
   trial_inputs_info trial_begin(std::uint64_t seed, std::int64_t shape_scale);
   /** Runs the Python candidate on its own clone of the inputs. Throws kj::error(candidate). */
   void trial_run_candidate();
-  /** Runs the reference on its own clone of the inputs (after a Python candidate; trial_begin ran
-   *  it for a native one). Throws kj::error(problem). */
-  void trial_run_reference();
+  /** After a Python candidate (trial_begin ran it for a native one): runs the reference on the
+   *  trial's inputs drawn again from `seed` and `shape_scale` (trial_begin's), checked against
+   *  the pristine copy. Throws kj::error(problem), or kj::error(candidate) when the candidate
+   *  changed that copy. */
+  void trial_run_reference(std::uint64_t seed, std::int64_t shape_scale);
   /** For native candidates: clones of the trial inputs (contiguous) and fresh outputs shaped like
    *  the reference's, filled with NaN (0x5A bytes for integer types). Valid until trial_finish. */
   [[nodiscard]] std::vector<tensor_view> trial_native_inputs();
@@ -173,7 +182,16 @@ class session {
   void timing_check_reference_graph(std::size_t sample);
   /** Whose outputs timing_check_finish compares with the reference's forward. */
   enum class check_source { native, candidate, reference_graph };
-  trial_outputs timing_check_finish(check_source source);
+  /** The reference's forward on the rewrite for `sample` (timing_check_begin's) against
+   *  `source`'s outputs, both on the host. */
+  trial_outputs timing_check_finish(check_source source, std::size_t sample);
+
+  /** What a Python candidate's code changed of torch's global state (settings, namespace
+   *  bindings) since the last call; kjudge keeps each change to the candidate's own calls.
+   *  `after_timing`: the timed samples are over; a change made during them, which the
+   *  reference's samples may have run under, throws kj::error(candidate), as does a change to
+   *  what the reference runs with. Empty for a native candidate. */
+  [[nodiscard]] std::vector<state_change> candidate_changes(bool after_timing);
   /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */
   [[nodiscard]] std::vector<tensor_view> timing_native_inputs(std::size_t set);
   [[nodiscard]] std::vector<tensor_view> timing_native_outputs();

@@ -9,12 +9,15 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 (torch or the device is unusable). bridge.cpp maps them onto kj::error kinds.
 """
 
+import builtins
 import importlib.util
 import math
 import os
+import random
 import sys
 import time
 import traceback
+import types
 
 import torch
 
@@ -145,8 +148,11 @@ def tolerance():
 def load_candidate(path):
     global _candidate
     start = time.perf_counter()
+    _reach.arm()
     try:
-        module = _exec_file(path, "kjudge_candidate")
+        module = _as_candidate(lambda: _exec_file(path, "kjudge_candidate"))
+    except CandidateError:
+        raise
     except BaseException as exc:
         raise CandidateError("candidate %s failed to build or import:\n%s"
                              % (path, _format_exception(exc, limit=400)))
@@ -168,6 +174,10 @@ def _to_device(x):
 
 def _seed(seed):
     torch.manual_seed(seed)  # seeds every device too
+    random.seed(seed)  # for get_inputs() that draw with Python's random or NumPy's
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % (1 << 32))
 
 
 def _copy_weights(ref, cand):
@@ -220,6 +230,7 @@ def build_reference(seed):
     _params = [v.detach().clone(memory_format=torch.contiguous_format) for v in state.values()]
     _param_names.clear()
     _param_names.extend(state.keys())
+    _reach.watch_reference()
 
 
 def build_candidate(seed):
@@ -230,17 +241,27 @@ def build_candidate(seed):
     if _candidate is None:
         _cand = None
         return "native"
-    try:
+
+    def construct():
         with torch.no_grad():
             _seed(seed)
-            _cand = _candidate.ModelNew(*_init).to(DEVICE).eval()
+            return _candidate.ModelNew(*_init).to(DEVICE).eval()
+
+    try:
+        _cand = _as_candidate(construct)
+    except CandidateError:
+        raise
     except BaseException as exc:
         raise CandidateError("ModelNew(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
     try:
-        return _copy_weights(_ref, _cand)
+        method = _as_candidate(lambda: _copy_weights(_ref, _cand))
+    except CandidateError:
+        raise
     except BaseException as exc:
         raise CandidateError("copying the reference's weights into ModelNew failed:\n%s"
                              % _format_exception(exc))
+    _reach.seal()
+    return method
 
 
 _param_names = []
@@ -367,28 +388,502 @@ def _input_info(inputs):
     return {"shapes": shapes, "dtypes": dtypes, "jitter": jitter}
 
 
+# --- the candidate's reach ----------------------------------------------------------------------
+#
+# A Python candidate shares this interpreter with the reference and with this harness. What its
+# code changes there is kept to its own calls, or caught:
+# - torch's global settings (_SETTINGS: TF32 and reduced-precision matmul, cuDNN, SDPA backends,
+#   default dtype and device, determinism, CPU threads, global module hooks) and the public
+#   bindings of torch's namespaces, torch.nn's module classes and builtins: each side runs under
+#   its own. Outside the candidate's code the reference's are in force (those found when the
+#   candidate's code was last entered); what the candidate changed is put back for each of its
+#   calls and reported (flag candidate_changed_torch_state), never shared with the reference.
+#   Found after timing instead, a change is the candidate's error: the reference's samples may
+#   have run under it.
+# - this harness's bindings, the problem module's and its classes', the reference model (its
+#   modules, their attributes, parameters, buffers and hooks, by identity; its parameters' values)
+#   and torch's mode stacks: changed by the candidate's code, they are the candidate's error.
+# - outputs are copied to the host, and must come back as plain tensors, before the candidate's
+#   call returns to the harness: nothing its objects do later (a tensor subclass's
+#   __torch_function__ once the reference has run) can change what is compared.
+# What stays out of reach of these checks (threads the candidate starts, memory it writes through
+# ctypes, dispatcher kernels it registers) is why the verdict is formed in another process.
+
+_ABSENT = object()
+_UNREADABLE = object()
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_set_default_device = getattr(torch, "set_default_device", None)
+_equal = torch.equal
+
+
+def _under_torch(path):
+    obj = torch
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _attribute_setting(owner_path, name):
+    owner = _under_torch(owner_path)
+    if owner is None:
+        return None
+    return ("torch.%s.%s" % (owner_path, name), lambda: getattr(owner, name),
+            lambda v: setattr(owner, name, v))
+
+
+def _call_setting(get_path, set_path):
+    get, put = _under_torch(get_path), _under_torch(set_path)
+    if get is None or put is None:
+        return None
+    return ("torch.%s()" % get_path, get, put)
+
+
+def _determinism():
+    return (torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled())
+
+
+def _set_determinism(v):
+    torch.use_deterministic_algorithms(v[0], warn_only=v[1])
+
+
+def _default_device():
+    """The device set_default_device installed (None: none, tensors default to the CPU)."""
+    context = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    return None if context is None else context.device
+
+
+_HOOKS = None  # torch.nn.modules.module, whose _global_* dicts hold hooks every module runs
+
+
+def _global_hooks():
+    return tuple((k, tuple(v.items())) for k, v in sorted(vars(_HOOKS).items())
+                 if k.startswith("_global_") and isinstance(v, dict))
+
+
+def _set_global_hooks(v):
+    for k, items in v:
+        d = getattr(_HOOKS, k)
+        d.clear()
+        d.update(items)
+
+
+def _settings_table():
+    """(label, get, set) for each global setting this torch has whose getter works. Ordered so
+    that applying them in turn lands where asked: the newer fp32_precision switches outermost
+    first, then the older flags that alias them."""
+    global _HOOKS
+    rows = [_attribute_setting(owner, "fp32_precision") for owner in (
+        "backends", "backends.cuda.matmul", "backends.cudnn", "backends.cudnn.conv",
+        "backends.cudnn.rnn", "backends.mkldnn", "backends.mkldnn.matmul",
+        "backends.mkldnn.conv", "backends.mkldnn.rnn")]
+    rows += [_attribute_setting("backends.cuda.matmul", name) for name in (
+        "allow_tf32", "allow_fp16_reduced_precision_reduction",
+        "allow_bf16_reduced_precision_reduction", "allow_fp16_accumulation")]
+    rows += [_attribute_setting("backends.cudnn", name) for name in (
+        "allow_tf32", "enabled", "benchmark", "benchmark_limit", "deterministic")]
+    rows.append(_attribute_setting("backends.mkldnn", "enabled"))
+    rows += [_call_setting(get, put) for get, put in (
+        ("get_float32_matmul_precision", "set_float32_matmul_precision"),
+        ("get_default_dtype", "set_default_dtype"),
+        ("get_num_threads", "set_num_threads"),
+        ("backends.cuda.flash_sdp_enabled", "backends.cuda.enable_flash_sdp"),
+        ("backends.cuda.mem_efficient_sdp_enabled", "backends.cuda.enable_mem_efficient_sdp"),
+        ("backends.cuda.math_sdp_enabled", "backends.cuda.enable_math_sdp"),
+        ("backends.cuda.cudnn_sdp_enabled", "backends.cuda.enable_cudnn_sdp"),
+        ("backends.cuda.preferred_linalg_library", "backends.cuda.preferred_linalg_library"),
+        ("backends.cuda.preferred_blas_library", "backends.cuda.preferred_blas_library"),
+        ("backends.mha.get_fastpath_enabled", "backends.mha.set_fastpath_enabled"))]
+    rows.append(("torch.are_deterministic_algorithms_enabled()", _determinism, _set_determinism))
+    if _set_default_device is not None and hasattr(torch, "_GLOBAL_DEVICE_CONTEXT"):
+        rows.append(("torch.get_default_device()", _default_device, _set_default_device))
+    _HOOKS = _under_torch("nn.modules.module")
+    if _HOOKS is not None:
+        rows.append(("torch.nn.modules.module global hooks", _global_hooks, _set_global_hooks))
+    table = []
+    for row in rows:
+        if row is None:
+            continue
+        try:
+            row[1]()
+        except Exception:
+            continue
+        table.append(row)
+    return table
+
+
+def _read(get):
+    try:
+        return get()
+    except Exception:  # torch refuses to read some after a mix of old and new precision APIs
+        return _UNREADABLE
+
+
+def _same_value(a, b):
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _show(v):
+    if v is _ABSENT:
+        return "(absent)"
+    if v is _UNREADABLE:
+        return "(unreadable)"
+    if callable(v):
+        name = getattr(v, "__qualname__", None) or type(v).__name__
+        module = getattr(v, "__module__", None)
+        return "%s.%s" % (module, name) if module else name
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _public(space):
+    """The bindings of a namespace that a forward may reach: public and dunder names."""
+    return {k: v for k, v in vars(space).items()
+            if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))}
+
+
+def _by_torch(v):
+    """Whether `v` is code from torch's own files (torch.compile's dynamo replaces a few of its
+    functions with such wrappers): reported as info, not as a warning."""
+    code = getattr(v, "__code__", None)
+    return code is not None and os.path.abspath(code.co_filename).startswith(_TORCH_DIR)
+
+
+def _mode_stacks():
+    """torch's function modes other than set_default_device's, and its dispatch modes, by
+    identity (([], []) in a torch without these accessors)."""
+    c = torch._C
+    if not all(hasattr(c, n) for n in ("_len_torch_function_stack", "_get_function_stack_at",
+                                       "_len_torch_dispatch_stack", "_get_dispatch_stack_at")):
+        return ([], [])
+    device_context = getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
+    functions = [c._get_function_stack_at(i) for i in range(c._len_torch_function_stack())]
+    dispatch = [c._get_dispatch_stack_at(i) for i in range(c._len_torch_dispatch_stack())]
+    return ([id(m) for m in functions if m is not device_context], [id(m) for m in dispatch])
+
+
+def _model_fingerprint(model):
+    """The reference model by identity: each module, its attributes, and the entries of its
+    parameter, buffer, submodule and hook dicts."""
+    out = []
+    for name, m in model.named_modules(remove_duplicate=False):
+        attrs, dicts = [], []
+        for k, v in vars(m).items():
+            if isinstance(v, dict):
+                dicts.append((k, tuple((kk, id(vv)) for kk, vv in v.items())))
+            else:
+                attrs.append((k, id(v)))
+        out.append((name, id(m), type(m), tuple(sorted(attrs)), tuple(sorted(dicts))))
+    return out
+
+
+class _Reach:
+    """The reference's and the candidate's torch state, and the checks on the candidate's reach
+    (see above). Armed for a Python candidate only: a native one runs no Python."""
+
+    def __init__(self):
+        self.armed = False
+        self.table = []
+        self.spaces = []           # (label, namespace)
+        self.ref_settings = {}     # label -> value, the reference's
+        self.ref_bindings = []     # per namespace: name -> value, the reference's
+        self.cand_settings = {}    # label -> value: what the candidate changed
+        self.overlay = {}          # (namespace index, name) -> value or _ABSENT: the same
+        self.active = "reference"
+        self.changes = []          # (text, by torch's own code), in the order found
+        self.reported = 0
+        self.during_timing = []
+        self.sealed = None         # this harness's bindings once both models were built
+        self.fingerprint = None    # the reference model's, once built
+        self.entered = None        # what enter() saw: problem bindings, mode stacks, globals
+
+    def arm(self):
+        self.armed = True
+        self.table = _settings_table()
+        spaces = [("builtins", builtins), ("torch", torch), ("torch.Tensor", torch.Tensor),
+                  ("torch.nn.functional", torch.nn.functional), ("torch.nn.Module", torch.nn.Module)]
+        for name in ("linalg", "fft", "special", "cuda", "nn.init"):
+            space = _under_torch(name)
+            if space is not None:
+                spaces.append(("torch." + name, space))
+        for name, cls in sorted(vars(torch.nn).items()):
+            if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
+                    and cls is not torch.nn.Module):
+                spaces.append(("torch.nn." + name, cls))
+        self.spaces = spaces
+
+    def _settings(self):
+        return {label: _read(get) for label, get, _ in self.table}
+
+    def _apply(self, wanted):
+        """Sets each setting in `wanted` (label -> value) that differs; twice when aliases
+        interfere. Returns the labels that still differ."""
+        for _ in range(2):
+            missed = []
+            for label, get, put in self.table:
+                want = wanted.get(label, _UNREADABLE)
+                if want is _UNREADABLE or _same_value(_read(get), want):
+                    continue
+                try:
+                    put(want)
+                except Exception:
+                    pass
+                missed.append(label)
+            if not missed:
+                return []
+        return [label for label, get, _ in self.table
+                if wanted.get(label, _UNREADABLE) is not _UNREADABLE
+                and not _same_value(_read(get), wanted[label])]
+
+    def _bind(self, key, value):
+        space = self.spaces[key[0]][1]
+        if value is _ABSENT:
+            if key[1] in vars(space):
+                delattr(space, key[1])
+        else:
+            setattr(space, key[1], value)
+
+    def _note(self, text, by_torch=False):
+        self.changes.append((text, by_torch))
+
+    def use(self, side):
+        """Puts `side`'s state in force (before a timed sample: prepare()). Back to the
+        reference, a setting found changed that the candidate had not changed before is noted
+        for the check after timing."""
+        if not self.armed or side == self.active:
+            return
+        if side == "candidate":
+            if self.cand_settings:
+                self._apply(self.cand_settings)
+            for key, value in self.overlay.items():
+                self._bind(key, value)
+        else:
+            differ = False
+            for label, value in self._settings().items():
+                was = self.ref_settings.get(label, _UNREADABLE)
+                if _same_value(value, was):
+                    continue
+                differ = True
+                if not (label in self.cand_settings
+                        and _same_value(value, self.cand_settings[label])):
+                    self.during_timing.append("%s: %s -> %s" % (label, _show(was), _show(value)))
+            missed = self._apply(self.ref_settings) if differ else []
+            for key in self.overlay:
+                self._bind(key, self.ref_bindings[key[0]].get(key[1], _ABSENT))
+            if missed:
+                raise CandidateError("the candidate changed torch's %s and kjudge could not set "
+                                     "it back for the reference" % ", ".join(missed))
+        self.active = side
+
+    def enter(self):
+        """Before the candidate's code: the reference's state as it stands, then the
+        candidate's put in force."""
+        if not self.armed:
+            return
+        self.use("reference")
+        self.ref_settings = self._settings()
+        self.ref_bindings = [_public(space) for _, space in self.spaces]
+        problem = (_class_bindings(_problem) if _problem is not None else None)
+        self.entered = (problem, _mode_stacks(), dict(globals()))
+        self.use("candidate")
+
+    def leave(self):
+        """After the candidate's code (also when it raised): what it changed is noted and kept
+        for its next call, the reference's state restored, and the reference checked."""
+        if not self.armed:
+            return
+        now = self._settings()
+        for label, value in now.items():
+            if value is _UNREADABLE:
+                continue  # an alias of a newer switch, which shows the change
+            expected = self.cand_settings.get(label, self.ref_settings.get(label, _UNREADABLE))
+            if not _same_value(value, expected):
+                self.cand_settings[label] = value
+                self._note("%s: %s -> %s" % (label, _show(self.ref_settings.get(label,
+                                                                                _UNREADABLE)),
+                                             _show(value)))
+        for i, (label, space) in enumerate(self.spaces):
+            ref = self.ref_bindings[i]
+            cur = _public(space)
+            for name in set(ref) | set(cur):
+                key = (i, name)
+                expected = self.overlay.get(key, ref.get(name, _ABSENT))
+                value = cur.get(name, _ABSENT)
+                if value is expected or isinstance(value, types.ModuleType) or isinstance(
+                        expected, types.ModuleType):
+                    continue
+                if value is ref.get(name, _ABSENT):  # put back as the reference has it
+                    self.overlay.pop(key, None)
+                    continue
+                self.overlay[key] = value
+                what = ("removed" if value is _ABSENT else "added: " + _show(value)
+                        if name not in ref else "replaced by " + _show(value))
+                self._note("%s.%s %s" % (label, name, what), _by_torch(value))
+        self.active = "candidate"
+        self.use("reference")
+        self._check_reference("code")
+
+    def watch_reference(self):
+        """The reference model just built: checked from here on (parameters against _params)."""
+        if self.armed:
+            self.fingerprint = _model_fingerprint(_ref)
+
+    def seal(self):
+        """Both models built: this harness's bindings are final from here on."""
+        self.sealed = dict(globals())
+
+    def _check_reference(self, when):
+        """Raises CandidateError naming what the candidate's `when` ("code": the call just
+        left; "timed calls") changed on the reference's side since enter() or seal()."""
+        found = []
+        harness = self.sealed if self.sealed is not None else (self.entered or (None,) * 3)[2]
+        if harness is not None:
+            now = globals()
+            found += ["kjudge_harness.%s" % k for k in set(harness) | set(now)
+                      if now.get(k, _ABSENT) is not harness.get(k, _ABSENT)]
+        if self.entered is not None and when == "code":
+            problem, stacks, _ = self.entered
+            if problem is not None:
+                now = _class_bindings(_problem)
+                found += ["the problem's %s" % k for k in set(problem) | set(now)
+                          if now.get(k, _ABSENT) is not problem.get(k, _ABSENT)]
+            now_stacks = _mode_stacks()
+            if now_stacks[0] != stacks[0]:
+                found.append("torch's function mode stack (a TorchFunctionMode left active)")
+            if now_stacks[1] != stacks[1]:
+                found.append("torch's dispatch mode stack (a TorchDispatchMode left active)")
+        if self.fingerprint is not None:
+            if _model_fingerprint(_ref) != self.fingerprint:
+                found.append("the reference model (a module, attribute, parameter, buffer or "
+                             "hook of it)")
+            else:
+                originals = dict(zip(_param_names, _params))
+                for name, p in _ref.named_parameters():
+                    if name in originals and not _equal(p.detach(), originals[name]):
+                        found.append("the values of the reference's parameter %s" % name)
+        if found:
+            raise CandidateError("the candidate's %s changed what the reference runs with: %s"
+                                 % (when, "; ".join(sorted(found)[:8])))
+
+    def after_timing(self):
+        """After the timed samples: the reference's state back in force; a change to it made
+        during timing is the candidate's error."""
+        if not self.armed:
+            return
+        self.use("reference")
+        for i, (label, space) in enumerate(self.spaces):
+            ref = self.ref_bindings[i]
+            cur = _public(space)
+            for name in set(ref) | set(cur):
+                value = cur.get(name, _ABSENT)
+                if value is ref.get(name, _ABSENT) or isinstance(value, types.ModuleType):
+                    continue
+                self.during_timing.append("%s.%s replaced by %s" % (label, name, _show(value)))
+                self._bind((i, name), ref.get(name, _ABSENT))
+        if self.during_timing:
+            changed, self.during_timing = self.during_timing, []
+            raise CandidateError("the candidate changed torch's global state while it was timed "
+                                 "(%s): the reference's samples may have run under it"
+                                 % "; ".join(changed[:8]))
+        self._check_reference("timed calls")
+
+    def new_changes(self):
+        """The changes noted since the last call: (text, by torch's own code)."""
+        out = self.changes[self.reported:]
+        self.reported = len(self.changes)
+        return out
+
+
+def _class_bindings(module):
+    """A module's bindings, and those of the classes it defines, by identity."""
+    out = {}
+    for k, v in vars(module).items():
+        out[k] = v
+        if isinstance(v, type) and v.__module__ == module.__name__:
+            for kk, vv in vars(v).items():
+                out["%s.%s" % (k, kk)] = vv
+    return out
+
+
+_reach = _Reach()
+
+
+def _as_candidate(fn):
+    """fn() (the candidate's code) under the candidate's state; see _Reach. When fn raised, its
+    error is the one reported (a sticky CUDA error it left would fail the checks after it too);
+    otherwise a check that cannot run after it is the candidate's error."""
+    _reach.enter()
+    try:
+        out = fn()
+    except BaseException:
+        try:
+            _reach.leave()
+        except BaseException:
+            pass
+        raise
+    try:
+        _reach.leave()
+    except CandidateError:
+        raise
+    except BaseException as exc:
+        raise CandidateError("after the candidate's code ran, kjudge could not check what it "
+                             "changed:\n%s" % _format_exception(exc))
+    return out
+
+
+def candidate_changes(after_timing):
+    """[(text, by_torch)] of the candidate's changes to torch's state noted since the last call.
+    after_timing: the timed samples are over (see _Reach.after_timing)."""
+    if after_timing:
+        _reach.after_timing()
+    return _reach.new_changes()
+
+
 # --- correctness trials -------------------------------------------------------------------------
 
 def trial_begin(seed, scale):
-    """The trial's inputs, one copy per side. The reference runs here only for a native candidate
-    (its output buffers take the reference's shapes); for a Python candidate, trial_run_reference
-    runs it after the candidate: the candidate shares this interpreter, and while it runs no
-    output of the reference for these inputs exists for it to find and hand back."""
+    """The trial's inputs. For a native candidate, one copy per side, and the reference runs here
+    (its output buffers take the reference's shapes). For a Python candidate, only the
+    candidate's copy and a pristine one: trial_run_reference draws the reference's inputs again
+    after the candidate ran, so nothing the candidate's code did to objects it could reach (the
+    reference's inputs or outputs among them) reaches the reference."""
     _trial.clear()
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
-    _trial["pristine"] = [_clone(x) for x in inputs]
+    _trial["pristine"] = inputs
     _trial["cand_in"] = [_clone(x) for x in inputs]
-    _trial["ref_in"] = [_clone(x) for x in inputs]
     _trial["shapes"] = info["shapes"]
     _trial["cand_ms"] = 0.0
     if _candidate is None:
-        trial_run_reference()
+        _run_reference([_clone(x) for x in inputs])
     return info
 
 
-def trial_run_reference():
-    ref_in = _trial.pop("ref_in")
+def trial_run_reference(seed, scale):
+    """After a Python candidate: the reference on the trial's inputs drawn again (seed, scale as
+    trial_begin had them). They must equal the pristine copy: if a third draw matches the second,
+    the candidate changed that copy; if not, get_inputs() is not reproducible under a seed."""
+    again = _make_inputs(seed, seed, scale)
+    if not all(_same(a, b) for a, b in zip(again, _trial["pristine"])):
+        third = _make_inputs(seed, seed, scale)
+        if all(_same(a, b) for a, b in zip(third, again)):
+            raise CandidateError("the candidate changed kjudge's pristine copy of the trial's "
+                                 "inputs")
+        raise ProblemError("get_inputs() gave different values for the same seed (trial inputs "
+                           "%s): kjudge draws each side's inputs from the seed and needs them "
+                           "reproducible (use torch's random functions)" % (_trial["shapes"],))
+    _trial["pristine"] = again
+    _run_reference([_clone(x) for x in again])
+
+
+def _run_reference(ref_in):
     try:
         start = time.perf_counter()
         with torch.no_grad():
@@ -401,16 +896,40 @@ def trial_run_reference():
     _trial["ref_out"] = _normalise(out, "Model.forward", ProblemError)
 
 
+def _plain_hosts(hosts, who):
+    """The candidate's host copies, checked outside its code: each a plain torch.Tensor in host
+    memory (a subclass's methods would be the candidate's code running after the reference)."""
+    for i, h in enumerate(hosts):
+        if type(h) is not torch.Tensor or h.device.type != "cpu":
+            raise CandidateError("%s output %d is a %s on %s, not a plain torch.Tensor: kjudge "
+                                 "judges plain tensors" % (who, i, type(h).__name__,
+                                                           getattr(h, "device", "?")))
+    return hosts
+
+
+def _candidate_outputs(call, who):
+    """call() (the candidate's forward, or its graph's replay), synchronised, its outputs copied
+    to the host, all under the candidate's state; returns (host copies, ms)."""
+    def run():
+        try:
+            start = time.perf_counter()
+            with torch.no_grad():
+                out = call()
+            synchronize()
+            ms = (time.perf_counter() - start) * 1e3
+        except CandidateError:
+            raise
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt included
+            raise CandidateError("%s raised:\n%s" % (who, _format_exception(exc)))
+        return _hosts(_normalise(out, who, CandidateError), CandidateError, "the candidate's"), ms
+
+    hosts, ms = _as_candidate(run)
+    return _plain_hosts(hosts, who), ms
+
+
 def trial_run_candidate():
-    try:
-        start = time.perf_counter()
-        with torch.no_grad():
-            out = _cand(*_trial["cand_in"])
-        synchronize()
-        _trial["cand_ms"] = (time.perf_counter() - start) * 1e3
-    except BaseException as exc:  # SystemExit and KeyboardInterrupt included: the candidate's
-        raise CandidateError("ModelNew.forward raised:\n%s" % _format_exception(exc))
-    _trial["cand_out"] = _normalise(out, "ModelNew.forward", CandidateError)
+    _trial["cand_host"], _trial["cand_ms"] = _candidate_outputs(
+        lambda: _cand(*_trial["cand_in"]), "ModelNew.forward")
 
 
 def trial_native_inputs():
@@ -466,7 +985,8 @@ def trial_finish():
     modified = [i for i, (a, b) in enumerate(zip(_trial["cand_in"], _trial["pristine"]))
                 if not _same(a, b)]
     ref_host = _hosts(_trial["ref_out"], ProblemError, "the reference's")
-    cand_host = _hosts(_trial["cand_out"], CandidateError, "the candidate's")
+    cand_host = (_trial["cand_host"] if "cand_host" in _trial
+                 else _hosts(_trial["cand_out"], CandidateError, "the candidate's"))
     _trial["host"] = (ref_host, cand_host)  # keep the memory alive for the C++ views
     return {
         "reference": [_describe(t) for t in ref_host],
@@ -499,6 +1019,7 @@ def timing_setup(max_sets, data_seed, byte_budget):
     """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
     in byte_budget (counting the pristine base and one working copy per side), at least 2 and at
     most max_sets."""
+    _reach.use("reference")
     _timing_base.clear()
     _timing_work["reference"] = []
     _timing_work["candidate"] = []
@@ -535,12 +1056,16 @@ def _factor(sample):
 
 
 def refresh(which, sample):
-    """Rewrites `which`'s working copy of set sample % K from its base; returns the set index."""
+    """Rewrites `which`'s working copy of set sample % K from its base; returns the set index.
+    Arguments that are not tensors are set again from the base too."""
     k = sample % len(_timing_base)
     f = _factor(sample)
-    for dst, src in zip(_timing_work[which][k], _timing_base[k]):
-        if isinstance(src, torch.Tensor) and src.is_floating_point():
-            torch.mul(src, f, out=dst)
+    work = _timing_work[which][k]
+    for i, src in enumerate(_timing_base[k]):
+        if not isinstance(src, torch.Tensor):
+            work[i] = src
+        elif src.is_floating_point():
+            torch.mul(src, f, out=work[i])
     return k
 
 
@@ -554,6 +1079,7 @@ def make_runner(which):
     current = [0]
 
     def prepare(sample):
+        _reach.use(which)
         current[0] = refresh(which, sample)
 
     def run():
@@ -561,6 +1087,12 @@ def make_runner(which):
             model(*sets[current[0]])
 
     def capture(stream_handle):
+        if which == "candidate":
+            return _as_candidate(lambda: capture_side(stream_handle))
+        _reach.use("reference")
+        return capture_side(stream_handle)
+
+    def capture_side(stream_handle):
         # On kjudge's blocking stream (stream_handle): a launch on the legacy default stream
         # during capture then fails it instead of escaping the graph. One memory pool for the
         # side's graphs: they replay one at a time, and timing never reads their outputs. The
@@ -677,24 +1209,25 @@ def timing_native_outputs():
 
 def timing_check_begin(sample):
     """Refreshes both sides' copies for `sample`; returns the set index. The reference's forward
-    on its copy runs later (_timing_check_reference), after the candidate's, as in a trial."""
+    runs later (timing_check_finish), after the candidate's, as in a trial."""
     k = refresh("reference", sample)
     refresh("candidate", sample)
     for t in _timing_native_outputs:  # a native candidate must write them again
         _poison(t)
-    _trial.pop("timing_ref_out", None)
-    _trial["timing_set"] = k
+    for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
+        _trial.pop(key, None)
     return k
 
 
-def _timing_check_reference():
-    """The reference's forward on the copy timing_check_begin rewrote, once per check."""
-    if "timing_ref_out" in _trial:
-        return
+def _timing_check_reference(sample):
+    """The reference's forward (normalised outputs) on its copy rewritten for `sample`, again:
+    whatever ran since timing_check_begin cannot change what it computes on."""
+    _reach.use("reference")
+    k = refresh("reference", sample)
     try:
         with torch.no_grad():
-            out = _ref(*_timing_work["reference"][_trial["timing_set"]])
-        _trial["timing_ref_out"] = _normalise(out, "Model.forward", ProblemError)
+            out = _ref(*_timing_work["reference"][k])
+        return _normalise(out, "Model.forward", ProblemError)
     except ProblemError:
         raise
     except BaseException as exc:
@@ -702,14 +1235,8 @@ def _timing_check_reference():
 
 
 def timing_check_candidate(k):
-    try:
-        with torch.no_grad():
-            out = _cand(*_timing_work["candidate"][k])
-        synchronize()
-    except BaseException as exc:
-        raise CandidateError("ModelNew.forward raised on the timing check:\n%s"
-                             % _format_exception(exc))
-    _trial["timing_cand_out"] = _normalise(out, "ModelNew.forward", CandidateError)
+    _trial["timing_cand_host"] = _candidate_outputs(
+        lambda: _cand(*_timing_work["candidate"][k]), "ModelNew.forward (timing check)")[0]
 
 
 def _replay_timing_graph(which, k):
@@ -728,32 +1255,33 @@ def _replay_timing_graph(which, k):
 
 def timing_check_candidate_graph(k):
     """The candidate's graph of set k replayed (on inputs timing_check_begin rewrote)."""
-    _trial["timing_cand_out"] = _replay_timing_graph("candidate", k)
+    _trial["timing_cand_host"] = _candidate_outputs(
+        lambda: _replay_timing_graph("candidate", k), "ModelNew.forward (graph)")[0]
 
 
 def timing_check_reference_graph(sample):
-    """The reference's graph of the sample's set replayed on the same rewrite its eager forward
-    had in timing_check_begin (rewritten again: the forward may have changed its inputs);
+    """The reference's graph of the sample's set replayed on the same rewrite as its eager
+    forward (rewritten again: the forward may have changed its inputs);
     timing_check_finish("reference_graph") compares the two. The eager outputs are copied first:
     one that is an input or a buffer of the model would otherwise be what the graph writes."""
-    _timing_check_reference()
-    _trial["timing_ref_out"] = [t.clone() for t in _trial["timing_ref_out"]]
+    _trial["timing_ref_out"] = [t.clone() for t in _timing_check_reference(sample)]
     _trial["timing_ref_graph_out"] = _replay_timing_graph("reference",
                                                           refresh("reference", sample))
 
 
-def timing_check_finish(source):
-    """The reference's (eager) outputs of the check against `source`'s: "native" (the native
-    candidate's output buffers), "candidate" (ModelNew's, by forward or graph replay) or
-    "reference_graph" (the reference's own graph replay)."""
-    _timing_check_reference()
+def timing_check_finish(source, sample):
+    """The reference's (eager) outputs of the check for `sample` against `source`'s: "native"
+    (the native candidate's output buffers), "candidate" (ModelNew's, by forward or graph
+    replay, copied to the host as it ran) or "reference_graph" (the reference's own graph
+    replay, from timing_check_reference_graph)."""
     if source == "reference_graph":
-        cand, error, whose = _trial["timing_ref_graph_out"], ProblemError, "the reference graph's"
+        ref_out = _trial["timing_ref_out"]
+        cand_host = _hosts(_trial["timing_ref_graph_out"], ProblemError, "the reference graph's")
     else:
-        cand = _timing_native_outputs if source == "native" else _trial["timing_cand_out"]
-        error, whose = CandidateError, "the candidate's"
-    ref_host = _hosts(_trial["timing_ref_out"], ProblemError, "the reference's")
-    cand_host = _hosts(cand, error, whose)
+        ref_out = _timing_check_reference(sample)
+        cand_host = (_trial["timing_cand_host"] if source == "candidate"
+                     else _hosts(_timing_native_outputs, CandidateError, "the candidate's"))
+    ref_host = _hosts(ref_out, ProblemError, "the reference's")
     _trial["host"] = (ref_host, cand_host)
     return {
         "reference": [_describe(t) for t in ref_host],

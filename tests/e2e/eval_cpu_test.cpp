@@ -160,6 +160,55 @@ TEST(EvalCpu, ACandidateFindsNoReferenceOutputToReturn) {
   EXPECT_EQ(r.result["correctness"]["trials_passed"], 0) << r.result["correctness"].dump();
 }
 
+TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
+  // torch.softmax replaced at import by a doubled one: before kjudge kept such changes to the
+  // candidate's calls, the reference computed with it too and this candidate was correct.
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/patches_torch.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state").find("torch.softmax replaced"),
+            std::string::npos)
+      << r.result["flags"].dump(1);
+  // Settings changed at import: in force for the candidate's calls (its forward raises if not),
+  // not for the reference's side, whose get_inputs() still draws float32 (it drew float64 before).
+  const auto s =
+      run_eval("problems/level1/softmax.py", "examples/faulty/changes_settings.py", cpu_fast);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_EQ(s.result["status"], "correct");
+  const auto said = flag_message(s.result, "candidate_changed_torch_state");
+  for (const char* change : {"torch.get_default_dtype(): torch.float32 -> torch.float64",
+                             "torch.backends.cuda.matmul.allow_tf32: False -> True",
+                             "torch.backends.cudnn.benchmark: False -> True"})
+    EXPECT_NE(said.find(change), std::string::npos) << change << " in: " << said;
+  for (const auto& t : s.result["trials"]) {
+    EXPECT_EQ(t["input_dtypes"], nlohmann::json::array({"float32"})) << t.dump();
+    EXPECT_EQ(t["outputs"][0]["expected_dtype"], "float32") << t.dump();
+  }
+}
+
+TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
+  // Each of these was judged correct before kjudge checked for it.
+  const std::pair<const char*, const char*> faulty[] = {
+      {"examples/faulty/swaps_reference.py", "kjudge_harness._ref"},
+      {"examples/faulty/changes_reference_inputs.py", "pristine copy of the trial's inputs"},
+      {"examples/faulty/changes_settings_late.py", "while it was timed"}};
+  for (const auto& [c, says] : faulty) {
+    const auto r = run_eval("problems/level1/softmax.py", c, cpu_fast);
+    EXPECT_EQ(r.exit_code, 4) << c << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "runtime_error") << c;
+    EXPECT_NE(r.result["message"].get<std::string>().find(says), std::string::npos)
+        << c << ": " << r.result["message"];
+  }
+  // Its outputs are copied to the host before the reference runs: nothing for its tensor
+  // subclass to hand over then, so its zeros are compared.
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/subclass_output.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_EQ(r.result["correctness"]["trials_passed"], 0);
+}
+
 TEST(EvalCpu, ResultsReplayedDuringTimingAreCaught) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/replays_cache.py", cpu_fast);
@@ -210,7 +259,8 @@ TEST(EvalCpu, BrokenProblemsAreProblemErrors) {
       {"problems/broken/model_ctor_fails.py", "Model(*get_init_inputs())"},
       {"problems/broken/bare_tensor_inputs.py", "not a list or tuple of inputs"},
       {"problems/broken/nested_inputs.py", "not containers of them"},
-      {"problems/broken/bad_tolerance.py", "KJUDGE_ATOL = nan"}};
+      {"problems/broken/bad_tolerance.py", "KJUDGE_ATOL = nan"},
+      {"problems/broken/unseeded_inputs.py", "different values for the same seed"}};
   for (const auto& [p, says] : problems) {
     const auto r = run_eval(p, "examples/softmax/naive.py", cpu_fast);
     EXPECT_EQ(r.exit_code, 6) << p << "\n" << r.output;

@@ -157,6 +157,22 @@ TEST_F(EvalGpu, PythonCudaCandidates) {
   EXPECT_EQ(li.result["build"]["tool"], "python-import");
   const auto tr = run_eval("problems/level1/softmax.py", "examples/softmax/triton_rowwise.py");
   EXPECT_EQ(tr.exit_code, 0) << tr.output;
+  // Building and importing them changes nothing of torch's global state.
+  for (const auto* r : {&li, &tr})
+    EXPECT_FALSE(has_flag(r->result, "candidate_changed_torch_state")) << r->result["flags"];
+}
+
+TEST_F(EvalGpu, Tf32SetByTheCandidateDoesNotReachTheReference) {
+  // Its TF32 matmul against the reference's fp32 one: incorrect. Were the setting shared, the
+  // reference would run in TF32 too and agree with it exactly.
+  const auto r = run_eval("problems/level1/matmul.py", "examples/faulty/tf32_matmul.py");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state")
+                .find("torch.backends.cuda.matmul.allow_tf32: False -> True"),
+            std::string::npos)
+      << r.result["flags"];
+  EXPECT_GT(r.result["trials"][0]["outputs"][0]["max_abs_err"].get<double>(), 1e-3);
 }
 
 TEST_F(EvalGpu, CudaCrashInPythonCandidate) {

@@ -91,4 +91,11 @@ inline bool has_flag(const nlohmann::json& result, const std::string& code) {
   return false;
 }
 
+/** The message of the first flag `code` in `result` ("" when there is none). */
+inline std::string flag_message(const nlohmann::json& result, const std::string& code) {
+  for (const auto& f : result.value("flags", nlohmann::json::array()))
+    if (f.value("code", "") == code) return f.value("message", "");
+  return "";
+}
+
 }  // namespace kj::test
