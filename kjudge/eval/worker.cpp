@@ -543,13 +543,7 @@ class pipeline {
     }
     nlohmann::json out = {{"reference", profile::to_json(*ref)},
                           {"candidate", profile::to_json(*cand)}};
-    out["fusion_ratio"] =
-        ref->launches.ok() && cand->launches.ok()
-            ? profile::fusion_ratio(ref->launches.value().kernel_launches,
-                                    cand->launches.value().kernel_launches)
-            : profile::checked<double>::missing(
-                  "a side's launch records failed their check (see its launches): no fusion "
-                  "ratio");
+    out["fusion_ratio"] = profile::fusion_ratio(ref->launches, cand->launches);
     m_events.send({{"launches", out}});
     for (const auto& [side, f] : {std::pair{"reference", &*ref}, std::pair{"candidate", &*cand}}) {
       for (const auto* flags : {&f->launches.flags(), &f->memory.flags()})

@@ -143,6 +143,14 @@ checked<double> fusion_ratio(std::uint64_t reference_launches, std::uint64_t can
                                static_cast<double>(candidate_launches));
 }
 
+checked<double> fusion_ratio(const checked<launch_summary>& reference,
+                             const checked<launch_summary>& candidate) {
+  if (!reference.ok() || !candidate.ok())
+    return checked<double>::missing(
+        "a side's launch records failed their check (see its launches): no fusion ratio");
+  return fusion_ratio(reference.value().kernel_launches, candidate.value().kernel_launches);
+}
+
 checked<peak_memory> measure_peak_memory(const memory_sample& s) {
   const bool have_allocator = s.allocator_baseline_bytes && s.allocator_peak_bytes;
   const bool have_device = s.device_free_before_bytes && s.device_free_after_bytes;

@@ -72,6 +72,10 @@ struct timed_forward {
  *  (`no_data`) when either side launched no kernel. */
 [[nodiscard]] checked<double> fusion_ratio(std::uint64_t reference_launches,
                                            std::uint64_t candidate_launches);
+/** The same from both sides' checked launch summaries: missing (`no_data`) as well when either
+ *  side's summary failed its check (its counts are not trusted). */
+[[nodiscard]] checked<double> fusion_ratio(const checked<launch_summary>& reference,
+                                           const checked<launch_summary>& candidate);
 
 /** Memory figures around one forward, as the caller measured them (rule 18). Absent: not
  *  measured. Allocator figures are PyTorch's caching allocator statistics

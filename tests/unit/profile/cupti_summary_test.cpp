@@ -118,6 +118,20 @@ TEST(LaunchSummary, FusionRatioNeedsKernelsOnBothSides) {
   EXPECT_DOUBLE_EQ(fusion_ratio(3, 6).value(), 0.5);
 }
 
+TEST(LaunchSummary, NoFusionRatioFromASideWhoseLaunchesFailedTheirCheck) {
+  launch_summary three, six;
+  three.kernel_launches = 3;
+  six.kernel_launches = 6;
+  const auto good = checked<launch_summary>::pass(three);
+  const auto failed = checked<launch_summary>::fail(
+      {"cupti_records_dropped", severity_error, "records were dropped"});
+  EXPECT_DOUBLE_EQ(fusion_ratio(good, checked<launch_summary>::pass(six)).value(), 0.5);
+  for (const auto& r : {fusion_ratio(failed, good), fusion_ratio(good, failed)}) {
+    ASSERT_TRUE(r.is_missing());
+    EXPECT_NE(r.failure().message.find("failed their check"), std::string::npos);
+  }
+}
+
 TEST(ForwardJson, AnEventTimeNotTakenIsNullAndReadsBackAsNotTaken) {
   cupti_forward f;
   f.launches = checked<launch_summary>::missing("no records");
