@@ -168,7 +168,7 @@ class pipeline {
     } else if (m_job.timing) {
       run_timing();
     }
-    note_candidate_changes(false);  // the timing check's and the recorded forward's
+    note_candidate_changes(false);  // the timing check's
     if (!m_timing_failed.empty()) {
       m_events.final(eval_status::incorrect, m_timing_failed);
       return;

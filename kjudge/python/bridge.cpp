@@ -366,10 +366,14 @@ namespace {
 /** Calls the harness's runner closure for one side; the GIL is held by the worker's only thread. */
 class python_target final : public measure::target {
  public:
-  /** `fns`: the harness's make_runner tuple (prepare, run, capture, run_graph, drop). */
-  python_target(const py::tuple& fns, side which, std::size_t sets)
+  /** `fns`: the harness's make_runner tuple (prepare, run, capture, run_graph, drop);
+   *  `candidate_error`: the harness's CandidateError, which is the candidate's whichever side
+   *  raised it (its changes to what the reference runs with are found in the reference's
+   *  prepare()). */
+  python_target(const py::tuple& fns, side which, std::size_t sets, py::object candidate_error)
       : m_side(which),
         m_sets(sets),
+        m_candidate_error(std::move(candidate_error)),
         m_prepare(fns[0]),
         m_run(fns[1]),
         m_capture(fns[2]),
@@ -417,7 +421,7 @@ class python_target final : public measure::target {
       f();
     } catch (py::error_already_set& e) {
       const std::string text = e.what();
-      if (m_side == side::reference)
+      if (m_side == side::reference && !e.matches(m_candidate_error))
         KJ_THROW(error_kind::problem, "the reference failed while {} it: {}", what, text);
       KJ_THROW(error_kind::candidate, "the candidate failed while {} it: {}", what, text);
     }
@@ -425,6 +429,7 @@ class python_target final : public measure::target {
 
   side m_side;
   std::size_t m_sets;
+  py::object m_candidate_error;
   py::object m_prepare, m_run, m_capture, m_run_graph, m_drop;
   std::optional<cuda::stream> m_capture_stream;
 };
@@ -438,7 +443,7 @@ std::unique_ptr<measure::target> session::make_target(side s) {
     return py::tuple(
         m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate"));
   });
-  return std::make_unique<python_target>(fns, s, sets);
+  return std::make_unique<python_target>(fns, s, sets, m_impl->candidate_error);
 }
 
 std::size_t session::timing_sets() const {

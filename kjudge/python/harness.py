@@ -497,6 +497,13 @@ def _settings_table():
         ("backends.cuda.preferred_blas_library", "backends.cuda.preferred_blas_library"),
         ("backends.mha.get_fastpath_enabled", "backends.mha.set_fastpath_enabled"))]
     rows.append(("torch.are_deterministic_algorithms_enabled()", _determinism, _set_determinism))
+    for dev in ("cpu", "cuda"):  # autocast, per device type (torch >= 2.4 takes the device)
+        rows.append(("torch.is_autocast_enabled(%r)" % dev,
+                     lambda d=dev: torch.is_autocast_enabled(d),
+                     lambda v, d=dev: torch.set_autocast_enabled(d, v)))
+        rows.append(("torch.get_autocast_dtype(%r)" % dev,
+                     lambda d=dev: torch.get_autocast_dtype(d),
+                     lambda v, d=dev: torch.set_autocast_dtype(d, v)))
     if _set_default_device is not None and hasattr(torch, "_GLOBAL_DEVICE_CONTEXT"):
         rows.append(("torch.get_default_device()", _default_device, _set_default_device))
     _HOOKS = _under_torch("nn.modules.module")
@@ -531,6 +538,13 @@ def _same_value(a, b):
 
 
 def _show(v):
+    try:
+        return _describe_value(v)
+    except Exception:  # a candidate's object whose repr or attributes raise
+        return "(a %s)" % type(v).__name__
+
+
+def _describe_value(v):
     if v is _ABSENT:
         return "(absent)"
     if v is _UNREADABLE:
@@ -690,8 +704,9 @@ class _Reach:
         self.use("reference")
         self.ref_settings = self._settings()
         self.ref_bindings = [_public(space) for _, space in self.spaces]
-        problem = (_class_bindings(_problem) if _problem is not None else None)
-        self.entered = (problem, _mode_stacks(), dict(globals()))
+        if self.sealed is None:  # after seal(), the baseline stays the one seal() took
+            problem = (_class_bindings(_problem) if _problem is not None else None)
+            self.entered = (problem, _mode_stacks(), dict(globals()))
         self.use("candidate")
 
     def leave(self):
@@ -722,6 +737,8 @@ class _Reach:
                 if value is ref.get(name, _ABSENT):  # put back as the reference has it
                     self.overlay.pop(key, None)
                     continue
+                if _lazy_annotations(name, expected, value):
+                    continue
                 self.overlay[key] = value
                 what = ("removed" if value is _ABSENT else "added: " + _show(value)
                         if name not in ref else "replaced by " + _show(value))
@@ -736,8 +753,11 @@ class _Reach:
             self.fingerprint = _model_fingerprint(_ref)
 
     def seal(self):
-        """Both models built: this harness's bindings are final from here on."""
+        """Both models built: this harness's bindings, the problem module's and torch's mode
+        stacks are final from here on (checked after each candidate call and after timing)."""
         self.sealed = dict(globals())
+        if self.armed:
+            self.entered = (_class_bindings(_problem), _mode_stacks(), self.sealed)
 
     def _check_reference(self, when):
         """Raises CandidateError naming what the candidate's `when` ("code": the call just
@@ -748,12 +768,15 @@ class _Reach:
             now = globals()
             found += ["kjudge_harness.%s" % k for k in set(harness) | set(now)
                       if now.get(k, _ABSENT) is not harness.get(k, _ABSENT)]
-        if self.entered is not None and when == "code":
+        if self.entered is not None:
             problem, stacks, _ = self.entered
             if problem is not None:
                 now = _class_bindings(_problem)
                 found += ["the problem's %s" % k for k in set(problem) | set(now)
                           if now.get(k, _ABSENT) is not problem.get(k, _ABSENT)]
+            if sys.getprofile() is not None or sys.gettrace() is not None:
+                found.append("the interpreter's profile or trace hook (sys.setprofile, "
+                             "sys.settrace)")
             now_stacks = _mode_stacks()
             if now_stacks[0] != stacks[0]:
                 found.append("torch's function mode stack (a TorchFunctionMode left active)")
@@ -774,7 +797,9 @@ class _Reach:
 
     def after_timing(self):
         """After the timed samples: the reference's state back in force; a change to it made
-        during timing is the candidate's error."""
+        during timing is the candidate's error, unless it is torch's own code wrapping its
+        functions (torch.compile's first compile, reached first at the nominal shape): noted
+        and kept to the candidate's calls like any change found after its checked calls."""
         if not self.armed:
             return
         self.use("reference")
@@ -783,10 +808,17 @@ class _Reach:
             cur = _public(space)
             for name in set(ref) | set(cur):
                 value = cur.get(name, _ABSENT)
-                if value is ref.get(name, _ABSENT) or isinstance(value, types.ModuleType):
+                was = ref.get(name, _ABSENT)
+                if (value is was or isinstance(value, types.ModuleType)
+                        or _lazy_annotations(name, was, value)):
                     continue
-                self.during_timing.append("%s.%s replaced by %s" % (label, name, _show(value)))
-                self._bind((i, name), ref.get(name, _ABSENT))
+                if _by_torch(value):
+                    self.overlay[(i, name)] = value
+                    self._note("%s.%s replaced by %s" % (label, name, _show(value)), True)
+                else:
+                    self.during_timing.append("%s.%s replaced by %s" % (label, name,
+                                                                        _show(value)))
+                self._bind((i, name), was)
         if self.during_timing:
             changed, self.during_timing = self.during_timing, []
             raise CandidateError("the candidate changed torch's global state while it was timed "
@@ -799,6 +831,12 @@ class _Reach:
         out = self.changes[self.reported:]
         self.reported = len(self.changes)
         return out
+
+
+def _lazy_annotations(name, was, value):
+    """Python creates an empty __annotations__ in a class's dict when asked for it
+    (torch.jit.script does): not a change."""
+    return name == "__annotations__" and was is _ABSENT and value == {}
 
 
 def _class_bindings(module):
@@ -871,9 +909,9 @@ def trial_run_reference(seed, scale):
     trial_begin had them). They must equal the pristine copy: if a third draw matches the second,
     the candidate changed that copy; if not, get_inputs() is not reproducible under a seed."""
     again = _make_inputs(seed, seed, scale)
-    if not all(_same(a, b) for a, b in zip(again, _trial["pristine"])):
+    if not all(_identical(a, b) for a, b in zip(again, _trial["pristine"])):
         third = _make_inputs(seed, seed, scale)
-        if all(_same(a, b) for a, b in zip(third, again)):
+        if all(_identical(a, b) for a, b in zip(third, again)):
             raise CandidateError("the candidate changed kjudge's pristine copy of the trial's "
                                  "inputs")
         raise ProblemError("get_inputs() gave different values for the same seed (trial inputs "
@@ -881,6 +919,21 @@ def trial_run_reference(seed, scale):
                            "reproducible (use torch's random functions)" % (_trial["shapes"],))
     _trial["pristine"] = again
     _run_reference([_clone(x) for x in again])
+
+
+def _identical(a, b):
+    """Whether two draws of an input hold the same thing, bit for bit (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is not torch.Tensor:
+        return a == b or (a != a and b != b)
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        both_nan = torch.isnan(a) & torch.isnan(b)
+        return bool(torch.equal(torch.where(both_nan, torch.zeros_like(a), a),
+                                torch.where(both_nan, torch.zeros_like(b), b)))
+    return bool(torch.equal(a, b))
 
 
 def _run_reference(ref_in):
@@ -900,10 +953,11 @@ def _plain_hosts(hosts, who):
     """The candidate's host copies, checked outside its code: each a plain torch.Tensor in host
     memory (a subclass's methods would be the candidate's code running after the reference)."""
     for i, h in enumerate(hosts):
-        if type(h) is not torch.Tensor or h.device.type != "cpu":
-            raise CandidateError("%s output %d is a %s on %s, not a plain torch.Tensor: kjudge "
-                                 "judges plain tensors" % (who, i, type(h).__name__,
-                                                           getattr(h, "device", "?")))
+        if type(h) is not torch.Tensor:
+            raise CandidateError("%s output %d came back as a %s, not a plain torch.Tensor: "
+                                 "kjudge judges plain tensors" % (who, i, type(h).__name__))
+        if h.device.type != "cpu":
+            raise CandidateError("%s output %d was not copied to the host" % (who, i))
     return hosts
 
 
@@ -964,7 +1018,9 @@ def synchronize_candidate():
 def _same(a, b):
     """Whether input `a` still equals its pristine copy `b`. One that changed device, layout or
     anything torch.equal cannot compare counts as modified."""
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+    if type(a) is not type(b) and (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
+        return False  # a tensor put in a copy's place, or a subclass: torch is not called on it
+    if type(a) is torch.Tensor:
         try:
             return (a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
                     and bool(torch.equal(a, b)))
@@ -1064,7 +1120,11 @@ def refresh(which, sample):
     for i, src in enumerate(_timing_base[k]):
         if not isinstance(src, torch.Tensor):
             work[i] = src
-        elif src.is_floating_point():
+            continue
+        if type(src) is not torch.Tensor or type(work[i]) is not torch.Tensor:
+            raise CandidateError("a timing input of set %d is no longer kjudge's plain tensor: "
+                                 "the candidate put another object in its place" % k)
+        if src.is_floating_point():
             torch.mul(src, f, out=work[i])
     return k
 
@@ -1079,8 +1139,8 @@ def make_runner(which):
     current = [0]
 
     def prepare(sample):
-        _reach.use(which)
         current[0] = refresh(which, sample)
+        _reach.use(which)
 
     def run():
         with no_grad():
