@@ -392,17 +392,18 @@ def _input_info(inputs):
 #
 # A Python candidate shares this interpreter with the reference and with this harness. What its
 # code changes there is kept to its own calls, or caught:
-# - torch's global settings (_SETTINGS: TF32 and reduced-precision matmul, cuDNN, SDPA backends,
-#   default dtype and device, determinism, CPU threads, global module hooks) and the public
-#   bindings of torch's namespaces, torch.nn's module classes and builtins: each side runs under
-#   its own. Outside the candidate's code the reference's are in force (those found when the
-#   candidate's code was last entered); what the candidate changed is put back for each of its
-#   calls and reported (flag candidate_changed_torch_state), never shared with the reference.
-#   Found after timing instead, a change is the candidate's error: the reference's samples may
-#   have run under it.
+# - torch's global settings (_settings_table: TF32 and reduced-precision matmul, cuDNN, SDPA
+#   backends, autocast, default dtype and device, determinism, CPU threads, global module hooks)
+#   and the public bindings of torch's namespaces, torch.nn's module classes and builtins: each
+#   side runs under its own. Outside the candidate's code the reference's are in force (those
+#   found when the candidate's code was last entered); what the candidate changed is put back for
+#   each of its calls and reported (flag candidate_changed_torch_state), never shared with the
+#   reference. Found after timing instead, a change is the candidate's error (the reference's
+#   samples may have run under it), unless torch's own code made it.
 # - this harness's bindings, the problem module's and its classes', the reference model (its
-#   modules, their attributes, parameters, buffers and hooks, by identity; its parameters' values)
-#   and torch's mode stacks: changed by the candidate's code, they are the candidate's error.
+#   modules, their attributes, parameters, buffers and hooks, by identity; its parameters' values),
+#   torch's mode stacks and the interpreter's profile and trace hooks: changed by the candidate's
+#   code, they are the candidate's error.
 # - outputs are copied to the host, and must come back as plain tensors, before the candidate's
 #   call returns to the harness: nothing its objects do later (a tensor subclass's
 #   __torch_function__ once the reference has run) can change what is compared.
@@ -614,7 +615,7 @@ class _Reach:
         self.changes = []          # (text, by torch's own code), in the order found
         self.reported = 0
         self.during_timing = []
-        self.sealed = None         # this harness's bindings once both models were built
+        self.sealed = False        # both models built: `entered` is fixed from then on
         self.fingerprint = None    # the reference model's, once built
         self.entered = None        # what enter() saw: problem bindings, mode stacks, globals
 
@@ -664,6 +665,22 @@ class _Reach:
         else:
             setattr(space, key[1], value)
 
+    def _binding_changes(self, expected):
+        """(key, label, name, expected value, current value) for each binding of the namespaces
+        that differs from `expected(key, reference's value)`; submodules (imports) and lazily
+        created __annotations__ are not changes."""
+        for i, (label, space) in enumerate(self.spaces):
+            ref = self.ref_bindings[i]
+            cur = _public(space)
+            for name in set(ref) | set(cur):
+                key = (i, name)
+                was = expected(key, ref.get(name, _ABSENT))
+                value = cur.get(name, _ABSENT)
+                if (value is was or isinstance(value, types.ModuleType)
+                        or isinstance(was, types.ModuleType) or _lazy_annotations(name, was, value)):
+                    continue
+                yield key, label, name, was, value
+
     def _note(self, text, by_torch=False):
         self.changes.append((text, by_torch))
 
@@ -704,7 +721,7 @@ class _Reach:
         self.use("reference")
         self.ref_settings = self._settings()
         self.ref_bindings = [_public(space) for _, space in self.spaces]
-        if self.sealed is None:  # after seal(), the baseline stays the one seal() took
+        if not self.sealed:  # after seal(), the baseline stays the one seal() took
             problem = (_class_bindings(_problem) if _problem is not None else None)
             self.entered = (problem, _mode_stacks(), dict(globals()))
         self.use("candidate")
@@ -724,25 +741,15 @@ class _Reach:
                 self._note("%s: %s -> %s" % (label, _show(self.ref_settings.get(label,
                                                                                 _UNREADABLE)),
                                              _show(value)))
-        for i, (label, space) in enumerate(self.spaces):
-            ref = self.ref_bindings[i]
-            cur = _public(space)
-            for name in set(ref) | set(cur):
-                key = (i, name)
-                expected = self.overlay.get(key, ref.get(name, _ABSENT))
-                value = cur.get(name, _ABSENT)
-                if value is expected or isinstance(value, types.ModuleType) or isinstance(
-                        expected, types.ModuleType):
-                    continue
-                if value is ref.get(name, _ABSENT):  # put back as the reference has it
-                    self.overlay.pop(key, None)
-                    continue
-                if _lazy_annotations(name, expected, value):
-                    continue
-                self.overlay[key] = value
-                what = ("removed" if value is _ABSENT else "added: " + _show(value)
-                        if name not in ref else "replaced by " + _show(value))
-                self._note("%s.%s %s" % (label, name, what), _by_torch(value))
+        for key, label, name, _, value in self._binding_changes(self.overlay.get):
+            ref = self.ref_bindings[key[0]].get(name, _ABSENT)
+            if value is ref:  # put back as the reference has it
+                self.overlay.pop(key, None)
+                continue
+            self.overlay[key] = value
+            what = ("removed" if value is _ABSENT else "added: " + _show(value)
+                    if ref is _ABSENT else "replaced by " + _show(value))
+            self._note("%s.%s %s" % (label, name, what), _by_torch(value))
         self.active = "candidate"
         self.use("reference")
         self._check_reference("code")
@@ -755,21 +762,19 @@ class _Reach:
     def seal(self):
         """Both models built: this harness's bindings, the problem module's and torch's mode
         stacks are final from here on (checked after each candidate call and after timing)."""
-        self.sealed = dict(globals())
         if self.armed:
-            self.entered = (_class_bindings(_problem), _mode_stacks(), self.sealed)
+            self.entered = (_class_bindings(_problem), _mode_stacks(), dict(globals()))
+            self.sealed = True
 
     def _check_reference(self, when):
         """Raises CandidateError naming what the candidate's `when` ("code": the call just
         left; "timed calls") changed on the reference's side since enter() or seal()."""
         found = []
-        harness = self.sealed if self.sealed is not None else (self.entered or (None,) * 3)[2]
-        if harness is not None:
+        if self.entered is not None:
+            problem, stacks, harness = self.entered
             now = globals()
             found += ["kjudge_harness.%s" % k for k in set(harness) | set(now)
                       if now.get(k, _ABSENT) is not harness.get(k, _ABSENT)]
-        if self.entered is not None:
-            problem, stacks, _ = self.entered
             if problem is not None:
                 now = _class_bindings(_problem)
                 found += ["the problem's %s" % k for k in set(problem) | set(now)
@@ -803,22 +808,13 @@ class _Reach:
         if not self.armed:
             return
         self.use("reference")
-        for i, (label, space) in enumerate(self.spaces):
-            ref = self.ref_bindings[i]
-            cur = _public(space)
-            for name in set(ref) | set(cur):
-                value = cur.get(name, _ABSENT)
-                was = ref.get(name, _ABSENT)
-                if (value is was or isinstance(value, types.ModuleType)
-                        or _lazy_annotations(name, was, value)):
-                    continue
-                if _by_torch(value):
-                    self.overlay[(i, name)] = value
-                    self._note("%s.%s replaced by %s" % (label, name, _show(value)), True)
-                else:
-                    self.during_timing.append("%s.%s replaced by %s" % (label, name,
-                                                                        _show(value)))
-                self._bind((i, name), was)
+        for key, label, name, was, value in self._binding_changes(lambda _, ref: ref):
+            if _by_torch(value):
+                self.overlay[key] = value
+                self._note("%s.%s replaced by %s" % (label, name, _show(value)), True)
+            else:
+                self.during_timing.append("%s.%s replaced by %s" % (label, name, _show(value)))
+            self._bind(key, was)
         if self.during_timing:
             changed, self.during_timing = self.during_timing, []
             raise CandidateError("the candidate changed torch's global state while it was timed "
@@ -929,11 +925,10 @@ def _identical(a, b):
         return a == b or (a != a and b != b)
     if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
         return False
-    if a.is_floating_point() or a.is_complex():
-        both_nan = torch.isnan(a) & torch.isnan(b)
-        return bool(torch.equal(torch.where(both_nan, torch.zeros_like(a), a),
-                                torch.where(both_nan, torch.zeros_like(b), b)))
-    return bool(torch.equal(a, b))
+    if torch.equal(a, b):
+        return True
+    return (a.is_floating_point() or a.is_complex()) and bool(
+        ((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
 
 
 def _run_reference(ref_in):
