@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU: the phase harness (run.sh) on examples/quantvla/fused.cu as shipped (clusters of
-# kClusterSize = 8 blocks), on a copy with clusters of 16 (beyond the portable size), and on any
-# further kernel sources given as arguments (e.g. an earlier fused.cu for an A/B on the same
+# On the GPU: the phase harness (run.sh) on examples/quantvla/fused.cu as shipped (column strips
+# of 16 outputs in clusters of kStripCluster = 16 blocks of 32 x 16 tiles), on a copy in clusters
+# of 8 blocks of 64 x 8 tiles (the same outputs per block, one pass at the nominal shape), and on
+# any further kernel sources given as arguments (e.g. an earlier fused.cu for an A/B on the same
 # machine).
 # Usage: bash bench/quantvla_phases/cluster_ab.sh [samples] [source...]
 set -eu
@@ -12,7 +13,9 @@ shift || true
 tmp=${TMPDIR:-/tmp}/quantvla_cluster_ab
 mkdir -p "$tmp"
 src=$root/examples/quantvla/fused.cu
-sed "s/kClusterSize = 8;/kClusterSize = 16;/" "$src" > "$tmp/cluster16.cu"
-grep -q "kClusterSize = 16;" "$tmp/cluster16.cu" || { echo "cannot set the cluster size"; exit 1; }
-KJ_QV_DIVCHECK=${KJ_QV_DIVCHECK:-0} KJ_QV_SOURCES="$src $tmp/cluster16.cu $*" \
+sed "s/kStripCluster = 16;/kStripCluster = 8;/; s/kStripMT = 2, kStripNT = 2;/kStripMT = 4, kStripNT = 1;/" \
+  "$src" > "$tmp/cluster8.cu"
+[ "$(grep -c "kStripCluster = 8;\|kStripMT = 4, kStripNT = 1;" "$tmp/cluster8.cu")" = 2 ] ||
+  { echo "cannot set the cluster size and tile"; exit 1; }
+KJ_QV_DIVCHECK=${KJ_QV_DIVCHECK:-0} KJ_QV_SOURCES="$src $tmp/cluster8.cu $*" \
   bash "$here/run.sh" "$samples"

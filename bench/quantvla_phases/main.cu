@@ -4,13 +4,15 @@
 //      takes them: L2 flushed (256 MiB written), a spin kernel holds the stream, events around
 //      kj_forward; the samples rotate among it and three kernels timed the same way: an empty
 //      kernel of one block (the method's floor), an empty kernel in the cluster form's launch
-//      shape (128 blocks of 256 threads in clusters of 8, 17 KiB of shared memory each), and that
-//      shape reading what the cluster form reads before its block maximum (its share of x, its
-//      tile rows of x and W), reduced to a block maximum: the floors of launch and cold read;
+//      shape (128 blocks of 256 threads in clusters of 16, 24 KiB of shared memory each), and
+//      that shape reading what the cluster form reads before its block maximum (its tile rows of
+//      x, which are its share of max|x|, and of W), reduced to a block maximum: the floors of
+//      launch and cold read;
 //      then, timed the same way, what is left when part of the state is warm (the forward after
 //      a forward on other buffers, after the read kernel on other buffers, without the flush;
 //      the read floor without the flush), the output's stores alone, and reads of N = 2, 4, 8,
-//      14 float4 per thread in the launch shape, from DRAM or shared by 16 blocks as x is;
+//      14 float4 per thread in the launch shape, from DRAM or shared by 8 blocks as x is (one
+//      block of every cluster);
 //   3. built with -DKJ_QUANTVLA_TRACE, the kernel's per-block phase stamps (phase_trace.cuh):
 //      the span from the first block's entry to the last block's end, and each phase's median
 //      and slowest block, as medians over the samples, cold and after a forward on other
@@ -56,27 +58,26 @@ __global__ void spin_kernel(long long cycles) {
 __global__ void empty_kernel() {}
 
 // The cluster form's launch shape at the nominal size (examples/quantvla/fused.cu).
-constexpr int kShapeBlocks = 128, kShapeThreads = 256, kShapeCluster = 8;
-constexpr size_t kShapeSmemBytes = 17 * 1024;  // about the cluster form's static shared memory
+constexpr int kShapeBlocks = 128, kShapeThreads = 256, kShapeCluster = 16;
+constexpr size_t kShapeSmemBytes = 24 * 1024;  // about the cluster form's static shared memory
 
 __global__ void shaped_empty_kernel() {}
 
-/** What a cluster-form block reads before its maximum, as it reads it: rows g and g + 8 of its
- *  16-row tile of x and rows 8j + g of its 32-row slice of W (one float4 each per thread), then
- *  its 1/8 share of x (eight float4 per thread); everything reduced to one maximum per block. */
+/** What a cluster-form block reads before its maximum, as it reads it: rows 16i + 8h + g of its
+ *  32-row tile of x (i, h < 2) and rows 8j + g of its 16-row slice of W (j < 2), one float4 each
+ *  per thread; everything reduced to one maximum per block. */
 __global__ void shaped_read_kernel(const float4* x, const float4* w, long long n4, float* out) {
   extern __shared__ float s_red[];
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3, k4 = warp * 4 + t;  // float4 column of K = 128
-  const int m0 = (static_cast<int>(blockIdx.x) % 32) * 16,
-            n0 = (static_cast<int>(blockIdx.x) / 32) * 32;
-  float4 v[14];
-  v[0] = x[(m0 + g) * 32 + k4];
-  v[1] = x[(m0 + g + 8) * 32 + k4];
-  for (int j = 0; j < 4; ++j) v[2 + j] = w[(n0 + 8 * j + g) * 32 + k4];
-  const long long stride = static_cast<long long>(kShapeCluster) * kShapeThreads;
-  const long long i = static_cast<long long>(blockIdx.x % kShapeCluster) * kShapeThreads + tid;
-  for (int j = 0; j < 8; ++j) v[6 + j] = i + j * stride < n4 ? x[i + j * stride] : float4{};
+  const int m0 = static_cast<int>(blockIdx.x % kShapeCluster) * 32,
+            n0 = static_cast<int>(blockIdx.x / kShapeCluster) * 16;
+  float4 v[6];
+  for (int r = 0; r < 4; ++r) {
+    const long long row = m0 + 8 * r + g;
+    v[r] = row * 32 + k4 < n4 ? x[row * 32 + k4] : float4{};
+  }
+  for (int j = 0; j < 2; ++j) v[4 + j] = w[(n0 + 8 * j + g) * 32 + k4];
   float m = 0.0f;
   for (const float4& f : v)
     m = fmaxf(m, fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w))));
@@ -90,8 +91,8 @@ __global__ void shaped_read_kernel(const float4* x, const float4* w, long long n
 }
 
 /** N float4 loads per thread in the cluster form's shape, reduced to a block maximum: block b reads
- *  region b (DISTINCT: every block's bytes come from DRAM) or region b % 8 (each region read by
- *  16 blocks, as every cluster reads all of x), N * 4 KiB per block. */
+ *  region b (DISTINCT: every block's bytes come from DRAM) or region b % 16 (each region read by
+ *  8 blocks, as every cluster reads all of x), N * 4 KiB per block. */
 template <int N, bool DISTINCT>
 __global__ void volume_read_kernel(const float4* src, float* out) {
   __shared__ float s_red[kShapeThreads / 32];
@@ -114,14 +115,15 @@ __global__ void volume_read_kernel(const float4* src, float* out) {
   }
 }
 
-/** Only the stores of the output, as the cluster form's blocks store it (a 16 x 32 tile each,
+/** Only the stores of the output, as the cluster form's blocks store it (a 32 x 16 tile each,
  *  two floats per thread). */
 __global__ void store_only_kernel(float* out, int n) {
   const int tid = static_cast<int>(threadIdx.x);
-  const int tiles_m = 32, m0 = (static_cast<int>(blockIdx.x) % tiles_m) * 16,
-            n0 = (static_cast<int>(blockIdx.x) / tiles_m) * 32;
-  for (int o = tid; o < 16 * 32; o += kShapeThreads)
-    out[static_cast<long long>(m0 + o / 32) * n + n0 + o % 32] = static_cast<float>(o);
+  const int m0 = static_cast<int>(blockIdx.x % kShapeCluster) * 32,
+            n0 = static_cast<int>(blockIdx.x / kShapeCluster) * 16;
+  const float2 v = make_float2(static_cast<float>(tid), 1.0f);
+  *reinterpret_cast<float2*>(out + static_cast<long long>(m0 + tid / 8) * n + n0 + 2 * (tid % 8)) =
+      v;
 }
 
 /** One launch of `kernel` in the cluster form's shape (clusters only where the device has them). */
@@ -138,6 +140,10 @@ void launch_shaped(void (*kernel)(Args...), cudaStream_t stream, bool clusters, 
   cfg.stream = stream;
   cfg.attrs = &attr;
   cfg.numAttrs = clusters ? 1 : 0;
+  if (clusters)  // beyond the portable size
+    check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                    cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+               "cluster size");
   check_cuda(cudaLaunchKernelEx(&cfg, kernel, args...), "shaped launch");
 }
 
@@ -267,13 +273,15 @@ int main(int argc, char** argv) {
   const int warmup = 20;
 
   bool correct = true;
-  // On sm_90, the first eight take the small-K kernel in thread-block clusters (k <= 128, x of at
-  // most 2^17 elements), scalar where k % 4 != 0; {32, 64, 128} and {12, 120, 96} the small-K
-  // kernel with the grid barrier (x larger, every tile resident); the rest the tiled one.
+  // On sm_90, those with k <= 128 and at most 1024 rows take the column-strip kernel in
+  // thread-block clusters (of 16; scalar where k % 4 != 0; two passes over 512 rows: {9, 73, 128},
+  // {16, 64, 128}, {2, 333, 33}, {1, 1000, 100}); {32, 64, 128} and {12, 120, 96} the small-K
+  // kernel with the grid barrier (every tile resident); the rest the tiled one.
   const int shapes[][3] = {{8, 64, 128},   {1, 1, 1},      {3, 7, 5},     {2, 100, 64},
                            {5, 77, 96},    {32, 64, 128},  {8, 64, 127},  {3, 11, 8},
                            {2, 50, 130},   {16, 128, 256}, {4, 33, 1024}, {1, 3, 4096},
-                           {64, 128, 128}, {8, 256, 512},  {12, 120, 96}};
+                           {64, 128, 128}, {8, 256, 512},  {12, 120, 96}, {9, 73, 128},
+                           {7, 55, 128},   {16, 64, 128},  {2, 333, 33},  {1, 1000, 100}};
   for (const auto& s : shapes) {
     instance p(s[0], s[1], s[2], 1234u + static_cast<unsigned>(s[2]));
     for (int rep = 0; rep < 3; ++rep)  // repeats: state left by one launch must not leak
@@ -441,8 +449,8 @@ int main(int argc, char** argv) {
       quantile(kind_us[kEmpty], 0.5));
   std::printf(
       "%s: floors in the cluster form's launch shape (%d x %d threads%s, %zu KiB shared): empty "
-      "%.2f us; reading its share of x and its tile rows of x and W, to a block maximum %.2f us\n",
-      label.c_str(), kShapeBlocks, kShapeThreads, clusters ? ", clusters of 8" : "",
+      "%.2f us; reading its tile rows of x and W, to a block maximum %.2f us\n",
+      label.c_str(), kShapeBlocks, kShapeThreads, clusters ? ", clusters of 16" : "",
       kShapeSmemBytes / 1024, quantile(kind_us[kShapedEmpty], 0.5),
       quantile(kind_us[kShapedRead], 0.5));
   std::printf(
@@ -457,7 +465,7 @@ int main(int argc, char** argv) {
       label.c_str(), quantile(kind_us[kReadHot], 0.5), quantile(kind_us[kStoreOnly], 0.5));
   for (int d = 0; d < 2; ++d) {
     std::printf("%s: N float4 loads per thread (N x 4 KiB per block), %s:", label.c_str(),
-                d == 0 ? "every block its own bytes" : "8 regions, each read by 16 blocks");
+                d == 0 ? "every block its own bytes" : "16 regions, each read by 8 blocks");
     for (int i = 0; i < 4; ++i)
       std::printf(" N=%d %.2f us;", volume_n[i], quantile(kind_us[kVolume + 4 * d + i], 0.5));
     std::printf("\n");

@@ -4,16 +4,17 @@
 //   fq(x) = clamp(rint(x / s), -127, 127) * s,  s = max(max|x|, 1e-8) * float(1/127).
 //
 // One launch, in one of three forms:
-// - k <= 128 (the nominal shape): one block per 16 x 32 output tile loads its x rows and W rows
-//   straight into tensor-core fragment registers. Once the scale is known it quantises and
-//   blends in registers and multiplies with mma.sync TF32 in three products (3xTF32, fp32
-//   accuracy); the 8 warps split K and meet in shared memory. max|x| comes
-//   a. on sm_90 with x of at most 2^17 elements (the nominal shape, jittered or not): from
-//      thread-block clusters of 8 blocks, each cluster reading all of x between its blocks, which
-//      push their maxima into each other's shared memory (st.async, counted on an mbarrier; no
-//      grid-wide wait, an ordinary launch);
-//   b. otherwise, when every tile is resident at once: from the grid barrier below, each block's
-//      tile rows giving its share (a cooperative launch).
+// - k <= 128 (the nominal shape): blocks load their x rows and W rows straight into tensor-core
+//   fragment registers. Once the scale is known they quantise and blend in registers and multiply
+//   with mma.sync TF32 in three products (3xTF32, fp32 accuracy); the 8 warps split K and meet in
+//   shared memory. max|x| comes
+//   a. on sm_90 with at most 1024 rows (the nominal shape, jittered or not): from thread-block
+//      clusters of 16 blocks (8 where the device runs no clusters of 16), one per 16 output
+//      columns, whose blocks' row tiles cover all of x between them; the blocks push their
+//      maxima into each other's shared memory (st.async, counted on an mbarrier; no grid-wide
+//      wait, an ordinary launch);
+//   b. otherwise, when every 16 x 32 tile is resident at once: from the grid barrier below, each
+//      block's tile rows giving its share (a cooperative launch).
 // - otherwise, persistent blocks (grid <= SMs x resident blocks per SM), cooperative:
 //   1. every block loads its grid-stride share of x and reduces max|x|; meanwhile it issues
 //      cp.async copies of its first output tile's x rows and W rows and loads its logits and bias
@@ -197,8 +198,9 @@ __device__ __forceinline__ void cp_async_wait_1() {
   asm volatile("cp.async.wait_group 1;\n" ::);
 }
 
-/** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp, *s, alpha*xq,
- *  (1-alpha), (1-alpha)*x, sum. Intrinsics keep nvcc from contracting into FMAs.
+/** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp (quantise), then
+ *  *s, alpha*xq, (1-alpha), (1-alpha)*x, sum (blend). Intrinsics keep nvcc from contracting into
+ *  FMAs.
  *  x/s is RN(q0 + r * rcp) with rcp = RN(1/s), q0 = RN(x * rcp) and r = x - s * q0 exact by FMA:
  *  Markstein's correction, correctly rounded for finite x and s when nothing overflows
  *  (|x/s| <= 127); where the remainder underflows (tiny x), |x/s| is far below 0.5 and rounds to 0
@@ -206,11 +208,14 @@ __device__ __forceinline__ void cp_async_wait_1() {
  *  replaces __fdiv_rn's per-element reciprocal; bench/quantvla_phases/divcheck.cu found no
  *  difference from __fdiv_rn in 2.9e10 quotients near the ties k + 0.5 and at random, over random
  *  scales. */
-__device__ __forceinline__ float blend(float v, float alpha, float scale, float rcp) {
+__device__ __forceinline__ float quantise(float v, float scale, float rcp) {
   const float q0 = __fmul_rn(v, rcp);
-  float q = rintf(__fmaf_rn(__fmaf_rn(-scale, q0, v), rcp, q0));
-  q = fminf(fmaxf(q, -127.0f), 127.0f);
-  const float xq = __fmul_rn(q, scale);
+  const float q = rintf(__fmaf_rn(__fmaf_rn(-scale, q0, v), rcp, q0));
+  return fminf(fmaxf(q, -127.0f), 127.0f);
+}
+
+__device__ __forceinline__ float blend(float v, float alpha, float scale, float rcp) {
+  const float xq = __fmul_rn(quantise(v, scale, rcp), scale);
   return __fadd_rn(__fmul_rn(alpha, xq), __fmul_rn(__fsub_rn(1.0f, alpha), v));
 }
 
@@ -449,22 +454,13 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
 // The 8 warps split K (16 each) and their partial tiles meet in shared memory. The k index inside
 // a fragment is permuted (fragment column c of k step s is physical column 4c + 2s, c + 4 is
 // 4c + 2s + 1) identically for x and W, so each thread reads 4 consecutive floats of a row.
-// max|x| comes in one of two ways (CLUSTER):
-// - clusters (sm_90, x of at most kClusterMaxNumel elements, the nominal shape): the C blocks of
-//   a thread-block cluster (kClusterSize, 8) read all of x between them, each its 1/C share,
-//   while their tile operands load; then each block pushes its maximum into a slot of every
-//   other block's shared memory (st.async, one way, counted in bytes on the receiver's
-//   mbarrier), waits for the C - 1 maxima pushed to it and adds its own from its warps' maxima.
-//   Every cluster forms the whole maximum itself: x is read once per cluster (from L2 after the
-//   first) and no block waits for another cluster, so no grid barrier, no cooperative launch and
-//   no residency requirement. At the nominal shape (device figure, bench/quantvla_phases on one
-//   H200): 8.26-8.32 us with the grid barrier; 7.81-7.90 us with clusters whose blocks exchange
-//   maxima by a cluster barrier (release/acquire) and distributed-shared-memory reads (exchange
-//   0.91 us); 7.36-7.46 us with the one-way pushes (exchange 0.35 us). The cluster barriers left
-//   are relaxed (no fence waiting on the loads in flight): one that orders the mbarriers' set-up
-//   before any push, one that keeps every block until the cluster's pushes have landed.
-// - otherwise the grid barrier, grid_max(): the x a block loads for its tile gives its share
-//   (the blocks of one row strip cover all of x between them).
+// max|x| comes from the grid barrier, grid_max(): the x a block loads for its tile gives its
+// share (the blocks of one row strip cover all of x between them). On sm_90 with at most 1024
+// rows the column-strip kernel below takes the shape instead (clusters, no grid barrier).
+// History at the nominal shape (device figure, bench/quantvla_phases on one H200): 8.26-8.32 us
+// with the grid barrier; 7.81-7.90 us with 16 x 32 tiles in clusters of 8 whose blocks also read
+// a 1/8 share of x for the maximum and exchanged maxima by a cluster barrier and distributed-
+// shared-memory reads; 7.36-7.58 us with one-way pushes instead (the form before the strips).
 
 constexpr int kMmaMaxK = 128;  // 8 warps x 16
 constexpr int kMmaBM = 16, kMmaBN = 32, kMmaThreads = 256;
@@ -488,8 +484,6 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-constexpr long long kClusterMaxNumel = 1LL << 17;  // 512 KiB of x read by every cluster
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define QV_HAS_CLUSTERS 1
@@ -573,41 +567,6 @@ __device__ __forceinline__ void wait_pushes(unsigned long long* bar) {
 #endif
 }
 
-/** max|x| over this block's share of all of x: elements (VEC: float4s) rank*NT + tid, then
- *  strides of blocks*NT; eight loads in flight per round. */
-template <bool VEC>
-__device__ __forceinline__ float share_max(const float* x, long long numel, unsigned int rank,
-                                           unsigned int blocks) {
-  constexpr int kRound = 8;
-  const long long stride = static_cast<long long>(blocks) * kMmaThreads;
-  long long i = static_cast<long long>(rank) * kMmaThreads + threadIdx.x;
-  float m = 0.0f;
-  if constexpr (VEC) {
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    const long long n4 = numel / 4;
-    for (; i < n4; i += kRound * stride) {
-      float4 v[kRound];
-#pragma unroll
-      for (int j = 0; j < kRound; ++j)
-        v[j] = i + j * stride < n4 ? __ldg(x4 + i + j * stride) : make_float4(0, 0, 0, 0);
-#pragma unroll
-      for (int j = 0; j < kRound; ++j)
-        m = fmaxf(m,
-                  fmaxf(fmaxf(fabsf(v[j].x), fabsf(v[j].y)), fmaxf(fabsf(v[j].z), fabsf(v[j].w))));
-    }
-  } else {
-    for (; i < numel; i += kRound * stride) {
-      float v[kRound];
-#pragma unroll
-      for (int j = 0; j < kRound; ++j)
-        v[j] = i + j * stride < numel ? __ldg(x + i + j * stride) : 0.0f;
-#pragma unroll
-      for (int j = 0; j < kRound; ++j) m = fmaxf(m, fabsf(v[j]));
-    }
-  }
-  return m;
-}
-
 /** Elements k0..k0+3 of one row (zero past k or when the row is out of range). VEC: k % 4 == 0
  *  and the row 16-byte aligned, so the four are all in range or all out. */
 template <bool VEC>
@@ -627,14 +586,12 @@ __device__ __forceinline__ void load_row4(float (&v)[4], const float* base, int 
   }
 }
 
-template <bool VEC, bool CLUSTER>
+template <bool VEC>
 __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   constexpr int kWarps = kMmaThreads / 32, kRS = kMmaBN + 1;
   __shared__ float s_part[kWarps][kMmaBM][kRS];  // each warp's partial tile (its slice of K)
   __shared__ float s_red[32];
-  __shared__ float s_amax;                   // the grid barrier's result (not CLUSTER)
-  __shared__ unsigned long long s_push_bar;  // CLUSTER: counts the maxima pushed here
-  __shared__ float s_slots[32];              // CLUSTER: slot r holds cluster block r's maximum
+  __shared__ float s_amax;  // the grid barrier's result
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -643,11 +600,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   const int n0 = (static_cast<int>(blockIdx.x) / tiles_m) * kMmaBN;
   const int k0 = warp * 16 + t * 4;  // this thread's four physical columns of K
   QV_STAMP(0);
-  const unsigned int tag = CLUSTER ? 0u : barrier_tag(a.ring);
-  if constexpr (CLUSTER) {
-    if (tid == 0) push_init(&s_push_bar, 4u * (cluster_blocks() - 1u));
-    cluster_arrive_relaxed();  // the mbarriers exist before any push (cluster_wait() below)
-  }
+  const unsigned int tag = barrier_tag(a.ring);
 
   // Everything that does not depend on the scale, issued at once: x rows g and g+8, W rows
   // n0 + 8j + g, the two rows' logits, and the bias of the column this thread stores.
@@ -661,15 +614,6 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
   const int out_col = n0 + (tid & (kMmaBN - 1));
   const float bias = out_col < a.n ? __ldg(a.bias + out_col) : 0.0f;
 
-  // CLUSTER: this block's share of max|x|, its loads issued next to the tile's.
-  unsigned int rank = 0, blocks = 1;
-  float share = 0.0f;
-  if constexpr (CLUSTER) {
-    rank = cluster_rank();
-    blocks = cluster_blocks();
-    share = share_max<VEC>(a.x, a.numel, rank, blocks);
-  }
-
   // The W split and the sigmoids need no scale: done while the block's maximum is formed.
   uint32_t wh[4][4], wl[4][4];
 #pragma unroll
@@ -677,33 +621,14 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) split_tf32(wr[j][i], wh[j][i], wl[j][i]);
   const float alpha0 = sigmoid(logit0), alpha1 = sigmoid(logit1);
-  float amax;
-  if constexpr (CLUSTER) {
-    const float block = block_max<kMmaThreads>(share, s_red);  // in all of warp 0
-    QV_STAMP(1);
-    cluster_wait();
-    if (warp == 0 && static_cast<unsigned int>(lane) < blocks &&
-        static_cast<unsigned int>(lane) != rank)
-      push_slot(s_slots, &s_push_bar, static_cast<unsigned int>(lane), rank, block);
-    // This block's own maximum from the warp maxima (s_red, complete after block_max's barrier).
-    float m = lane < kWarps ? s_red[lane] : 0.0f;
-    wait_pushes(&s_push_bar);
-    if (static_cast<unsigned int>(lane) < blocks && static_cast<unsigned int>(lane) != rank)
-      m = fmaxf(m, s_slots[lane]);
+  float local = 0.0f;
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    amax = m;
-    cluster_arrive_relaxed();  // cluster_wait() before exiting: no push lands after a block left
-  } else {
-    float local = 0.0f;
+  for (int r = 0; r < 2; ++r)
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) local = fmaxf(local, fabsf(xr[r][i]));
-    const float block = block_max<kMmaThreads>(local, s_red);
-    QV_STAMP(1);
-    amax = grid_max(a.ring, tag, block, &s_amax);
-  }
+    for (int i = 0; i < 4; ++i) local = fmaxf(local, fabsf(xr[r][i]));
+  const float block = block_max<kMmaThreads>(local, s_red);
+  QV_STAMP(1);
+  const float amax = grid_max(a.ring, tag, block, &s_amax);
   // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
   const float scale = fmaxf(amax, 1e-8f) * (1.0f / 127.0f);
   const float rcp = __frcp_rn(scale);
@@ -750,7 +675,221 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
       a.out[static_cast<long long>(m0 + row) * a.n + n0 + col] = v + bias;
   }
   QV_STAMP(6);
-  if constexpr (CLUSTER) cluster_wait();  // no block leaves before the cluster's pushes land
+}
+
+// ---- Small K on sm_90: one column strip per thread-block cluster ----
+//
+// Cluster c owns the output columns [c * kStripBN, (c + 1) * kStripBN); its C blocks (cluster rank
+// r) own the row tiles r, r + C, r + 2C, ... of kStripBM rows: one pass per C * kStripBM rows of
+// x, at most kStripMaxPasses. So a cluster's blocks hold all of x between them, and the x a block
+// loads for its tiles is also its share of max|x|: nothing is read for the maximum alone. At the
+// nominal shape (512 x 128, clusters of kStripCluster = 16, 8 clusters) a block loads 16 KiB of
+// x and 8 KiB of W. (The earlier form, 16 x 32 tiles in clusters of 8, loaded its tile rows and,
+// apart, a 1/8 share of x for the maximum: 56 KiB a block.)
+// Every block reduces its maximum (over all its passes' rows), pushes it into a slot of every
+// other block of the cluster (st.async, counted in bytes on the receiver's mbarrier), waits for
+// the C - 1 pushed to it and adds its own. Every cluster forms the whole maximum itself: no grid
+// barrier, no cooperative launch, no residency requirement. Of the cluster barriers, the first
+// orders the mbarriers' set-up before any push, the last keeps every block until the pushes to
+// it have landed; both relaxed (no fence waiting on the loads in flight).
+// The 8 warps split K (16 each) over all kStripMT x kStripNT m16n8 tiles of the block, with the
+// fragment layout of the kernel above; their partial tiles meet in shared memory, and every
+// thread sums and stores two outputs.
+// Measured at the nominal shape on one H200 (bench/quantvla_phases, device figure, two runs
+// each, one machine): 7.14-7.26 us against 7.58 us for the earlier form; clusters of 8 blocks of
+// 64 x 8 (one pass, the same tile per block) 8.19-8.29 us. Not kept: W x (3xTF32) formed while
+// the maxima travel and W q after (q exact in TF32), 7.26-7.33 us; 512 threads (the warps
+// splitting K in 8s) 7.90 us; the blend as fma(alpha s, q, (1 - alpha) x) with TF32 parts by
+// truncation 7.30-7.36 us.
+
+constexpr int kStripMT = 2, kStripNT = 2;  // m16 and n8 tiles per block
+constexpr int kStripBM = 16 * kStripMT, kStripBN = 8 * kStripNT;
+constexpr int kStripWarps = kMmaThreads / 32;
+constexpr int kStripMaxPasses = 2;
+// The partial tiles' row stride: 8 or 24 words modulo 32, so that a half warp's float2 stores
+// (rows g = 0..3, columns 2t) fall in distinct banks.
+constexpr int kStripRS = kStripBN % 32 == 8 ? kStripBN : kStripBN + 8;
+static_assert(kStripBM * kStripBN == 2 * kMmaThreads, "every thread sums two outputs a pass");
+
+template <bool VEC>
+__device__ __forceinline__ void load_strip_rows(float (&xr)[kStripMT][2][4], const qv_args& a,
+                                                int row0, int g, int k0) {
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      load_row4<VEC>(xr[i][h], a.x, row0 + 16 * i + 8 * h + g, a.m, k0, a.k);
+}
+
+__device__ __forceinline__ void load_strip_logits(float (&logit)[kStripMT][2], const qv_args& a,
+                                                  int row0, int g) {
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + 16 * i + 8 * h + g;
+      logit[i][h] = r < a.m ? __ldg(a.logits + r) : 0.0f;
+    }
+}
+
+__device__ __forceinline__ float strip_abs_max(const float (&xr)[kStripMT][2][4]) {
+  float m = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) m = fmaxf(m, fabsf(xr[i][h][e]));
+  return m;
+}
+
+/** acc[i][j] += A_i B_j over this warp's 16 of K in 3xTF32: A from the fp32 values `av`
+ *  (kStripMT x [row g, row g + 8] x 4 physical columns), B from W split in (wh, wl). */
+__device__ __forceinline__ void strip_gemm3(float (&acc)[kStripMT][kStripNT][4],
+                                            const float (&av)[kStripMT][2][4],
+                                            const uint32_t (&wh)[kStripNT][4],
+                                            const uint32_t (&wl)[kStripNT][4]) {
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      // a0 (row g, col c), a1 (g + 8, c), a2 (g, c + 4), a3 (g + 8, c + 4); c at physical 2s.
+      uint32_t ah[4], al[4];
+      split_tf32(av[i][0][2 * s], ah[0], al[0]);
+      split_tf32(av[i][1][2 * s], ah[1], al[1]);
+      split_tf32(av[i][0][2 * s + 1], ah[2], al[2]);
+      split_tf32(av[i][1][2 * s + 1], ah[3], al[3]);
+#pragma unroll
+      for (int j = 0; j < kStripNT; ++j) {
+        mma_tf32(acc[i][j], al, wh[j][2 * s], wh[j][2 * s + 1]);
+        mma_tf32(acc[i][j], ah, wl[j][2 * s], wl[j][2 * s + 1]);
+        mma_tf32(acc[i][j], ah, wh[j][2 * s], wh[j][2 * s + 1]);
+      }
+    }
+}
+
+template <bool VEC>
+__global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) {
+  __shared__ __align__(16) float s_part[kStripWarps][kStripBM][kStripRS];  // warps' partial tiles
+  __shared__ float s_red[32];
+  __shared__ unsigned long long s_push_bar;  // counts the maxima pushed here
+  __shared__ float s_slots[32];              // slot r holds cluster block r's maximum
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const unsigned int rank = cluster_rank(), blocks = cluster_blocks();
+  const int n0 = static_cast<int>(blockIdx.x / blocks) * kStripBN;
+  const int pass_rows = static_cast<int>(blocks) * kStripBM;
+  const int passes = (a.m + pass_rows - 1) / pass_rows;
+  const int k0 = warp * 16 + t * 4;  // this thread's four physical columns of K
+  QV_STAMP(0);
+  if (tid == 0) push_init(&s_push_bar, 4u * (blocks - 1u));
+  cluster_arrive_relaxed();  // the mbarriers exist before any push (cluster_wait() below)
+
+  // Everything of the first pass that does not depend on the scale, issued at once: x rows
+  // 16i + 8h + g of the tile, W rows n0 + 8j + g, the rows' logits, the stored columns' bias.
+  int row0 = static_cast<int>(rank) * kStripBM;
+  float xr[kStripMT][2][4], wr[kStripNT][4], logit[kStripMT][2];
+  load_strip_rows<VEC>(xr, a, row0, g, k0);
+#pragma unroll
+  for (int j = 0; j < kStripNT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
+  load_strip_logits(logit, a, row0, g);
+  const int out_row = tid / (kStripBN / 2), out_col = 2 * (tid % (kStripBN / 2));
+  const float bias0 = n0 + out_col < a.n ? __ldg(a.bias + n0 + out_col) : 0.0f;
+  const float bias1 = n0 + out_col + 1 < a.n ? __ldg(a.bias + n0 + out_col + 1) : 0.0f;
+  float local = strip_abs_max(xr);
+  for (int p = 1; p < passes; ++p) {  // later passes' rows: read now for the maximum only
+    float more[kStripMT][2][4];
+    load_strip_rows<VEC>(more, a,
+                         (p * static_cast<int>(blocks) + static_cast<int>(rank)) * kStripBM, g, k0);
+    local = fmaxf(local, strip_abs_max(more));
+  }
+
+  // The W split and the sigmoids need no scale: done while the block's maximum is formed.
+  uint32_t wh[kStripNT][4], wl[kStripNT][4];
+#pragma unroll
+  for (int j = 0; j < kStripNT; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) split_tf32(wr[j][e], wh[j][e], wl[j][e]);
+  float alpha[kStripMT][2];
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) alpha[i][h] = sigmoid(logit[i][h]);
+
+  const float block = block_max<kMmaThreads>(local, s_red);  // in all of warp 0
+  QV_STAMP(1);
+  cluster_wait();
+  if (warp == 0 && static_cast<unsigned int>(lane) < blocks &&
+      static_cast<unsigned int>(lane) != rank)
+    push_slot(s_slots, &s_push_bar, static_cast<unsigned int>(lane), rank, block);
+  // This block's own maximum from the warp maxima (s_red, complete after block_max's barrier).
+  float m = lane < kStripWarps ? s_red[lane] : 0.0f;
+  wait_pushes(&s_push_bar);
+  if (static_cast<unsigned int>(lane) < blocks && static_cast<unsigned int>(lane) != rank)
+    m = fmaxf(m, s_slots[lane]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  cluster_arrive_relaxed();  // cluster_wait() before exiting: no push lands after a block left
+  // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
+  const float scale = fmaxf(m, 1e-8f) * (1.0f / 127.0f);
+  const float rcp = __frcp_rn(scale);
+  QV_STAMP(2);
+  QV_STAMP(3);
+
+  for (int p = 0;;) {
+    float mixed[kStripMT][2][4];
+#pragma unroll
+    for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) mixed[i][h][e] = blend(xr[i][h][e], alpha[i][h], scale, rcp);
+    QV_STAMP(4);
+    float acc[kStripMT][kStripNT][4] = {};
+    strip_gemm3(acc, mixed, wh, wl);
+    QV_STAMP(5);
+    // C fragment: c0 (row g, col 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
+#pragma unroll
+    for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kStripNT; ++j) {
+        *reinterpret_cast<float2*>(&s_part[warp][16 * i + g][8 * j + 2 * t]) =
+            make_float2(acc[i][j][0], acc[i][j][1]);
+        *reinterpret_cast<float2*>(&s_part[warp][16 * i + g + 8][8 * j + 2 * t]) =
+            make_float2(acc[i][j][2], acc[i][j][3]);
+      }
+    __syncthreads();
+    float2 v = make_float2(bias0, bias1);
+#pragma unroll
+    for (int w = 0; w < kStripWarps; ++w) {
+      const float2 u = *reinterpret_cast<const float2*>(&s_part[w][out_row][out_col]);
+      v.x += u.x;
+      v.y += u.y;
+    }
+    const int row = row0 + out_row, col = n0 + out_col;
+    if (row < a.m) {
+      float* out = a.out + static_cast<long long>(row) * a.n + col;
+      if (col + 1 < a.n && (a.n & 1) == 0) {  // 8-byte aligned (n even; kjudge aligns outputs)
+        *reinterpret_cast<float2*>(out) = v;
+      } else {
+        if (col < a.n) out[0] = v.x;
+        if (col + 1 < a.n) out[1] = v.y;
+      }
+    }
+    if (++p >= passes) break;
+    // The next pass's rows (read before, for the maximum: from L2 now).
+    row0 = (p * static_cast<int>(blocks) + static_cast<int>(rank)) * kStripBM;
+    load_strip_rows<VEC>(xr, a, row0, g, k0);
+    load_strip_logits(logit, a, row0, g);
+#pragma unroll
+    for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) alpha[i][h] = sigmoid(logit[i][h]);
+    __syncthreads();  // every thread has read s_part before the next pass writes it
+  }
+  QV_STAMP(6);
+  cluster_wait();  // no block leaves before the cluster's pushes land
 }
 
 constexpr int kMaxDevices = 64;
@@ -759,13 +898,12 @@ std::atomic<int> g_sm_count[kMaxDevices];
 std::atomic<int> g_coop[kMaxDevices];      // 0 unknown, 1 supported, 2 not
 std::atomic<int> g_cc_major[kMaxDevices];  // compute capability, major
 std::atomic<int> g_blocks_per_sm[kMaxDevices][kKernels];
-/** Blocks per cluster. 8 (the portable maximum) measured faster than 16 on the H200 at the
- *  nominal shape (bench/quantvla_phases/cluster_ab.sh, device figure): 7.39-7.46 against
- *  7.49-7.52 us with the pushed maxima (7.84-7.87 against 8.67-8.70 us with the earlier
- *  barrier-and-read exchange); the larger cluster waits longer for its slowest block. */
-constexpr int kClusterSize = 8;
-/** Clusters of the cluster kernel (vec/scalar) that fit at once, +1 (0: not yet asked). */
-std::atomic<int> g_cluster_fit[kMaxDevices][2];
+/** Blocks per cluster of the column-strip kernel, where the device runs clusters of this size
+ *  (else 8, the portable maximum). */
+constexpr int kStripCluster = 16;
+/** Clusters of the strip kernel (vec/scalar; kStripCluster, 8) that fit at once, +1 (0: not yet
+ *  asked). */
+std::atomic<int> g_cluster_fit[kMaxDevices][2][2];
 /** The barrier ring entry of a stream, given on its first launch (round robin past
  *  kBarrierRing streams). */
 int ring_entry(const void* stream) {
@@ -929,7 +1067,7 @@ int launch(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) 
  *  (the caller takes the tiled kernel), else as launch(). */
 template <bool VEC>
 int launch_mma(const kj_call* call, qv_args& a, int device, int kernel_id, int sms) {
-  const void* fn = reinterpret_cast<const void*>(&quantvla_mma_kernel<VEC, false>);
+  const void* fn = reinterpret_cast<const void*>(&quantvla_mma_kernel<VEC>);
   const int per_sm = resident_blocks(call, fn, kMmaThreads, 0, device, kernel_id);
   if (per_sm == 0) return 1;
   const long long tiles =
@@ -938,51 +1076,67 @@ int launch_mma(const kj_call* call, qv_args& a, int device, int kernel_id, int s
   return cooperative_launch(call, a, fn, static_cast<int>(tiles), kMmaThreads, 0);
 }
 
-/** The small-K kernel with the cluster-wide maximum, in clusters of kClusterSize blocks (the
- *  grid padded to whole clusters; the padding blocks read their share of x and store nothing).
- *  -1 when the clusters do not all fit at once (the caller takes another kernel), 1 after
- *  writing call->error, 0 when launched. */
-template <bool VEC>
-int launch_cluster(const kj_call* call, qv_args& a, int device) {
-  auto* fn = &quantvla_mma_kernel<VEC, true>;
-  const long long tiles =
-      static_cast<long long>((a.m + kMmaBM - 1) / kMmaBM) * ((a.n + kMmaBN - 1) / kMmaBN);
-  const long long grid = (tiles + kClusterSize - 1) / kClusterSize * kClusterSize;
-  if (grid > kMaxBlocks) return -1;
+/** Clusters of `size` blocks of `fn` that fit at once on the device (asked once per device,
+ *  kernel and size; 0 where the device refuses the size). */
+int cluster_fit(const void* fn, cudaLaunchConfig_t cfg, int size, std::atomic<int>& known) {
+  int fit = known.load(std::memory_order_relaxed) - 1;
+  if (fit >= 0) return fit;
+  fit = 0;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = kClusterSize;
+  attr.val.clusterDim.x = static_cast<unsigned>(size);
   attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(kMmaThreads);
-  cfg.stream = static_cast<cudaStream_t>(call->stream);
+  cfg.gridDim = dim3(static_cast<unsigned>(size));
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  std::atomic<int>& known = g_cluster_fit[device][VEC ? 0 : 1];
-  int fit = known.load(std::memory_order_relaxed) - 1;
-  if (fit < 0) {  // asked once per device and kernel; a size the device refuses fits none
-    fit = 0;
-    cudaError_t e = cudaSuccess;
-    if (kClusterSize > 8)  // beyond the portable size (an experiment's setting)
-      e = cudaFuncSetAttribute(reinterpret_cast<const void*>(fn),
-                               cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (e == cudaSuccess)
-      e = cudaOccupancyMaxActiveClusters(&fit, reinterpret_cast<const void*>(fn), &cfg);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();  // not an error of this call: another kernel takes it
-      fit = 0;
-    }
-    known.store(fit + 1, std::memory_order_relaxed);
-  }
-  if (static_cast<long long>(fit) * kClusterSize < grid) return -1;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, fn, a);
+  cudaError_t e = cudaSuccess;
+  if (size > 8)  // beyond the portable size
+    e = cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&fit, fn, &cfg);
   if (e != cudaSuccess) {
-    set_error(call, "launch of %lld blocks x %d threads in clusters of %d failed: %s", grid,
-              kMmaThreads, kClusterSize, cudaGetErrorString(e));
-    return 1;
+    (void)cudaGetLastError();  // not an error of this call: another size or kernel takes it
+    fit = 0;
   }
-  return 0;
+  known.store(fit + 1, std::memory_order_relaxed);
+  return fit;
+}
+
+/** The column-strip kernel: one cluster per kStripBN columns, in clusters of kStripCluster blocks
+ *  where the device runs them, else of 8. -1 when neither size fits or x needs more than
+ *  kStripMaxPasses passes (the caller takes another kernel), 1 after writing call->error, 0 when
+ *  launched. */
+template <bool VEC>
+int launch_strip(const kj_call* call, qv_args& a, int device) {
+  auto* fn = &quantvla_strip_kernel<VEC>;
+  const long long clusters = (a.n + kStripBN - 1) / kStripBN;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kMmaThreads);
+  cfg.stream = static_cast<cudaStream_t>(call->stream);
+  const int sizes[] = {kStripCluster, 8};
+  for (int c = 0; c < 2; ++c) {
+    const int size = sizes[c];
+    const long long passes = (a.m + static_cast<long long>(size) * kStripBM - 1) /
+                             (static_cast<long long>(size) * kStripBM);
+    if (passes > kStripMaxPasses || clusters * size > kMaxBlocks) continue;
+    if (cluster_fit(reinterpret_cast<const void*>(fn), cfg, size,
+                    g_cluster_fit[device][VEC ? 0 : 1][c]) < 1)
+      continue;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(size);
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(clusters * size));
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, fn, a);
+    if (e != cudaSuccess) {
+      set_error(call, "launch of %lld blocks x %d threads in clusters of %d failed: %s",
+                clusters * size, kMmaThreads, size, cudaGetErrorString(e));
+      return 1;
+    }
+    return 0;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -1022,9 +1176,8 @@ extern "C" KJ_EXPORT int kj_forward(const kj_call* call) {
 
   const bool vec = a.k % 4 == 0 && (reinterpret_cast<uintptr_t>(a.x) & 15u) == 0 &&
                    (reinterpret_cast<uintptr_t>(a.w) & 15u) == 0;
-  if (a.k <= kMmaMaxK && a.numel <= kClusterMaxNumel && major >= 9) {
-    const int r =
-        vec ? launch_cluster<true>(call, a, device) : launch_cluster<false>(call, a, device);
+  if (a.k <= kMmaMaxK && major >= 9) {
+    const int r = vec ? launch_strip<true>(call, a, device) : launch_strip<false>(call, a, device);
     if (r >= 0) return r;
   }
   if (coop != 1) {
