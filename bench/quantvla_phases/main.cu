@@ -126,12 +126,12 @@ __global__ void store_only_kernel(float* out, int n) {
       v;
 }
 
-/** One launch of `kernel` in the cluster form's shape (clusters only where the device has them). */
-template <class... Args>
-void launch_shaped(void (*kernel)(Args...), cudaStream_t stream, bool clusters, Args... args) {
-  cudaLaunchAttribute attr{};
+/** The launch configuration of the cluster form's shape, in clusters of `cluster` blocks (none
+ *  when 0); `attr` must outlive the launch. */
+cudaLaunchConfig_t shaped_config(cudaStream_t stream, int cluster, cudaLaunchAttribute& attr) {
+  attr = cudaLaunchAttribute{};
   attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = kShapeCluster;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster);
   attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(kShapeBlocks);
@@ -139,11 +139,39 @@ void launch_shaped(void (*kernel)(Args...), cudaStream_t stream, bool clusters, 
   cfg.dynamicSmemBytes = kShapeSmemBytes;
   cfg.stream = stream;
   cfg.attrs = &attr;
-  cfg.numAttrs = clusters ? 1 : 0;
-  if (clusters)  // beyond the portable size
-    check_cuda(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                    cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-               "cluster size");
+  cfg.numAttrs = cluster > 0 ? 1 : 0;
+  return cfg;
+}
+
+/** The cluster size the floor kernels run in, as the kernel chooses its own: 16 where the device
+ *  runs clusters of 16 blocks of this shape, else 8; 0 below compute capability 9.0. Allows the
+ *  non-portable size on every given kernel first (once, outside any timed region). */
+int shaped_cluster_size(const std::vector<const void*>& kernels) {
+  int cc_major = 0;
+  check_cuda(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, 0), "cc");
+  if (cc_major < 9) return 0;
+  for (const void* k : kernels)
+    if (cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 8;
+    }
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = shaped_config(nullptr, kShapeCluster, attr);
+  int fit = 0;
+  for (const void* k : kernels)
+    if (cudaOccupancyMaxActiveClusters(&fit, k, &cfg) != cudaSuccess || fit < 1) {
+      (void)cudaGetLastError();
+      return 8;
+    }
+  return kShapeCluster;
+}
+
+/** One launch of `kernel` in the cluster form's shape, in clusters of `cluster` blocks (none when
+ *  0). */
+template <class... Args>
+void launch_shaped(void (*kernel)(Args...), cudaStream_t stream, int cluster, Args... args) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = shaped_config(stream, cluster, attr);
   check_cuda(cudaLaunchKernelEx(&cfg, kernel, args...), "shaped launch");
 }
 
@@ -337,9 +365,6 @@ int main(int argc, char** argv) {
   std::vector<unsigned long long> stamps(trace_words);
   if (trace != nullptr) check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
 
-  int cc_major = 0;
-  check_cuda(cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, 0), "cc");
-  const bool clusters = cc_major >= 9;
   float* floor_out = nullptr;
   check_cuda(cudaMalloc(&floor_out, kShapeBlocks * sizeof(float)), "cudaMalloc floor out");
   const auto* x4 = reinterpret_cast<const float4*>(p.d_x);
@@ -382,6 +407,12 @@ int main(int argc, char** argv) {
                                        volume_read_kernel<2, false>, volume_read_kernel<4, false>,
                                        volume_read_kernel<8, false>, volume_read_kernel<14, false>};
   const int volume_n[4] = {2, 4, 8, 14};
+  std::vector<const void*> shaped_kernels = {reinterpret_cast<const void*>(shaped_empty_kernel),
+                                             reinterpret_cast<const void*>(shaped_read_kernel),
+                                             reinterpret_cast<const void*>(store_only_kernel)};
+  for (const volume_fn k : volume_kernels)
+    shaped_kernels.push_back(reinterpret_cast<const void*>(k));
+  const int clusters = shaped_cluster_size(shaped_kernels);
   // Traced: the stamps of the cold forward ([0]) and of the forward after another ([1]).
   std::vector<double> kind_us[kKinds], span_us[2], entry_spread_us[2];
   std::vector<double>& forward_us = kind_us[kForward];
@@ -450,7 +481,10 @@ int main(int argc, char** argv) {
   std::printf(
       "%s: floors in the cluster form's launch shape (%d x %d threads%s, %zu KiB shared): empty "
       "%.2f us; reading its tile rows of x and W, to a block maximum %.2f us\n",
-      label.c_str(), kShapeBlocks, kShapeThreads, clusters ? ", clusters of 16" : "",
+      label.c_str(), kShapeBlocks, kShapeThreads,
+      clusters == 0    ? ""
+      : clusters == 16 ? ", clusters of 16"
+                       : ", clusters of 8",
       kShapeSmemBytes / 1024, quantile(kind_us[kShapedEmpty], 0.5),
       quantile(kind_us[kShapedRead], 0.5));
   std::printf(

@@ -8,11 +8,11 @@
 //   fragment registers. Once the scale is known they quantise and blend in registers and multiply
 //   with mma.sync TF32 in three products (3xTF32, fp32 accuracy); the 8 warps split K and meet in
 //   shared memory. max|x| comes
-//   a. on sm_90 with at most 1024 rows (the nominal shape, jittered or not): from thread-block
-//      clusters of 16 blocks (8 where the device runs no clusters of 16), one per 16 output
-//      columns, whose blocks' row tiles cover all of x between them; the blocks push their
-//      maxima into each other's shared memory (st.async, counted on an mbarrier; no grid-wide
-//      wait, an ordinary launch);
+//   a. on compute capability 9.0 and above with at most 1024 rows (the nominal shape, jittered
+//      or not; 512 where the device runs no clusters of 16 and the kernel takes 8): from
+//      thread-block clusters of 16 blocks, one per 16 output columns, whose blocks' row tiles cover
+//      all of x between them; the blocks push their maxima into each other's shared memory
+//      (st.async, counted on an mbarrier; no grid-wide wait, an ordinary launch);
 //   b. otherwise, when every 16 x 32 tile is resident at once: from the grid barrier below, each
 //      block's tile rows giving its share (a cooperative launch).
 // - otherwise, persistent blocks (grid <= SMs x resident blocks per SM), cooperative:
@@ -455,12 +455,14 @@ __global__ void __launch_bounds__(C::NT) quantvla_kernel(qv_args a) {
 // a fragment is permuted (fragment column c of k step s is physical column 4c + 2s, c + 4 is
 // 4c + 2s + 1) identically for x and W, so each thread reads 4 consecutive floats of a row.
 // max|x| comes from the grid barrier, grid_max(): the x a block loads for its tile gives its
-// share (the blocks of one row strip cover all of x between them). On sm_90 with at most 1024
-// rows the column-strip kernel below takes the shape instead (clusters, no grid barrier).
+// share (the blocks of one row strip cover all of x between them). On compute capability 9.0
+// and above, with at most 1024 rows (512 in clusters of 8), the column-strip kernel below takes
+// the shape instead (clusters, no grid barrier).
 // History at the nominal shape (device figure, bench/quantvla_phases on one H200): 8.26-8.32 us
 // with the grid barrier; 7.81-7.90 us with 16 x 32 tiles in clusters of 8 whose blocks also read
 // a 1/8 share of x for the maximum and exchanged maxima by a cluster barrier and distributed-
-// shared-memory reads; 7.36-7.58 us with one-way pushes instead (the form before the strips).
+// shared-memory reads; 7.36-7.46 us (seventh session), 7.46-7.58 us (eleventh) with one-way
+// pushes instead (the form before the strips).
 
 constexpr int kMmaMaxK = 128;  // 8 warps x 16
 constexpr int kMmaBM = 16, kMmaBN = 32, kMmaThreads = 256;
@@ -689,15 +691,16 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // Every block reduces its maximum (over all its passes' rows), pushes it into a slot of every
 // other block of the cluster (st.async, counted in bytes on the receiver's mbarrier), waits for
 // the C - 1 pushed to it and adds its own. Every cluster forms the whole maximum itself: no grid
-// barrier, no cooperative launch, no residency requirement. Of the cluster barriers, the first
-// orders the mbarriers' set-up before any push, the last keeps every block until the pushes to
-// it have landed; both relaxed (no fence waiting on the loads in flight).
+// barrier, no cooperative launch, no residency requirement. A block goes on only once the pushes
+// to it have landed (wait_pushes). Of the cluster barriers, the first orders the mbarriers'
+// set-up before any push; the last, defensive, keeps the cluster whole until every block is past
+// its exchange; both relaxed (no fence waiting on the loads in flight).
 // The 8 warps split K (16 each) over all kStripMT x kStripNT m16n8 tiles of the block, with the
 // fragment layout of the kernel above; their partial tiles meet in shared memory, and every
 // thread sums and stores two outputs.
 // Measured at the nominal shape on one H200 (bench/quantvla_phases, device figure, two runs
-// each, one machine): 7.14-7.26 us against 7.58 us for the earlier form; clusters of 8 blocks of
-// 64 x 8 (one pass, the same tile per block) 8.19-8.29 us. Not kept: W x (3xTF32) formed while
+// each, one machine): 7.14-7.26 us against 7.46-7.58 us for the earlier form; clusters of 8 blocks
+// of 64 x 8 (one pass, the same tile per block) 8.19-8.29 us. Not kept: W x (3xTF32) formed while
 // the maxima travel and W q after (q exact in TF32), 7.26-7.33 us; 512 threads (the warps
 // splitting K in 8s) 7.90 us; the blend as fma(alpha s, q, (1 - alpha) x) with TF32 parts by
 // truncation 7.30-7.36 us.
@@ -709,6 +712,7 @@ constexpr int kStripMaxPasses = 2;
 // The partial tiles' row stride: 8 or 24 words modulo 32, so that a half warp's float2 stores
 // (rows g = 0..3, columns 2t) fall in distinct banks.
 constexpr int kStripRS = kStripBN % 32 == 8 ? kStripBN : kStripBN + 8;
+static_assert(kStripRS % 32 == 8 || kStripRS % 32 == 24, "float2 partial stores conflict-free");
 static_assert(kStripBM * kStripBN == 2 * kMmaThreads, "every thread sums two outputs a pass");
 
 template <bool VEC>
@@ -795,6 +799,9 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   for (int j = 0; j < kStripNT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
   load_strip_logits(logit, a, row0, g);
   const int out_row = tid / (kStripBN / 2), out_col = 2 * (tid % (kStripBN / 2));
+  // Two outputs in one 8-byte store where every pair starts 8-byte aligned: n even and the output
+  // itself aligned (the ABI promises no alignment of outputs).
+  const bool pairs = (a.n & 1) == 0 && (reinterpret_cast<uintptr_t>(a.out) & 7u) == 0;
   const float bias0 = n0 + out_col < a.n ? __ldg(a.bias + n0 + out_col) : 0.0f;
   const float bias1 = n0 + out_col + 1 < a.n ? __ldg(a.bias + n0 + out_col + 1) : 0.0f;
   float local = strip_abs_max(xr);
@@ -830,7 +837,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     m = fmaxf(m, s_slots[lane]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  cluster_arrive_relaxed();  // cluster_wait() before exiting: no push lands after a block left
+  cluster_arrive_relaxed();  // with the cluster_wait() before exiting (see the section's comment)
   // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
   const float scale = fmaxf(m, 1e-8f) * (1.0f / 127.0f);
   const float rcp = __frcp_rn(scale);
@@ -870,7 +877,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     const int row = row0 + out_row, col = n0 + out_col;
     if (row < a.m) {
       float* out = a.out + static_cast<long long>(row) * a.n + col;
-      if (col + 1 < a.n && (a.n & 1) == 0) {  // 8-byte aligned (n even; kjudge aligns outputs)
+      if (col + 1 < a.n && pairs) {
         *reinterpret_cast<float2*>(out) = v;
       } else {
         if (col < a.n) out[0] = v.x;
@@ -878,8 +885,10 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
       }
     }
     if (++p >= passes) break;
-    // The next pass's rows (read before, for the maximum: from L2 now).
+    // The next pass's rows (read before, for the maximum: from L2 now); none for a block whose
+    // tile starts past the last row (the same for all its threads).
     row0 = (p * static_cast<int>(blocks) + static_cast<int>(rank)) * kStripBM;
+    if (row0 >= a.m) break;
     load_strip_rows<VEC>(xr, a, row0, g, k0);
     load_strip_logits(logit, a, row0, g);
 #pragma unroll
@@ -889,7 +898,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     __syncthreads();  // every thread has read s_part before the next pass writes it
   }
   QV_STAMP(6);
-  cluster_wait();  // no block leaves before the cluster's pushes land
+  cluster_wait();  // the cluster stays whole until every block is past its exchange
 }
 
 constexpr int kMaxDevices = 64;
