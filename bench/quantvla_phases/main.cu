@@ -478,15 +478,12 @@ int main(int argc, char** argv) {
       label.c_str(), quantile(forward_us, 0.5), quantile(forward_us, 0.25),
       quantile(forward_us, 0.75), quantile(forward_us, 0.0), forward_us.size(),
       quantile(kind_us[kEmpty], 0.5));
+  const std::string in_clusters = clusters > 0 ? ", clusters of " + std::to_string(clusters) : "";
   std::printf(
       "%s: floors in the cluster form's launch shape (%d x %d threads%s, %zu KiB shared): empty "
       "%.2f us; reading its tile rows of x and W, to a block maximum %.2f us\n",
-      label.c_str(), kShapeBlocks, kShapeThreads,
-      clusters == 0    ? ""
-      : clusters == 16 ? ", clusters of 16"
-                       : ", clusters of 8",
-      kShapeSmemBytes / 1024, quantile(kind_us[kShapedEmpty], 0.5),
-      quantile(kind_us[kShapedRead], 0.5));
+      label.c_str(), kShapeBlocks, kShapeThreads, in_clusters.c_str(), kShapeSmemBytes / 1024,
+      quantile(kind_us[kShapedEmpty], 0.5), quantile(kind_us[kShapedRead], 0.5));
   std::printf(
       "%s: warm parts (L2 flushed first): the forward after a forward on other buffers %.2f us, "
       "after the read kernel on other buffers %.2f us, without the flush %.2f us; the empty "

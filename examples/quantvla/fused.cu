@@ -736,6 +736,14 @@ __device__ __forceinline__ void load_strip_logits(float (&logit)[kStripMT][2], c
     }
 }
 
+__device__ __forceinline__ void strip_alphas(float (&alpha)[kStripMT][2],
+                                             const float (&logit)[kStripMT][2]) {
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) alpha[i][h] = sigmoid(logit[i][h]);
+}
+
 __device__ __forceinline__ float strip_abs_max(const float (&xr)[kStripMT][2][4]) {
   float m = 0.0f;
 #pragma unroll
@@ -819,10 +827,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
 #pragma unroll
     for (int e = 0; e < 4; ++e) split_tf32(wr[j][e], wh[j][e], wl[j][e]);
   float alpha[kStripMT][2];
-#pragma unroll
-  for (int i = 0; i < kStripMT; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) alpha[i][h] = sigmoid(logit[i][h]);
+  strip_alphas(alpha, logit);
 
   const float block = block_max<kMmaThreads>(local, s_red);  // in all of warp 0
   QV_STAMP(1);
@@ -891,10 +896,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     if (row0 >= a.m) break;
     load_strip_rows<VEC>(xr, a, row0, g, k0);
     load_strip_logits(logit, a, row0, g);
-#pragma unroll
-    for (int i = 0; i < kStripMT; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) alpha[i][h] = sigmoid(logit[i][h]);
+    strip_alphas(alpha, logit);
     __syncthreads();  // every thread has read s_part before the next pass writes it
   }
   QV_STAMP(6);
@@ -1085,16 +1087,22 @@ int launch_mma(const kj_call* call, qv_args& a, int device, int kernel_id, int s
   return cooperative_launch(call, a, fn, static_cast<int>(tiles), kMmaThreads, 0);
 }
 
+/** The launch attribute of clusters of `size` blocks along x. */
+cudaLaunchAttribute cluster_dim(int size) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(size);
+  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  return attr;
+}
+
 /** Clusters of `size` blocks of `fn` that fit at once on the device (asked once per device,
  *  kernel and size; 0 where the device refuses the size). */
 int cluster_fit(const void* fn, cudaLaunchConfig_t cfg, int size, std::atomic<int>& known) {
   int fit = known.load(std::memory_order_relaxed) - 1;
   if (fit >= 0) return fit;
   fit = 0;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(size);
-  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  cudaLaunchAttribute attr = cluster_dim(size);
   cfg.gridDim = dim3(static_cast<unsigned>(size));
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
@@ -1113,7 +1121,7 @@ int cluster_fit(const void* fn, cudaLaunchConfig_t cfg, int size, std::atomic<in
 /** The column-strip kernel: one cluster per kStripBN columns, in clusters of kStripCluster blocks
  *  where the device runs them, else of 8. -1 when neither size fits or x needs more than
  *  kStripMaxPasses passes (the caller takes another kernel), 1 after writing call->error, 0 when
- *  launched. */
+ *  launched. n <= kMmaMaxK here: at most 8 clusters. */
 template <bool VEC>
 int launch_strip(const kj_call* call, qv_args& a, int device) {
   auto* fn = &quantvla_strip_kernel<VEC>;
@@ -1126,14 +1134,11 @@ int launch_strip(const kj_call* call, qv_args& a, int device) {
     const int size = sizes[c];
     const long long passes = (a.m + static_cast<long long>(size) * kStripBM - 1) /
                              (static_cast<long long>(size) * kStripBM);
-    if (passes > kStripMaxPasses || clusters * size > kMaxBlocks) continue;
+    if (passes > kStripMaxPasses) continue;
     if (cluster_fit(reinterpret_cast<const void*>(fn), cfg, size,
                     g_cluster_fit[device][VEC ? 0 : 1][c]) < 1)
       continue;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(size);
-    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    cudaLaunchAttribute attr = cluster_dim(size);
     cfg.gridDim = dim3(static_cast<unsigned>(clusters * size));
     cfg.attrs = &attr;
     cfg.numAttrs = 1;

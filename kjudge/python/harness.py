@@ -57,6 +57,18 @@ def _first_line(exc, limit=300):
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
 
 
+def _blamed_on_candidate(fn, what, limit=12):
+    """fn(); a CandidateError it raises passes through, any other exception (SystemExit and
+    KeyboardInterrupt included) becomes one, headed `what`, with its traceback's last `limit`
+    entries."""
+    try:
+        return fn()
+    except CandidateError:
+        raise
+    except BaseException as exc:
+        raise CandidateError("%s:\n%s" % (what, _format_exception(exc, limit=limit)))
+
+
 def _format_exception(exc, limit=12):
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     text = "".join(lines)
@@ -149,13 +161,9 @@ def load_candidate(path):
     global _candidate
     start = time.perf_counter()
     _reach.arm()
-    try:
-        module = _as_candidate(lambda: _exec_file(path, "kjudge_candidate"))
-    except CandidateError:
-        raise
-    except BaseException as exc:
-        raise CandidateError("candidate %s failed to build or import:\n%s"
-                             % (path, _format_exception(exc, limit=400)))
+    module = _blamed_on_candidate(
+        lambda: _as_candidate(lambda: _exec_file(path, "kjudge_candidate")),
+        "candidate %s failed to build or import" % path, limit=400)
     if not hasattr(module, "ModelNew"):
         raise CandidateError("candidate %s does not define ModelNew" % path)
     _candidate = module
@@ -247,19 +255,10 @@ def build_candidate(seed):
             _seed(seed)
             return _candidate.ModelNew(*_init).to(DEVICE).eval()
 
-    try:
-        _cand = _as_candidate(construct)
-    except CandidateError:
-        raise
-    except BaseException as exc:
-        raise CandidateError("ModelNew(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
-    try:
-        method = _as_candidate(lambda: _copy_weights(_ref, _cand))
-    except CandidateError:
-        raise
-    except BaseException as exc:
-        raise CandidateError("copying the reference's weights into ModelNew failed:\n%s"
-                             % _format_exception(exc))
+    _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
+                                 "ModelNew(*get_init_inputs()) failed")
+    method = _blamed_on_candidate(lambda: _as_candidate(lambda: _copy_weights(_ref, _cand)),
+                                  "copying the reference's weights into ModelNew failed")
     _reach.seal()
     return method
 
@@ -862,13 +861,8 @@ def _as_candidate(fn):
         except BaseException:
             pass
         raise
-    try:
-        _reach.leave()
-    except CandidateError:
-        raise
-    except BaseException as exc:
-        raise CandidateError("after the candidate's code ran, kjudge could not check what it "
-                             "changed:\n%s" % _format_exception(exc))
+    _blamed_on_candidate(_reach.leave, "after the candidate's code ran, kjudge could not check "
+                         "what it changed")
     return out
 
 
@@ -959,17 +953,15 @@ def _plain_hosts(hosts, who):
 def _candidate_outputs(call, who):
     """call() (the candidate's forward, or its graph's replay), synchronised, its outputs copied
     to the host, all under the candidate's state; returns (host copies, ms)."""
+    def timed_call():
+        start = time.perf_counter()
+        with torch.no_grad():
+            out = call()
+        synchronize()
+        return out, (time.perf_counter() - start) * 1e3
+
     def run():
-        try:
-            start = time.perf_counter()
-            with torch.no_grad():
-                out = call()
-            synchronize()
-            ms = (time.perf_counter() - start) * 1e3
-        except CandidateError:
-            raise
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt included
-            raise CandidateError("%s raised:\n%s" % (who, _format_exception(exc)))
+        out, ms = _blamed_on_candidate(timed_call, "%s raised" % who)
         return _hosts(_normalise(out, who, CandidateError), CandidateError, "the candidate's"), ms
 
     hosts, ms = _as_candidate(run)
