@@ -302,14 +302,18 @@ int main(int argc, char** argv) {
 
   bool correct = true;
   // On sm_90, those with k <= 128 and at most 1024 rows take the column-strip kernel in
-  // thread-block clusters (of 16; scalar where k % 4 != 0; two passes over 512 rows: {9, 73, 128},
-  // {16, 64, 128}, {2, 333, 33}, {1, 1000, 100}); {32, 64, 128} and {12, 120, 96} the small-K
-  // kernel with the grid barrier (every tile resident); the rest the tiled one.
-  const int shapes[][3] = {{8, 64, 128},   {1, 1, 1},      {3, 7, 5},     {2, 100, 64},
-                           {5, 77, 96},    {32, 64, 128},  {8, 64, 127},  {3, 11, 8},
-                           {2, 50, 130},   {16, 128, 256}, {4, 33, 1024}, {1, 3, 4096},
-                           {64, 128, 128}, {8, 256, 512},  {12, 120, 96}, {9, 73, 128},
-                           {7, 55, 128},   {16, 64, 128},  {2, 333, 33},  {1, 1000, 100}};
+  // thread-block clusters of 16: {8, 64, 128}, {1, 1, 1}, {3, 7, 5}, {2, 100, 64}, {5, 77, 96},
+  // {8, 64, 127}, {3, 11, 8}, {7, 55, 128}, {8, 64, 120}, {5, 50, 124} and {4, 60, 126} in one
+  // pass; {9, 73, 128}, {16, 64, 128}, {2, 333, 33}, {1, 1000, 100} and {9, 73, 120} in two
+  // (over 512 rows); scalar where k % 4 != 0; in strips of three n8 tiles where fewer clusters
+  // fit one block an SM than strips of two need (on an H200, 7 fit: 120 to 128 columns).
+  // {32, 64, 128} and {12, 120, 96} take the small-K kernel with the grid barrier (every tile
+  // resident); the rest the tiled one.
+  const int shapes[][3] = {
+      {8, 64, 128},   {1, 1, 1},      {3, 7, 5},     {2, 100, 64},   {5, 77, 96},   {32, 64, 128},
+      {8, 64, 127},   {3, 11, 8},     {2, 50, 130},  {16, 128, 256}, {4, 33, 1024}, {1, 3, 4096},
+      {64, 128, 128}, {8, 256, 512},  {12, 120, 96}, {9, 73, 128},   {7, 55, 128},  {16, 64, 128},
+      {2, 333, 33},   {1, 1000, 100}, {8, 64, 120},  {5, 50, 124},   {4, 60, 126},  {9, 73, 120}};
   for (const auto& s : shapes) {
     instance p(s[0], s[1], s[2], 1234u + static_cast<unsigned>(s[2]));
     for (int rep = 0; rep < 3; ++rep)  // repeats: state left by one launch must not leak
@@ -417,6 +421,10 @@ int main(int argc, char** argv) {
   std::vector<double> kind_us[kKinds], span_us[2], entry_spread_us[2];
   std::vector<double>& forward_us = kind_us[kForward];
   std::vector<double> phase_median_us[2][kPhases], phase_slowest_us[2][kPhases];
+  // Medians over the blocks alone on their SM and over those whose SM also ran another block of
+  // the launch (at the same time for the strip kernel, whose blocks are all resident at once).
+  std::vector<double> phase_alone_us[2][kPhases], phase_shared_us[2][kPhases];
+  std::vector<double> blocks_seen[2], shared_seen[2];
   for (int s = 0; s < kKinds * (samples + warmup); ++s) {
     const int kind = s % kKinds;
     check_cuda(cudaMemsetAsync(flush, s & 0xff, flush_bytes, stream), "flush");
@@ -456,21 +464,35 @@ int main(int argc, char** argv) {
     check_cuda(cudaMemcpy(stamps.data(), trace, trace_words * 8, cudaMemcpyDeviceToHost), "trace");
     check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
     unsigned long long first_entry = ~0ULL, last_entry = 0, last_end = 0;
-    std::vector<double> phase[kPhases];
-    for (int b = 0; b < 4096 && stamps[b * 2 * kStamps] != 0; ++b) {
+    std::vector<double> phase[kPhases], phase_shared[kPhases];
+    int blocks = 0;
+    std::vector<int> on_sm(1024, 0);  // blocks of this launch per SM (slot 7: %smid)
+    while (blocks < 4096 && stamps[blocks * 2 * kStamps] != 0)
+      ++on_sm[stamps[blocks++ * 2 * kStamps + 7] & 1023];
+    int shared_blocks = 0;
+    for (int b = 0; b < blocks; ++b) {
       const unsigned long long* r = &stamps[b * 2 * kStamps];
+      const bool shared = on_sm[r[7] & 1023] > 1;
+      shared_blocks += shared ? 1 : 0;
       first_entry = std::min(first_entry, r[0]);
       last_entry = std::max(last_entry, r[0]);
       last_end = std::max(last_end, r[6]);
       for (int k = 0; k < kPhases; ++k)
-        phase[k].push_back(static_cast<double>(r[kStamps + k + 1] - r[kStamps + k]) * 1e3 /
-                           clock_khz);
+        (shared ? phase_shared : phase)[k].push_back(
+            static_cast<double>(r[kStamps + k + 1] - r[kStamps + k]) * 1e3 / clock_khz);
     }
     span_us[traced].push_back(static_cast<double>(last_end - first_entry) / 1e3);
     entry_spread_us[traced].push_back(static_cast<double>(last_entry - first_entry) / 1e3);
+    blocks_seen[traced].push_back(blocks);
+    shared_seen[traced].push_back(shared_blocks);
     for (int k = 0; k < kPhases; ++k) {
-      phase_median_us[traced][k].push_back(quantile(phase[k], 0.5));
-      phase_slowest_us[traced][k].push_back(quantile(phase[k], 1.0));
+      std::vector<double> all = phase[k];
+      all.insert(all.end(), phase_shared[k].begin(), phase_shared[k].end());
+      phase_median_us[traced][k].push_back(quantile(all, 0.5));
+      phase_slowest_us[traced][k].push_back(quantile(all, 1.0));
+      if (!phase[k].empty()) phase_alone_us[traced][k].push_back(quantile(phase[k], 0.5));
+      if (!phase_shared[k].empty())
+        phase_shared_us[traced][k].push_back(quantile(phase_shared[k], 0.5));
     }
   }
   std::printf(
@@ -506,10 +528,22 @@ int main(int argc, char** argv) {
   for (int c = 0; c < 2; ++c) {
     std::printf("  %s: first entry to last end %.2f us, entries spread over %.2f us\n",
                 traced_names[c], quantile(span_us[c], 0.5), quantile(entry_spread_us[c], 0.5));
-    std::printf("  phase (SM clock at %d MHz)   median block   slowest block\n", clock_khz / 1000);
-    for (int k = 0; k < kPhases; ++k)
-      std::printf("  %-28s %8.2f us    %8.2f us\n", kPhaseNames[k],
+    std::printf(
+        "  blocks %.0f, of which on an SM that also ran another block of the launch: %.0f "
+        "(median; %.0f to %.0f)\n",
+        quantile(blocks_seen[c], 0.5), quantile(shared_seen[c], 0.5), quantile(shared_seen[c], 0.0),
+        quantile(shared_seen[c], 1.0));
+    const bool split = !phase_shared_us[c][0].empty() && !phase_alone_us[c][0].empty();
+    std::printf("  phase (SM clock at %d MHz)   median block   slowest block%s\n", clock_khz / 1000,
+                split ? "   alone on its SM   sharing an SM" : "");
+    for (int k = 0; k < kPhases; ++k) {
+      std::printf("  %-28s %8.2f us    %8.2f us", kPhaseNames[k],
                   quantile(phase_median_us[c][k], 0.5), quantile(phase_slowest_us[c][k], 0.5));
+      if (split)
+        std::printf("    %8.2f us       %8.2f us", quantile(phase_alone_us[c][k], 0.5),
+                    quantile(phase_shared_us[c][k], 0.5));
+      std::printf("\n");
+    }
   }
   return correct ? 0 : 1;
 }

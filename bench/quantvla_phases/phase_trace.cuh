@@ -2,7 +2,8 @@
 // bench/quantvla_phases/run.sh. Thread 0 of every block writes the global timer (ns, comparable
 // across SMs) and its SM's clock64 (cycles, exact within a block) at each boundary:
 //   0 entry, 1 the block's max|x| reduced, 2 the scale known (after the grid barrier),
-//   3 the first K chunk landed in shared memory, 4 blended, 5 GEMM done, 6 outputs stored.
+//   3 the first K chunk landed in shared memory, 4 blended, 5 GEMM done, 6 outputs stored;
+// and at entry, in the global timer's slot 7, the SM the block runs on (%smid).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,11 +20,18 @@ __device__ __forceinline__ unsigned long long qv_global_timer_ns() {
   return t;
 }
 
+__device__ __forceinline__ unsigned int qv_smid() {
+  unsigned int id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
 #define QV_STAMP(i)                                                                       \
   do {                                                                                    \
     if (threadIdx.x == 0 && blockIdx.x < kQvTraceBlocks) {                                \
       qv_trace[blockIdx.x][(i)] = qv_global_timer_ns();                                   \
       qv_trace[blockIdx.x][kQvStamps + (i)] = static_cast<unsigned long long>(clock64()); \
+      if ((i) == 0) qv_trace[blockIdx.x][kQvStamps - 1] = qv_smid();                      \
     }                                                                                     \
   } while (0)
 
