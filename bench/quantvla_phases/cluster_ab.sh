@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU: the phase harness (run.sh) on examples/quantvla/fused.cu as shipped (column strips
-# of 16 outputs in clusters of kStripCluster = 16 blocks of 32 x 16 tiles), on a copy that takes
-# its fallback, clusters of 8 (the same tiles, two passes at the nominal shape), on a copy in
-# clusters of 8 blocks of 64 x 8 tiles (the same outputs per block, one pass), and on any further
-# kernel sources given as arguments (e.g. an earlier fused.cu for an A/B on the same machine).
+# in clusters of kStripCluster = 16 blocks of 32-row tiles; at the nominal shape on an H200,
+# 6 strips of 24 columns, since only 7 clusters of 16 fit one block an SM), on a copy that keeps
+# strips of 16 columns (8 clusters of 16: the eighth shares SMs with the others), on a copy that
+# takes the fallback, clusters of 8 (two passes at the nominal shape), and on any further kernel
+# sources given as arguments (e.g. an earlier fused.cu for an A/B on the same machine).
 # Usage: bash bench/quantvla_phases/cluster_ab.sh [samples] [source...]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,11 +14,12 @@ shift || true
 tmp=${TMPDIR:-/tmp}/quantvla_cluster_ab
 mkdir -p "$tmp"
 src=$root/examples/quantvla/fused.cu
-sed "s/kStripCluster = 16;/kStripCluster = 8;/; s/kStripMT = 2, kStripNT = 2;/kStripMT = 4, kStripNT = 1;/" \
-  "$src" > "$tmp/cluster8.cu"
-[ "$(grep -c "kStripCluster = 8;\|kStripMT = 4, kStripNT = 1;" "$tmp/cluster8.cu")" = 2 ] ||
-  { echo "cannot set the cluster size and tile"; exit 1; }
-sed "s/kStripCluster = 16;/kStripCluster = 8;/" "$src" > "$tmp/fallback8.cu"
-grep -q "kStripCluster = 8;" "$tmp/fallback8.cu" || { echo "cannot set the cluster size"; exit 1; }
-KJ_QV_DIVCHECK=${KJ_QV_DIVCHECK:-0} KJ_QV_SOURCES="$src $tmp/fallback8.cu $tmp/cluster8.cu $*" \
+sed "s/>= (tiles + 2) \/ 3) nt = 3;/>= (tiles + 2) \/ 3) nt = 2;/" "$src" > "$tmp/strips16.cu"
+grep -q ">= (tiles + 2) / 3) nt = 2;" "$tmp/strips16.cu" || { echo "cannot keep strips of 16"; exit 1; }
+# The fallback as a device without clusters of 16 takes it: the first size skipped.
+sed "s/    if (passes > kStripMaxPasses) continue;/    if (passes > kStripMaxPasses || c == 0) continue;/" \
+  "$src" > "$tmp/fallback8.cu"
+grep -q "kStripMaxPasses || c == 0) continue;" "$tmp/fallback8.cu" ||
+  { echo "cannot skip clusters of 16"; exit 1; }
+KJ_QV_DIVCHECK=${KJ_QV_DIVCHECK:-0} KJ_QV_SOURCES="$src $tmp/strips16.cu $tmp/fallback8.cu $*" \
   bash "$here/run.sh" "$samples"

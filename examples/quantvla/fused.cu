@@ -10,9 +10,10 @@
 //   shared memory. max|x| comes
 //   a. on compute capability 9.0 and above with at most 1024 rows (the nominal shape, jittered
 //      or not; 512 where the device runs no clusters of 16 and the kernel takes 8): from
-//      thread-block clusters of 16 blocks, one per 16 output columns, whose blocks' row tiles cover
-//      all of x between them; the blocks push their maxima into each other's shared memory
-//      (st.async, counted on an mbarrier; no grid-wide wait, an ordinary launch);
+//      thread-block clusters of 16 blocks, one per strip of 16 or 24 output columns, whose
+//      blocks' row tiles cover all of x between them; the blocks push their maxima into each
+//      other's shared memory (st.async, counted on an mbarrier; no grid-wide wait, an ordinary
+//      launch);
 //   b. otherwise, when every 16 x 32 tile is resident at once: from the grid barrier below, each
 //      block's tile rows giving its share (a cooperative launch).
 // - otherwise, persistent blocks (grid <= SMs x resident blocks per SM), cooperative:
@@ -681,39 +682,45 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 
 // ---- Small K on sm_90: one column strip per thread-block cluster ----
 //
-// Cluster c owns the output columns [c * kStripBN, (c + 1) * kStripBN); its C blocks (cluster rank
-// r) own the row tiles r, r + C, r + 2C, ... of kStripBM rows: one pass per C * kStripBM rows of
-// x, at most kStripMaxPasses. So a cluster's blocks hold all of x between them, and the x a block
-// loads for its tiles is also its share of max|x|: nothing is read for the maximum alone. At the
-// nominal shape (512 x 128, clusters of kStripCluster = 16, 8 clusters) a block loads 16 KiB of
-// x and 8 KiB of W. (The earlier form, 16 x 32 tiles in clusters of 8, loaded its tile rows and,
-// apart, a 1/8 share of x for the maximum: 56 KiB a block.)
+// Cluster c owns the output columns [c * 8 NT, (c + 1) * 8 NT) (NT = 2 or 3 n8 tiles, chosen at
+// launch: launch_strip); its C blocks (cluster rank r) own the row tiles r, r + C, r + 2C, ... of
+// kStripBM rows: one pass per C * kStripBM rows of x, at most kStripMaxPasses. So a cluster's
+// blocks hold all of x between them, and the x a block loads for its tiles is also its share of
+// max|x|: nothing is read for the maximum alone. At the nominal shape (512 x 128) on an H200
+// (6 clusters of 16, NT = 3) a block loads 16 KiB of x and 12 KiB of W. (The form before the
+// strips, 16 x 32 tiles in clusters of 8, loaded its tile rows and, apart, a 1/8 share of x for
+// the maximum: 56 KiB a block.)
 // Every block reduces its maximum (over all its passes' rows), pushes it into a slot of every
 // other block of the cluster (st.async, counted in bytes on the receiver's mbarrier), waits for
 // the C - 1 pushed to it and adds its own. Every cluster forms the whole maximum itself: no grid
 // barrier, no cooperative launch, no residency requirement. A block goes on only once the pushes
 // to it have landed (wait_pushes). Of the cluster barriers, the first orders the mbarriers'
 // set-up before any push; the last, defensive, keeps the cluster whole until every block is past
-// its exchange; both relaxed (no fence waiting on the loads in flight).
-// The 8 warps split K (16 each) over all kStripMT x kStripNT m16n8 tiles of the block, with the
+// its exchange; both relaxed (no fence waiting on the loads in flight). Between its push and its
+// wait a block splits W for 3xTF32 and forms the sigmoids.
+// The 8 warps split K (16 each) over all kStripMT x NT m16n8 tiles of the block, with the
 // fragment layout of the kernel above; their partial tiles meet in shared memory, and every
-// thread sums and stores two outputs.
+// thread sums and stores one or two pairs of outputs.
 // Measured at the nominal shape on one H200 (bench/quantvla_phases, device figure, two runs
-// each, one machine): 7.14-7.26 us against 7.46-7.58 us for the earlier form; clusters of 8 blocks
-// of 64 x 8 (one pass, the same tile per block) 8.19-8.29 us. Not kept: W x (3xTF32) formed while
-// the maxima travel and W q after (q exact in TF32), 7.26-7.33 us; 512 threads (the warps
-// splitting K in 8s) 7.90 us; the blend as fma(alpha s, q, (1 - alpha) x) with TF32 parts by
-// truncation 7.30-7.36 us.
+// each, one machine): strips of 16 columns (8 clusters: the eighth shares SMs) 7.14-7.26 us
+// against 7.46-7.58 us for the form before; strips of 24 (6 clusters, one block an SM) with the W
+// split and sigmoids between push and wait 6.75-6.82 us against 7.10-7.14 us for strips of 16.
+// Not kept: W x (3xTF32) formed while the maxima travel and W q after (q exact in TF32),
+// 7.26-7.33 us; 512 threads (the warps splitting K in 8s) 7.90 us; the blend as
+// fma(alpha s, q, (1 - alpha) x) with TF32 parts by truncation 7.30-7.36 us (all on strips of 16);
+// launching the strips of 24 with shared memory that forbids a second block an SM, 0.07-0.12 us
+// slower.
 
-constexpr int kStripMT = 2, kStripNT = 2;  // m16 and n8 tiles per block
-constexpr int kStripBM = 16 * kStripMT, kStripBN = 8 * kStripNT;
+constexpr int kStripMT = 2;     // m16 tiles per block
+constexpr int kStripMaxNT = 3;  // n8 tiles per block: NT = 2 or 3 (see launch_strip)
+constexpr int kStripBM = 16 * kStripMT, kStripMaxBN = 8 * kStripMaxNT;
 constexpr int kStripWarps = kMmaThreads / 32;
 constexpr int kStripMaxPasses = 2;
 // The partial tiles' row stride: 8 or 24 words modulo 32, so that a half warp's float2 stores
 // (rows g = 0..3, columns 2t) fall in distinct banks.
-constexpr int kStripRS = kStripBN % 32 == 8 ? kStripBN : kStripBN + 8;
+constexpr int kStripRS =
+    kStripMaxBN % 32 == 8 || kStripMaxBN % 32 == 24 ? kStripMaxBN : kStripMaxBN + 8;
 static_assert(kStripRS % 32 == 8 || kStripRS % 32 == 24, "float2 partial stores conflict-free");
-static_assert(kStripBM * kStripBN == 2 * kMmaThreads, "every thread sums two outputs a pass");
 
 template <bool VEC>
 __device__ __forceinline__ void load_strip_rows(float (&xr)[kStripMT][2][4], const qv_args& a,
@@ -757,10 +764,11 @@ __device__ __forceinline__ float strip_abs_max(const float (&xr)[kStripMT][2][4]
 
 /** acc[i][j] += A_i B_j over this warp's 16 of K in 3xTF32: A from the fp32 values `av`
  *  (kStripMT x [row g, row g + 8] x 4 physical columns), B from W split in (wh, wl). */
-__device__ __forceinline__ void strip_gemm3(float (&acc)[kStripMT][kStripNT][4],
+template <int NT>
+__device__ __forceinline__ void strip_gemm3(float (&acc)[kStripMT][NT][4],
                                             const float (&av)[kStripMT][2][4],
-                                            const uint32_t (&wh)[kStripNT][4],
-                                            const uint32_t (&wl)[kStripNT][4]) {
+                                            const uint32_t (&wh)[NT][4],
+                                            const uint32_t (&wl)[NT][4]) {
 #pragma unroll
   for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
@@ -772,7 +780,7 @@ __device__ __forceinline__ void strip_gemm3(float (&acc)[kStripMT][kStripNT][4],
       split_tf32(av[i][0][2 * s + 1], ah[2], al[2]);
       split_tf32(av[i][1][2 * s + 1], ah[3], al[3]);
 #pragma unroll
-      for (int j = 0; j < kStripNT; ++j) {
+      for (int j = 0; j < NT; ++j) {
         mma_tf32(acc[i][j], al, wh[j][2 * s], wh[j][2 * s + 1]);
         mma_tf32(acc[i][j], ah, wl[j][2 * s], wl[j][2 * s + 1]);
         mma_tf32(acc[i][j], ah, wh[j][2 * s], wh[j][2 * s + 1]);
@@ -780,8 +788,20 @@ __device__ __forceinline__ void strip_gemm3(float (&acc)[kStripMT][kStripNT][4],
     }
 }
 
-template <bool VEC>
+/** Keeps the computation of `v` before this point: the compiler otherwise sinks register-only work
+ *  past the wait for the maxima, onto the critical path. */
+__device__ __forceinline__ void pin(uint32_t& v) {
+  asm volatile("" : "+r"(v));
+}
+__device__ __forceinline__ void pin(float& v) {
+  asm volatile("" : "+f"(v));
+}
+
+template <bool VEC, int NT>
 __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) {
+  constexpr int kBN = 8 * NT;
+  constexpr int kRowPairs = kBN / 2, kTilePairs = kStripBM * kRowPairs;  // output pairs
+  static_assert(kBN <= kStripRS && kTilePairs <= 2 * kMmaThreads, "tile fits the partials");
   __shared__ __align__(16) float s_part[kStripWarps][kStripBM][kStripRS];  // warps' partial tiles
   __shared__ float s_red[32];
   __shared__ unsigned long long s_push_bar;  // counts the maxima pushed here
@@ -790,7 +810,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const unsigned int rank = cluster_rank(), blocks = cluster_blocks();
-  const int n0 = static_cast<int>(blockIdx.x / blocks) * kStripBN;
+  const int n0 = static_cast<int>(blockIdx.x / blocks) * kBN;
   const int pass_rows = static_cast<int>(blocks) * kStripBM;
   const int passes = (a.m + pass_rows - 1) / pass_rows;
   const int k0 = warp * 16 + t * 4;  // this thread's four physical columns of K
@@ -801,17 +821,24 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   // Everything of the first pass that does not depend on the scale, issued at once: x rows
   // 16i + 8h + g of the tile, W rows n0 + 8j + g, the rows' logits, the stored columns' bias.
   int row0 = static_cast<int>(rank) * kStripBM;
-  float xr[kStripMT][2][4], wr[kStripNT][4], logit[kStripMT][2];
+  float xr[kStripMT][2][4], wr[NT][4], logit[kStripMT][2];
   load_strip_rows<VEC>(xr, a, row0, g, k0);
 #pragma unroll
-  for (int j = 0; j < kStripNT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
+  for (int j = 0; j < NT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
   load_strip_logits(logit, a, row0, g);
-  const int out_row = tid / (kStripBN / 2), out_col = 2 * (tid % (kStripBN / 2));
+  // Thread tid sums and stores output pairs tid and tid + kMmaThreads of the tile (where it has
+  // that many): row o / kRowPairs, columns 2 (o % kRowPairs) and one more.
+  constexpr int kMine = kTilePairs > kMmaThreads ? 2 : 1;
+  float2 bias[kMine];
+#pragma unroll
+  for (int q = 0; q < kMine; ++q) {
+    const int o = tid + q * kMmaThreads, col = n0 + 2 * (o % kRowPairs);
+    bias[q].x = o < kTilePairs && col < a.n ? __ldg(a.bias + col) : 0.0f;
+    bias[q].y = o < kTilePairs && col + 1 < a.n ? __ldg(a.bias + col + 1) : 0.0f;
+  }
   // Two outputs in one 8-byte store where every pair starts 8-byte aligned: n even and the output
   // itself aligned (the ABI promises no alignment of outputs).
   const bool pairs = (a.n & 1) == 0 && (reinterpret_cast<uintptr_t>(a.out) & 7u) == 0;
-  const float bias0 = n0 + out_col < a.n ? __ldg(a.bias + n0 + out_col) : 0.0f;
-  const float bias1 = n0 + out_col + 1 < a.n ? __ldg(a.bias + n0 + out_col + 1) : 0.0f;
   float local = strip_abs_max(xr);
   for (int p = 1; p < passes; ++p) {  // later passes' rows: read now for the maximum only
     float more[kStripMT][2][4];
@@ -820,21 +847,32 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     local = fmaxf(local, strip_abs_max(more));
   }
 
-  // The W split and the sigmoids need no scale: done while the block's maximum is formed.
-  uint32_t wh[kStripNT][4], wl[kStripNT][4];
-#pragma unroll
-  for (int j = 0; j < kStripNT; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) split_tf32(wr[j][e], wh[j][e], wl[j][e]);
-  float alpha[kStripMT][2];
-  strip_alphas(alpha, logit);
-
   const float block = block_max<kMmaThreads>(local, s_red);  // in all of warp 0
   QV_STAMP(1);
   cluster_wait();
   if (warp == 0 && static_cast<unsigned int>(lane) < blocks &&
       static_cast<unsigned int>(lane) != rank)
     push_slot(s_slots, &s_push_bar, static_cast<unsigned int>(lane), rank, block);
+  // While the peers' maxima travel: the W split and the sigmoids (no scale needed). pin() keeps
+  // them before the wait, where the compiler had sunk them onto the critical path; nothing forces
+  // them after the push, but nvcc 13.0 emits them there (before the block maximum they would
+  // wait for W's loads: 0.23 us longer to the maximum when they were there, eleventh session).
+  uint32_t wh[NT][4], wl[NT][4];
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      split_tf32(wr[j][e], wh[j][e], wl[j][e]);
+      pin(wh[j][e]);
+      pin(wl[j][e]);
+    }
+  float alpha[kStripMT][2];
+  strip_alphas(alpha, logit);
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i) {
+    pin(alpha[i][0]);
+    pin(alpha[i][1]);
+  }
   // This block's own maximum from the warp maxima (s_red, complete after block_max's barrier).
   float m = lane < kStripWarps ? s_red[lane] : 0.0f;
   wait_pushes(&s_push_bar);
@@ -858,35 +896,41 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
 #pragma unroll
         for (int e = 0; e < 4; ++e) mixed[i][h][e] = blend(xr[i][h][e], alpha[i][h], scale, rcp);
     QV_STAMP(4);
-    float acc[kStripMT][kStripNT][4] = {};
-    strip_gemm3(acc, mixed, wh, wl);
+    float acc[kStripMT][NT][4] = {};
+    strip_gemm3<NT>(acc, mixed, wh, wl);
     QV_STAMP(5);
     // C fragment: c0 (row g, col 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
 #pragma unroll
     for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
-      for (int j = 0; j < kStripNT; ++j) {
+      for (int j = 0; j < NT; ++j) {
         *reinterpret_cast<float2*>(&s_part[warp][16 * i + g][8 * j + 2 * t]) =
             make_float2(acc[i][j][0], acc[i][j][1]);
         *reinterpret_cast<float2*>(&s_part[warp][16 * i + g + 8][8 * j + 2 * t]) =
             make_float2(acc[i][j][2], acc[i][j][3]);
       }
     __syncthreads();
-    float2 v = make_float2(bias0, bias1);
 #pragma unroll
-    for (int w = 0; w < kStripWarps; ++w) {
-      const float2 u = *reinterpret_cast<const float2*>(&s_part[w][out_row][out_col]);
-      v.x += u.x;
-      v.y += u.y;
-    }
-    const int row = row0 + out_row, col = n0 + out_col;
-    if (row < a.m) {
-      float* out = a.out + static_cast<long long>(row) * a.n + col;
-      if (col + 1 < a.n && pairs) {
-        *reinterpret_cast<float2*>(out) = v;
-      } else {
-        if (col < a.n) out[0] = v.x;
-        if (col + 1 < a.n) out[1] = v.y;
+    for (int q = 0; q < kMine; ++q) {
+      const int o = tid + q * kMmaThreads;
+      if (o >= kTilePairs) break;
+      const int out_row = o / kRowPairs, out_col = 2 * (o % kRowPairs);
+      float2 v = bias[q];
+#pragma unroll
+      for (int w = 0; w < kStripWarps; ++w) {
+        const float2 u = *reinterpret_cast<const float2*>(&s_part[w][out_row][out_col]);
+        v.x += u.x;
+        v.y += u.y;
+      }
+      const int row = row0 + out_row, col = n0 + out_col;
+      if (row < a.m) {
+        float* out = a.out + static_cast<long long>(row) * a.n + col;
+        if (col + 1 < a.n && pairs) {
+          *reinterpret_cast<float2*>(out) = v;
+        } else {
+          if (col < a.n) out[0] = v.x;
+          if (col + 1 < a.n) out[1] = v.y;
+        }
       }
     }
     if (++p >= passes) break;
@@ -912,9 +956,12 @@ std::atomic<int> g_blocks_per_sm[kMaxDevices][kKernels];
 /** Blocks per cluster of the column-strip kernel, where the device runs clusters of this size
  *  (else 8, the portable maximum). */
 constexpr int kStripCluster = 16;
-/** Clusters of the strip kernel (vec/scalar; kStripCluster, 8) that fit at once, +1 (0: not yet
- *  asked). */
-std::atomic<int> g_cluster_fit[kMaxDevices][2][2];
+/** Clusters of the strip kernel (vec/scalar; NT = 2 in clusters of kStripCluster and of 8, and
+ *  NT = 2 and 3 in clusters of kStripCluster with one block an SM) that fit at once, +1 (0: not
+ *  yet asked). */
+std::atomic<int> g_cluster_fit[kMaxDevices][2][4];
+/** exclusive_smem() of the strip kernel (vec/scalar; NT = 2, 3), +1 (0: not yet asked). */
+std::atomic<long long> g_strip_reserve[kMaxDevices][2][2];
 /** The barrier ring entry of a stream, given on its first launch (round robin past
  *  kBarrierRing streams). */
 int ring_entry(const void* stream) {
@@ -1118,31 +1165,85 @@ int cluster_fit(const void* fn, cudaLaunchConfig_t cfg, int size, std::atomic<in
   return fit;
 }
 
-/** The column-strip kernel: one cluster per kStripBN columns, in clusters of kStripCluster blocks
- *  where the device runs them, else of 8. -1 when neither size fits or x needs more than
- *  kStripMaxPasses passes (the caller takes another kernel), 1 after writing call->error, 0 when
- *  launched. n <= kMmaMaxK here: at most 8 clusters. */
+/** Dynamic shared memory (unused) that keeps a second block of `fn` off an SM: with the kernel's
+ *  own, more than half the SM's. Asked once per device and kernel (`known`); 0 where it cannot
+ *  be had. */
+size_t exclusive_smem(const void* fn, int device, std::atomic<long long>& known) {
+  long long want = known.load(std::memory_order_relaxed) - 1;
+  if (want >= 0) return static_cast<size_t>(want);
+  int per_sm = 0, optin = 0;
+  cudaFuncAttributes attrs{};
+  want = 0;
+  if (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+          cudaSuccess ||
+      cudaFuncGetAttributes(&attrs, fn) != cudaSuccess) {
+    (void)cudaGetLastError();  // a refusal is not this call's error: strips of two tiles
+  } else {
+    const long long own = static_cast<long long>(attrs.sharedSizeBytes);
+    want = per_sm / 2 + 1024 - own;
+    if (want <= 0 || want + own > optin) {
+      want = 0;
+    } else if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(want)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      want = 0;
+    }
+  }
+  known.store(want + 1, std::memory_order_relaxed);
+  return static_cast<size_t>(want);
+}
+
+/** The column-strip kernel: one cluster per strip of NT n8 tiles (8 NT columns), in clusters of
+ *  kStripCluster blocks where the device runs them, else of 8. -1 when neither size fits or x
+ *  needs more than kStripMaxPasses passes (the caller takes another kernel), 1 after writing
+ *  call->error, 0 when launched. n <= kMmaMaxK here: at most 16 n8 tiles.
+ *  Strips of two tiles where their clusters all fit one block an SM; else strips of three where
+ *  those do (an H200 holds 7 clusters of 16 that way, one per GPC of at least 16 SMs: n = 128 takes
+ *  6 strips of 24 columns, the last one 8 wide); else strips of two with SMs shared. Measured on an
+ *  H200 (bench/quantvla_phases, traced): with 8 clusters of 16, 32 blocks shared an SM with
+ *  another, and their blend and GEMM took 0.77 and 0.43 us against 0.47 and 0.30 us alone. */
 template <bool VEC>
 int launch_strip(const kj_call* call, qv_args& a, int device) {
-  auto* fn = &quantvla_strip_kernel<VEC>;
-  const long long clusters = (a.n + kStripBN - 1) / kStripBN;
+  const void* fn2 = reinterpret_cast<const void*>(&quantvla_strip_kernel<VEC, 2>);
+  const void* fn3 = reinterpret_cast<const void*>(&quantvla_strip_kernel<VEC, 3>);
+  const int v = VEC ? 0 : 1;
+  const long long tiles = (a.n + 7) / 8;
   cudaLaunchConfig_t cfg{};
   cfg.blockDim = dim3(kMmaThreads);
   cfg.stream = static_cast<cudaStream_t>(call->stream);
+  std::atomic<int>* fit = g_cluster_fit[device][v];
   const int sizes[] = {kStripCluster, 8};
   for (int c = 0; c < 2; ++c) {
     const int size = sizes[c];
     const long long passes = (a.m + static_cast<long long>(size) * kStripBM - 1) /
                              (static_cast<long long>(size) * kStripBM);
     if (passes > kStripMaxPasses) continue;
-    if (cluster_fit(reinterpret_cast<const void*>(fn), cfg, size,
-                    g_cluster_fit[device][VEC ? 0 : 1][c]) < 1)
-      continue;
+    if (cluster_fit(fn2, cfg, size, fit[c]) < 1) continue;
+    int nt = 2;
+    if (c == 0) {
+      // The fit with one block an SM, asked with shared memory that allows no second one (only
+      // in the query: launched so, the kernel ran 0.07-0.12 us slower, although the scheduler
+      // gave every block its own SM either way).
+      const size_t r2 = exclusive_smem(fn2, device, g_strip_reserve[device][v][0]);
+      const size_t r3 = exclusive_smem(fn3, device, g_strip_reserve[device][v][1]);
+      if (r2 > 0 && r3 > 0) {
+        cudaLaunchConfig_t alone = cfg;
+        alone.dynamicSmemBytes = r2;
+        if (cluster_fit(fn2, alone, size, fit[2]) < (tiles + 1) / 2) {
+          alone.dynamicSmemBytes = r3;  // also allows fn3 the cluster size
+          if (cluster_fit(fn3, alone, size, fit[3]) >= (tiles + 2) / 3) nt = 3;
+        }
+      }
+    }
+    const long long clusters = (tiles + nt - 1) / nt;
     cudaLaunchAttribute attr = cluster_dim(size);
     cfg.gridDim = dim3(static_cast<unsigned>(clusters * size));
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, fn, a);
+    const cudaError_t e = nt == 3 ? cudaLaunchKernelEx(&cfg, &quantvla_strip_kernel<VEC, 3>, a)
+                                  : cudaLaunchKernelEx(&cfg, &quantvla_strip_kernel<VEC, 2>, a);
     if (e != cudaSuccess) {
       set_error(call, "launch of %lld blocks x %d threads in clusters of %d failed: %s",
                 clusters * size, kMmaThreads, size, cudaGetErrorString(e));
