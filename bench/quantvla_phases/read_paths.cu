@@ -11,12 +11,12 @@
 //   ldg x+W 32      64 blocks of 32 x 32 outputs: x tile as above, W rows 32c..32c+31 (4 float4);
 //   bulk x+W 16     the 128 blocks' tiles copied by cp.async.bulk (one copy of 16 KiB of x, one of
 //                   8 KiB of W) into shared memory on one mbarrier, then read from there;
-//   bulk x+W 16 mc  the same, W multicast: rank r copies row 16c + r of W into the same place of all
-//                   16 blocks of its cluster (.multicast::cluster), so L2 serves W once per cluster;
+//   bulk x+W 16 mc  the same, W multicast: rank r copies row 16c + r of W into the same place of
+//                   all 16 blocks of its cluster (.multicast::cluster): L2 serves W once a cluster;
 //   bulk x+W 32 mc  64 blocks, W rows 32c..32c+31 multicast two rows a rank;
 //   vol6 / B        6 float4 per thread from 16 regions of 24 KiB (a region per cluster rank, so
-//                   each region is read by B / 16 blocks), B = 128, 64, 32: the same bytes per block
-//                   on fewer SMs tells an aggregate (L2) limit from a per-SM one;
+//                   each region is read by B / 16 blocks), B = 128, 64, 32: the same bytes per
+//                   block on fewer SMs tells an aggregate (L2) limit from a per-SM one;
 //   empty / B       an empty kernel in the same shape, B = 128, 64.
 // Usage: read_paths [samples]. Needs sm_90 (clusters of 16, bulk copies).
 #include <cuda_runtime.h>
@@ -68,8 +68,8 @@ __device__ __forceinline__ void store_block_max(float m, float* out) {
 /** Thread (warp, g = lane / 4, t = lane % 4) reads float4 column warp * 4 + t of rows 8i + g:
  *  as the shipped kernel's fragments do. */
 template <int COLS, bool WITH_W>
-__global__ void __launch_bounds__(kThreads) ldg_kernel(const float4* x, const float4* w,
-                                                       float* out) {
+__global__ void __launch_bounds__(kThreads)
+    ldg_kernel(const float4* x, const float4* w, float* out) {
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, c4 = warp * 4 + (lane & 3);
   const int rank = static_cast<int>(blockIdx.x) % kCluster,
@@ -118,8 +118,8 @@ __device__ __forceinline__ void bulk_copy_multicast(void* dst, const void* src, 
 /** The x tile and W strip copied by cp.async.bulk into shared memory (W multicast within the
  *  cluster when MULTICAST), then read as ldg_kernel reads them. */
 template <int COLS, bool MULTICAST>
-__global__ void __launch_bounds__(kThreads) bulk_kernel(const float* x, const float* w,
-                                                        float* out) {
+__global__ void __launch_bounds__(kThreads)
+    bulk_kernel(const float* x, const float* w, float* out) {
   extern __shared__ __align__(128) float4 smem[];  // x tile [32][32 float4], W [COLS][32 float4]
   __shared__ __align__(8) unsigned long long bar;
   float4* sx = smem;
@@ -169,7 +169,8 @@ __global__ void __launch_bounds__(kThreads) bulk_kernel(const float* x, const fl
 /** N float4 per thread from region blockIdx.x % 16 (N * 4 KiB each). */
 template <int N>
 __global__ void __launch_bounds__(kThreads) volume_kernel(const float4* src, float* out) {
-  const float4* p = src + static_cast<long long>(blockIdx.x % kCluster) * N * kThreads + threadIdx.x;
+  const float4* p =
+      src + static_cast<long long>(blockIdx.x % kCluster) * N * kThreads + threadIdx.x;
   float4 v[N];
 #pragma unroll
   for (int j = 0; j < N; ++j) v[j] = __ldg(p + j * kThreads);
@@ -272,9 +273,10 @@ int main(int argc, char** argv) {
         cfg.numAttrs = 1;
         int fit = 0;
         check_cuda(cudaOccupancyMaxActiveClusters(&fit, probe, &cfg), "max active clusters");
-        std::printf("read_paths: clusters of %d blocks of %d threads, %zu KiB shared a block: %d "
-                    "fit at once\n",
-                    size, kThreads, smem / 1024, fit);
+        std::printf(
+            "read_paths: clusters of %d blocks of %d threads, %zu KiB shared a block: %d "
+            "fit at once\n",
+            size, kThreads, smem / 1024, fit);
       }
   }
   cudaStream_t stream;
@@ -295,10 +297,17 @@ int main(int argc, char** argv) {
     const void* a0 = nullptr;
     const void* a1 = nullptr;
     switch (k.args) {
-      case 1: a0 = x4, a1 = w4; break;
-      case 2: a0 = x, a1 = w; break;
-      case 3: a0 = volume; break;
-      default: break;
+      case 1:
+        a0 = x4, a1 = w4;
+        break;
+      case 2:
+        a0 = x, a1 = w;
+        break;
+      case 3:
+        a0 = volume;
+        break;
+      default:
+        break;
     }
     void* args_out[] = {&out};
     void* args2[] = {&a0, &out};
@@ -325,8 +334,8 @@ int main(int argc, char** argv) {
       for (int i = 0; i < k.cols * kK; ++i)
         m = std::max(m, std::fabs(hw[static_cast<size_t>(cluster) * k.cols * kK + i]));
       if (got[b] != m) {
-        if (correct) std::printf("%s: block %d read max %g, expected %g\n", k.name.c_str(), b,
-                                 got[b], m);
+        if (correct)
+          std::printf("%s: block %d read max %g, expected %g\n", k.name.c_str(), b, got[b], m);
         correct = false;
       }
     }
