@@ -3,7 +3,7 @@
 //   2. at the nominal shape (B=8, T=64, D=128), `samples` cold samples as kjudge's device figure
 //      takes them: L2 flushed (256 MiB written), a spin kernel holds the stream, events around
 //      kj_forward; the samples rotate among it and three kernels timed the same way: an empty
-//      kernel of one block (the method's floor), an empty kernel in the cluster form's launch
+//      kernel of one block (the method's floor), an empty kernel in the strips-of-16 launch
 //      shape (128 blocks of 256 threads in clusters of 16, 24 KiB of shared memory each), and
 //      that shape reading what the cluster form reads before its block maximum (its tile rows of
 //      x, which are its share of max|x|, and of W), reduced to a block maximum: the floors of
@@ -22,6 +22,8 @@
 
 #include <cuda_runtime.h>
 
+#include "bench_common.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -34,6 +36,8 @@ extern "C" __attribute__((weak)) void* qv_trace_address();
 
 namespace {
 
+using namespace qv_bench;
+
 constexpr int kStamps = 8;  // as phase_trace.cuh
 constexpr int kPhases = 6;  // between stamps 0..6
 const char* const kPhaseNames[kPhases] = {"entry -> block max|x|",
@@ -43,21 +47,11 @@ const char* const kPhaseNames[kPhases] = {"entry -> block max|x|",
                                           "-> GEMM",
                                           "-> stored"};
 
-void check_cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
-
-__global__ void spin_kernel(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 __global__ void empty_kernel() {}
 
-// The cluster form's launch shape at the nominal size (examples/quantvla/fused.cu).
+// The strip kernel's launch shape at the nominal size in strips of 16 columns (8 clusters of 16;
+// examples/quantvla/fused.cu takes it where 8 clusters fit one block an SM; on an H200 it takes
+// 6 clusters of strips of 24 instead, so these floors describe the strips of 16).
 constexpr int kShapeBlocks = 128, kShapeThreads = 256, kShapeCluster = 16;
 constexpr size_t kShapeSmemBytes = 24 * 1024;  // about the cluster form's static shared memory
 
@@ -67,8 +61,7 @@ __global__ void shaped_empty_kernel() {}
  *  32-row tile of x (i, h < 2) and rows 8j + g of its 16-row slice of W (j < 2), one float4 each
  *  per thread; everything reduced to one maximum per block. */
 __global__ void shaped_read_kernel(const float4* x, const float4* w, long long n4, float* out) {
-  extern __shared__ float s_red[];
-  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3, k4 = warp * 4 + t;  // float4 column of K = 128
   const int m0 = static_cast<int>(blockIdx.x % kShapeCluster) * 32,
             n0 = static_cast<int>(blockIdx.x / kShapeCluster) * 16;
@@ -79,15 +72,8 @@ __global__ void shaped_read_kernel(const float4* x, const float4* w, long long n
   }
   for (int j = 0; j < 2; ++j) v[4 + j] = w[(n0 + 8 * j + g) * 32 + k4];
   float m = 0.0f;
-  for (const float4& f : v)
-    m = fmaxf(m, fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w))));
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  if (lane == 0) s_red[warp] = m;
-  __syncthreads();
-  if (tid == 0) {
-    for (int k = 1; k < kShapeThreads / 32; ++k) m = fmaxf(m, s_red[k]);
-    out[blockIdx.x] = m;
-  }
+  for (const float4& f : v) m = fmaxf(m, abs_max4(f));
+  store_block_max<kShapeThreads>(m, out);
 }
 
 /** N float4 loads per thread in the cluster form's shape, reduced to a block maximum: block b reads
@@ -95,24 +81,15 @@ __global__ void shaped_read_kernel(const float4* x, const float4* w, long long n
  *  8 blocks, as every cluster reads all of x), N * 4 KiB per block. */
 template <int N, bool DISTINCT>
 __global__ void volume_read_kernel(const float4* src, float* out) {
-  __shared__ float s_red[kShapeThreads / 32];
-  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const long long region = DISTINCT ? blockIdx.x : blockIdx.x % kShapeCluster;
-  const float4* p = src + region * N * kShapeThreads + tid;
+  const float4* p = src + region * N * kShapeThreads + threadIdx.x;
   float4 v[N];
 #pragma unroll
   for (int j = 0; j < N; ++j) v[j] = __ldg(p + j * kShapeThreads);
   float m = 0.0f;
 #pragma unroll
-  for (int j = 0; j < N; ++j)
-    m = fmaxf(m, fmaxf(fmaxf(fabsf(v[j].x), fabsf(v[j].y)), fmaxf(fabsf(v[j].z), fabsf(v[j].w))));
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  if (lane == 0) s_red[warp] = m;
-  __syncthreads();
-  if (tid == 0) {
-    for (int k = 1; k < kShapeThreads / 32; ++k) m = fmaxf(m, s_red[k]);
-    out[blockIdx.x] = m;
-  }
+  for (int j = 0; j < N; ++j) m = fmaxf(m, abs_max4(v[j]));
+  store_block_max<kShapeThreads>(m, out);
 }
 
 /** Only the stores of the output, as the cluster form's blocks store it (a 32 x 16 tile each,
@@ -287,11 +264,6 @@ struct instance {
     return worst;
   }
 };
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
 
 }  // namespace
 
@@ -502,7 +474,7 @@ int main(int argc, char** argv) {
       quantile(kind_us[kEmpty], 0.5));
   const std::string in_clusters = clusters > 0 ? ", clusters of " + std::to_string(clusters) : "";
   std::printf(
-      "%s: floors in the cluster form's launch shape (%d x %d threads%s, %zu KiB shared): empty "
+      "%s: floors in the launch shape of strips of 16 (%d x %d threads%s, %zu KiB shared): empty "
       "%.2f us; reading its tile rows of x and W, to a block maximum %.2f us\n",
       label.c_str(), kShapeBlocks, kShapeThreads, in_clusters.c_str(), kShapeSmemBytes / 1024,
       quantile(kind_us[kShapedEmpty], 0.5), quantile(kind_us[kShapedRead], 0.5));

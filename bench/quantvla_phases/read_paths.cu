@@ -21,6 +21,8 @@
 // Usage: read_paths [samples]. Needs sm_90 (clusters of 16, bulk copies).
 #include <cuda_runtime.h>
 
+#include "bench_common.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,39 +33,12 @@
 
 namespace {
 
+using namespace qv_bench;
+
 constexpr int kThreads = 256, kCluster = 16, kRows = 512, kK = 128, kTileRows = 32;
 constexpr int kRowFloat4 = kK / 4;
 
-void check_cuda(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
-
-__global__ void spin_kernel(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
 __global__ void empty_kernel(float*) {}
-
-__device__ __forceinline__ float abs_max4(float4 f) {
-  return fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w)));
-}
-
-/** The block's maximum of every thread's `m`, stored to out[blockIdx.x] by thread 0. */
-__device__ __forceinline__ void store_block_max(float m, float* out) {
-  __shared__ float s_red[kThreads / 32];
-  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  if (lane == 0) s_red[warp] = m;
-  __syncthreads();
-  if (tid == 0) {
-    for (int k = 1; k < kThreads / 32; ++k) m = fmaxf(m, s_red[k]);
-    out[blockIdx.x] = m;
-  }
-}
 
 /** Thread (warp, g = lane / 4, t = lane % 4) reads float4 column warp * 4 + t of rows 8i + g:
  *  as the shipped kernel's fragments do. */
@@ -85,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
   float m = 0.0f;
 #pragma unroll
   for (int i = 0; i < (WITH_W ? 4 + COLS / 8 : 4); ++i) m = fmaxf(m, abs_max4(v[i]));
-  store_block_max(m, out);
+  store_block_max<kThreads>(m, out);
 }
 
 __device__ __forceinline__ unsigned int smem_addr(const void* p) {
@@ -162,7 +137,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < 4; ++i) m = fmaxf(m, abs_max4(sx[(8 * i + g) * kRowFloat4 + c4]));
 #pragma unroll
   for (int j = 0; j < COLS / 8; ++j) m = fmaxf(m, abs_max4(sw[(8 * j + g) * kRowFloat4 + c4]));
-  store_block_max(m, out);
+  store_block_max<kThreads>(m, out);
   if constexpr (MULTICAST) cluster_sync_all();  // no block leaves while a peer's copy may land
 }
 
@@ -177,7 +152,7 @@ __global__ void __launch_bounds__(kThreads) volume_kernel(const float4* src, flo
   float m = 0.0f;
 #pragma unroll
   for (int j = 0; j < N; ++j) m = fmaxf(m, abs_max4(v[j]));
-  store_block_max(m, out);
+  store_block_max<kThreads>(m, out);
 }
 
 struct kind {
@@ -188,11 +163,6 @@ struct kind {
   int args;  // 0: (out); 1: (x4, w4, out); 2: (x, w, out); 3: (volume, out)
   int cols;  // for the host check: W rows per cluster (0: no W); -1: no check
 };
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
 
 }  // namespace
 

@@ -711,15 +711,13 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // launching the strips of 24 with shared memory that forbids a second block an SM, 0.07-0.12 us
 // slower.
 
-constexpr int kStripMT = 2;     // m16 tiles per block
-constexpr int kStripMaxNT = 3;  // n8 tiles per block: NT = 2 or 3 (see launch_strip)
-constexpr int kStripBM = 16 * kStripMT, kStripMaxBN = 8 * kStripMaxNT;
+constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
+constexpr int kStripBM = 16 * kStripMT;
 constexpr int kStripWarps = kMmaThreads / 32;
 constexpr int kStripMaxPasses = 2;
-// The partial tiles' row stride: 8 or 24 words modulo 32, so that a half warp's float2 stores
-// (rows g = 0..3, columns 2t) fall in distinct banks.
-constexpr int kStripRS =
-    kStripMaxBN % 32 == 8 || kStripMaxBN % 32 == 24 ? kStripMaxBN : kStripMaxBN + 8;
+// The partial tiles' row stride, the widest strip's 24 columns: 8 or 24 words modulo 32, so that
+// a half warp's float2 stores (rows g = 0..3, columns 2t) fall in distinct banks.
+constexpr int kStripRS = 24;
 static_assert(kStripRS % 32 == 8 || kStripRS % 32 == 24, "float2 partial stores conflict-free");
 
 template <bool VEC>

@@ -1,0 +1,51 @@
+// Shared by the QuantVLA bench harnesses (main.cu, read_paths.cu): error exit, the spin kernel that
+// holds a stream while a sample's launches queue, quantiles, and the floor kernels' block maximum.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace qv_bench {
+
+inline void check_cuda(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  std::exit(1);
+}
+
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+/** The q-quantile of v (nearest rank); v must not be empty. */
+inline double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+__device__ __forceinline__ float abs_max4(float4 f) {
+  return fmaxf(fmaxf(fabsf(f.x), fabsf(f.y)), fmaxf(fabsf(f.z), fabsf(f.w)));
+}
+
+/** The maximum of every thread's `m` over a block of THREADS threads, stored to out[blockIdx.x]
+ *  by thread 0. */
+template <int THREADS>
+__device__ __forceinline__ void store_block_max(float m, float* out) {
+  __shared__ float s_red[THREADS / 32];
+  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) s_red[warp] = m;
+  __syncthreads();
+  if (tid == 0) {
+    for (int k = 1; k < THREADS / 32; ++k) m = fmaxf(m, s_red[k]);
+    out[blockIdx.x] = m;
+  }
+}
+
+}  // namespace qv_bench
