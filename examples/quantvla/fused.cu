@@ -201,7 +201,10 @@ __device__ __forceinline__ void cp_async_wait_1() {
 
 /** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp (quantise), then
  *  *s, alpha*xq, (1-alpha), (1-alpha)*x, sum (blend). Intrinsics keep nvcc from contracting into
- *  FMAs.
+ *  FMAs. The clamp to [-127, 127] is left out because it never binds: s = RN(RN(amax) *
+ *  RN(1/127)) >= amax / 127 * (1 - 2^-23), so |x| <= amax gives |x/s| <= 127 (1 + 2^-22), which
+ *  rounds to at most 127.00002 and rint to 127 (and an amax clamped to 1e-8 only makes s
+ *  larger). A NaN quotient stays NaN here, as in PyTorch's clamp.
  *  x/s is RN(q0 + r * rcp) with rcp = RN(1/s), q0 = RN(x * rcp) and r = x - s * q0 exact by FMA:
  *  Markstein's correction, correctly rounded for finite x and s when nothing overflows
  *  (|x/s| <= 127); where the remainder underflows (tiny x), |x/s| is far below 0.5 and rounds to 0
@@ -211,8 +214,7 @@ __device__ __forceinline__ void cp_async_wait_1() {
  *  scales. */
 __device__ __forceinline__ float quantise(float v, float scale, float rcp) {
   const float q0 = __fmul_rn(v, rcp);
-  const float q = rintf(__fmaf_rn(__fmaf_rn(-scale, q0, v), rcp, q0));
-  return fminf(fmaxf(q, -127.0f), 127.0f);
+  return rintf(__fmaf_rn(__fmaf_rn(-scale, q0, v), rcp, q0));
 }
 
 __device__ __forceinline__ float blend(float v, float alpha, float scale, float rcp) {
@@ -697,10 +699,12 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // to it have landed (wait_pushes). Of the cluster barriers, the first orders the mbarriers'
 // set-up before any push; the last, defensive, keeps the cluster whole until every block is past
 // its exchange; both relaxed (no fence waiting on the loads in flight). Between its push and its
-// wait a block splits W for 3xTF32 and forms the sigmoids.
+// wait a block splits W for 3xTF32 and forms the sigmoids, one a lane: a warp's 32 lanes form the
+// alphas of the tile's 32 rows, and each thread takes its rows' from them by shuffle.
 // The 8 warps split K (16 each) over all kStripMT x NT m16n8 tiles of the block, with the
-// fragment layout of the kernel above; their partial tiles meet in shared memory, and every
-// thread sums and stores one or two pairs of outputs.
+// fragment layout of the kernel above; their partial tiles meet in shared memory, and each of
+// the first 8 NT kStripBM / 4 threads sums and stores four consecutive outputs (one 16-byte
+// store where n % 4 == 0 and the output is 16-byte aligned).
 // Measured at the nominal shape on one H200 (bench/quantvla_phases, device figure, two runs
 // each, one machine): strips of 16 columns (8 clusters: the eighth shares SMs) 7.14-7.26 us
 // against 7.46-7.58 us for the form before; strips of 24 (6 clusters, one block an SM) with the W
@@ -709,14 +713,19 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // 7.26-7.33 us; 512 threads (the warps splitting K in 8s) 7.90 us; the blend as
 // fma(alpha s, q, (1 - alpha) x) with TF32 parts by truncation 7.30-7.36 us (all on strips of 16);
 // launching the strips of 24 with shared memory that forbids a second block an SM, 0.07-0.12 us
-// slower.
+// slower. Then (thirteenth session, two runs each, one machine): the outputs summed and stored
+// four a thread instead of two or four pairs, and no clamp in quantise() (it never binds), 6.53-
+// 6.62 us against 6.85-6.91 us; with one sigmoid a lane as well (shipped), 6.43-6.46 us against
+// 6.82-6.88 us for the kernel before.
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
 constexpr int kStripWarps = kMmaThreads / 32;
 constexpr int kStripMaxPasses = 2;
 // The partial tiles' row stride, the widest strip's 24 columns: 8 or 24 words modulo 32, so that
-// a half warp's float2 stores (rows g = 0..3, columns 2t) fall in distinct banks.
+// a half warp's float2 stores (rows g = 0..3, columns 2t) fall in distinct banks. A quarter
+// warp's 16-byte reads of the sums are conflict-free where a row holds 24 columns (6 quads
+// exactly: NT = 3); strips of 16 columns read two rows 24 words apart (a 2-way conflict).
 constexpr int kStripRS = 24;
 static_assert(kStripRS % 32 == 8 || kStripRS % 32 == 24, "float2 partial stores conflict-free");
 
@@ -730,23 +739,21 @@ __device__ __forceinline__ void load_strip_rows(float (&xr)[kStripMT][2][4], con
       load_row4<VEC>(xr[i][h], a.x, row0 + 16 * i + 8 * h + g, a.m, k0, a.k);
 }
 
-__device__ __forceinline__ void load_strip_logits(float (&logit)[kStripMT][2], const qv_args& a,
-                                                  int row0, int g) {
-#pragma unroll
-  for (int i = 0; i < kStripMT; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = row0 + 16 * i + 8 * h + g;
-      logit[i][h] = r < a.m ? __ldg(a.logits + r) : 0.0f;
-    }
+static_assert(kStripBM == 32, "one row of the tile a lane");
+
+/** Lane `lane`'s logit: row row0 + lane of the tile (0 past the last row). */
+__device__ __forceinline__ float load_lane_logit(const qv_args& a, int row0, int lane) {
+  return row0 + lane < a.m ? __ldg(a.logits + row0 + lane) : 0.0f;
 }
 
-__device__ __forceinline__ void strip_alphas(float (&alpha)[kStripMT][2],
-                                             const float (&logit)[kStripMT][2]) {
+/** The alphas of this thread's rows 16i + 8h + g, from the lane that formed each (one sigmoid a
+ *  lane instead of four a thread: every warp holds the same 32 rows). */
+__device__ __forceinline__ void strip_alphas(float (&alpha)[kStripMT][2], float lane_alpha, int g) {
 #pragma unroll
   for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) alpha[i][h] = sigmoid(logit[i][h]);
+    for (int h = 0; h < 2; ++h)
+      alpha[i][h] = __shfl_sync(0xffffffffu, lane_alpha, 16 * i + 8 * h + g);
 }
 
 __device__ __forceinline__ float strip_abs_max(const float (&xr)[kStripMT][2][4]) {
@@ -798,8 +805,7 @@ __device__ __forceinline__ void pin(float& v) {
 template <bool VEC, int NT>
 __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) {
   constexpr int kBN = 8 * NT;
-  constexpr int kRowPairs = kBN / 2, kTilePairs = kStripBM * kRowPairs;  // output pairs
-  static_assert(kBN <= kStripRS && kTilePairs <= 2 * kMmaThreads, "tile fits the partials");
+  static_assert(kBN <= kStripRS && kBN % 4 == 0, "the tile fits the partials' rows");
   __shared__ __align__(16) float s_part[kStripWarps][kStripBM][kStripRS];  // warps' partial tiles
   __shared__ float s_red[32];
   __shared__ unsigned long long s_push_bar;  // counts the maxima pushed here
@@ -819,24 +825,28 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   // Everything of the first pass that does not depend on the scale, issued at once: x rows
   // 16i + 8h + g of the tile, W rows n0 + 8j + g, the rows' logits, the stored columns' bias.
   int row0 = static_cast<int>(rank) * kStripBM;
-  float xr[kStripMT][2][4], wr[NT][4], logit[kStripMT][2];
+  float xr[kStripMT][2][4], wr[NT][4];
   load_strip_rows<VEC>(xr, a, row0, g, k0);
 #pragma unroll
   for (int j = 0; j < NT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
-  load_strip_logits(logit, a, row0, g);
-  // Thread tid sums and stores output pairs tid and tid + kMmaThreads of the tile (where it has
-  // that many): row o / kRowPairs, columns 2 (o % kRowPairs) and one more.
-  constexpr int kMine = kTilePairs > kMmaThreads ? 2 : 1;
-  float2 bias[kMine];
-#pragma unroll
-  for (int q = 0; q < kMine; ++q) {
-    const int o = tid + q * kMmaThreads, col = n0 + 2 * (o % kRowPairs);
-    bias[q].x = o < kTilePairs && col < a.n ? __ldg(a.bias + col) : 0.0f;
-    bias[q].y = o < kTilePairs && col + 1 < a.n ? __ldg(a.bias + col + 1) : 0.0f;
+  float logit = load_lane_logit(a, row0, lane);
+  // Thread tid < kTileQuads sums and stores the tile's outputs 4 tid .. 4 tid + 3: row
+  // tid / kRowQuads, columns 4 (tid % kRowQuads) ..
+  constexpr int kRowQuads = kBN / 4, kTileQuads = kStripBM * kRowQuads;
+  static_assert(kTileQuads <= kMmaThreads, "a quad a thread");
+  const bool mine = tid < kTileQuads;
+  const int out_row = tid / kRowQuads, out_col = 4 * (tid % kRowQuads);
+  float4 bias;
+  {
+    const int col = n0 + out_col;
+    bias.x = mine && col < a.n ? __ldg(a.bias + col) : 0.0f;
+    bias.y = mine && col + 1 < a.n ? __ldg(a.bias + col + 1) : 0.0f;
+    bias.z = mine && col + 2 < a.n ? __ldg(a.bias + col + 2) : 0.0f;
+    bias.w = mine && col + 3 < a.n ? __ldg(a.bias + col + 3) : 0.0f;
   }
-  // Two outputs in one 8-byte store where every pair starts 8-byte aligned: n even and the output
-  // itself aligned (the ABI promises no alignment of outputs).
-  const bool pairs = (a.n & 1) == 0 && (reinterpret_cast<uintptr_t>(a.out) & 7u) == 0;
+  // Four outputs in one 16-byte store where every quad starts 16-byte aligned: n % 4 == 0 and the
+  // output itself aligned (the ABI promises no alignment of outputs).
+  const bool quads = (a.n & 3) == 0 && (reinterpret_cast<uintptr_t>(a.out) & 15u) == 0;
   float local = strip_abs_max(xr);
   for (int p = 1; p < passes; ++p) {  // later passes' rows: read now for the maximum only
     float more[kStripMT][2][4];
@@ -865,7 +875,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
       pin(wl[j][e]);
     }
   float alpha[kStripMT][2];
-  strip_alphas(alpha, logit);
+  strip_alphas(alpha, sigmoid(logit), g);
 #pragma unroll
   for (int i = 0; i < kStripMT; ++i) {
     pin(alpha[i][0]);
@@ -908,26 +918,26 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
             make_float2(acc[i][j][2], acc[i][j][3]);
       }
     __syncthreads();
-#pragma unroll
-    for (int q = 0; q < kMine; ++q) {
-      const int o = tid + q * kMmaThreads;
-      if (o >= kTilePairs) break;
-      const int out_row = o / kRowPairs, out_col = 2 * (o % kRowPairs);
-      float2 v = bias[q];
+    if (mine) {
+      float4 v = bias;
 #pragma unroll
       for (int w = 0; w < kStripWarps; ++w) {
-        const float2 u = *reinterpret_cast<const float2*>(&s_part[w][out_row][out_col]);
+        const float4 u = *reinterpret_cast<const float4*>(&s_part[w][out_row][out_col]);
         v.x += u.x;
         v.y += u.y;
+        v.z += u.z;
+        v.w += u.w;
       }
       const int row = row0 + out_row, col = n0 + out_col;
       if (row < a.m) {
         float* out = a.out + static_cast<long long>(row) * a.n + col;
-        if (col + 1 < a.n && pairs) {
-          *reinterpret_cast<float2*>(out) = v;
+        if (col + 3 < a.n && quads) {
+          *reinterpret_cast<float4*>(out) = v;
         } else {
           if (col < a.n) out[0] = v.x;
           if (col + 1 < a.n) out[1] = v.y;
+          if (col + 2 < a.n) out[2] = v.z;
+          if (col + 3 < a.n) out[3] = v.w;
         }
       }
     }
@@ -937,8 +947,8 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     row0 = (p * static_cast<int>(blocks) + static_cast<int>(rank)) * kStripBM;
     if (row0 >= a.m) break;
     load_strip_rows<VEC>(xr, a, row0, g, k0);
-    load_strip_logits(logit, a, row0, g);
-    strip_alphas(alpha, logit);
+    logit = load_lane_logit(a, row0, lane);
+    strip_alphas(alpha, sigmoid(logit), g);
     __syncthreads();  // every thread has read s_part before the next pass writes it
   }
   QV_STAMP(6);
