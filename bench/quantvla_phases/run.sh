@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU: builds bench/quantvla_phases against a QuantVLA kernel source (plain, and with the
 # phase stamps), runs divcheck (the kernel's division against __fdiv_rn; KJ_QV_DIVCHECK=0 skips
-# it) and both harness builds twice. Usage: bash bench/quantvla_phases/run.sh [samples].
+# it), both harness builds twice, and graph_paths.cu (what eager launch and graph replay add to a
+# device figure) once a run. Usage: bash bench/quantvla_phases/run.sh [samples].
 # KJ_QV_SOURCES lists the kernel sources to compare (default examples/quantvla/fused.cu); each is
 # labelled by its file name and the runs alternate between them. Needs nvcc and a GPU.
 set -eu
@@ -19,6 +20,7 @@ for src in "${sources[@]}"; do
   nvcc "${flags[@]}" -o "$out/$label-plain" "$here/main.cu" "$src" &
   nvcc "${flags[@]}" -DKJ_QUANTVLA_TRACE -o "$out/$label-traced" "$here/main.cu" "$src" &
 done
+nvcc "${flags[@]}" -o "$out/graph_paths" "$here/graph_paths.cu" "${sources[0]}" &
 divcheck=${KJ_QV_DIVCHECK:-1}
 [ "$divcheck" = 1 ] && nvcc -O3 -arch=sm_$arch -o "$out/divcheck" "$here/divcheck.cu" &
 wait
@@ -28,4 +30,5 @@ for run in 1 2; do
     "$out/$label-plain" "$label plain, run $run" "${1:-400}"
     "$out/$label-traced" "$label traced, run $run" "${1:-400}"
   done
+  "$out/graph_paths" "${labels[0]}, run $run" "${1:-400}"
 done
