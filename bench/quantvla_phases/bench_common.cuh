@@ -1,5 +1,6 @@
-// Shared by the QuantVLA bench harnesses (main.cu, read_paths.cu): error exit, the spin kernel that
-// holds a stream while a sample's launches queue, quantiles, and the floor kernels' block maximum.
+// Shared by the QuantVLA bench harnesses (main.cu, read_paths.cu, graph_paths.cu, qv_instance.cuh):
+// error exit, the spin kernel that holds a stream while a sample's launches queue, quantiles, and
+// the floor kernels' block maximum.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -14,16 +14,25 @@ arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -
 flags=(-O3 -std=c++17 -arch=sm_$arch -I"$root/include" -I"$here")
 read -r -a sources <<< "${KJ_QV_SOURCES:-$root/examples/quantvla/fused.cu}"
 labels=()
+pids=()
+# Binaries of an earlier run are removed first, so a build that fails cannot leave one to run.
+rm -f "$out"/*-plain "$out"/*-traced "$out/graph_paths" "$out/divcheck"
 for src in "${sources[@]}"; do
   label=$(basename "$src" .cu)
   labels+=("$label")
   nvcc "${flags[@]}" -o "$out/$label-plain" "$here/main.cu" "$src" &
+  pids+=($!)
   nvcc "${flags[@]}" -DKJ_QUANTVLA_TRACE -o "$out/$label-traced" "$here/main.cu" "$src" &
+  pids+=($!)
 done
 nvcc "${flags[@]}" -o "$out/graph_paths" "$here/graph_paths.cu" "${sources[0]}" &
+pids+=($!)
 divcheck=${KJ_QV_DIVCHECK:-1}
-[ "$divcheck" = 1 ] && nvcc -O3 -arch=sm_$arch -o "$out/divcheck" "$here/divcheck.cu" &
-wait
+if [ "$divcheck" = 1 ]; then
+  nvcc -O3 -arch=sm_$arch -o "$out/divcheck" "$here/divcheck.cu" &
+  pids+=($!)
+fi
+for pid in "${pids[@]}"; do wait "$pid"; done  # set -e: a failed build stops here
 [ "$divcheck" = 1 ] && "$out/divcheck"
 for run in 1 2; do
   for label in "${labels[@]}"; do

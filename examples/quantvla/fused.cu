@@ -199,12 +199,13 @@ __device__ __forceinline__ void cp_async_wait_1() {
   asm volatile("cp.async.wait_group 1;\n" ::);
 }
 
-/** PyTorch's sequence of roundings for one element: x/s (div.rn), rint, clamp (quantise), then
- *  *s, alpha*xq, (1-alpha), (1-alpha)*x, sum (blend). Intrinsics keep nvcc from contracting into
- *  FMAs. The clamp to [-127, 127] is left out because it never binds: s = RN(RN(amax) *
- *  RN(1/127)) >= amax / 127 * (1 - 2^-23), so |x| <= amax gives |x/s| <= 127 (1 + 2^-22), which
- *  rounds to at most 127.00002 and rint to 127 (and an amax clamped to 1e-8 only makes s
- *  larger). A NaN quotient stays NaN here, as in PyTorch's clamp.
+/** PyTorch's sequence of roundings for one element: x/s (div.rn), rint (quantise), then *s,
+ *  alpha*xq, (1-alpha), (1-alpha)*x, sum (blend). Intrinsics keep nvcc from contracting into
+ *  FMAs. PyTorch's clamp to [-127, 127] is left out because it never binds: s = RN(RN(amax) *
+ *  RN(1/127)) >= amax / 127 * (1 - 2^-23), so |x| <= amax (every kernel here takes amax over all
+ *  of x) gives |x/s| <= 127 (1 + 2^-23) (to first order), which rounds to at most 127.00002 and
+ *  rint to 127 (and an amax clamped to 1e-8 only makes s larger). A NaN quotient stays NaN here,
+ *  as in PyTorch's clamp.
  *  x/s is RN(q0 + r * rcp) with rcp = RN(1/s), q0 = RN(x * rcp) and r = x - s * q0 exact by FMA:
  *  Markstein's correction, correctly rounded for finite x and s when nothing overflows
  *  (|x/s| <= 127); where the remainder underflows (tiny x), |x/s| is far below 0.5 and rounds to 0
@@ -713,10 +714,10 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // 7.26-7.33 us; 512 threads (the warps splitting K in 8s) 7.90 us; the blend as
 // fma(alpha s, q, (1 - alpha) x) with TF32 parts by truncation 7.30-7.36 us (all on strips of 16);
 // launching the strips of 24 with shared memory that forbids a second block an SM, 0.07-0.12 us
-// slower. Then (thirteenth session, two runs each, one machine): the outputs summed and stored
-// four a thread instead of two or four pairs, and no clamp in quantise() (it never binds), 6.53-
-// 6.62 us against 6.85-6.91 us; with one sigmoid a lane as well (shipped), 6.43-6.46 us against
-// 6.82-6.88 us for the kernel before.
+// slower. Then (thirteenth session, two runs each, one machine a call): the outputs summed and
+// stored four a thread instead of one or two pairs a thread, and no clamp in quantise() (it never
+// binds), 6.53-6.62 us against 6.85-6.91 us; with one sigmoid a lane as well (shipped), 6.43-6.46
+// us against 6.82-6.88 us for the kernel before.
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
