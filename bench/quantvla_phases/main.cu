@@ -15,8 +15,10 @@
 //      block of every cluster);
 //   3. built with -DKJ_QUANTVLA_TRACE, the kernel's per-block phase stamps (phase_trace.cuh):
 //      the span from the first block's entry to the last block's end, and each phase's median
-//      and slowest block, as medians over the samples, cold and after a forward on other
-//      buffers.
+//      and slowest block, as medians over the samples, cold, after a forward on other buffers,
+//      and cold by CUDA graph replay (also timed untraced: kjudge's default device figure
+//      replays a graph, and read 0.2-0.45 us above the forward's own launch in the thirteenth
+//      session; the trace says where, and whether the replayed blocks share SMs).
 // Usage: quantvla_phases <label> [samples]. Run by bench/quantvla_phases/run.sh.
 #include <kjudge/candidate.h>
 
@@ -240,7 +242,8 @@ int main(int argc, char** argv) {
   // other buffers of the same shape (its code, constant and page-table state warm, its data cold),
   // after the read kernel on those other buffers (page-table state likely warm: the buffers sit
   // near each other; the forward's code cold), the forward without the flush (everything warm),
-  // and the empty kernel after itself.
+  // and the empty kernel after itself; and the forward replayed from a CUDA graph (as kjudge's
+  // device figure takes it by default), cold.
   instance other(8, 64, 128, 98);
   other.call.stream = stream;
   const auto* other_x4 = reinterpret_cast<const float4*>(other.d_x);
@@ -256,9 +259,20 @@ int main(int argc, char** argv) {
     kEmptyAfterEmpty,
     kReadHot,
     kStoreOnly,
+    kGraphForward,
     kVolume,  // then 8 kinds: N = 2, 4, 8, 14 float4 per thread, distinct and shared regions
     kKinds = kVolume + 8
   };
+  cudaGraphExec_t forward_graph = nullptr;  // one forward of p, captured on `stream`
+  {
+    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    p.forward();
+    cudaGraph_t graph = nullptr;
+    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
+    check_cuda(cudaGraphInstantiate(&forward_graph, graph, 0), "instantiate");
+    check_cuda(cudaGraphDestroy(graph), "destroy graph");
+    check_cuda(cudaGraphUpload(forward_graph, stream), "upload");
+  }
   float4* volume = nullptr;  // 128 blocks x 14 float4 x 256 threads x 16 B = 7 MiB
   const size_t volume_bytes = size_t{kShapeBlocks} * 14 * kShapeThreads * sizeof(float4);
   check_cuda(cudaMalloc(&volume, volume_bytes), "cudaMalloc volume");
@@ -277,14 +291,16 @@ int main(int argc, char** argv) {
   for (const volume_fn k : volume_kernels)
     shaped_kernels.push_back(reinterpret_cast<const void*>(k));
   const int clusters = shaped_cluster_size(shaped_kernels);
-  // Traced: the stamps of the cold forward ([0]) and of the forward after another ([1]).
-  std::vector<double> kind_us[kKinds], span_us[2], entry_spread_us[2];
+  // Traced: the stamps of the cold forward ([0]), of the forward after another ([1]) and of the
+  // cold forward by graph replay ([2]).
+  constexpr int kTraced = 3;
+  std::vector<double> kind_us[kKinds], span_us[kTraced], entry_spread_us[kTraced];
   std::vector<double>& forward_us = kind_us[kForward];
-  std::vector<double> phase_median_us[2][kPhases], phase_slowest_us[2][kPhases];
+  std::vector<double> phase_median_us[kTraced][kPhases], phase_slowest_us[kTraced][kPhases];
   // Medians over the blocks alone on their SM and over those whose SM also ran another block of
   // the launch (at the same time for the strip kernel, whose blocks are all resident at once).
-  std::vector<double> phase_alone_us[2][kPhases], phase_shared_us[2][kPhases];
-  std::vector<double> blocks_seen[2], shared_seen[2];
+  std::vector<double> phase_alone_us[kTraced][kPhases], phase_shared_us[kTraced][kPhases];
+  std::vector<double> blocks_seen[kTraced], shared_seen[kTraced];
   for (int s = 0; s < kKinds * (samples + warmup); ++s) {
     const int kind = s % kKinds;
     check_cuda(cudaMemsetAsync(flush, s & 0xff, flush_bytes, stream), "flush");
@@ -311,6 +327,8 @@ int main(int argc, char** argv) {
     else if (kind >= kVolume)
       launch_shaped(volume_kernels[kind - kVolume], stream, clusters,
                     static_cast<const float4*>(volume), floor_out);
+    else if (kind == kGraphForward)
+      check_cuda(cudaGraphLaunch(forward_graph, stream), "graph launch");
     else
       p.forward();
     check_cuda(cudaEventRecord(stop, stream), "record");
@@ -319,8 +337,9 @@ int main(int argc, char** argv) {
     check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     if (s < kKinds * warmup) continue;
     kind_us[kind].push_back(1e3 * ms);
-    if ((kind != kForward && kind != kAfterForward) || trace == nullptr) continue;
-    const int traced = kind == kForward ? 0 : 1;
+    if ((kind != kForward && kind != kAfterForward && kind != kGraphForward) || trace == nullptr)
+      continue;
+    const int traced = kind == kForward ? 0 : kind == kAfterForward ? 1 : 2;
     check_cuda(cudaMemcpy(stamps.data(), trace, trace_words * 8, cudaMemcpyDeviceToHost), "trace");
     check_cuda(cudaMemset(trace, 0, trace_words * 8), "trace reset");
     unsigned long long first_entry = ~0ULL, last_entry = 0, last_end = 0;
@@ -355,6 +374,16 @@ int main(int argc, char** argv) {
         phase_shared_us[traced][k].push_back(quantile(phase_shared[k], 0.5));
     }
   }
+  {
+    // The graph alone computes the forward: its replay into a poisoned output is checked.
+    check_cuda(cudaMemsetAsync(p.d_out, 0xff, p.x.size() * sizeof(float), stream), "poison");
+    check_cuda(cudaGraphLaunch(forward_graph, stream), "graph launch");
+    check_cuda(cudaStreamSynchronize(stream), "graph replay");
+    const double w = p.output_error();
+    correct = correct && w <= 1.0;
+    std::printf("%s: the forward by CUDA graph replay: %s (worst error %.3g x tolerance)\n",
+                label.c_str(), w <= 1.0 ? "ok" : "FAILED", w);
+  }
   std::printf(
       "%s: forward %.2f us median (q1 %.2f, q3 %.2f, min %.2f, n %zu); empty kernel %.2f us\n",
       label.c_str(), quantile(forward_us, 0.5), quantile(forward_us, 0.25),
@@ -376,6 +405,9 @@ int main(int argc, char** argv) {
       "%s: in the launch shape: the read floor without the flush %.2f us; the output's "
       "stores alone %.2f us\n",
       label.c_str(), quantile(kind_us[kReadHot], 0.5), quantile(kind_us[kStoreOnly], 0.5));
+  std::printf("%s: the forward by CUDA graph replay, cold: %.2f us (q1 %.2f, q3 %.2f)\n",
+              label.c_str(), quantile(kind_us[kGraphForward], 0.5),
+              quantile(kind_us[kGraphForward], 0.25), quantile(kind_us[kGraphForward], 0.75));
   for (int d = 0; d < 2; ++d) {
     std::printf("%s: N float4 loads per thread (N x 4 KiB per block), %s:", label.c_str(),
                 d == 0 ? "every block its own bytes" : "16 regions, each read by 8 blocks");
@@ -384,8 +416,9 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   if (span_us[0].empty()) return correct ? 0 : 1;
-  const char* const traced_names[2] = {"cold", "after a forward on other buffers"};
-  for (int c = 0; c < 2; ++c) {
+  const char* const traced_names[kTraced] = {"cold", "after a forward on other buffers",
+                                             "cold, by CUDA graph replay"};
+  for (int c = 0; c < kTraced; ++c) {
     std::printf("  %s: first entry to last end %.2f us, entries spread over %.2f us\n",
                 traced_names[c], quantile(span_us[c], 0.5), quantile(entry_spread_us[c], 0.5));
     std::printf(
