@@ -1,6 +1,6 @@
 // Shared by the QuantVLA bench harnesses (main.cu, read_paths.cu, graph_paths.cu, qv_instance.cuh):
-// error exit, the spin kernel that holds a stream while a sample's launches queue, quantiles, and
-// the floor kernels' block maximum.
+// error exit, the spin kernel that holds a stream while a sample's launches queue, an empty
+// kernel, graph capture, quantiles, and the floor kernels' block maximum.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,6 +16,28 @@ inline void check_cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
   std::exit(1);
+}
+
+__global__ void empty_kernel() {}
+
+/** A graph of what `issue()` launches on `stream`, instantiated and uploaded; with `begin` and
+ *  `end` (not null), event record nodes for them before and after that work. */
+template <class Issue>
+cudaGraphExec_t capture_graph(cudaStream_t stream, Issue&& issue, cudaEvent_t begin = nullptr,
+                              cudaEvent_t end = nullptr) {
+  check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+  if (begin != nullptr)
+    check_cuda(cudaEventRecordWithFlags(begin, stream, cudaEventRecordExternal), "event node");
+  issue();
+  if (end != nullptr)
+    check_cuda(cudaEventRecordWithFlags(end, stream, cudaEventRecordExternal), "event node");
+  cudaGraph_t graph = nullptr;
+  check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaGraphExec_t exec = nullptr;
+  check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  check_cuda(cudaGraphDestroy(graph), "destroy graph");
+  check_cuda(cudaGraphUpload(exec, stream), "upload");
+  return exec;
 }
 
 __global__ void spin_kernel(long long cycles) {

@@ -26,8 +26,6 @@ namespace {
 
 using namespace qv_bench;
 
-__global__ void empty_kernel() {}
-
 /** y = 1.0001 x + 1 over n floats: one of the chain's small launches. */
 __global__ void axpb_kernel(float* y, const float* x, int n) {
   for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n;
@@ -36,23 +34,6 @@ __global__ void axpb_kernel(float* y, const float* x, int n) {
 }
 
 constexpr int kChain = 14;
-
-/** A graph of what `issue` launches on `stream`; with `inner`, event record nodes for `begin`
- *  and `end` around it. */
-cudaGraphExec_t capture(cudaStream_t stream, const std::function<void()>& issue, bool inner,
-                        cudaEvent_t begin, cudaEvent_t end) {
-  check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
-  if (inner) check_cuda(cudaEventRecordWithFlags(begin, stream, cudaEventRecordExternal), "node");
-  issue();
-  if (inner) check_cuda(cudaEventRecordWithFlags(end, stream, cudaEventRecordExternal), "node");
-  cudaGraph_t graph = nullptr;
-  check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
-  cudaGraphExec_t exec = nullptr;
-  check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  check_cuda(cudaGraphDestroy(graph), "destroy graph");
-  check_cuda(cudaGraphUpload(exec, stream), "upload");
-  return exec;
-}
 
 double ms_between(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0.0f;
@@ -113,8 +94,8 @@ int main(int argc, char** argv) {
   cudaGraphExec_t plain[3], noded[3];
   for (int w = 0; w < 3; ++w) {
     const auto issue = [&] { work[w](stream); };
-    plain[w] = capture(stream, issue, false, inner0, inner1);
-    noded[w] = capture(stream, issue, true, inner0, inner1);
+    plain[w] = capture_graph(stream, issue);
+    noded[w] = capture_graph(stream, issue, inner0, inner1);
   }
   check_cuda(cudaStreamSynchronize(stream), "uploads");
 
@@ -140,10 +121,7 @@ int main(int argc, char** argv) {
   }
   // Each QuantVLA graph alone computes the forward: its replay into a poisoned output is checked.
   for (const cudaGraphExec_t g : {plain[1], noded[1]}) {
-    check_cuda(cudaMemsetAsync(p.d_out, 0xff, p.x.size() * sizeof(float), stream), "poison");
-    check_cuda(cudaGraphLaunch(g, stream), "graph launch");
-    check_cuda(cudaStreamSynchronize(stream), "graph replay");
-    if (const double err = p.output_error(); !(err <= 1.0)) {
+    if (const double err = p.graph_error(g, stream); !(err <= 1.0)) {
       std::printf("%s: a graph replay's output is wrong (%.3g x tolerance)\n", label.c_str(), err);
       return 1;
     }

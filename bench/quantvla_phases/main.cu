@@ -50,8 +50,6 @@ const char* const kPhaseNames[kPhases] = {"entry -> block max|x|",
                                           "-> GEMM",
                                           "-> stored"};
 
-__global__ void empty_kernel() {}
-
 // The strip kernel's launch shape at the nominal size in strips of 16 columns (8 clusters of 16;
 // examples/quantvla/fused.cu takes it where 8 clusters fit one block an SM; on an H200 it takes
 // 6 clusters of strips of 24 instead, so these floors describe the strips of 16).
@@ -263,16 +261,7 @@ int main(int argc, char** argv) {
     kVolume,  // then 8 kinds: N = 2, 4, 8, 14 float4 per thread, distinct and shared regions
     kKinds = kVolume + 8
   };
-  cudaGraphExec_t forward_graph = nullptr;  // one forward of p, captured on `stream`
-  {
-    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    p.forward();
-    cudaGraph_t graph = nullptr;
-    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
-    check_cuda(cudaGraphInstantiate(&forward_graph, graph, 0), "instantiate");
-    check_cuda(cudaGraphDestroy(graph), "destroy graph");
-    check_cuda(cudaGraphUpload(forward_graph, stream), "upload");
-  }
+  const cudaGraphExec_t forward_graph = capture_graph(stream, [&] { p.forward(); });
   float4* volume = nullptr;  // 128 blocks x 14 float4 x 256 threads x 16 B = 7 MiB
   const size_t volume_bytes = size_t{kShapeBlocks} * 14 * kShapeThreads * sizeof(float4);
   check_cuda(cudaMalloc(&volume, volume_bytes), "cudaMalloc volume");
@@ -376,10 +365,7 @@ int main(int argc, char** argv) {
   }
   {
     // The graph alone computes the forward: its replay into a poisoned output is checked.
-    check_cuda(cudaMemsetAsync(p.d_out, 0xff, p.x.size() * sizeof(float), stream), "poison");
-    check_cuda(cudaGraphLaunch(forward_graph, stream), "graph launch");
-    check_cuda(cudaStreamSynchronize(stream), "graph replay");
-    const double w = p.output_error();
+    const double w = p.graph_error(forward_graph, stream);
     correct = correct && w <= 1.0;
     std::printf("%s: the forward by CUDA graph replay: %s (worst error %.3g x tolerance)\n",
                 label.c_str(), w <= 1.0 ? "ok" : "FAILED", w);

@@ -103,6 +103,15 @@ struct instance {
     return output_error();
   }
 
+  /** output_error() of one replay of `graph` (a forward of this instance) on `stream`, into an
+   *  output poisoned with NaN first. */
+  double graph_error(cudaGraphExec_t graph, cudaStream_t stream) {
+    check_cuda(cudaMemsetAsync(d_out, 0xff, x.size() * sizeof(float), stream), "poison");
+    check_cuda(cudaGraphLaunch(graph, stream), "graph launch");
+    check_cuda(cudaStreamSynchronize(stream), "graph replay");
+    return output_error();
+  }
+
   /** output_error() of what the last forward wrote (after a synchronise). */
   double output_error() {
     std::vector<float> out(x.size());
