@@ -6,16 +6,16 @@
 // One launch, in one of three forms:
 // - k <= 128 (the nominal shape): blocks load their x rows and W rows straight into tensor-core
 //   fragment registers. Once the scale is known they quantise and blend in registers and multiply
-//   with mma.sync TF32 in three products (3xTF32, fp32 accuracy); the 8 warps split K and meet in
-//   shared memory. max|x| comes
+//   on tensor cores in three products of two parts a side (fp32 accuracy); the 8 warps split K
+//   and meet in shared memory. max|x| comes
 //   a. on compute capability 9.0 and above with at most 1024 rows (the nominal shape, jittered
 //      or not; 512 where the device runs no clusters of 16 and the kernel takes 8): from
 //      thread-block clusters of 16 blocks, one per strip of 16 or 24 output columns, whose
-//      blocks' row tiles cover all of x between them; the blocks push their maxima into each
-//      other's shared memory (st.async, counted on an mbarrier; no grid-wide wait, an ordinary
-//      launch);
+//      blocks' row tiles cover all of x between them; every warp reduces its maximum into every
+//      block's shared memory (red.async, counted on an mbarrier; no grid-wide wait, an ordinary
+//      launch); the parts are fp16, scaled by powers of two;
 //   b. otherwise, when every 16 x 32 tile is resident at once: from the grid barrier below, each
-//      block's tile rows giving its share (a cooperative launch).
+//      block's tile rows giving its share (a cooperative launch); the parts are TF32 (3xTF32).
 // - otherwise, persistent blocks (grid <= SMs x resident blocks per SM), cooperative:
 //   1. every block loads its grid-stride share of x and reduces max|x|; meanwhile it issues
 //      cp.async copies of its first output tile's x rows and W rows and loads its logits and bias
@@ -30,12 +30,15 @@
 // The scale is formed as PyTorch on CUDA forms `amax / 127.0` (a multiply by float(1/127): it
 // differs from a true division for ~4% of values, and one ulp flips ties of x/s at k + 0.5). The
 // blend uses the reference's association and IEEE rounding (a correctly rounded x/s, no FMA
-// contraction), so the GEMM input matches PyTorch's bit for bit (the tensor-core form then splits
-// it into two TF32 parts). One difference: the maxima use fmaxf, which skips NaN, where PyTorch's
-// max propagates it; with NaN in x, the rows without one stay finite here and not in PyTorch. No
-// host synchronisation: device attributes and occupancy are host-side queries, cached per device.
-// Built with -DKJ_QUANTVLA_TRACE (bench/quantvla_phases), each block's thread 0 stamps the phase
-// boundaries (QV_STAMP); otherwise the stamps compile to nothing.
+// contraction), so the GEMM input matches PyTorch's bit for bit (the tensor-core forms then split
+// it into two TF32 parts, or, in clusters, take it times a power of two, bit for bit but where an
+// intermediate is subnormal, and split it into two fp16 parts). Non-finite weights give
+// non-finite outputs, as in PyTorch, with other NaN patterns. One difference: the maxima use fmaxf,
+// which skips NaN, where PyTorch's max propagates it; with NaN in x, the rows without one stay
+// finite here and not in PyTorch. No host synchronisation: device attributes and occupancy are
+// host-side queries, cached per device. Built with -DKJ_QUANTVLA_TRACE (bench/quantvla_phases),
+// each block's thread 0 stamps the phase boundaries (QV_STAMP); otherwise the stamps compile to
+// nothing.
 
 #include <kjudge/candidate.h>
 
@@ -528,32 +531,57 @@ __device__ __forceinline__ void cluster_wait() {
 #endif
 }
 
-// The cluster's exchange of maxima: every block stores its maximum into its slot of every other
-// block's shared memory with st.async, each store counted (4 bytes) on the receiver's mbarrier.
-// No block pushes to itself: its own maximum comes from its warps' maxima.
+// The cluster's exchange of maxima: every warp reduces its maximum into a running maximum in
+// every block of the cluster: into the other blocks' by red.async .max on the bits (non-negative
+// floats order as their bits), each counted (4 bytes) on the receiver's mbarrier; into its own
+// by a shared-memory atomic and an arrival on its own mbarrier. Once the mbarrier's phase
+// completes, the running maximum is the cluster's: one shared load, no block barrier before the
+// push and no reduction after the wait. The running maximum's 0 must be visible to the peers'
+// red.async before them: thread 0 stores it, then a release fence restricted to shared::cta and
+// the relaxed cluster arrival at the kernel's entry publish it with the mbarrier (the peers push
+// only past their cluster_wait()). A release arrival (barrier.cluster.arrive.release) would do
+// the same with a GPU-scope memory barrier before the loads: 0.27-0.28 us longer to the block's
+// maximum (bench/quantvla_phases, fourteenth session).
 
-/** Thread 0: an mbarrier of one arrival (made here) expecting `bytes` of pushed maxima. */
-__device__ __forceinline__ void push_init(unsigned long long* bar, unsigned int bytes) {
+/** Thread 0: the block's running maximum (0) and an mbarrier of `arrivals` arrivals, one of them
+ *  made here, expecting `bytes` of maxima reduced into it from the other blocks. */
+__device__ __forceinline__ void max_init(unsigned long long* bar, unsigned int* slot,
+                                         unsigned int arrivals, unsigned int bytes) {
 #if QV_HAS_CLUSTERS
+  *slot = 0u;
   const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(b), "r"(arrivals) : "memory");
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
                : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  // With the relaxed arrival that follows, a release of the 0 (and the mbarrier) to the cluster;
+  // restricted to shared::cta, it waits on no global memory operation.
+  asm volatile("fence.release.sync_restrict::shared::cta.cluster;" ::: "memory");
 #endif
 }
 
-/** st.async of `v` into slot `slot` of cluster block `rank`, counted on its mbarrier. */
-__device__ __forceinline__ void push_slot(float* slots, unsigned long long* bar, unsigned int rank,
-                                          unsigned int slot, float v) {
+/** Lane r < blocks of a warp: the warp's maximum `v` (non-negative: its bits order as the
+ *  floats) into block r's running maximum, by red.async (counted in bytes on its mbarrier), or,
+ *  for this block itself, by a shared-memory atomic and an arrival (release) on its own. */
+__device__ __forceinline__ void push_max(unsigned int* slot, unsigned long long* bar,
+                                         unsigned int rank, unsigned int lane, unsigned int blocks,
+                                         float v) {
 #if QV_HAS_CLUSTERS
-  const unsigned int c = static_cast<unsigned int>(__cvta_generic_to_shared(slots + slot));
+  if (lane >= blocks) return;
+  const unsigned int c = static_cast<unsigned int>(__cvta_generic_to_shared(slot));
   const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
+  if (lane == rank) {
+    asm volatile("atom.shared::cta.max.u32 _, [%0], %1;" ::"r"(c), "r"(__float_as_uint(v))
+                 : "memory");
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(b) : "memory");
+    return;
+  }
   unsigned int rc, rb;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rc) : "r"(c), "r"(rank));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(b), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rc) : "r"(c), "r"(lane));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(b), "r"(lane));
   asm volatile(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(rc),
+      "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.max.u32 [%0], %1, "
+      "[%2];" ::"r"(rc),
       "r"(__float_as_uint(v)), "r"(rb)
       : "memory");
 #endif
@@ -693,19 +721,26 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // (6 clusters of 16, NT = 3) a block loads 16 KiB of x and 12 KiB of W. (The form before the
 // strips, 16 x 32 tiles in clusters of 8, loaded its tile rows and, apart, a 1/8 share of x for
 // the maximum: 56 KiB a block.)
-// Every block reduces its maximum (over all its passes' rows), pushes it into a slot of every
-// other block of the cluster (st.async, counted in bytes on the receiver's mbarrier), waits for
-// the C - 1 pushed to it and adds its own. Every cluster forms the whole maximum itself: no grid
-// barrier, no cooperative launch, no residency requirement. A block goes on only once the pushes
-// to it have landed (wait_pushes). Of the cluster barriers, the first orders the mbarriers'
-// set-up before any push; the last, defensive, keeps the cluster whole until every block is past
-// its exchange; both relaxed (no fence waiting on the loads in flight). Between its push and its
-// wait a block splits W for 3xTF32 and forms the sigmoids, one a lane: a warp's 32 lanes form the
-// alphas of the tile's 32 rows, and each thread takes its rows' from them by shuffle.
-// The 8 warps split K (16 each) over all kStripMT x NT m16n8 tiles of the block, with the
-// fragment layout of the kernel above; their partial tiles meet in shared memory, and each of
-// the first 8 NT kStripBM / 4 threads sums and stores four consecutive outputs (one 16-byte
-// store where n % 4 == 0 and the output is 16-byte aligned).
+// Every warp reduces its maximum (over all its block's passes' rows) into the running maximum of
+// every block of the cluster (push_max(), above); a block goes on once all 8 C of them have
+// landed in its own (wait_pushes). Every cluster forms the whole maximum itself: no grid
+// barrier, no cooperative launch, no residency requirement. Of the cluster barriers, the first
+// orders the mbarriers' set-up and the running maxima's 0 before any push; the last, defensive,
+// keeps the cluster whole until every block is past its exchange; both arrivals relaxed (no
+// fence waiting on the loads in flight). Between its push and its wait a block prepares what
+// needs no scale: W's fp16 parts, the sigmoids, one a lane (a warp's 32 lanes form the alphas of
+// the tile's 32 rows, and each thread takes its rows' from them by shuffle), and (1 - alpha) x.
+// The GEMM runs on fp16 tensor cores (mma m16n8k16) in two parts a side, three products (the
+// small ones first), fp32 accumulation: the accuracy of 3xTF32 (22 significant bits an operand)
+// with half its mma instructions. fp16's range is kept by powers of two: the blended x scaled
+// so that max|x| lies in [2^14, 2^15) (|blend| <= max(|x|, 127 s) <= max|x| (1 + 2^-22), far
+// below fp16's 65504), each warp's W slice so that its maximum does, and the sums scaled back.
+// The blend is PyTorch's sequence of roundings with every term times 2^k (exact), so the GEMM's
+// input is PyTorch's bit for bit, times 2^k, but where an intermediate is subnormal.
+// The 8 warps split K (16 each) over all kStripMT x NT m16n8 tiles of the block; their partial
+// tiles meet in shared memory, and each of the first 8 NT kStripBM / 4 threads sums and stores
+// four consecutive outputs (one 16-byte store where n % 4 == 0 and the output is 16-byte
+// aligned).
 // Measured at the nominal shape on one H200 (bench/quantvla_phases, device figure, two runs
 // each, one machine): strips of 16 columns (8 clusters: the eighth shares SMs) 7.14-7.26 us
 // against 7.46-7.58 us for the form before; strips of 24 (6 clusters, one block an SM) with the W
@@ -716,8 +751,12 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // launching the strips of 24 with shared memory that forbids a second block an SM, 0.07-0.12 us
 // slower. Then (thirteenth session, two runs each, one machine a call): the outputs summed and
 // stored four a thread instead of one or two pairs a thread, and no clamp in quantise() (it never
-// binds), 6.53-6.62 us against 6.85-6.91 us; with one sigmoid a lane as well (shipped), 6.43-6.46
-// us against 6.82-6.88 us for the kernel before.
+// binds), 6.53-6.62 us against 6.85-6.91 us; with one sigmoid a lane as well, 6.43-6.46 us
+// against 6.82-6.88 us for the kernel before. Then (fourteenth session): the fp16 GEMM (was
+// 3xTF32 mma m16n8k8: 0.38 us for the GEMM phase, now 0.13-0.16) with (1 - alpha) x formed
+// before the wait, and the maxima reduced by every warp with red.async (was: a block barrier,
+// one st.async a peer from warp 0, a shuffle reduction after the wait): 5.95-6.05 us against
+// 6.34-6.40 us for the thirteenth session's kernel on the same machines.
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
@@ -768,30 +807,73 @@ __device__ __forceinline__ float strip_abs_max(const float (&xr)[kStripMT][2][4]
   return m;
 }
 
-/** acc[i][j] += A_i B_j over this warp's 16 of K in 3xTF32: A from the fp32 values `av`
- *  (kStripMT x [row g, row g + 8] x 4 physical columns), B from W split in (wh, wl). */
+/** Two floats rounded to fp16 in one register: `lo` in the low half. */
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ void unpack_f16x2(uint32_t v, float& lo, float& hi) {
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
+      : "=f"(lo), "=f"(hi)
+      : "r"(v));
+}
+
+/** (a, b) = hi + lo, each part a pair of fp16: hi the values rounded, lo the (exact) remainders
+ *  rounded. For |a|, |b| < 2^15 the pair carries 22 significant bits, as two TF32 parts do. */
+__device__ __forceinline__ void split_f16x2(float a, float b, uint32_t& hi, uint32_t& lo) {
+  hi = pack_f16x2(a, b);
+  float ha, hb;
+  unpack_f16x2(hi, ha, hb);
+  lo = pack_f16x2(__fsub_rn(a, ha), __fsub_rn(b, hb));
+}
+
+__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4],
+                                        const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/** 2^k, k in [-126, 127]. */
+__device__ __forceinline__ float exp2i(int k) {
+  return __uint_as_float(static_cast<uint32_t>(k + 127) << 23);
+}
+
+/** k with v 2^k in [2^14, 2^15) for a normal v >= 0 (so that every value of magnitude up to v,
+ *  scaled by 2^k, fits fp16 with room to spare), clamped to [-126, 126] for 0, subnormal and
+ *  infinite v. */
+__device__ __forceinline__ int f16_shift(float v) {
+  const int e = static_cast<int>((__float_as_uint(v) >> 23) & 0xffu) - 127;
+  return min(max(14 - e, -126), 126);
+}
+
+/** acc[i][j] += A_i B_j over this warp's 16 of K in two fp16 parts a side (three products, the
+ *  small ones first): A from the fp32 values `av` (already scaled into fp16 range), B from W's
+ *  parts (wh, wl). Fragments of m16n8k16: a0 (row g, k 2t, 2t + 1), a1 (g + 8, the same),
+ *  a2 (g, 2t + 8, 2t + 9), a3 (g + 8, the same); b0 (k 2t, 2t + 1), b1 (2t + 8, 2t + 9). Logical
+ *  k 2t, 2t + 1 is physical 4t, 4t + 1 and 2t + 8, 2t + 9 is 4t + 2, 4t + 3, for x and W alike. */
 template <int NT>
-__device__ __forceinline__ void strip_gemm3(float (&acc)[kStripMT][NT][4],
-                                            const float (&av)[kStripMT][2][4],
-                                            const uint32_t (&wh)[NT][4],
-                                            const uint32_t (&wl)[NT][4]) {
+__device__ __forceinline__ void strip_gemm_f16(float (&acc)[kStripMT][NT][4],
+                                               const float (&av)[kStripMT][2][4],
+                                               const uint32_t (&wh)[NT][2],
+                                               const uint32_t (&wl)[NT][2]) {
 #pragma unroll
-  for (int i = 0; i < kStripMT; ++i)
+  for (int i = 0; i < kStripMT; ++i) {
+    uint32_t ah[4], al[4];
+    split_f16x2(av[i][0][0], av[i][0][1], ah[0], al[0]);
+    split_f16x2(av[i][1][0], av[i][1][1], ah[1], al[1]);
+    split_f16x2(av[i][0][2], av[i][0][3], ah[2], al[2]);
+    split_f16x2(av[i][1][2], av[i][1][3], ah[3], al[3]);
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      // a0 (row g, col c), a1 (g + 8, c), a2 (g, c + 4), a3 (g + 8, c + 4); c at physical 2s.
-      uint32_t ah[4], al[4];
-      split_tf32(av[i][0][2 * s], ah[0], al[0]);
-      split_tf32(av[i][1][2 * s], ah[1], al[1]);
-      split_tf32(av[i][0][2 * s + 1], ah[2], al[2]);
-      split_tf32(av[i][1][2 * s + 1], ah[3], al[3]);
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        mma_tf32(acc[i][j], al, wh[j][2 * s], wh[j][2 * s + 1]);
-        mma_tf32(acc[i][j], ah, wl[j][2 * s], wl[j][2 * s + 1]);
-        mma_tf32(acc[i][j], ah, wh[j][2 * s], wh[j][2 * s + 1]);
-      }
+    for (int j = 0; j < NT; ++j) {
+      mma_f16(acc[i][j], al, wh[j]);
+      mma_f16(acc[i][j], ah, wl[j]);
+      mma_f16(acc[i][j], ah, wh[j]);
     }
+  }
 }
 
 /** Keeps the computation of `v` before this point: the compiler otherwise sinks register-only work
@@ -808,9 +890,8 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   constexpr int kBN = 8 * NT;
   static_assert(kBN <= kStripRS && kBN % 4 == 0, "the tile fits the partials' rows");
   __shared__ __align__(16) float s_part[kStripWarps][kStripBM][kStripRS];  // warps' partial tiles
-  __shared__ float s_red[32];
-  __shared__ unsigned long long s_push_bar;  // counts the maxima pushed here
-  __shared__ float s_slots[32];              // slot r holds cluster block r's maximum
+  __shared__ unsigned long long s_push_bar;  // counts the maxima reduced into s_max
+  __shared__ unsigned int s_max;             // the running maximum's bits (push_max())
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -820,8 +901,9 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   const int passes = (a.m + pass_rows - 1) / pass_rows;
   const int k0 = warp * 16 + t * 4;  // this thread's four physical columns of K
   QV_STAMP(0);
-  if (tid == 0) push_init(&s_push_bar, 4u * (blocks - 1u));
-  cluster_arrive_relaxed();  // the mbarriers exist before any push (cluster_wait() below)
+  // One arrival made at the set-up and one a warp of this block; 4 bytes a warp of the others.
+  if (tid == 0) max_init(&s_push_bar, &s_max, kStripWarps + 1, 4u * kStripWarps * (blocks - 1u));
+  cluster_arrive_relaxed();  // the set-up precedes any push (cluster_wait() below; max_init())
 
   // Everything of the first pass that does not depend on the scale, issued at once: x rows
   // 16i + 8h + g of the tile, W rows n0 + 8j + g, the rows' logits, the stored columns' bias.
@@ -856,25 +938,38 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     local = fmaxf(local, strip_abs_max(more));
   }
 
-  const float block = block_max<kMmaThreads>(local, s_red);  // in all of warp 0
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) local = fmaxf(local, __shfl_xor_sync(0xffffffffu, local, o));
   QV_STAMP(1);
   cluster_wait();
-  if (warp == 0 && static_cast<unsigned int>(lane) < blocks &&
-      static_cast<unsigned int>(lane) != rank)
-    push_slot(s_slots, &s_push_bar, static_cast<unsigned int>(lane), rank, block);
-  // While the peers' maxima travel: the W split and the sigmoids (no scale needed). pin() keeps
-  // them before the wait, where the compiler had sunk them onto the critical path; nothing forces
-  // them after the push, but nvcc 13.0 emits them there (before the block maximum they would
-  // wait for W's loads: 0.23 us longer to the maximum when they were there, eleventh session).
-  uint32_t wh[NT][4], wl[NT][4];
+  push_max(&s_max, &s_push_bar, rank, static_cast<unsigned int>(lane), blocks, local);
+  // While the maxima travel, what needs no scale. pin() keeps it before the wait, where the
+  // compiler had sunk such work onto the critical path; nothing forces it after the push, but
+  // nvcc 13.0 emits it there (before the maximum it would wait for W's loads: 0.23 us longer to
+  // the maximum, eleventh session).
+  // W scaled by a power of two per warp (its slice's maximum into [2^14, 2^15)), in two fp16
+  // parts; the partial sums are scaled back before they meet.
+  uint32_t wh[NT][2], wl[NT][2];
+  float wmax = 0.0f;
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      split_tf32(wr[j][e], wh[j][e], wl[j][e]);
-      pin(wh[j][e]);
-      pin(wl[j][e]);
+    for (int e = 0; e < 4; ++e) wmax = fmaxf(wmax, fabsf(wr[j][e]));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) wmax = fmaxf(wmax, __shfl_xor_sync(0xffffffffu, wmax, o));
+  const int kw = f16_shift(wmax);
+  const float wup = exp2i(kw);
+  float wdown = exp2i(-kw);
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      split_f16x2(__fmul_rn(wr[j][2 * h], wup), __fmul_rn(wr[j][2 * h + 1], wup), wh[j][h],
+                  wl[j][h]);
+      pin(wh[j][h]);
+      pin(wl[j][h]);
     }
+  pin(wdown);
   float alpha[kStripMT][2];
   strip_alphas(alpha, sigmoid(logit), g);
 #pragma unroll
@@ -882,18 +977,28 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     pin(alpha[i][0]);
     pin(alpha[i][1]);
   }
-  // This block's own maximum from the warp maxima (s_red, complete after block_max's barrier).
-  float m = lane < kStripWarps ? s_red[lane] : 0.0f;
-  wait_pushes(&s_push_bar);
-  if (static_cast<unsigned int>(lane) < blocks && static_cast<unsigned int>(lane) != rank)
-    m = fmaxf(m, s_slots[lane]);
+  // (1 - alpha) x, the blend's term that needs no scale.
+  float omx[kStripMT][2][4];
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        omx[i][h][e] = __fmul_rn(__fsub_rn(1.0f, alpha[i][h]), xr[i][h][e]);
+        pin(omx[i][h][e]);
+      }
+  QV_STAMP(2);
+  wait_pushes(&s_push_bar);
+  const float m = __uint_as_float(*static_cast<volatile unsigned int*>(&s_max));
   cluster_arrive_relaxed();  // with the cluster_wait() before exiting (see the section's comment)
   // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
   const float scale = fmaxf(m, 1e-8f) * (1.0f / 127.0f);
   const float rcp = __frcp_rn(scale);
-  QV_STAMP(2);
+  // The blend times 2^kx (exact: a power of two), max|x| 2^kx in [2^14, 2^15).
+  const int kx = f16_shift(fmaxf(m, 1e-8f));
+  const float xup = exp2i(kx), xdown = exp2i(-kx);
+  const float sup = __fmul_rn(scale, xup);
   QV_STAMP(3);
 
   for (int p = 0;;) {
@@ -903,32 +1008,41 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) mixed[i][h][e] = blend(xr[i][h][e], alpha[i][h], scale, rcp);
+        for (int e = 0; e < 4; ++e) {
+          // RN(RN(alpha RN(q s)) + RN((1 - alpha) x)), all times 2^kx.
+          const float xq = __fmul_rn(quantise(xr[i][h][e], scale, rcp), sup);
+          mixed[i][h][e] = __fmaf_rn(omx[i][h][e], xup, __fmul_rn(alpha[i][h], xq));
+        }
     QV_STAMP(4);
     float acc[kStripMT][NT][4] = {};
-    strip_gemm3<NT>(acc, mixed, wh, wl);
+    strip_gemm_f16<NT>(acc, mixed, wh, wl);
     QV_STAMP(5);
-    // C fragment: c0 (row g, col 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
 #pragma unroll
     for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
-      for (int j = 0; j < NT; ++j) {
+      for (int j = 0; j < NT;
+           ++j) {  // C fragment: c0 (row g, col 2t), c1 (g, 2t + 1), c2, c3 (g + 8)
         *reinterpret_cast<float2*>(&s_part[warp][16 * i + g][8 * j + 2 * t]) =
-            make_float2(acc[i][j][0], acc[i][j][1]);
+            make_float2(acc[i][j][0] * wdown, acc[i][j][1] * wdown);
         *reinterpret_cast<float2*>(&s_part[warp][16 * i + g + 8][8 * j + 2 * t]) =
-            make_float2(acc[i][j][2], acc[i][j][3]);
+            make_float2(acc[i][j][2] * wdown, acc[i][j][3] * wdown);
       }
     __syncthreads();
     if (mine) {
-      float4 v = bias;
+      float4 v = *reinterpret_cast<const float4*>(&s_part[0][out_row][out_col]);
 #pragma unroll
-      for (int w = 0; w < kStripWarps; ++w) {
+      for (int w = 1; w < kStripWarps; ++w) {
         const float4 u = *reinterpret_cast<const float4*>(&s_part[w][out_row][out_col]);
         v.x += u.x;
         v.y += u.y;
         v.z += u.z;
         v.w += u.w;
       }
+      // Scaled back by 2^-kx (exact) as the bias is added.
+      v.x = __fmaf_rn(v.x, xdown, bias.x);
+      v.y = __fmaf_rn(v.y, xdown, bias.y);
+      v.z = __fmaf_rn(v.z, xdown, bias.z);
+      v.w = __fmaf_rn(v.w, xdown, bias.w);
       const int row = row0 + out_row, col = n0 + out_col;
       if (row < a.m) {
         float* out = a.out + static_cast<long long>(row) * a.n + col;
@@ -950,6 +1064,13 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     load_strip_rows<VEC>(xr, a, row0, g, k0);
     logit = load_lane_logit(a, row0, lane);
     strip_alphas(alpha, sigmoid(logit), g);
+#pragma unroll
+    for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          omx[i][h][e] = __fmul_rn(__fsub_rn(1.0f, alpha[i][h]), xr[i][h][e]);
     __syncthreads();  // every thread has read s_part before the next pass writes it
   }
   QV_STAMP(6);
