@@ -17,8 +17,9 @@
 //      the span from the first block's entry to the last block's end, and each phase's median
 //      and slowest block, as medians over the samples, cold, after a forward on other buffers,
 //      and cold by CUDA graph replay (also timed untraced: kjudge's default device figure
-//      replays a graph, and read 0.2-0.45 us above the forward's own launch in the thirteenth
-//      session; the trace says where, and whether the replayed blocks share SMs).
+//      replays a graph, and read 0.2-0.6 us above the forward's own launch in the thirteenth and
+//      fourteenth sessions; the trace says where, and whether the replayed blocks share SMs:
+//      they did not in the fourteenth).
 // Usage: quantvla_phases <label> [samples]. Run by bench/quantvla_phases/run.sh.
 #include <kjudge/candidate.h>
 
@@ -43,9 +44,12 @@ using namespace qv_bench;
 
 constexpr int kStamps = 8;  // as phase_trace.cuh
 constexpr int kPhases = 6;  // between stamps 0..6
+// Stamps 2 and 3 differ by kernel: the grid barrier's kernels stamp the scale known (2) and the
+// first K chunk staged (3); the cluster kernel stamps the start of its wait for the maxima (2,
+// after its push and the work that needs no scale) and the scale known (3).
 const char* const kPhaseNames[kPhases] = {"entry -> block max|x|",
-                                          "-> scale (barrier)",
-                                          "-> x staged (tiled kernel)",
+                                          "-> scale; strips: push, no-scale work",
+                                          "-> x staged; strips: wait, scale",
                                           "-> quantised and blended",
                                           "-> GEMM",
                                           "-> stored"};
@@ -413,10 +417,10 @@ int main(int argc, char** argv) {
         quantile(blocks_seen[c], 0.5), quantile(shared_seen[c], 0.5), quantile(shared_seen[c], 0.0),
         quantile(shared_seen[c], 1.0));
     const bool split = !phase_shared_us[c][0].empty() && !phase_alone_us[c][0].empty();
-    std::printf("  phase (SM clock at %d MHz)   median block   slowest block%s\n", clock_khz / 1000,
-                split ? "   alone on its SM   sharing an SM" : "");
+    std::printf("  phase (SM clock at %d MHz)            median block   slowest block%s\n",
+                clock_khz / 1000, split ? "   alone on its SM   sharing an SM" : "");
     for (int k = 0; k < kPhases; ++k) {
-      std::printf("  %-28s %8.2f us    %8.2f us", kPhaseNames[k],
+      std::printf("  %-37s %8.2f us    %8.2f us", kPhaseNames[k],
                   quantile(phase_median_us[c][k], 0.5), quantile(phase_slowest_us[c][k], 0.5));
       if (split)
         std::printf("    %8.2f us       %8.2f us", quantile(phase_alone_us[c][k], 0.5),

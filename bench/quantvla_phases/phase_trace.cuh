@@ -1,8 +1,10 @@
 // Phase stamps for examples/quantvla/fused.cu, compiled in with -DKJ_QUANTVLA_TRACE by
 // bench/quantvla_phases/run.sh. Thread 0 of every block writes the global timer (ns, comparable
 // across SMs) and its SM's clock64 (cycles, exact within a block) at each boundary:
-//   0 entry, 1 the block's max|x| reduced, 2 the scale known (after the grid barrier),
-//   3 the first K chunk landed in shared memory, 4 blended, 5 GEMM done, 6 outputs stored;
+//   0 entry, 1 the block's max|x| reduced (the cluster kernel: each warp's), 2 the scale known
+//   (after the grid barrier; the cluster kernel: its wait for the maxima begins), 3 the first K
+//   chunk landed in shared memory (the cluster kernel: the scale known), 4 blended, 5 GEMM done,
+//   6 outputs stored;
 // and at entry, in the global timer's slot 7, the SM the block runs on (%smid).
 #pragma once
 

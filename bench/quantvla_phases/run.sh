@@ -4,7 +4,8 @@
 # it), both harness builds twice, and graph_paths.cu (what eager launch and graph replay add to a
 # device figure) once a run. Usage: bash bench/quantvla_phases/run.sh [samples].
 # KJ_QV_SOURCES lists the kernel sources to compare (default examples/quantvla/fused.cu); each is
-# labelled by its file name and the runs alternate between them. Needs nvcc and a GPU.
+# labelled by its file name and the runs alternate between them; each run is limited to
+# KJ_QV_TIMEOUT seconds (default 120). Needs nvcc and a GPU.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -34,10 +35,18 @@ if [ "$divcheck" = 1 ]; then
 fi
 for pid in "${pids[@]}"; do wait "$pid"; done  # set -e: a failed build stops here
 [ "$divcheck" = 1 ] && "$out/divcheck"
+# Each run under a time limit (KJ_QV_TIMEOUT seconds, default 120): a draft kernel that hangs or
+# fails is reported and the other sources still run.
+bounded() {
+  local rc=0
+  timeout "${KJ_QV_TIMEOUT:-120}" "$@" || rc=$?
+  [ "$rc" = 124 ] && echo "$2: FAILED (timed out)"
+  [ "$rc" = 0 ] || [ "$rc" = 124 ] || echo "$2: FAILED (exit $rc)"
+}
 for run in 1 2; do
   for label in "${labels[@]}"; do
-    "$out/$label-plain" "$label plain, run $run" "${1:-400}"
-    "$out/$label-traced" "$label traced, run $run" "${1:-400}"
+    bounded "$out/$label-plain" "$label plain, run $run" "${1:-400}"
+    bounded "$out/$label-traced" "$label traced, run $run" "${1:-400}"
   done
-  "$out/graph_paths" "${labels[0]}, run $run" "${1:-400}"
+  bounded "$out/graph_paths" "${labels[0]}, run $run" "${1:-400}"
 done
