@@ -13,7 +13,7 @@
 //      thread-block clusters of 16 blocks, one per strip of 16 or 24 output columns, whose
 //      blocks' row tiles cover all of x between them; every warp reduces its maximum into every
 //      block's shared memory (red.async, counted on an mbarrier; no grid-wide wait, an ordinary
-//      launch); the parts are fp16, scaled by powers of two;
+//      launch); the parts are fp16, scaled by powers of two (limits below, at the strip kernel);
 //   b. otherwise, when every 16 x 32 tile is resident at once: from the grid barrier below, each
 //      block's tile rows giving its share (a cooperative launch); the parts are TF32 (3xTF32).
 // - otherwise, persistent blocks (grid <= SMs x resident blocks per SM), cooperative:
@@ -31,7 +31,7 @@
 // differs from a true division for ~4% of values, and one ulp flips ties of x/s at k + 0.5). The
 // blend uses the reference's association and IEEE rounding (a correctly rounded x/s, no FMA
 // contraction), so the GEMM input matches PyTorch's bit for bit (the tensor-core forms then split
-// it into two TF32 parts, or, in clusters, take it times a power of two, bit for bit but where an
+// it into two TF32 parts, or, in clusters, take it times powers of two, bit for bit but where an
 // intermediate is subnormal, and split it into two fp16 parts). Non-finite weights give
 // non-finite outputs, as in PyTorch, with other NaN patterns. One difference: the maxima use fmaxf,
 // which skips NaN, where PyTorch's max propagates it; with NaN in x, the rows without one stay
@@ -51,6 +51,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cfloat>
 #include <climits>
 #include <cstdarg>
 #include <cstdint>
@@ -729,14 +730,26 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // keeps the cluster whole until every block is past its exchange; both arrivals relaxed (no
 // fence waiting on the loads in flight). Between its push and its wait a block prepares what
 // needs no scale: W's fp16 parts, the sigmoids, one a lane (a warp's 32 lanes form the alphas of
-// the tile's 32 rows, and each thread takes its rows' from them by shuffle), and (1 - alpha) x.
+// the tile's 32 rows, and each thread takes its rows' from them by shuffle), and the rows'
+// scales. That is their order in the PTX; ptxas (nvcc 13.0) keeps W's parts before the wait and
+// moves part of the rest (the alphas' shuffles, some of the row scales) after it.
 // The GEMM runs on fp16 tensor cores (mma m16n8k16) in two parts a side, three products (the
-// small ones first), fp32 accumulation: the accuracy of 3xTF32 (22 significant bits an operand)
-// with half its mma instructions. fp16's range is kept by powers of two: the blended x scaled
-// so that max|x| lies in [2^14, 2^15) (|blend| <= max(|x|, 127 s) <= max|x| (1 + 2^-22), far
-// below fp16's 65504), each warp's W slice so that its maximum does, and the sums scaled back.
-// The blend is PyTorch's sequence of roundings with every term times 2^k (exact), so the GEMM's
-// input is PyTorch's bit for bit, times 2^k, but where an intermediate is subnormal.
+// small ones first), fp32 accumulation, half the mma instructions of 3xTF32. fp16's range is
+// kept by powers of two: each row's 16 columns of a warp's K slice scaled so that twice their
+// largest |x| lies in [2^14, 2^15) (strip_row_scales(); every blended value is at most that),
+// each warp's slice of W (its 16 columns of the strip's 8 NT rows) so that its largest finite
+// |w| does, and each partial sum scaled back exactly before the warps' sums meet. Each part pair
+// then carries 22 significant bits, as two TF32 parts do, relative to the largest |value| of its
+// slice: an element 2^17 or more below it keeps fewer (its error about that maximum times
+// 2^-39). That shows in the outputs only where a slice spans far more than that: W's above
+// about 1e6 between its largest and typical |w|; a row's 16 x above about 1e9, where the outlier
+// meets a zero weight (the per-row x scales keep an outlier to its own row's 16 columns: one of
+// 1e8 or 1e9 among randn x passes the bench's checks). A non-finite weight makes its own column
+// non-finite. Where the largest |x| of a row slice times the largest finite |w| of the warp's
+// slice reaches 2^154, the clamp on kx + kw overflows x's fp16 parts (that row's outputs then
+// come out non-finite).
+// The blend is PyTorch's sequence of roundings with every term times 2^kx (exact), so the GEMM's
+// input is PyTorch's bit for bit, times 2^kx, but where an intermediate is subnormal.
 // The 8 warps split K (16 each) over all kStripMT x NT m16n8 tiles of the block; their partial
 // tiles meet in shared memory, and each of the first 8 NT kStripBM / 4 threads sums and stores
 // four consecutive outputs (one 16-byte store where n % 4 == 0 and the output is 16-byte
@@ -753,10 +766,14 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // stored four a thread instead of one or two pairs a thread, and no clamp in quantise() (it never
 // binds), 6.53-6.62 us against 6.85-6.91 us; with one sigmoid a lane as well, 6.43-6.46 us
 // against 6.82-6.88 us for the kernel before. Then (fourteenth session): the fp16 GEMM (was
-// 3xTF32 mma m16n8k8: 0.38 us for the GEMM phase, now 0.13-0.16) with (1 - alpha) x formed
-// before the wait, and the maxima reduced by every warp with red.async (was: a block barrier,
-// one st.async a peer from warp 0, a shuffle reduction after the wait): 5.95-6.05 us against
-// 6.34-6.40 us for the thirteenth session's kernel on the same machines.
+// 3xTF32 mma m16n8k8: 0.38 us for the GEMM phase, now 0.13-0.16) with one scale for all of x,
+// and the maxima reduced by every warp with red.async (was: a block barrier, one st.async a peer
+// from warp 0, a shuffle reduction after the wait): 5.95-6.05 us against 6.40 us (6.88 in the
+// other run) for the thirteenth session's kernel on the same machine, 6.30-6.37 us on three
+// others; then the per-row x scales (one outlier in x had cost every row its precision: 1e8
+// among randn put outputs 2.6 times the tolerance off), W's maximum over finite values (an
+// infinite weight had zeroed the rest of its slice) and one exact scale back a row: 6.08-6.21
+// us against 6.05-6.11 us without them, on one machine (the no-scale work 0.40 -> 0.49 us).
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
@@ -842,12 +859,35 @@ __device__ __forceinline__ float exp2i(int k) {
   return __uint_as_float(static_cast<uint32_t>(k + 127) << 23);
 }
 
-/** k with v 2^k in [2^14, 2^15) for a normal v >= 0 (so that every value of magnitude up to v,
- *  scaled by 2^k, fits fp16 with room to spare), clamped to [-126, 126] for 0, subnormal and
- *  infinite v. */
+/** k with v 2^k in [2^14, 2^15) for a normal v >= 2^-112 (so that every value of magnitude up
+ *  to v, scaled by 2^k, fits fp16 with room to spare); 126 for smaller v (0, subnormal), -114
+ *  for infinite v. */
 __device__ __forceinline__ int f16_shift(float v) {
   const int e = static_cast<int>((__float_as_uint(v) >> 23) & 0xffu) - 127;
-  return min(max(14 - e, -126), 126);
+  return min(14 - e, 126);
+}
+
+/** This thread's row scales: for each of its rows 16i + 8h + g, the power of two kx that brings
+ *  twice the largest |x| of the row's 16 columns of this warp's K slice (the four threads with
+ *  this g) into [2^14, 2^15) (every blended value of the row has |blend| <= 2 max|x|: a nonzero
+ *  quantised value needs |x| >= s / 2, and then |q s| <= |x| + s / 2), limited so that kx + kw
+ *  lies in [-126, 126]. xup = 2^kx scales the blend; down = 2^-(kx + kw) scales the warp's partial
+ *  sums of the row back (one exact multiply). */
+__device__ __forceinline__ void strip_row_scales(const float (&xr)[kStripMT][2][4], int kw,
+                                                 float (&xup)[kStripMT][2],
+                                                 float (&down)[kStripMT][2]) {
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = fmaxf(fmaxf(fabsf(xr[i][h][0]), fabsf(xr[i][h][1])),
+                      fmaxf(fabsf(xr[i][h][2]), fabsf(xr[i][h][3])));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      const int kx = min(max(f16_shift(m) - 1, -126 - kw), 126 - kw);
+      xup[i][h] = exp2i(kx);
+      down[i][h] = exp2i(-(kx + kw));
+    }
 }
 
 /** acc[i][j] += A_i B_j over this warp's 16 of K in two fp16 parts a side (three products, the
@@ -876,8 +916,9 @@ __device__ __forceinline__ void strip_gemm_f16(float (&acc)[kStripMT][NT][4],
   }
 }
 
-/** Keeps the computation of `v` before this point: the compiler otherwise sinks register-only work
- *  past the wait for the maxima, onto the critical path. */
+/** Keeps the computation of `v` before this point in the PTX: NVVM otherwise sinks register-only
+ *  work past the wait for the maxima, onto the critical path. (ptxas schedules the SASS on its
+ *  own and may still move it.) */
 __device__ __forceinline__ void pin(uint32_t& v) {
   asm volatile("" : "+r"(v));
 }
@@ -943,10 +984,11 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   QV_STAMP(1);
   cluster_wait();
   push_max(&s_max, &s_push_bar, rank, static_cast<unsigned int>(lane), blocks, local);
-  // While the maxima travel, what needs no scale. pin() keeps it before the wait, where the
-  // compiler had sunk such work onto the critical path; nothing forces it after the push, but
-  // nvcc 13.0 emits it there (before the maximum it would wait for W's loads: 0.23 us longer to
-  // the maximum, eleventh session).
+  // While the maxima travel, what needs no scale. pin() keeps it before the wait in the PTX,
+  // where NVVM had sunk such work onto the critical path (ptxas may still move some after it:
+  // see the section's comment); nothing forces it after the push, but nvcc 13.0 emits it there
+  // (before the maximum it would wait for W's loads: 0.23 us longer to the maximum, eleventh
+  // session).
   // W scaled by a power of two per warp (its slice's maximum into [2^14, 2^15)), in two fp16
   // parts; the partial sums are scaled back before they meet.
   uint32_t wh[NT][2], wl[NT][2];
@@ -954,12 +996,12 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) wmax = fmaxf(wmax, fabsf(wr[j][e]));
+    for (int e = 0; e < 4; ++e)  // finite |w| only: an infinite weight spoils its column alone
+      if (fabsf(wr[j][e]) <= FLT_MAX) wmax = fmaxf(wmax, fabsf(wr[j][e]));
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) wmax = fmaxf(wmax, __shfl_xor_sync(0xffffffffu, wmax, o));
   const int kw = f16_shift(wmax);
   const float wup = exp2i(kw);
-  float wdown = exp2i(-kw);
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
@@ -969,25 +1011,18 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
       pin(wh[j][h]);
       pin(wl[j][h]);
     }
-  pin(wdown);
   float alpha[kStripMT][2];
   strip_alphas(alpha, sigmoid(logit), g);
-#pragma unroll
-  for (int i = 0; i < kStripMT; ++i) {
-    pin(alpha[i][0]);
-    pin(alpha[i][1]);
-  }
-  // (1 - alpha) x, the blend's term that needs no scale.
-  float omx[kStripMT][2][4];
+  float xup[kStripMT][2], down[kStripMT][2];
+  strip_row_scales(xr, kw, xup, down);
 #pragma unroll
   for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        omx[i][h][e] = __fmul_rn(__fsub_rn(1.0f, alpha[i][h]), xr[i][h][e]);
-        pin(omx[i][h][e]);
-      }
+    for (int h = 0; h < 2; ++h) {
+      pin(alpha[i][h]);
+      pin(xup[i][h]);
+      pin(down[i][h]);
+    }
   QV_STAMP(2);
   wait_pushes(&s_push_bar);
   const float m = __uint_as_float(*static_cast<volatile unsigned int*>(&s_max));
@@ -995,10 +1030,6 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
   const float scale = fmaxf(m, 1e-8f) * (1.0f / 127.0f);
   const float rcp = __frcp_rn(scale);
-  // The blend times 2^kx (exact: a power of two), max|x| 2^kx in [2^14, 2^15).
-  const int kx = f16_shift(fmaxf(m, 1e-8f));
-  const float xup = exp2i(kx), xdown = exp2i(-kx);
-  const float sup = __fmul_rn(scale, xup);
   QV_STAMP(3);
 
   for (int p = 0;;) {
@@ -1006,26 +1037,33 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
 #pragma unroll
     for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h) {
+        // s 2^kx, exact: the row's values are at least s / 2 where q != 0, so s 2^kx <= 2^15
+        // there; where it would overflow every q of the row is 0, and FLT_MAX keeps 0 q = 0.
+        const float sup = fminf(__fmul_rn(scale, xup[i][h]), FLT_MAX);
+        const float omalpha = __fsub_rn(1.0f, alpha[i][h]);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          // RN(RN(alpha RN(q s)) + RN((1 - alpha) x)), all times 2^kx.
+          // RN(RN(alpha RN(q s)) + RN((1 - alpha) x)), all times 2^kx (exact: a power of two).
           const float xq = __fmul_rn(quantise(xr[i][h][e], scale, rcp), sup);
-          mixed[i][h][e] = __fmaf_rn(omx[i][h][e], xup, __fmul_rn(alpha[i][h], xq));
+          mixed[i][h][e] =
+              __fmaf_rn(__fmul_rn(omalpha, xr[i][h][e]), xup[i][h], __fmul_rn(alpha[i][h], xq));
         }
+      }
     QV_STAMP(4);
     float acc[kStripMT][NT][4] = {};
     strip_gemm_f16<NT>(acc, mixed, wh, wl);
     QV_STAMP(5);
+    // C fragment: c0 (row g, col 2t), c1 (g, 2t + 1), c2 and c3 (g + 8): the partial sums
+    // scaled back by their row's 2^-(kx + kw), exactly, before they meet.
 #pragma unroll
     for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
-      for (int j = 0; j < NT;
-           ++j) {  // C fragment: c0 (row g, col 2t), c1 (g, 2t + 1), c2, c3 (g + 8)
+      for (int j = 0; j < NT; ++j) {
         *reinterpret_cast<float2*>(&s_part[warp][16 * i + g][8 * j + 2 * t]) =
-            make_float2(acc[i][j][0] * wdown, acc[i][j][1] * wdown);
+            make_float2(acc[i][j][0] * down[i][0], acc[i][j][1] * down[i][0]);
         *reinterpret_cast<float2*>(&s_part[warp][16 * i + g + 8][8 * j + 2 * t]) =
-            make_float2(acc[i][j][2] * wdown, acc[i][j][3] * wdown);
+            make_float2(acc[i][j][2] * down[i][1], acc[i][j][3] * down[i][1]);
       }
     __syncthreads();
     if (mine) {
@@ -1038,11 +1076,10 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
         v.z += u.z;
         v.w += u.w;
       }
-      // Scaled back by 2^-kx (exact) as the bias is added.
-      v.x = __fmaf_rn(v.x, xdown, bias.x);
-      v.y = __fmaf_rn(v.y, xdown, bias.y);
-      v.z = __fmaf_rn(v.z, xdown, bias.z);
-      v.w = __fmaf_rn(v.w, xdown, bias.w);
+      v.x += bias.x;
+      v.y += bias.y;
+      v.z += bias.z;
+      v.w += bias.w;
       const int row = row0 + out_row, col = n0 + out_col;
       if (row < a.m) {
         float* out = a.out + static_cast<long long>(row) * a.n + col;
@@ -1064,13 +1101,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     load_strip_rows<VEC>(xr, a, row0, g, k0);
     logit = load_lane_logit(a, row0, lane);
     strip_alphas(alpha, sigmoid(logit), g);
-#pragma unroll
-    for (int i = 0; i < kStripMT; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          omx[i][h][e] = __fmul_rn(__fsub_rn(1.0f, alpha[i][h]), xr[i][h][e]);
+    strip_row_scales(xr, kw, xup, down);
     __syncthreads();  // every thread has read s_part before the next pass writes it
   }
   QV_STAMP(6);
