@@ -1,5 +1,6 @@
 // Where the QuantVLA native kernel's time goes (examples/quantvla/fused.cu, linked in):
-//   1. correctness on several shapes against a double-precision CPU reference of the problem;
+//   1. correctness on several shapes, and on values far from randn's (outliers, tiny and huge
+//      scales, an infinite weight), against a double-precision CPU reference of the problem;
 //   2. at the nominal shape (B=8, T=64, D=128), `samples` cold samples as kjudge's device figure
 //      takes them: L2 flushed (256 MiB written), a spin kernel holds the stream, events around
 //      kj_forward; the samples rotate among it and three kernels timed the same way: an empty
@@ -157,6 +158,11 @@ void launch_shaped(void (*kernel)(Args...), cudaStream_t stream, int cluster, Ar
   check_cuda(cudaLaunchKernelEx(&cfg, kernel, args...), "shaped launch");
 }
 
+/** Multiplies every element by `by`. */
+void scale_all(std::vector<float>& v, float by) {
+  for (auto& e : v) e *= by;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -189,6 +195,39 @@ int main(int argc, char** argv) {
   }
   std::printf("%s: correctness on %zu shapes: %s\n", label.c_str(), std::size(shapes),
               correct ? "ok" : "FAILED");
+  {
+    // Values far from randn's, at the nominal shape: an outlier in x (every other element then
+    // sits 2^24-2^30 below max|x|), x scaled down to 1e-12 (the scale's 1e-8 clamp) and up to
+    // 1e30 (atol scaled with it: fp32's own error on an output that cancels is ~1e23-1e24 there),
+    // an outlier in W (2e4 above the rest), and an infinite weight (its column is left out of
+    // the check: PyTorch's is inf or NaN; every other column must stay within tolerance).
+    struct value_case {
+      const char* name;
+      void (*apply)(instance&);
+      int skip_column;
+      double atol;
+    };
+    const value_case cases[] = {
+        {"x[1000] = 1e8", [](instance& p) { p.x[1000] = 1e8f; }, -1, 1e-4},
+        {"x[1000] = -1e9", [](instance& p) { p.x[1000] = -1e9f; }, -1, 1e-4},
+        {"x * 1e-12", [](instance& p) { scale_all(p.x, 1e-12f); }, -1, 1e-4},
+        {"x * 1e30", [](instance& p) { scale_all(p.x, 1e30f); }, -1, 1e26},
+        {"W[5][7] = 1e3", [](instance& p) { p.weight[5 * 128 + 7] = 1e3f; }, -1, 1e-4},
+        {"W[5][7] = inf", [](instance& p) { p.weight[5 * 128 + 7] = INFINITY; }, 5, 1e-4}};
+    bool values_ok = true;
+    for (const auto& c : cases) {
+      instance p(8, 64, 128, 4321u);
+      c.apply(p);
+      p.reupload();
+      if (const double w = p.worst_error(c.skip_column, c.atol); !(w <= 1.0)) {
+        values_ok = false;
+        std::printf("%s: values %s: worst error %.3g x tolerance\n", label.c_str(), c.name, w);
+      }
+    }
+    std::printf("%s: correctness on %zu value ranges: %s\n", label.c_str(), std::size(cases),
+                values_ok ? "ok" : "FAILED");
+    correct = correct && values_ok;
+  }
   {
     // Two problems on two streams, 20 forwards each queued behind a spin kernel on each stream,
     // so that the two streams' forwards run at the same time: launches that overlap must not
