@@ -40,8 +40,11 @@ for pid in "${pids[@]}"; do wait "$pid"; done  # set -e: a failed build stops he
 bounded() {
   local rc=0
   timeout "${KJ_QV_TIMEOUT:-120}" "$@" || rc=$?
-  [ "$rc" = 124 ] && echo "$2: FAILED (timed out)"
-  [ "$rc" = 0 ] || [ "$rc" = 124 ] || echo "$2: FAILED (exit $rc)"
+  if [ "$rc" = 124 ]; then
+    echo "$2: FAILED (timed out)"
+  elif [ "$rc" != 0 ]; then
+    echo "$2: FAILED (exit $rc)"
+  fi
 }
 for run in 1 2; do
   for label in "${labels[@]}"; do
