@@ -56,7 +56,8 @@ class side_sampler {
   /** Runs the target until warmup_runs calls and warmup_min_time have passed; records the first
    *  call's time. Not counted in spent(). */
   void warm_up();
-  /** Takes one sample of every enabled figure; adds the round's wall time to spent(). */
+  /** On a GPU, prime()s, then takes one sample of every enabled figure; adds the round's wall
+   *  time to spent(). */
   [[nodiscard]] round_samples take_round();
   /** Appends a round's samples to the figures. */
   void keep(const round_samples& r);
@@ -86,6 +87,9 @@ class side_sampler {
   [[nodiscard]] std::size_t rotated_sets() const noexcept {
     return m_result.input_sets > 0 ? m_result.input_sets : 1;
   }
+  /** One untimed forward on the set the side used last, so that every round starts from the
+   *  side's own work whichever side ran before it (see take_round()). */
+  void prime();
   [[nodiscard]] std::optional<double> sample_device();
   [[nodiscard]] double sample_stream();
   [[nodiscard]] double sample_host_wall();

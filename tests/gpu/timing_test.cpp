@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/cuda/check.hpp>
@@ -204,14 +205,15 @@ TEST(timing_gpu, graph_replay_times_the_captured_forward) {
   // One replay per device sample plus one when the graphs were taken into use.
   EXPECT_EQ(static_cast<std::size_t>(t.replays), r.device.summary.n + 1);
   EXPECT_EQ(t.drops, 0);
-  // Eager forwards: warm-up, the captured one, and per round one after the replay (untimed, so
-  // that the stream and host-wall samples find the eager path warm), the stream's and the host
-  // wall's.
+  // Eager forwards: warm-up, the captured one, and per round the one that primes it (untimed:
+  // the round starts from the side's own work), one after the replay (untimed, so that the
+  // stream and host-wall samples find the eager path warm), the stream's and the host wall's.
   const auto rounds = [](const kj::measure::figure& f) {
     return f.summary.n + f.discarded_throttled;
   };
-  EXPECT_EQ(static_cast<std::size_t>(t.runs),
-            r.warmup_runs + 1 + rounds(r.device) + rounds(r.stream) + rounds(r.host_wall));
+  EXPECT_EQ(static_cast<std::size_t>(t.runs), r.warmup_runs + 1 + rounds(r.stream) +
+                                                  rounds(r.device) + rounds(r.stream) +
+                                                  rounds(r.host_wall));
   std::printf("graph replay: device %.2f us (n=%zu)\n", r.device.summary.median,
               r.device.summary.n);
 
@@ -220,8 +222,9 @@ TEST(timing_gpu, graph_replay_times_the_captured_forward) {
   const kj::measure::side_result e = kj::measure::time_single(eager, s.get(), facts(), o);
   EXPECT_EQ(e.device.method, "blocking-kernel+events");
   EXPECT_EQ(eager.replays, 0);
-  EXPECT_EQ(static_cast<std::size_t>(eager.runs),
-            e.warmup_runs + rounds(e.device) + rounds(e.stream) + rounds(e.host_wall));
+  EXPECT_EQ(
+      static_cast<std::size_t>(eager.runs),
+      e.warmup_runs + rounds(e.stream) + rounds(e.device) + rounds(e.stream) + rounds(e.host_wall));
 }
 
 TEST(timing_gpu, no_graph_replay_unless_both_sides_capture) {
@@ -282,6 +285,48 @@ TEST(timing_gpu, host_sync_in_forward_is_detected) {
   // Detection stops device sampling at once: one 20 ms timed-out sample, not one per round (20
   // rounds would spend at least 0.4 s).
   EXPECT_LT(r.spent_s, 0.3);
+}
+
+/** A spin target that logs "<name>:prepare" and "<name>:run" into a log shared with another. */
+class logging_spin_target : public spin_target {
+ public:
+  logging_spin_target(std::string name, cudaStream_t stream, std::vector<std::string>& log)
+      : spin_target(name, kj::microseconds(5.0), stream), m_log(log), m_tag(std::move(name)) {}
+  void prepare(std::size_t) override { m_log.push_back(m_tag + ":prepare"); }
+  void run() override {
+    spin_target::run();
+    m_log.push_back(m_tag + ":run");
+  }
+
+ private:
+  std::vector<std::string>& m_log;
+  std::string m_tag;
+};
+
+TEST(timing_gpu, every_round_starts_with_the_sides_own_forward) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  std::vector<std::string> log;
+  logging_spin_target a("A", s.get(), log), b("B", s.get(), log);
+  kj::measure::timing_options o = quick_options();
+  o.budget_per_side = kj::seconds(0.2);
+  const kj::measure::comparison c = kj::measure::time_pair(a, b, s.get(), facts(), o);
+  ASSERT_TRUE(c.candidate.device.valid) << c.candidate.device.note;
+  // Past the warm-ups (a prepare and a run each), the sides take turns; whichever ran before,
+  // a side's turn opens with an untimed forward of its own (on the set it used last), before the
+  // prepare of its device sample's set.
+  const std::size_t warmup_entries = 2 * (c.reference.warmup_runs + c.candidate.warmup_runs);
+  ASSERT_GT(log.size(), warmup_entries + 8);
+  std::size_t turns = 0;
+  for (std::size_t i = warmup_entries; i < log.size(); ++i) {
+    const std::string side = log[i].substr(0, 1);
+    if (i > warmup_entries && log[i - 1].substr(0, 1) == side) continue;
+    ++turns;
+    EXPECT_EQ(log[i], side + ":run") << "entry " << i;
+    ASSERT_LT(i + 1, log.size());
+    EXPECT_EQ(log[i + 1], side + ":prepare") << "entry " << i + 1;
+  }
+  EXPECT_GE(turns, 4u);
 }
 
 TEST(timing_gpu, speedup_of_twice_as_fast_spin_is_two) {
