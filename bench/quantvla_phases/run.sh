@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU: builds bench/quantvla_phases against a QuantVLA kernel source (plain, and with the
 # phase stamps), runs divcheck (the kernel's division against __fdiv_rn; KJ_QV_DIVCHECK=0 skips
-# it), both harness builds twice, and graph_paths.cu (what eager launch and graph replay add to a
-# device figure) once a run. Usage: bash bench/quantvla_phases/run.sh [samples].
+# it), both harness builds twice, graph_paths.cu (what eager launch and graph replay add to a
+# device figure) and sample_context.cu (what the work before a sample and kjudge's graph per input
+# set add) once a run. Usage: bash bench/quantvla_phases/run.sh [samples].
 # KJ_QV_SOURCES lists the kernel sources to compare (default examples/quantvla/fused.cu); each is
 # labelled by its file name and the runs alternate between them; each run is limited to
 # KJ_QV_TIMEOUT seconds (default 120). Needs nvcc and a GPU.
@@ -17,7 +18,7 @@ read -r -a sources <<< "${KJ_QV_SOURCES:-$root/examples/quantvla/fused.cu}"
 labels=()
 pids=()
 # Binaries of an earlier run are removed first, so a build that fails cannot leave one to run.
-rm -f "$out"/*-plain "$out"/*-traced "$out/graph_paths" "$out/divcheck"
+rm -f "$out"/*-plain "$out"/*-traced "$out/graph_paths" "$out/sample_context" "$out/divcheck"
 for src in "${sources[@]}"; do
   label=$(basename "$src" .cu)
   labels+=("$label")
@@ -27,6 +28,8 @@ for src in "${sources[@]}"; do
   pids+=($!)
 done
 nvcc "${flags[@]}" -o "$out/graph_paths" "$here/graph_paths.cu" "${sources[0]}" &
+pids+=($!)
+nvcc "${flags[@]}" -o "$out/sample_context" "$here/sample_context.cu" "${sources[0]}" &
 pids+=($!)
 divcheck=${KJ_QV_DIVCHECK:-1}
 if [ "$divcheck" = 1 ]; then
@@ -52,4 +55,5 @@ for run in 1 2; do
     bounded "$out/$label-traced" "$label traced, run $run" "${1:-400}"
   done
   bounded "$out/graph_paths" "${labels[0]}, run $run" "${1:-400}"
+  bounded "$out/sample_context" "${labels[0]}, run $run" "${1:-400}"
 done
