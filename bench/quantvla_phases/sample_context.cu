@@ -1,8 +1,8 @@
 // What a device sample of the QuantVLA forward depends on besides the kernel, taken the way kjudge
 // takes it: the sample's input set rewritten (x and logits scaled from a pristine copy, as
-// kjudge's refresh does with torch.mul), L2 flushed (256 MiB written), the stream synchronised,
-// then a kernel holds the legacy default stream (kjudge's timing stream: torch's current one)
-// while start event, forward and end event are issued. Varied:
+// kjudge's refresh does with torch.mul), L2 flushed (256 MiB written unless told), the stream
+// synchronised, then a kernel holds the legacy default stream (kjudge's timing stream: torch's
+// current one) while start event, forward and end event are issued. Varied:
 //   how the forward is launched:
 //     eager:   kj_forward on the set's buffers, 8 sets rotated;
 //     graph 1: one graph, of set 0, every sample on set 0;
@@ -22,7 +22,8 @@
 //                    the end event (kjudge's blocking kernel and release);
 //     host, later:   the same, the flag set 20 us after the end event was issued.
 // Kinds rotate sample by sample. Prints medians and quartiles.
-// Usage: sample_context <label> [samples]. Run by bench/quantvla_phases/run.sh.
+// Usage: sample_context <label> [samples] [flush MiB, default 256; kjudge writes twice the L2].
+// Run by bench/quantvla_phases/run.sh.
 #include <cuda_runtime.h>
 
 #include "bench_common.cuh"
@@ -71,7 +72,9 @@ struct input_set {
   float *base_x = nullptr, *base_logits = nullptr;
 };
 
-double median_of(const std::vector<double>& v) { return v.empty() ? 0.0 : quantile(v, 0.5); }
+double median_of(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : quantile(v, 0.5);
+}
 
 }  // namespace
 
@@ -97,9 +100,9 @@ int main(int argc, char** argv) {
     check_cuda(cudaMalloc(&sets[s].base_x, p.x.size() * sizeof(float)), "cudaMalloc base x");
     check_cuda(cudaMalloc(&sets[s].base_logits, p.logits.size() * sizeof(float)),
                "cudaMalloc base logits");
-    check_cuda(cudaMemcpy(sets[s].base_x, p.d_x, p.x.size() * sizeof(float),
-                          cudaMemcpyDeviceToDevice),
-               "base x");
+    check_cuda(
+        cudaMemcpy(sets[s].base_x, p.d_x, p.x.size() * sizeof(float), cudaMemcpyDeviceToDevice),
+        "base x");
     check_cuda(cudaMemcpy(sets[s].base_logits, p.d_logits, p.logits.size() * sizeof(float),
                           cudaMemcpyDeviceToDevice),
                "base logits");
@@ -122,7 +125,8 @@ int main(int argc, char** argv) {
   check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0), "SM count");
   float* sink = nullptr;
   check_cuda(cudaMalloc(&sink, sizeof(float)), "cudaMalloc sink");
-  const size_t flush_bytes = size_t{256} << 20;
+  const size_t flush_mib = static_cast<size_t>(argc > 3 ? std::max(1, std::atoi(argv[3])) : 256);
+  const size_t flush_bytes = flush_mib << 20;
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
   cudaEvent_t start, stop;
@@ -180,8 +184,7 @@ int main(int argc, char** argv) {
     }
     input_set& in = sets[set_of(m, n)];
     const float f = 0.5f + static_cast<float>(s % 97) / 64.0f;
-    scale_kernel<<<64, 256, 0, timing>>>(in.p->d_x, in.base_x, f,
-                                         static_cast<int>(in.p->x.size()));
+    scale_kernel<<<64, 256, 0, timing>>>(in.p->d_x, in.base_x, f, static_cast<int>(in.p->x.size()));
     scale_kernel<<<1, 512, 0, timing>>>(in.p->d_logits, in.base_logits, f,
                                         static_cast<int>(in.p->logits.size()));
     check_cuda(cudaMemsetAsync(flush, s & 0xff, flush_bytes, timing), "flush");
