@@ -100,6 +100,7 @@ void side_sampler::rethrow_with_side(const char* call) const {
 }
 
 void side_sampler::run_target(bool graph) {
+  if (m_gpu != nullptr) m_gpu->last_side = this;
   try {
     if (graph) {
       m_target.run_graph();
@@ -154,7 +155,10 @@ void side_sampler::synchronize(const char* after) {
 
 void side_sampler::prepare_next() {
   try {
-    m_target.prepare(m_next_input % rotated_sets());
+    // The running number, not the set: the target rewrites set number % input_sets() with a
+    // factor of its own for every number, so a set's data differs each time it comes round.
+    m_last_input = m_next_input;
+    m_target.prepare(m_next_input);
   } catch (...) {
     rethrow_with_side("prepare()");
   }
@@ -245,11 +249,18 @@ void side_sampler::prime() {
   // would follow the other side's work in one round and its own in the next. The L2 flush evicts
   // data, not what the SMs keep of the code: on the H200 the QuantVLA kernel's device samples
   // fell into two modes by round parity, 0.19-0.23 us (3%) apart, the slower after the
-  // reference's kernels (bench/quantvla_phases/sample_context.cu: 0.22-0.35 us slower after
-  // 128 KiB of other code than after its own forward, eagerly or by graph replay). With one
+  // reference's kernels (bench/quantvla_phases/sample_context.cu: 0.19-0.42 us slower after a
+  // kernel of 320 KiB of code than after its own forward, eagerly or by graph replay). With one
   // forward of its own first, every sample finds the side's code as a repeated call finds it (as
-  // do_bench and nvbench time: the same function again, L2 flushed). It runs on the set the side
-  // used last, whose data it has seen; the sample after it gets a set rewritten for it.
+  // do_bench and nvbench time: the same function again, L2 flushed). The last sample's number
+  // prepared again: the same set and rewrite, whose data the side has seen, and the side's own
+  // state restored (a PyTorch side's prepare() puts back its torch settings, which the other
+  // side's may have replaced); the sample after it still gets a new rewrite.
+  try {
+    m_target.prepare(m_last_input);
+  } catch (...) {
+    rethrow_with_side("prepare()");
+  }
   run_target();
   synchronize("run()");
 }
@@ -257,7 +268,7 @@ void side_sampler::prime() {
 round_samples side_sampler::take_round() {
   const auto t_start = clock::now();
   round_samples r;
-  if (m_gpu != nullptr) prime();
+  if (m_gpu != nullptr && m_gpu->last_side != this) prime();
   if (device_active()) r.device_us = sample_device();
   if (m_gpu != nullptr) r.stream_us = sample_stream();
   r.host_wall_us = sample_host_wall();

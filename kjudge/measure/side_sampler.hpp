@@ -32,6 +32,7 @@ struct gpu_tools {
   l2_flusher flusher;  ///< empty when warm
   bool cold;
   milliseconds blocking_timeout;
+  const void* last_side = nullptr;  ///< the side_sampler whose forward was issued last
 };
 
 /** One round's samples of one side, in microseconds; empty when a figure was not taken (or its
@@ -56,8 +57,8 @@ class side_sampler {
   /** Runs the target until warmup_runs calls and warmup_min_time have passed; records the first
    *  call's time. Not counted in spent(). */
   void warm_up();
-  /** On a GPU, prime()s, then takes one sample of every enabled figure; adds the round's wall
-   *  time to spent(). */
+  /** On a GPU, prime()s when the other side issued the last forward; then takes one sample of
+   *  every enabled figure. Adds the round's wall time to spent(). */
   [[nodiscard]] round_samples take_round();
   /** Appends a round's samples to the figures. */
   void keep(const round_samples& r);
@@ -76,7 +77,8 @@ class side_sampler {
   [[nodiscard]] const side_result& result() const noexcept { return m_result; }
 
  private:
-  /** prepare() the next input set, flush L2 when cold, and wait for both. */
+  /** prepare() the next sample (its number counts every prepare of this side; the target rotates
+   *  its input sets by it), flush L2 when cold, and wait for both. */
   void prepare_next();
   /** Waits for the stream; a CUDA error (e.g. a fault in the target's kernels) is rethrown
    *  naming the side and the call `after` which it surfaced. */
@@ -87,8 +89,8 @@ class side_sampler {
   [[nodiscard]] std::size_t rotated_sets() const noexcept {
     return m_result.input_sets > 0 ? m_result.input_sets : 1;
   }
-  /** One untimed forward on the set the side used last, so that every round starts from the
-   *  side's own work whichever side ran before it (see take_round()). */
+  /** The last sample's set prepared again (its rewrite repeated, the side's state restored) and
+   *  one untimed forward on it: the side's turn starts from its own work (see take_round()). */
   void prime();
   [[nodiscard]] std::optional<double> sample_device();
   [[nodiscard]] double sample_stream();
@@ -100,7 +102,8 @@ class side_sampler {
   const timing_options& m_options;
   gpu_tools* m_gpu;
   side_result m_result;
-  std::size_t m_next_input = 0;
+  std::size_t m_next_input = 0;  ///< the number of the next sample's prepare()
+  std::size_t m_last_input = 0;  ///< the number the last prepare() was given
   seconds m_spent{0.0};
   bool m_graphs = false;  ///< the device figure replays the target's graphs
 };

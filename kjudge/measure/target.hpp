@@ -10,9 +10,10 @@ namespace kj::measure {
 class target {
  public:
   virtual ~target() = default;
-  /** Makes input set `sample_index` (the engine rotates through input_sets()) current for the next
-   *  run(). Called outside any timed region; may enqueue work on the stream (the engine
-   *  synchronises afterwards). */
+  /** Makes input set `sample_index % input_sets()` current for the next run(), rewritten for that
+   *  number (the engine numbers a side's prepares 0, 1, 2, ...; it may repeat the last number to
+   *  run that sample's set again). Called outside any timed region; may enqueue work on the
+   *  stream (the engine synchronises afterwards). */
   virtual void prepare(std::size_t sample_index) = 0;
   /** Issues one forward on the timing stream. May block when the forward synchronises with the
    *  host (the engine detects that). Throws on failure (e.g. a CUDA error in the candidate). */

@@ -175,6 +175,17 @@ TEST_F(EvalGpu, Tf32SetByTheCandidateDoesNotReachTheReference) {
   EXPECT_GT(r.result["trials"][0]["outputs"][0]["max_abs_err"].get<double>(), 1e-3);
 }
 
+TEST_F(EvalGpu, SettingsChangedAtImportHoldForEveryCandidateCallWhileTimed) {
+  // Its forward raises unless its settings (float64 default dtype, cuDNN benchmark) are in force.
+  // Timing on the GPU opens each side's turn with an untimed forward of its own; that forward
+  // too must run under the side's own state, not the state the other side's turn left.
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/changes_settings.py");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_TRUE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>()) << r.output;
+  EXPECT_TRUE(r.result["timing"]["reference"]["device"]["valid"].get<bool>()) << r.output;
+}
+
 TEST_F(EvalGpu, CudaCrashInPythonCandidate) {
   const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/segfault.py");
   EXPECT_EQ(r.exit_code, 4) << r.output;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -205,15 +207,14 @@ TEST(timing_gpu, graph_replay_times_the_captured_forward) {
   // One replay per device sample plus one when the graphs were taken into use.
   EXPECT_EQ(static_cast<std::size_t>(t.replays), r.device.summary.n + 1);
   EXPECT_EQ(t.drops, 0);
-  // Eager forwards: warm-up, the captured one, and per round the one that primes it (untimed:
-  // the round starts from the side's own work), one after the replay (untimed, so that the
-  // stream and host-wall samples find the eager path warm), the stream's and the host wall's.
+  // Eager forwards: warm-up, the captured one, and per round one after the replay (untimed, so
+  // that the stream and host-wall samples find the eager path warm), the stream's and the host
+  // wall's. Alone, no turn opens with a forward of its own: the side's own ran last already.
   const auto rounds = [](const kj::measure::figure& f) {
     return f.summary.n + f.discarded_throttled;
   };
-  EXPECT_EQ(static_cast<std::size_t>(t.runs), r.warmup_runs + 1 + rounds(r.stream) +
-                                                  rounds(r.device) + rounds(r.stream) +
-                                                  rounds(r.host_wall));
+  EXPECT_EQ(static_cast<std::size_t>(t.runs),
+            r.warmup_runs + 1 + rounds(r.device) + rounds(r.stream) + rounds(r.host_wall));
   std::printf("graph replay: device %.2f us (n=%zu)\n", r.device.summary.median,
               r.device.summary.n);
 
@@ -222,9 +223,8 @@ TEST(timing_gpu, graph_replay_times_the_captured_forward) {
   const kj::measure::side_result e = kj::measure::time_single(eager, s.get(), facts(), o);
   EXPECT_EQ(e.device.method, "blocking-kernel+events");
   EXPECT_EQ(eager.replays, 0);
-  EXPECT_EQ(
-      static_cast<std::size_t>(eager.runs),
-      e.warmup_runs + rounds(e.stream) + rounds(e.device) + rounds(e.stream) + rounds(e.host_wall));
+  EXPECT_EQ(static_cast<std::size_t>(eager.runs),
+            e.warmup_runs + rounds(e.device) + rounds(e.stream) + rounds(e.host_wall));
 }
 
 TEST(timing_gpu, no_graph_replay_unless_both_sides_capture) {
@@ -287,12 +287,12 @@ TEST(timing_gpu, host_sync_in_forward_is_detected) {
   EXPECT_LT(r.spent_s, 0.3);
 }
 
-/** A spin target that logs "<name>:prepare" and "<name>:run" into a log shared with another. */
+/** A spin target that logs "<name>:prepare:<i>" and "<name>:run" into a log shared with another. */
 class logging_spin_target : public spin_target {
  public:
   logging_spin_target(std::string name, cudaStream_t stream, std::vector<std::string>& log)
       : spin_target(name, kj::microseconds(5.0), stream), m_log(log), m_tag(std::move(name)) {}
-  void prepare(std::size_t) override { m_log.push_back(m_tag + ":prepare"); }
+  void prepare(std::size_t i) override { m_log.push_back(m_tag + ":prepare:" + std::to_string(i)); }
   void run() override {
     spin_target::run();
     m_log.push_back(m_tag + ":run");
@@ -303,7 +303,7 @@ class logging_spin_target : public spin_target {
   std::string m_tag;
 };
 
-TEST(timing_gpu, every_round_starts_with_the_sides_own_forward) {
+TEST(timing_gpu, every_turn_after_the_other_side_opens_with_its_own_forward) {
   KJ_REQUIRE_GPU();
   kj::cuda::stream s;
   std::vector<std::string> log;
@@ -312,21 +312,33 @@ TEST(timing_gpu, every_round_starts_with_the_sides_own_forward) {
   o.budget_per_side = kj::seconds(0.2);
   const kj::measure::comparison c = kj::measure::time_pair(a, b, s.get(), facts(), o);
   ASSERT_TRUE(c.candidate.device.valid) << c.candidate.device.note;
-  // Past the warm-ups (a prepare and a run each), the sides take turns; whichever ran before,
-  // a side's turn opens with an untimed forward of its own (on the set it used last), before the
-  // prepare of its device sample's set.
+  // Past the warm-ups (a prepare and a run each), the sides take turns (A B, B A, ...). A turn
+  // that follows the other side's opens with the last sample's number prepared again and a run
+  // (untimed), then the device sample's prepare of the next number; a turn that follows its own
+  // (B A | A B) opens with that prepare at once.
   const std::size_t warmup_entries = 2 * (c.reference.warmup_runs + c.candidate.warmup_runs);
   ASSERT_GT(log.size(), warmup_entries + 8);
-  std::size_t turns = 0;
-  for (std::size_t i = warmup_entries; i < log.size(); ++i) {
+  std::map<std::string, std::size_t> last;  // each side's last prepared number
+  last["A"] = c.reference.warmup_runs - 1;
+  last["B"] = c.candidate.warmup_runs - 1;
+  const auto prepared = [](const std::string& entry) -> std::optional<std::size_t> {
+    const auto at = entry.find(":prepare:");
+    if (at == std::string::npos) return std::nullopt;
+    return static_cast<std::size_t>(std::stoul(entry.substr(at + 9)));
+  };
+  std::size_t switches = 0;
+  for (std::size_t i = warmup_entries; i + 2 < log.size(); ++i) {
     const std::string side = log[i].substr(0, 1);
-    if (i > warmup_entries && log[i - 1].substr(0, 1) == side) continue;
-    ++turns;
-    EXPECT_EQ(log[i], side + ":run") << "entry " << i;
-    ASSERT_LT(i + 1, log.size());
-    EXPECT_EQ(log[i + 1], side + ":prepare") << "entry " << i + 1;
+    if (i > warmup_entries && log[i - 1].substr(0, 1) != side) {
+      ++switches;
+      EXPECT_EQ(log[i], side + ":prepare:" + std::to_string(last[side])) << "entry " << i;
+      EXPECT_EQ(log[i + 1], side + ":run") << "entry " << i + 1;
+      EXPECT_EQ(log[i + 2], side + ":prepare:" + std::to_string(last[side] + 1))
+          << "entry " << i + 2;
+    }
+    if (const auto n = prepared(log[i])) last[side] = *n;
   }
-  EXPECT_GE(turns, 4u);
+  EXPECT_GE(switches, 4u);
 }
 
 TEST(timing_gpu, speedup_of_twice_as_fast_spin_is_two) {
@@ -415,8 +427,10 @@ TEST(timing_gpu, failure_in_run_names_the_side_and_releases_the_stream) {
   KJ_REQUIRE_GPU();
   kj::cuda::stream s;
   spin_target ref("ref", kj::microseconds(5.0), s.get());
-  // Fails on its first sampled call, the device figure, while the blocking kernel holds the stream.
-  failing_target cand(s.get(), 4);
+  // Fails on its first sampled call (after three warm-up calls and the untimed forward that opens
+  // its turn, the reference having gone first): the device figure's, while the blocking kernel
+  // holds the stream.
+  failing_target cand(s.get(), 5);
   kj::measure::timing_options o = quick_options();
   o.warmup_runs = 3;
   o.warmup_min_time = kj::seconds(0.0);
