@@ -9,11 +9,14 @@ held behind torch.cuda._sleep, L2 flushed, its own forward just before), and the
 reference, in stages:
 
   1. before any graph (twice: drift);
-  2. after torch.cuda.graph captured the reference (as kjudge captures it: a pool of its own, on
-     a blocking stream) and replayed it, the graph still held;
+  2. after torch.cuda.graph captured the reference (with a pool of its own, on a side stream of
+     torch's; kjudge captures on a blocking stream of its own) and replayed it, the graph still
+     held;
   3. after the graph was dropped;
   4. after torch.cuda.empty_cache();
-and the kernel by replay of a torch.cuda.graph of it (captured last).
+and the kernel by replay of torch.cuda.graph captures of it, one per set, rotated as the eager
+samples rotate the sets (captured last; the version run in the fifteenth session replayed one
+graph of set 0 against eager samples on eight sets).
 
 Usage (GPU): python3 bench/graph_state.py [--samples N] [--so PATH]. Builds
 examples/quantvla/fused.cu into a shared library with nvcc unless --so names one.
@@ -190,13 +193,16 @@ def main():
     stage("3. the reference's graph dropped")
     torch.cuda.empty_cache()
     stage("4. after empty_cache()")
-    ngraph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(ngraph, stream=capture_stream):
-        c = make_call(sets[0][0], sets[0][1], capture_stream.cuda_stream)
-        if lib.kj_forward(ctypes.byref(c)) != 0:
-            raise RuntimeError(err.value.decode())
+    ngraphs = []
+    for x, logits in sets:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=capture_stream):
+            c = make_call(x, logits, capture_stream.cuda_stream)
+            if lib.kj_forward(ctypes.byref(c)) != 0:
+                raise RuntimeError(err.value.decode())
+        ngraphs.append(g)
     torch.cuda.synchronize()
-    stage("5. the native kernel captured too", replay=lambda k: ngraph.replay())
+    stage("5. the native kernel captured too", replay=lambda k: ngraphs[k % 8].replay())
 
 
 if __name__ == "__main__":

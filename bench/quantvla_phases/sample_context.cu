@@ -1,8 +1,9 @@
 // What a device sample of the QuantVLA forward depends on besides the kernel, taken the way kjudge
 // takes it: the sample's input set rewritten (x and logits scaled from a pristine copy, as
-// kjudge's refresh does with torch.mul), L2 flushed (256 MiB written unless told), the stream
-// synchronised, then a kernel holds the legacy default stream (kjudge's timing stream: torch's
-// current one) while start event, forward and end event are issued. Varied:
+// kjudge's refresh does with torch.mul), L2 flushed (twice its size written, as kjudge does,
+// unless told otherwise), the stream synchronised, then a kernel holds the legacy default stream
+// (kjudge's timing stream: torch's current one) while start event, forward and end event are
+// issued. Varied:
 //   how the forward is launched:
 //     eager:   kj_forward on the set's buffers, 8 sets rotated;
 //     graph 1: one graph, of set 0, every sample on set 0;
@@ -13,7 +14,7 @@
 //   what ran before the sample's refresh (after the previous sample):
 //     own eager: an untimed forward of the kernel on the next set, by its own launch;
 //     own graph: the same by that set's graph (graph 1: the one graph);
-//     foreign:   a kernel of about 128 KiB of code on two blocks an SM (as the interleaved
+//     foreign:   a kernel of about 320 KiB of code on two blocks an SM (as the interleaved
 //                reference's kernels run between two candidate samples in kjudge: PyTorch's
 //                elementwise and cuBLAS kernels, none of the candidate's code);
 //   what holds the stream (eager and graph 8 only; the others always spin):
@@ -22,7 +23,7 @@
 //                    the end event (kjudge's blocking kernel and release);
 //     host, later:   the same, the flag set 20 us after the end event was issued.
 // Kinds rotate sample by sample. Prints medians and quartiles.
-// Usage: sample_context <label> [samples] [flush MiB, default 256; kjudge writes twice the L2].
+// Usage: sample_context <label> [samples] [flush MiB; default twice the L2, as kjudge].
 // Run by bench/quantvla_phases/run.sh.
 #include <cuda_runtime.h>
 
@@ -46,8 +47,9 @@ __global__ void scale_kernel(float* dst, const float* src, float f, int n) {
     dst[i] = src[i] * f;
 }
 
-/** About 128 KiB of straight-line code (8192 FFMAs, each with its own immediates): run on every
- *  SM, it leaves none of another kernel's instructions in the SMs' instruction caches. */
+/** About 320 KiB of straight-line code (8192 FFMAs, each with its own immediates: 20.5K
+ *  instructions with nvcc 13.0 for sm_90): run on every SM, it leaves none of another kernel's
+ *  instructions in the SMs' instruction caches. */
 __global__ void foreign_code_kernel(float* sink, float seed) {
   float v = seed + static_cast<float>(threadIdx.x);
 #pragma unroll
@@ -125,8 +127,11 @@ int main(int argc, char** argv) {
   check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0), "SM count");
   float* sink = nullptr;
   check_cuda(cudaMalloc(&sink, sizeof(float)), "cudaMalloc sink");
-  const size_t flush_mib = static_cast<size_t>(argc > 3 ? std::max(1, std::atoi(argv[3])) : 256);
-  const size_t flush_bytes = flush_mib << 20;
+  int l2_bytes = 0;
+  check_cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0), "L2 size");
+  const size_t flush_bytes = argc > 3 ? static_cast<size_t>(std::max(1, std::atoi(argv[3]))) << 20
+                                      : 2 * static_cast<size_t>(l2_bytes);
+  std::printf("%s: flushing %zu MiB before each sample\n", label.c_str(), flush_bytes >> 20);
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
   cudaEvent_t start, stop;
