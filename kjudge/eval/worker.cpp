@@ -610,12 +610,13 @@ class pipeline {
     using source = python::session::check_source;
     withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
-    // buffer, is stale now.
+    // buffer, is stale now. Timed samples are numbered 0, 1, 2, ... per side; these numbers lie
+    // beyond any count a run reaches (2^40 and 2^41 times the sets).
     const std::size_t sets = m_session->timing_sets();
     for (const bool graph : {false, true}) {
       if (graph && graph_candidate == nullptr && !reference_graphs) break;
       for (std::size_t i = 0; i < sets; ++i) {
-        const std::size_t sample = (graph ? 2'000'003 : 1'000'003) * sets + i;
+        const std::size_t sample = (std::size_t{graph ? 2u : 1u} << 40) * sets + i;
         m_events.phase(fmt::format("timing check {} reference", i));
         const auto k = m_session->timing_check_begin(sample);
         if (graph && reference_graphs && out.reference.empty()) {

@@ -77,8 +77,9 @@ class side_sampler {
   [[nodiscard]] const side_result& result() const noexcept { return m_result; }
 
  private:
-  /** prepare() the next sample (its number counts every prepare of this side; the target rotates
-   *  its input sets by it), flush L2 when cold, and wait for both. */
+  /** prepare() the next sample (numbered 0, 1, 2, ... over this side's samples, warm-up and graph
+   *  set-up included; the target rotates its input sets by it), flush L2 when cold, and wait for
+   *  both. */
   void prepare_next();
   /** Waits for the stream; a CUDA error (e.g. a fault in the target's kernels) is rethrown
    *  naming the side and the call `after` which it surfaced. */

@@ -1100,7 +1100,12 @@ def _factor(sample):
 
 def refresh(which, sample):
     """Rewrites `which`'s working copy of set sample % K from its base; returns the set index.
-    Arguments that are not tensors are set again from the base too."""
+    Arguments that are not tensors are set again from the base too. The rewrite is kjudge's
+    work: it runs under the reference's torch state (kjudge's own), never under what a candidate
+    bound at import (its torch.mul could skip the rewrite and leave its inputs unchanged sample
+    after sample, or run its code on the reference's copy); the caller puts `which`'s state back
+    for its forward (make_runner's prepare)."""
+    _reach.use("reference")
     k = sample % len(_timing_base)
     f = _factor(sample)
     work = _timing_work[which][k]
