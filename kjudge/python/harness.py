@@ -414,6 +414,16 @@ _UNREADABLE = object()
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _set_default_device = getattr(torch, "set_default_device", None)
 _equal = torch.equal
+# What refresh() calls, bound when the harness loads (before any candidate code): rewriting the
+# timing inputs is kjudge's work and must not run a candidate's rebinding of torch.mul, of
+# Tensor.is_floating_point or of a builtin (_reach keeps those to the candidate's calls, and its
+# state is the candidate's during the candidate's turns; switching it for every rewrite would put
+# host work before each of the candidate's timed samples that the reference's do not have).
+# Torch's settings do not change what mul(..., out=) computes.
+_mul = torch.mul
+_is_floating_point = torch.Tensor.is_floating_point
+_Tensor = torch.Tensor
+_float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enumerate
 
 
 def _under_torch(path):
@@ -697,6 +707,8 @@ class _Reach:
         else:
             differ = False
             for label, value in self._settings().items():
+                if value is _UNREADABLE:
+                    continue  # an alias of a newer switch, which shows the change (as leave())
                 was = self.ref_settings.get(label, _UNREADABLE)
                 if _same_value(value, was):
                     continue
@@ -1095,29 +1107,27 @@ def timing_setup(max_sets, data_seed, byte_budget):
 
 def _factor(sample):
     """A scale in [0.5, 2) that differs for every sample index (golden-ratio sequence)."""
-    return float(2.0 ** (((sample * 0.6180339887498949) % 1.0) * 2.0 - 1.0))
+    return _float(2.0 ** (((sample * 0.6180339887498949) % 1.0) * 2.0 - 1.0))
 
 
 def refresh(which, sample):
     """Rewrites `which`'s working copy of set sample % K from its base; returns the set index.
-    Arguments that are not tensors are set again from the base too. The rewrite is kjudge's
-    work: it runs under the reference's torch state (kjudge's own), never under what a candidate
-    bound at import (its torch.mul could skip the rewrite and leave its inputs unchanged sample
-    after sample, or run its code on the reference's copy); the caller puts `which`'s state back
-    for its forward (make_runner's prepare)."""
-    _reach.use("reference")
-    k = sample % len(_timing_base)
+    Arguments that are not tensors are set again from the base too. It calls only what the
+    harness bound when it loaded (_mul, ...): a candidate's rebinding of torch.mul could otherwise
+    skip the rewrite and leave its inputs unchanged sample after sample, or run its code on the
+    reference's copy."""
+    k = sample % _len(_timing_base)
     f = _factor(sample)
     work = _timing_work[which][k]
-    for i, src in enumerate(_timing_base[k]):
-        if not isinstance(src, torch.Tensor):
+    for i, src in _enumerate(_timing_base[k]):
+        if not _isinstance(src, _Tensor):
             work[i] = src
             continue
-        if type(src) is not torch.Tensor or type(work[i]) is not torch.Tensor:
+        if _type(src) is not _Tensor or _type(work[i]) is not _Tensor:
             raise CandidateError("a timing input of set %d is no longer kjudge's plain tensor: "
                                  "the candidate put another object in its place" % k)
-        if src.is_floating_point():
-            torch.mul(src, f, out=work[i])
+        if _is_floating_point(src):
+            _mul(src, f, out=work[i])
     return k
 
 

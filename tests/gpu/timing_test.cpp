@@ -128,26 +128,21 @@ class failing_target : public spin_target {
  public:
   failing_target(cudaStream_t stream, int fail_at)
       : spin_target("failing", kj::microseconds(10.0), stream), m_fail_at(fail_at) {}
-  void prepare(std::size_t i) override {
-    m_repeated = m_prepared && i == m_last;  // the engine repeats a number for a turn's opening
-    m_prepared = true;
-    m_last = i;
-  }
   void run() override {
+    // Busy only while the blocking kernel holds it: the device sample, not an untimed forward
+    // or the stream and host-wall samples, which find it idle.
+    const bool held = cudaStreamQuery(stream()) == cudaErrorNotReady;
     spin_target::run();
     if (++m_calls == m_fail_at) {
-      failed_after_repeated_prepare = m_repeated;
+      failed_while_held = held;
       throw std::runtime_error("boom");
     }
   }
-  bool failed_after_repeated_prepare = false;  ///< the failing call was a turn's opening forward
+  bool failed_while_held = false;  ///< the failing call came while the stream was held
 
  private:
   int m_fail_at;
   int m_calls = 0;
-  std::size_t m_last = 0;
-  bool m_prepared = false;
-  bool m_repeated = false;
 };
 
 kj::measure::device_facts facts() {
@@ -459,8 +454,8 @@ TEST(timing_gpu, failure_in_run_names_the_side_and_releases_the_stream) {
     EXPECT_NE(e.message().find("candidate 'failing'"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("boom"), std::string::npos) << e.message();
   }
-  EXPECT_FALSE(cand.failed_after_repeated_prepare)
-      << "call 5 was the opening forward, not the device sample under the blocking kernel";
+  EXPECT_TRUE(cand.failed_while_held)
+      << "call 5 was not the device sample under the blocking kernel";
   // Released on the way out: the stream drains long before the 5 s timeout.
   const auto t0 = std::chrono::steady_clock::now();
   s.synchronize();
