@@ -418,8 +418,11 @@ _equal = torch.equal
 # timing inputs is kjudge's work and must not run a candidate's rebinding of torch.mul, of
 # Tensor.is_floating_point or of a builtin (_reach keeps those to the candidate's calls, and its
 # state is the candidate's during the candidate's turns; switching it for every rewrite would put
-# host work before each of the candidate's timed samples that the reference's do not have).
-# Torch's settings do not change what mul(..., out=) computes.
+# host work before each of the candidate's timed samples that the reference's do not have). Torch's
+# settings do not change what mul(..., out=) computes, but a torch function mode in force (the
+# candidate's set_default_device pushes one, whose class its code may have patched) would put
+# Python code in the call: the rewrite runs with torch functions' overrides and modes disabled.
+_no_torch_function = torch._C.DisableTorchFunction
 _mul = torch.mul
 _is_floating_point = torch.Tensor.is_floating_point
 _Tensor = torch.Tensor
@@ -708,7 +711,12 @@ class _Reach:
             differ = False
             for label, value in self._settings().items():
                 if value is _UNREADABLE:
-                    continue  # an alias of a newer switch, which shows the change (as leave())
+                    # Not a change to report (an older flag that aliases a newer switch reads so
+                    # once the switch is set: the switch shows the change, as in leave()), but
+                    # the reference's settings are put back all the same: what cannot be set back
+                    # and read as the reference's is raised below.
+                    differ = True
+                    continue
                 was = self.ref_settings.get(label, _UNREADABLE)
                 if _same_value(value, was):
                     continue
@@ -1119,15 +1127,16 @@ def refresh(which, sample):
     k = sample % _len(_timing_base)
     f = _factor(sample)
     work = _timing_work[which][k]
-    for i, src in _enumerate(_timing_base[k]):
-        if not _isinstance(src, _Tensor):
-            work[i] = src
-            continue
-        if _type(src) is not _Tensor or _type(work[i]) is not _Tensor:
-            raise CandidateError("a timing input of set %d is no longer kjudge's plain tensor: "
-                                 "the candidate put another object in its place" % k)
-        if _is_floating_point(src):
-            _mul(src, f, out=work[i])
+    with _no_torch_function():
+        for i, src in _enumerate(_timing_base[k]):
+            if not _isinstance(src, _Tensor):
+                work[i] = src
+                continue
+            if _type(src) is not _Tensor or _type(work[i]) is not _Tensor:
+                raise CandidateError("a timing input of set %d is no longer kjudge's plain tensor:"
+                                     " the candidate put another object in its place" % k)
+            if _is_floating_point(src):
+                _mul(src, f, out=work[i])
     return k
 
 

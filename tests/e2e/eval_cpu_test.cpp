@@ -202,7 +202,14 @@ TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
   const auto p =
       run_eval("problems/level1/softmax.py", "examples/faulty/sets_fp32_precision.py", cpu_fast);
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  EXPECT_EQ(p.result["status"], "correct");
+  EXPECT_EQ(p.result["status"], "correct");  // A torch function mode patched and pushed at import
+                                             // (set_default_device's) is in force during
+  // the candidate's turns: the rewrite of the timing inputs runs with modes disabled.
+  const auto d =
+      run_eval("problems/level1/softmax.py", "examples/faulty/patches_device_mode.py", cpu_fast);
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_EQ(d.result["status"], "correct");
+  EXPECT_GT(d.result["timing"]["candidate"]["host_wall"]["n"].get<int>(), 0) << d.output;
 }
 
 TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {

@@ -131,7 +131,9 @@ class failing_target : public spin_target {
   void run() override {
     // Busy only while the blocking kernel holds it: the device sample, not an untimed forward
     // or the stream and host-wall samples, which find it idle.
-    const bool held = cudaStreamQuery(stream()) == cudaErrorNotReady;
+    const cudaError_t query = cudaStreamQuery(stream());
+    if (query == cudaErrorNotReady) static_cast<void>(cudaGetLastError());  // not an error here
+    const bool held = query == cudaErrorNotReady;
     spin_target::run();
     if (++m_calls == m_fail_at) {
       failed_while_held = held;
