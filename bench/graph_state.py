@@ -54,20 +54,18 @@ class KjCall(ctypes.Structure):
                 ("error", ctypes.c_char_p), ("error_capacity", ctypes.c_uint64)]
 
 
-def abi_version():
+def header_defines(*names):
+    """The integer values of `names` as include/kjudge/candidate.h #defines them."""
+    found = {}
     with open(os.path.join(ROOT, "include", "kjudge", "candidate.h")) as f:
         for line in f:
-            if line.startswith("#define KJ_ABI_VERSION"):
-                return int(line.split()[2].rstrip("uU"), 0)
-    raise RuntimeError("KJ_ABI_VERSION not found")
-
-
-def max_dims():
-    with open(os.path.join(ROOT, "include", "kjudge", "candidate.h")) as f:
-        for line in f:
-            if line.startswith("#define KJ_MAX_DIMS"):
-                return int(line.split()[2])
-    raise RuntimeError("KJ_MAX_DIMS not found")
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "#define" and parts[1] in names:
+                found[parts[1]] = int(parts[2].rstrip("uU"), 0)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise RuntimeError("not in candidate.h: " + ", ".join(missing))
+    return [found[n] for n in names]
 
 
 def to_kj(t, name):
@@ -94,7 +92,8 @@ def main():
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--so", default=None)
     args = ap.parse_args()
-    assert max_dims() == MAX_DIMS
+    abi, dims = header_defines("KJ_ABI_VERSION", "KJ_MAX_DIMS")
+    assert dims == MAX_DIMS
     so = args.so or os.path.join(tempfile.mkdtemp(), "quantvla.so")
     if args.so is None:
         build(so)
@@ -118,7 +117,7 @@ def main():
         ps = (KjTensor * 2)(to_kj(w, "out_proj.weight"), to_kj(b, "out_proj.bias"))
         outs = (KjTensor * 1)(to_kj(out, "output0"))
         c = KjCall()
-        c.abi_version = abi_version()
+        c.abi_version = abi
         ptr = ctypes.POINTER(KjTensor)
         c.inputs, c.num_inputs = ctypes.cast(ins, ptr), 2
         c.params, c.num_params = ctypes.cast(ps, ptr), 2

@@ -153,15 +153,18 @@ void side_sampler::synchronize(const char* after) {
   }
 }
 
-void side_sampler::prepare_next() {
+void side_sampler::prepare_input(std::size_t number) {
   try {
-    // The running number, not the set: the target rewrites set number % input_sets() with a
-    // factor of its own for every number, so a set's data differs each time it comes round.
-    m_last_input = m_next_input;
-    m_target.prepare(m_next_input);
+    m_target.prepare(number);
   } catch (...) {
     rethrow_with_side("prepare()");
   }
+}
+
+void side_sampler::prepare_next() {
+  // The running number, not the set: the target rewrites set number % input_sets() with a factor
+  // of its own for every number, so a set's data differs each time it comes round.
+  prepare_input(m_next_input);
   ++m_next_input;
   if (m_gpu == nullptr) return;
   // After prepare(): its input writes would otherwise sit warm in L2.
@@ -256,11 +259,7 @@ void side_sampler::prime() {
   // prepared again: the same set and rewrite, whose data the side has seen, and the side's own
   // state restored (a PyTorch side's prepare() puts back its torch settings, which the other
   // side's may have replaced); the sample after it still gets a new rewrite.
-  try {
-    m_target.prepare(m_last_input);
-  } catch (...) {
-    rethrow_with_side("prepare()");
-  }
+  prepare_input(m_next_input > 0 ? m_next_input - 1 : 0);
   run_target();
   synchronize("run()");
 }

@@ -77,6 +77,8 @@ class side_sampler {
   [[nodiscard]] const side_result& result() const noexcept { return m_result; }
 
  private:
+  /** prepare(number), a failure wrapped in kj::error naming the side. */
+  void prepare_input(std::size_t number);
   /** prepare() the next sample (numbered 0, 1, 2, ... over this side's samples, warm-up and graph
    *  set-up included; the target rotates its input sets by it), flush L2 when cold, and wait for
    *  both. */
@@ -104,7 +106,6 @@ class side_sampler {
   gpu_tools* m_gpu;
   side_result m_result;
   std::size_t m_next_input = 0;  ///< the number of the next sample's prepare()
-  std::size_t m_last_input = 0;  ///< the number the last prepare() was given
   seconds m_spent{0.0};
   bool m_graphs = false;  ///< the device figure replays the target's graphs
 };

@@ -187,8 +187,9 @@ TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
     EXPECT_EQ(t["outputs"][0]["expected_dtype"], "float32") << t.dump();
   }
   // torch.mul rebound at import to refuse out=, the call kjudge's rewrite of the timing inputs
-  // makes between samples: that rewrite is kjudge's work, under the reference's state, so the
-  // rebinding reaches none of it (it did before: the candidate's second prepare in a row ran it).
+  // makes between samples: that rewrite is kjudge's work and calls torch as the harness found it,
+  // so the rebinding reaches none of it (it did before: the candidate's second prepare in a row
+  // ran it).
   const auto m =
       run_eval("problems/level1/softmax.py", "examples/faulty/rebinds_torch_mul.py", cpu_fast);
   ASSERT_EQ(m.exit_code, 0) << m.output;
@@ -202,8 +203,8 @@ TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
   const auto p =
       run_eval("problems/level1/softmax.py", "examples/faulty/sets_fp32_precision.py", cpu_fast);
   ASSERT_EQ(p.exit_code, 0) << p.output;
-  EXPECT_EQ(p.result["status"], "correct");  // A torch function mode patched and pushed at import
-                                             // (set_default_device's) is in force during
+  EXPECT_EQ(p.result["status"], "correct");
+  // A torch function mode patched and pushed at import (set_default_device's) is in force during
   // the candidate's turns: the rewrite of the timing inputs runs with modes disabled.
   const auto d =
       run_eval("problems/level1/softmax.py", "examples/faulty/patches_device_mode.py", cpu_fast);
