@@ -45,6 +45,9 @@ _params = []  # contiguous copies of the reference's parameters/buffers (native 
 _trial = {}
 _timing_base = []  # pristine timing input sets
 _timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
+# per set, per input: (the base's _layout, the reference's working copy, the candidate's), as
+# timing_setup made them (refresh() checks against them)
+_timing_made = []
 _timing_native_outputs = []
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
@@ -427,6 +430,19 @@ _mul = torch.mul
 _is_floating_point = torch.Tensor.is_floating_point
 _Tensor = torch.Tensor
 _float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enumerate
+# A tensor's layout read through torch's C base class, whose attributes cannot be rebound (an
+# immutable type): refresh() checks every timing input against the layout it had when made.
+_TensorBase = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase")
+_size, _stride, _data_ptr = _TensorBase.size, _TensorBase.stride, _TensorBase.data_ptr
+_dtype_of, _device_of = _TensorBase.dtype.__get__, _TensorBase.device.__get__
+_tuple = tuple
+
+
+def _layout(x):
+    """(size, stride, dtype, device, data pointer) of a tensor; None for anything else."""
+    if not _isinstance(x, _Tensor):
+        return None
+    return (_tuple(_size(x)), _tuple(_stride(x)), _dtype_of(x), _device_of(x), _data_ptr(x))
 
 
 def _under_torch(path):
@@ -730,6 +746,14 @@ class _Reach:
             if missed:
                 raise CandidateError("the candidate changed torch's %s and kjudge could not set "
                                      "it back for the reference" % ", ".join(missed))
+            # A hook or mode the candidate left behind would run inside the reference's calls
+            # (its timed ones among them: say, one that slows them). The checks after the
+            # candidate's checked calls and after timing would not see one that a timed call sets
+            # and the next removes: checked before every turn of the reference instead.
+            left = self._hooks_and_modes() if self.entered is not None else []
+            if left:
+                raise CandidateError("the candidate left %s active after its code ran: the "
+                                     "reference would run under it" % "; ".join(left))
         self.active = side
 
     def enter(self):
@@ -785,6 +809,20 @@ class _Reach:
             self.entered = (_class_bindings(_problem), _mode_stacks(), dict(globals()))
             self.sealed = True
 
+    def _hooks_and_modes(self):
+        """What runs inside every call the reference makes, left active since enter() or seal()
+        took the baseline: the interpreter's profile or trace hook, torch's function and
+        dispatch mode stacks. Cheap (a few reads): checked at every turn of the reference."""
+        found = []
+        if sys.getprofile() is not None or sys.gettrace() is not None:
+            found.append("the interpreter's profile or trace hook (sys.setprofile, sys.settrace)")
+        stacks, now = self.entered[1], _mode_stacks()
+        if now[0] != stacks[0]:
+            found.append("torch's function mode stack (a TorchFunctionMode left active)")
+        if now[1] != stacks[1]:
+            found.append("torch's dispatch mode stack (a TorchDispatchMode left active)")
+        return found
+
     def _check_reference(self, when):
         """Raises CandidateError naming what the candidate's `when` ("code": the call just
         left; "timed calls") changed on the reference's side since enter() or seal()."""
@@ -798,14 +836,7 @@ class _Reach:
                 now = _class_bindings(_problem)
                 found += ["the problem's %s" % k for k in set(problem) | set(now)
                           if now.get(k, _ABSENT) is not problem.get(k, _ABSENT)]
-            if sys.getprofile() is not None or sys.gettrace() is not None:
-                found.append("the interpreter's profile or trace hook (sys.setprofile, "
-                             "sys.settrace)")
-            now_stacks = _mode_stacks()
-            if now_stacks[0] != stacks[0]:
-                found.append("torch's function mode stack (a TorchFunctionMode left active)")
-            if now_stacks[1] != stacks[1]:
-                found.append("torch's dispatch mode stack (a TorchDispatchMode left active)")
+            found += self._hooks_and_modes()
         if self.fingerprint is not None:
             if _model_fingerprint(_ref) != self.fingerprint:
                 found.append("the reference model (a module, attribute, parameter, buffer or "
@@ -1097,12 +1128,18 @@ def timing_setup(max_sets, data_seed, byte_budget):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
     for side in ("reference", "candidate"):
         _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
+    _timing_made[:] = [
+        _tuple((_layout(src), ref, cand) for src, ref, cand in zip(base, refs, cands))
+        for base, refs, cands in zip(_timing_base, _timing_work["reference"],
+                                     _timing_work["candidate"])]
     info["sets"] = len(_timing_base)
     info["bytes_per_set"] = set_bytes
     # The reference's outputs at these shapes: their bytes bound what any candidate must write.
     try:
         with torch.no_grad():
-            out = _normalise(_ref(*_timing_base[0]), "Model.forward", ProblemError)
+            # On copies: no model is handed a pristine base (refresh() checks them).
+            out = _normalise(_ref(*[_contiguous_clone(x) for x in _timing_base[0]]),
+                             "Model.forward", ProblemError)
     except ProblemError:
         raise
     except BaseException as exc:
@@ -1127,14 +1164,24 @@ def refresh(which, sample):
     k = sample % _len(_timing_base)
     f = _factor(sample)
     work = _timing_work[which][k]
+    made = _timing_made[k]
+    mine = 1 if which == "reference" else 2
     with _no_torch_function():
         for i, src in _enumerate(_timing_base[k]):
             if not _isinstance(src, _Tensor):
                 work[i] = src
                 continue
-            if _type(src) is not _Tensor or _type(work[i]) is not _Tensor:
-                raise CandidateError("a timing input of set %d is no longer kjudge's plain tensor:"
-                                     " the candidate put another object in its place" % k)
+            # The models are handed working copies only, never the lists that hold them nor a
+            # base: another object in a list, or a base resized, restrided or given other
+            # storage, is the candidate's doing (through sys.modules), and would time a side on
+            # other work (the reference on more data, say, the rewrite following the base).
+            if work[i] is not made[i][mine] or _type(src) is not _Tensor:
+                raise CandidateError("a timing input of set %d is no longer the tensor kjudge "
+                                     "made: the candidate put another object in its place" % k)
+            if _layout(src) != made[i][0]:
+                raise CandidateError("the pristine copy of timing input %d of set %d changed its "
+                                     "size, strides, dtype, device or storage: the candidate "
+                                     "changed kjudge's timing inputs" % (i, k))
             if _is_floating_point(src):
                 _mul(src, f, out=work[i])
     return k

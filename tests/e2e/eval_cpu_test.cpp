@@ -218,7 +218,11 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   const std::pair<const char*, const char*> faulty[] = {
       {"examples/faulty/swaps_reference.py", "kjudge_harness._ref"},
       {"examples/faulty/changes_reference_inputs.py", "pristine copy of the trial's inputs"},
-      {"examples/faulty/changes_settings_late.py", "while it was timed"}};
+      {"examples/faulty/changes_settings_late.py", "while it was timed"},
+      // Both of these read correct with a false host-wall speedup before (1.46x and 3.21x for
+      // the same softmax).
+      {"examples/faulty/slows_reference_by_hook.py", "profile or trace hook"},
+      {"examples/faulty/restrides_reference_inputs.py", "no longer the tensor kjudge made"}};
   for (const auto& [c, says] : faulty) {
     const auto r = run_eval("problems/level1/softmax.py", c, cpu_fast);
     EXPECT_EQ(r.exit_code, 4) << c << "\n" << r.output;
