@@ -449,6 +449,7 @@ class pipeline {
                      {"dtypes", info.dtypes},
                      {"jitter", info.jitter},
                      {"bytes_per_set", set_bytes},
+                     {"native_buffers_per_set", ti.native_buffers_per_set},
                      {"output_bytes", ti.output_bytes}}}});
 
     auto [reference, candidate] = make_targets(sets);
@@ -461,7 +462,7 @@ class pipeline {
     const auto replayed = [](const measure::side_result& s) {
       return s.device.method == measure::graph_device_method;
     };
-    const auto withheld = check_timed_outputs(m_native_outputs, replayed(cmp.reference),
+    const auto withheld = check_timed_outputs(replayed(cmp.reference),
                                               replayed(cmp.candidate) ? &*candidate : nullptr);
     // The graphs and their memory pools go before the CUPTI forward measures peak memory.
     reference->drop_graphs();
@@ -502,12 +503,11 @@ class pipeline {
     auto reference = m_session->make_target(python::side::reference);
     if (m_job.kind == candidate_kind::python)
       return {std::move(reference), m_session->make_target(python::side::candidate)};
-    m_native_outputs = m_session->timing_native_outputs();
-    const auto params = m_session->parameters();
     std::vector<std::unique_ptr<native::call_record>> calls;
     for (std::size_t i = 0; i < sets; ++i) {
-      auto rec = std::make_unique<native::call_record>(m_session->timing_native_inputs(i), params,
-                                                       m_native_outputs, m_session->stream());
+      auto rec = std::make_unique<native::call_record>(
+          m_session->timing_native_inputs(i), m_session->timing_native_params(i),
+          m_session->timing_native_outputs(i), m_session->stream());
       ensure_workspace(rec->shape_only());
       calls.push_back(std::move(rec));
     }
@@ -605,8 +605,7 @@ class pipeline {
    *  rewrite and must agree too: a graph that captured less than the forward computes does not.
    *  With `reference_graphs` (the reference's device figure replayed its graphs, which live in
    *  the harness), likewise the reference's graph against its own forward. */
-  withheld_figures check_timed_outputs(const std::vector<python::tensor_view>& native_outputs,
-                                       bool reference_graphs, measure::target* graph_candidate) {
+  withheld_figures check_timed_outputs(bool reference_graphs, measure::target* graph_candidate) {
     using source = python::session::check_source;
     withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
@@ -635,7 +634,7 @@ class pipeline {
         if (graph) {
           replay_candidate_graph(*graph_candidate, sample, k);
         } else {
-          run_candidate_once(native_outputs, k);
+          run_candidate_once(k);
         }
         const auto e = differences(
             m_job.kind == candidate_kind::native ? source::native : source::candidate, sample);
@@ -659,13 +658,13 @@ class pipeline {
   }
 
   /** The candidate's forward on its (rewritten) timing set k, for check_timed_outputs. */
-  void run_candidate_once(const std::vector<python::tensor_view>& native_outputs, std::size_t k) {
+  void run_candidate_once(std::size_t k) {
     if (m_job.kind == candidate_kind::python) {
       m_session->timing_check_candidate(k);
       return;
     }
-    native::call_record rec(m_session->timing_native_inputs(k), m_session->parameters(),
-                            native_outputs, m_session->stream());
+    native::call_record rec(m_session->timing_native_inputs(k), m_session->timing_native_params(k),
+                            m_session->timing_native_outputs(k), m_session->stream());
     rec.set_workspace(m_workspace->data(), m_workspace->size());
     m_library->forward(rec.call());
     m_session->synchronize_candidate();
@@ -696,7 +695,6 @@ class pipeline {
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
   bool m_candidate_ran = false;
   std::string m_timing_failed;  ///< why the post-timing output check failed, if it did
-  std::vector<python::tensor_view> m_native_outputs;  ///< native timing outputs (one set)
 };
 
 }  // namespace

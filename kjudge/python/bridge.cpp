@@ -357,6 +357,7 @@ timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t dat
     out.sets = d["sets"].cast<std::size_t>();
     out.bytes_per_set = d["bytes_per_set"].cast<std::uint64_t>();
     out.output_bytes = d["output_bytes"].cast<std::uint64_t>();
+    out.native_buffers_per_set = d["native_buffers_per_set"].cast<bool>();
     return out;
   });
 }
@@ -503,9 +504,14 @@ std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {
                       [&] { return to_views(m_impl->harness.attr("timing_native_inputs")(set)); });
 }
 
-std::vector<tensor_view> session::timing_native_outputs() {
+std::vector<tensor_view> session::timing_native_params(std::size_t set) {
+  return m_impl->call("timing_native_params",
+                      [&] { return to_views(m_impl->harness.attr("timing_native_params")(set)); });
+}
+
+std::vector<tensor_view> session::timing_native_outputs(std::size_t set) {
   return m_impl->call("timing_native_outputs",
-                      [&] { return to_views(m_impl->harness.attr("timing_native_outputs")()); });
+                      [&] { return to_views(m_impl->harness.attr("timing_native_outputs")(set)); });
 }
 
 }  // namespace kj::python

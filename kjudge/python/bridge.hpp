@@ -86,6 +86,8 @@ struct timing_inputs_info {
   std::size_t sets = 0;
   std::uint64_t bytes_per_set = 0;  ///< tensor inputs of one set
   std::uint64_t output_bytes = 0;   ///< the reference's outputs on one set
+  /** A native candidate's parameters and outputs are copied per set (else all sets share one). */
+  bool native_buffers_per_set = false;
 };
 
 /** Tolerance the problem file asks for (module constants KJUDGE_ATOL / KJUDGE_RTOL), if any. */
@@ -192,9 +194,12 @@ class session {
    *  reference's samples may have run under, throws kj::error(candidate), as does a change to
    *  what the reference runs with. Empty for a native candidate. */
   [[nodiscard]] std::vector<state_change> candidate_changes(bool after_timing);
-  /** Native timing: inputs of set i (contiguous) and one set of reference-shaped outputs. */
+  /** Native timing, set i: its inputs (contiguous), its copies of the reference's parameters and
+   *  buffers, and its reference-shaped outputs (the last two shared by every set unless
+   *  timing_inputs_info::native_buffers_per_set). */
   [[nodiscard]] std::vector<tensor_view> timing_native_inputs(std::size_t set);
-  [[nodiscard]] std::vector<tensor_view> timing_native_outputs();
+  [[nodiscard]] std::vector<tensor_view> timing_native_params(std::size_t set);
+  [[nodiscard]] std::vector<tensor_view> timing_native_outputs(std::size_t set);
 
   /** The interpreter state; defined in bridge.cpp only (public so prewarm() can hold one). */
   struct impl;

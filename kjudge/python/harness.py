@@ -48,8 +48,13 @@ _timing_work = {"reference": [], "candidate": []}  # each side's working copies 
 # per set, per input: (the base's _layout, the reference's working copy, the candidate's), as
 # timing_setup made them (refresh() checks against them)
 _timing_made = []
-_timing_native_outputs = []
+_timing_native_outputs = {}  # set -> the native candidate's outputs of that set (poisoned)
+_timing_native_params = {}  # set -> its copies of the reference's parameters and buffers
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
+# Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
+_timing_native_own = [True]
+# Parameters and outputs are copied per set up to this many bytes in all.
+_NATIVE_PER_SET_BYTES = 256 << 20
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
 _timing_graphs = {}  # side -> (graphs per set, their static outputs), while captured
 _SIDES = {"reference": ("Model", ProblemError), "candidate": ("ModelNew", CandidateError)}
@@ -1118,6 +1123,7 @@ def timing_setup(max_sets, data_seed, byte_budget):
     _timing_work["reference"] = []
     _timing_work["candidate"] = []
     _timing_native_outputs.clear()
+    _timing_native_params.clear()
     _timing_native_in.clear()
     first = _make_inputs(data_seed, data_seed, 1, jitter=False)
     info = _input_info(first)
@@ -1147,6 +1153,11 @@ def timing_setup(max_sets, data_seed, byte_budget):
                            % _format_exception(exc))
     _timing_ref_out[:] = out
     info["output_bytes"] = _bytes(out)
+    # A native candidate's parameters and outputs rotate with the inputs when they fit: the
+    # memory a short kernel reads and writes cold lands on other channels and L2 slices in every
+    # process, and a single copy of each made some processes' medians read 5% above others'.
+    _timing_native_own[0] = (_bytes(_params) + info["output_bytes"]) * count <= _NATIVE_PER_SET_BYTES
+    info["native_buffers_per_set"] = _timing_native_own[0]
     return info
 
 
@@ -1319,10 +1330,31 @@ def timing_native_inputs(k):
     return [_describe(t, "input%d" % j) for j, t in enumerate(_timing_native_in[k])]
 
 
-def timing_native_outputs():
-    if not _timing_native_outputs:
-        _timing_native_outputs.extend(_poisoned_like(t) for t in _timing_ref_out)
-    return [_describe(t, "output%d" % i) for i, t in enumerate(_timing_native_outputs)]
+def _native_set(k):
+    """The set whose parameters and outputs set k uses (k itself, or 0 when they are shared)."""
+    return k if _timing_native_own[0] else 0
+
+
+def _native_outputs_of(k):
+    k = _native_set(k)
+    if k not in _timing_native_outputs:
+        _timing_native_outputs[k] = [_poisoned_like(t) for t in _timing_ref_out]
+    return _timing_native_outputs[k]
+
+
+def timing_native_outputs(k):
+    """Set k's reference-shaped outputs for the native candidate (poisoned)."""
+    return [_describe(t, "output%d" % i) for i, t in enumerate(_native_outputs_of(k))]
+
+
+def timing_native_params(k):
+    """Set k's copies of the reference's parameters and buffers (set 0 has the trials' own)."""
+    k = _native_set(k)
+    if k not in _timing_native_params:
+        _timing_native_params[k] = (_params if k == 0 else
+                                    [t.clone(memory_format=torch.contiguous_format)
+                                     for t in _params])
+    return [_describe(t, name) for t, name in zip(_timing_native_params[k], _param_names)]
 
 
 def timing_check_begin(sample):
@@ -1330,7 +1362,8 @@ def timing_check_begin(sample):
     runs later (timing_check_finish), after the candidate's, as in a trial."""
     k = refresh("reference", sample)
     refresh("candidate", sample)
-    for t in _timing_native_outputs:  # a native candidate must write them again
+    _trial["timing_set"] = k
+    for t in _timing_native_outputs.get(_native_set(k), ()):  # a native candidate writes again
         _poison(t)
     for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
         _trial.pop(key, None)
@@ -1398,7 +1431,8 @@ def timing_check_finish(source, sample):
     else:
         ref_out = _timing_check_reference(sample)
         cand_host = (_trial["timing_cand_host"] if source == "candidate"
-                     else _hosts(_timing_native_outputs, CandidateError, "the candidate's"))
+                     else _hosts(_native_outputs_of(_trial["timing_set"]), CandidateError,
+                                 "the candidate's"))
     ref_host = _hosts(ref_out, ProblemError, "the reference's")
     _trial["host"] = (ref_host, cand_host)
     return {
