@@ -449,7 +449,9 @@ class pipeline {
                      {"dtypes", info.dtypes},
                      {"jitter", info.jitter},
                      {"bytes_per_set", set_bytes},
-                     {"native_buffers_per_set", ti.native_buffers_per_set},
+                     {"native_buffers_per_set", m_job.kind == candidate_kind::native
+                                                    ? nlohmann::json(ti.native_buffers_per_set)
+                                                    : nlohmann::json(nullptr)},
                      {"output_bytes", ti.output_bytes}}}});
 
     auto [reference, candidate] = make_targets(sets);

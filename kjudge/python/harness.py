@@ -45,8 +45,8 @@ _params = []  # contiguous copies of the reference's parameters/buffers (native 
 _trial = {}
 _timing_base = []  # pristine timing input sets
 _timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
-# per set, per input: (the base's _layout, the reference's working copy, the candidate's), as
-# timing_setup made them (refresh() checks against them)
+# per set, per input: (the base's _layout, the reference's working copy, the candidate's, and
+# _made() of each copy), as timing_setup made them (refresh() checks against them)
 _timing_made = []
 _timing_native_outputs = {}  # set -> the native candidate's outputs of that set (poisoned)
 _timing_native_params = {}  # set -> its copies of the reference's parameters and buffers
@@ -440,6 +440,9 @@ _float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enu
 _TensorBase = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase")
 _size, _stride, _data_ptr = _TensorBase.size, _TensorBase.stride, _TensorBase.data_ptr
 _dtype_of, _device_of = _TensorBase.dtype.__get__, _TensorBase.device.__get__
+_storage_of, _offset_of, _set = (_TensorBase.untyped_storage, _TensorBase.storage_offset,
+                                 _TensorBase.set_)
+_storage_ptr, _storage_bytes = torch._C.StorageBase.data_ptr, torch._C.StorageBase.nbytes
 _tuple = tuple
 
 
@@ -448,6 +451,28 @@ def _layout(x):
     if not _isinstance(x, _Tensor):
         return None
     return (_tuple(_size(x)), _tuple(_stride(x)), _dtype_of(x), _device_of(x), _data_ptr(x))
+
+
+def _made(x):
+    """What refresh() checks a working copy against and puts back: (its _layout, its storage,
+    the storage's address and bytes, its offset); None for anything else."""
+    if not _isinstance(x, _Tensor):
+        return None
+    storage = _storage_of(x)
+    return (_layout(x), storage, _storage_ptr(storage), _storage_bytes(storage), _offset_of(x))
+
+
+def _restore(x, made, k):
+    """Puts working copy x back in the layout it was made with (a forward or anything else may
+    have restrided or resized it in place: the rewrite's out= keeps the strides of an output of
+    the right shape, so a restrided copy stayed so, and the side was timed on it). Its storage
+    must still be the one it was made with, at the same address and size: else the copy can no
+    longer be the one a captured graph reads, and that is an error."""
+    layout, storage, ptr, nbytes, offset = made
+    if _storage_ptr(storage) != ptr or _storage_bytes(storage) != nbytes:
+        raise CandidateError("the storage of a timing input of set %d was resized or freed: the "
+                             "candidate changed kjudge's timing inputs" % k)
+    _set(x, storage, offset, layout[0], layout[1])
 
 
 def _under_torch(path):
@@ -1135,7 +1160,8 @@ def timing_setup(max_sets, data_seed, byte_budget):
     for side in ("reference", "candidate"):
         _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
     _timing_made[:] = [
-        _tuple((_layout(src), ref, cand) for src, ref, cand in zip(base, refs, cands))
+        _tuple((_layout(src), ref, cand, _made(ref), _made(cand))
+               for src, ref, cand in zip(base, refs, cands))
         for base, refs, cands in zip(_timing_base, _timing_work["reference"],
                                      _timing_work["candidate"])]
     info["sets"] = len(_timing_base)
@@ -1193,6 +1219,8 @@ def refresh(which, sample):
                 raise CandidateError("the pristine copy of timing input %d of set %d changed its "
                                      "size, strides, dtype, device or storage: the candidate "
                                      "changed kjudge's timing inputs" % (i, k))
+            if _layout(work[i]) != made[i][mine + 2][0]:
+                _restore(work[i], made[i][mine + 2], k)
             if _is_floating_point(src):
                 _mul(src, f, out=work[i])
     return k
