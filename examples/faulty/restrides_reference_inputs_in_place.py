@@ -1,11 +1,13 @@
-# Faulty on purpose: computes a correct softmax, and on its first timed call reaches into kjudge's
-# harness (through sys.modules) and restrides each of the reference's timing inputs in place to
-# column-major strides (Tensor.as_strided_: the same tensor object, the same storage), so the
-# reference's softmax over rows would read strided memory and run slower, and the candidate's
-# speedup would read larger than it is (2.89x host wall for the same softmax, on the CPU). The
-# rewrite between samples (torch.mul(..., out=)) keeps an output's strides when its shape already
-# matches. kjudge now puts each working copy back in the layout it made before every rewrite:
-# this candidate must come out correct, with a speedup near 1.
+# Faulty on purpose: on its first timed call it reaches into kjudge's harness (through
+# sys.modules) and restrides each of the reference's timing inputs in place to column-major
+# strides (Tensor.as_strided_: the same tensor object, the same storage), so the reference's
+# softmax over rows would read strided memory and run slower, and the candidate's speedup would
+# read larger than it is (2.89x host wall for the same softmax, on the CPU). The rewrite between
+# samples (torch.mul(..., out=)) keeps an output's strides when its shape already matches, so the
+# restride stayed. kjudge now puts each working copy back in the layout it made before every
+# rewrite. The candidate watches for that in its later timed calls; if it never sees a copy put
+# back, it returns softmax * 2 from then on (the check after timing then fails it). With kjudge
+# putting copies back it must come out correct.
 import sys
 
 import torch
@@ -29,12 +31,17 @@ class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
         self.restrided = False
+        self.put_back = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.restrided and _timed():
-            harness = sys.modules[_HARNESS]
-            for inputs in harness._timing_work["reference"]:
-                t = inputs[0]
+        timed = _timed()
+        copies = [inputs[0] for inputs in sys.modules[_HARNESS]._timing_work["reference"]]
+        if timed and not self.restrided:
+            for t in copies:
                 t.as_strided_(t.shape, (1, t.shape[0]))
             self.restrided = True
+        elif timed and not self.put_back:
+            self.put_back = any(t.stride() != (1, t.shape[0]) for t in copies)
+        if self.restrided and not self.put_back and not timed:
+            return torch.softmax(x, dim=-1) * 2.0  # the restride was never undone
         return torch.softmax(x, dim=-1)

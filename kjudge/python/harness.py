@@ -442,7 +442,6 @@ _size, _stride, _data_ptr = _TensorBase.size, _TensorBase.stride, _TensorBase.da
 _dtype_of, _device_of = _TensorBase.dtype.__get__, _TensorBase.device.__get__
 _storage_of, _offset_of, _set = (_TensorBase.untyped_storage, _TensorBase.storage_offset,
                                  _TensorBase.set_)
-_storage_ptr, _storage_bytes = torch._C.StorageBase.data_ptr, torch._C.StorageBase.nbytes
 _tuple = tuple
 
 
@@ -455,24 +454,31 @@ def _layout(x):
 
 def _made(x):
     """What refresh() checks a working copy against and puts back: (its _layout, its storage,
-    the storage's address and bytes, its offset); None for anything else."""
+    its offset in the storage); None for anything else."""
     if not _isinstance(x, _Tensor):
         return None
-    storage = _storage_of(x)
-    return (_layout(x), storage, _storage_ptr(storage), _storage_bytes(storage), _offset_of(x))
+    return (_layout(x), _storage_of(x), _offset_of(x))
 
 
 def _restore(x, made, k):
-    """Puts working copy x back in the layout it was made with (a forward or anything else may
-    have restrided or resized it in place: the rewrite's out= keeps the strides of an output of
-    the right shape, so a restrided copy stayed so, and the side was timed on it). Its storage
-    must still be the one it was made with, at the same address and size: else the copy can no
-    longer be the one a captured graph reads, and that is an error."""
-    layout, storage, ptr, nbytes, offset = made
-    if _storage_ptr(storage) != ptr or _storage_bytes(storage) != nbytes:
-        raise CandidateError("the storage of a timing input of set %d was resized or freed: the "
+    """Puts working copy x back on the storage it was made with, in the size, strides and offset
+    it was made with (a forward or anything else may have restrided or resized it in place, or
+    given it other storage: the rewrite's out= keeps the strides of an output of the right
+    shape, so a restrided copy stayed so, and the side was timed on it). A copy grown in place
+    keeps its storage object, which the growth reallocated: put back on it at its new address, as
+    the rewrite's out= did before (a captured graph still reads the old address; the check of the
+    graphs after timing sees that). A copy whose storage cannot hold it any more, or whose dtype
+    or device changed (only assigning its .data does that), is an error."""
+    layout, storage, offset = made
+    try:
+        _set(x, storage, offset, layout[0], layout[1])
+    except RuntimeError as exc:
+        raise CandidateError("a timing input of set %d can no longer be put back on its own "
+                             "storage (%s): the candidate changed kjudge's timing inputs"
+                             % (k, _first_line(exc)))
+    if _layout(x)[:4] != layout[:4]:
+        raise CandidateError("a timing input of set %d changed its dtype or device: the "
                              "candidate changed kjudge's timing inputs" % k)
-    _set(x, storage, offset, layout[0], layout[1])
 
 
 def _under_torch(path):
