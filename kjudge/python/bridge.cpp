@@ -349,9 +349,10 @@ trial_outputs session::trial_finish() {
 }
 
 timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t data_seed,
-                                         std::uint64_t byte_budget) {
+                                         std::uint64_t byte_budget, bool native_per_set) {
   return m_impl->call("timing_setup", [&] {
-    const py::object d = m_impl->harness.attr("timing_setup")(max_sets, data_seed, byte_budget);
+    const py::object d =
+        m_impl->harness.attr("timing_setup")(max_sets, data_seed, byte_budget, native_per_set);
     timing_inputs_info out;
     out.shapes = to_inputs_info(d);
     out.sets = d["sets"].cast<std::size_t>();

@@ -162,9 +162,10 @@ class session {
   trial_outputs trial_finish();
 
   /** Timing inputs at the nominal sizes (no jitter), one set per seed: as many as fit in
-   *  `byte_budget`, at least 2, at most `max_sets`. */
+   *  `byte_budget`, at least 2, at most `max_sets`. `native_per_set`: a native candidate's
+   *  parameters and outputs may be copied per set (cold timing; see native_buffers_per_set). */
   timing_inputs_info timing_setup(std::size_t max_sets, std::uint64_t data_seed,
-                                  std::uint64_t byte_budget);
+                                  std::uint64_t byte_budget, bool native_per_set);
   /** A target for the reference or the Python candidate: prepare(sample) rewrites its own copy of
    *  the sample's input set (float tensors scaled by a per-sample factor), run() calls it. */
   [[nodiscard]] std::unique_ptr<measure::target> make_target(side s);

@@ -1145,10 +1145,11 @@ def _contiguous_clone(x):
     return x.clone(memory_format=torch.contiguous_format) if isinstance(x, torch.Tensor) else x
 
 
-def timing_setup(max_sets, data_seed, byte_budget):
+def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
     in byte_budget (counting the pristine base and one working copy per side), at least 2 and at
-    most max_sets."""
+    most max_sets. native_per_set: a native candidate's parameters and outputs may be copied per
+    set (cold timing only: warm, the copies would leave L2 where the reference's one copy stays)."""
     _reach.use("reference")
     _timing_base.clear()
     _timing_work["reference"] = []
@@ -1188,7 +1189,8 @@ def timing_setup(max_sets, data_seed, byte_budget):
     # A native candidate's parameters and outputs rotate with the inputs when they fit: the
     # memory a short kernel reads and writes cold lands on other channels and L2 slices in every
     # process, and a single copy of each made some processes' medians read 5% above others'.
-    _timing_native_own[0] = (_bytes(_params) + info["output_bytes"]) * count <= _NATIVE_PER_SET_BYTES
+    _timing_native_own[0] = bool(native_per_set) and ((_bytes(_params) + info["output_bytes"])
+                                                      * count <= _NATIVE_PER_SET_BYTES)
     info["native_buffers_per_set"] = _timing_native_own[0]
     return info
 
