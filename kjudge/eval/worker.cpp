@@ -502,6 +502,13 @@ class pipeline {
     if (gpu) record_launches(*reference, *candidate, ti.output_bytes);
   }
 
+  /** A native call on timing set k: its inputs, parameters and outputs (no workspace yet). */
+  std::unique_ptr<native::call_record> timing_call(std::size_t k) {
+    return std::make_unique<native::call_record>(
+        m_session->timing_native_inputs(k), m_session->timing_native_params(k),
+        m_session->timing_native_outputs(k), m_session->stream());
+  }
+
   /** The timing targets of both sides over `sets` input sets (timing_setup first). */
   std::pair<std::unique_ptr<measure::target>, std::unique_ptr<measure::target>> make_targets(
       std::size_t sets) {
@@ -510,9 +517,7 @@ class pipeline {
       return {std::move(reference), m_session->make_target(python::side::candidate)};
     std::vector<std::unique_ptr<native::call_record>> calls;
     for (std::size_t i = 0; i < sets; ++i) {
-      auto rec = std::make_unique<native::call_record>(
-          m_session->timing_native_inputs(i), m_session->timing_native_params(i),
-          m_session->timing_native_outputs(i), m_session->stream());
+      auto rec = timing_call(i);
       ensure_workspace(rec->shape_only());
       calls.push_back(std::move(rec));
     }
@@ -668,10 +673,9 @@ class pipeline {
       m_session->timing_check_candidate(k);
       return;
     }
-    native::call_record rec(m_session->timing_native_inputs(k), m_session->timing_native_params(k),
-                            m_session->timing_native_outputs(k), m_session->stream());
-    rec.set_workspace(m_workspace->data(), m_workspace->size());
-    m_library->forward(rec.call());
+    const auto rec = timing_call(k);
+    rec->set_workspace(m_workspace->data(), m_workspace->size());
+    m_library->forward(rec->call());
     m_session->synchronize_candidate();
   }
 

@@ -45,9 +45,9 @@ _params = []  # contiguous copies of the reference's parameters/buffers (native 
 _trial = {}
 _timing_base = []  # pristine timing input sets
 _timing_work = {"reference": [], "candidate": []}  # each side's working copies (refreshed)
-# per set, per input: (the base's _layout, the reference's working copy, the candidate's, and
-# _made() of each copy), as timing_setup made them (refresh() checks against them)
-_timing_made = []
+# As timing_setup made them, per set and input ("base": each base's _layout; "reference",
+# "candidate": _made() of each working copy): what refresh() checks against. Filled in place.
+_timing_made = {}
 _timing_native_outputs = {}  # set -> the native candidate's outputs of that set (poisoned)
 _timing_native_params = {}  # set -> its copies of the reference's parameters and buffers
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
@@ -432,7 +432,6 @@ _equal = torch.equal
 # Python code in the call: the rewrite runs with torch functions' overrides and modes disabled.
 _no_torch_function = torch._C.DisableTorchFunction
 _mul = torch.mul
-_is_floating_point = torch.Tensor.is_floating_point
 _Tensor = torch.Tensor
 _float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enumerate
 # A tensor's layout read through torch's C base class, whose attributes cannot be rebound (an
@@ -440,6 +439,7 @@ _float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enu
 _TensorBase = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase")
 _size, _stride, _data_ptr = _TensorBase.size, _TensorBase.stride, _TensorBase.data_ptr
 _dtype_of, _device_of = _TensorBase.dtype.__get__, _TensorBase.device.__get__
+_is_floating_point = _TensorBase.is_floating_point
 _storage_of, _offset_of, _set = (_TensorBase.untyped_storage, _TensorBase.storage_offset,
                                  _TensorBase.set_)
 _tuple = tuple
@@ -453,11 +453,11 @@ def _layout(x):
 
 
 def _made(x):
-    """What refresh() checks a working copy against and puts back: (its _layout, its storage,
-    its offset in the storage); None for anything else."""
+    """What refresh() checks a working copy against and puts back: (the tensor, its _layout, its
+    storage, its offset in the storage); None for anything else."""
     if not _isinstance(x, _Tensor):
         return None
-    return (_layout(x), _storage_of(x), _offset_of(x))
+    return (x, _layout(x), _storage_of(x), _offset_of(x))
 
 
 def _restore(x, made, k):
@@ -469,7 +469,7 @@ def _restore(x, made, k):
     the rewrite's out= did before (a captured graph still reads the old address; the check of the
     graphs after timing sees that). A copy whose storage cannot hold it any more, or whose dtype
     or device changed (only assigning its .data does that), is an error."""
-    layout, storage, offset = made
+    _, layout, storage, offset = made
     try:
         _set(x, storage, offset, layout[0], layout[1])
     except RuntimeError as exc:
@@ -1166,11 +1166,10 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
     for side in ("reference", "candidate"):
         _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
-    _timing_made[:] = [
-        _tuple((_layout(src), ref, cand, _made(ref), _made(cand))
-               for src, ref, cand in zip(base, refs, cands))
-        for base, refs, cands in zip(_timing_base, _timing_work["reference"],
-                                     _timing_work["candidate"])]
+    _timing_made.clear()
+    _timing_made["base"] = [[_layout(x) for x in base] for base in _timing_base]
+    for side in ("reference", "candidate"):
+        _timing_made[side] = [[_made(x) for x in work] for work in _timing_work[side]]
     info["sets"] = len(_timing_base)
     info["bytes_per_set"] = set_bytes
     # The reference's outputs at these shapes: their bytes bound what any candidate must write.
@@ -1209,8 +1208,7 @@ def refresh(which, sample):
     k = sample % _len(_timing_base)
     f = _factor(sample)
     work = _timing_work[which][k]
-    made = _timing_made[k]
-    mine = 1 if which == "reference" else 2
+    base_layouts, made = _timing_made["base"][k], _timing_made[which][k]
     with _no_torch_function():
         for i, src in _enumerate(_timing_base[k]):
             if not _isinstance(src, _Tensor):
@@ -1220,15 +1218,15 @@ def refresh(which, sample):
             # base: another object in a list, or a base resized, restrided or given other
             # storage, is the candidate's doing (through sys.modules), and would time a side on
             # other work (the reference on more data, say, the rewrite following the base).
-            if work[i] is not made[i][mine] or _type(src) is not _Tensor:
+            if work[i] is not made[i][0] or _type(src) is not _Tensor:
                 raise CandidateError("a timing input of set %d is no longer the tensor kjudge "
                                      "made: the candidate put another object in its place" % k)
-            if _layout(src) != made[i][0]:
+            if _layout(src) != base_layouts[i]:
                 raise CandidateError("the pristine copy of timing input %d of set %d changed its "
                                      "size, strides, dtype, device or storage: the candidate "
                                      "changed kjudge's timing inputs" % (i, k))
-            if _layout(work[i]) != made[i][mine + 2][0]:
-                _restore(work[i], made[i][mine + 2], k)
+            if _layout(work[i]) != made[i][1]:
+                _restore(work[i], made[i], k)
             if _is_floating_point(src):
                 _mul(src, f, out=work[i])
     return k
@@ -1371,11 +1369,17 @@ def _native_set(k):
     return k if _timing_native_own[0] else 0
 
 
-def _native_outputs_of(k):
+def _native_copy(cache, k, make):
+    """cache[set] for the set whose copy set k uses, made by make(set) the first time."""
     k = _native_set(k)
-    if k not in _timing_native_outputs:
-        _timing_native_outputs[k] = [_poisoned_like(t) for t in _timing_ref_out]
-    return _timing_native_outputs[k]
+    if k not in cache:
+        cache[k] = make(k)
+    return cache[k]
+
+
+def _native_outputs_of(k):
+    return _native_copy(_timing_native_outputs, k,
+                        lambda _: [_poisoned_like(t) for t in _timing_ref_out])
 
 
 def timing_native_outputs(k):
@@ -1385,12 +1389,9 @@ def timing_native_outputs(k):
 
 def timing_native_params(k):
     """Set k's copies of the reference's parameters and buffers (set 0 has the trials' own)."""
-    k = _native_set(k)
-    if k not in _timing_native_params:
-        _timing_native_params[k] = (_params if k == 0 else
-                                    [t.clone(memory_format=torch.contiguous_format)
-                                     for t in _params])
-    return [_describe(t, name) for t, name in zip(_timing_native_params[k], _param_names)]
+    params = _native_copy(_timing_native_params, k, lambda s: _params if s == 0 else
+                          [t.clone(memory_format=torch.contiguous_format) for t in _params])
+    return [_describe(t, name) for t, name in zip(params, _param_names)]
 
 
 def timing_check_begin(sample):
