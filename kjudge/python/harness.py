@@ -648,6 +648,42 @@ def _mode_stacks():
     return ([id(m) for m in functions if m is not device_context], [id(m) for m in dispatch])
 
 
+# sys.monitoring's events (Python 3.12+), one flag each, as register_callback takes them.
+_MONITORING = getattr(sys, "monitoring", None)
+_MONITORING_EVENTS = (
+    [] if _MONITORING is None else
+    sorted(v for n, v in vars(_MONITORING.events).items()
+           if n.isupper() and isinstance(v, int) and v > 0 and v & (v - 1) == 0))
+
+
+def _monitoring_state():
+    """sys.monitoring (PEP 669, Python 3.12+) as it stands: per tool id, its name, its global
+    events and its callbacks by identity (() without sys.monitoring). A freed tool id keeps its
+    events and callbacks (checked with 3.12 and 3.13), so all three are read. A callback is read
+    by taking it out and putting it straight back: register_callback returns the one it
+    replaces, and setting one changes no code's instrumentation."""
+    if _MONITORING is None:
+        return ()
+    state = []
+    for tool in range(6):
+        callbacks = []
+        for event in _MONITORING_EVENTS:
+            old = _MONITORING.register_callback(tool, event, None)
+            if old is not None:
+                _MONITORING.register_callback(tool, event, old)
+            callbacks.append(None if old is None else id(old))
+        state.append((_MONITORING.get_tool(tool), _MONITORING.get_events(tool), tuple(callbacks)))
+    return tuple(state)
+
+
+def _in_force():
+    """What would run inside every call the reference makes: torch's mode stacks and
+    sys.monitoring's tools (the profile and trace hooks are checked on their own: none may be
+    set at all)."""
+    functions, dispatch = _mode_stacks()
+    return (functions, dispatch, _monitoring_state())
+
+
 def _model_fingerprint(model):
     """The reference model by identity: each module, its attributes, and the entries of its
     parameter, buffer, submodule and hook dicts."""
@@ -802,7 +838,7 @@ class _Reach:
         self.ref_bindings = [_public(space) for _, space in self.spaces]
         if not self.sealed:  # after seal(), the baseline stays the one seal() took
             problem = (_class_bindings(_problem) if _problem is not None else None)
-            self.entered = (problem, _mode_stacks(), dict(globals()))
+            self.entered = (problem, _in_force(), dict(globals()))
         self.use("candidate")
 
     def leave(self):
@@ -842,7 +878,7 @@ class _Reach:
         """Both models built: this harness's bindings, the problem module's and torch's mode
         stacks are final from here on (checked after each candidate call and after timing)."""
         if self.armed:
-            self.entered = (_class_bindings(_problem), _mode_stacks(), dict(globals()))
+            self.entered = (_class_bindings(_problem), _in_force(), dict(globals()))
             self.sealed = True
 
     def _hooks_and_modes(self):
@@ -852,11 +888,14 @@ class _Reach:
         found = []
         if sys.getprofile() is not None or sys.gettrace() is not None:
             found.append("the interpreter's profile or trace hook (sys.setprofile, sys.settrace)")
-        stacks, now = self.entered[1], _mode_stacks()
+        stacks, now = self.entered[1], _in_force()
         if now[0] != stacks[0]:
             found.append("torch's function mode stack (a TorchFunctionMode left active)")
         if now[1] != stacks[1]:
             found.append("torch's dispatch mode stack (a TorchDispatchMode left active)")
+        if now[2] != stacks[2]:
+            found.append("a sys.monitoring tool, its events or callbacks (sys.monitoring."
+                         "use_tool_id, set_events, register_callback)")
         return found
 
     def _check_reference(self, when):

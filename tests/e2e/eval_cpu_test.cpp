@@ -2,6 +2,7 @@
 // timing, worker isolation (crash, hang, exit, bad problem files) and JSON output, through the
 // real executable and a real PyTorch.
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -237,6 +238,21 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
     EXPECT_EQ(r.result["status"], "runtime_error") << c;
     EXPECT_NE(r.result["message"].get<std::string>().find(says), std::string::npos)
         << c << ": " << r.result["message"];
+  }
+  // sys.monitoring (Python 3.12+): a callback left in force under a freed tool id. With an older
+  // interpreter the candidate is a plain softmax; this part then checks only that.
+  const auto m = run_eval(softmax, "examples/faulty/slows_reference_by_monitoring.py", cpu_fast);
+  const std::string py = m.result["provenance"].value("python_version", "");
+  int major = 0, minor = 0;
+  ASSERT_EQ(std::sscanf(py.c_str(), "%d.%d", &major, &minor), 2) << py;
+  if (major > 3 || (major == 3 && minor >= 12)) {
+    EXPECT_EQ(m.exit_code, 4) << m.output;
+    EXPECT_EQ(m.result["status"], "runtime_error");
+    EXPECT_NE(m.result["message"].get<std::string>().find("sys.monitoring"), std::string::npos)
+        << m.result["message"];
+  } else {
+    EXPECT_EQ(m.exit_code, 0) << m.output;
+    std::printf("Python %s has no sys.monitoring: its check is not exercised here\n", py.c_str());
   }
   // The reference's working copies restrided in place (the same tensors): put back before every
   // rewrite, so the reference is timed on the layout kjudge made (2.89-2.96x before). The
