@@ -2,11 +2,12 @@
 # sys.monitoring tool id (PEP 669, Python 3.12+) with a PY_START callback that busy-waits 2 ms
 # when the reference's forward starts, so the reference's next timed call runs slowly and the
 # candidate's speedup reads far larger than it is. It frees the tool id at once (the events and
-# the callback stay in force: freeing an id does not clear them in 3.12 and 3.13), and takes the
-# callback off as soon as it sees one of the harness's checks after the candidate's checked calls
-# or after timing start. kjudge checks sys.monitoring's tools, events and callbacks before every
-# turn of the reference: this candidate must come out as the candidate's error. Under Python 3.11
-# and older (no sys.monitoring) it is a plain, correct softmax.
+# the callback stay in force: freeing an id does not clear them in 3.12 and 3.13; 3.14 clears
+# them, so there it keeps the id), and takes the callback off as soon as it sees one of the
+# harness's checks after the candidate's checked calls or after timing start. kjudge checks
+# sys.monitoring's tools, events and callbacks before every turn of the reference: this candidate
+# must come out as the candidate's error. Under Python 3.11 and older (no sys.monitoring) it is a
+# plain, correct softmax.
 import sys
 import time
 
@@ -18,6 +19,8 @@ _CHECKS = {"candidate_changes", "after_timing", "timing_check_begin", "_as_candi
            "leave", "_check_reference", "trial_begin", "timing_setup", "make_runner"}
 _MON = getattr(sys, "monitoring", None)
 _TOOL = 4
+# Python 3.14's free_tool_id clears the id's events and callbacks (clear_tool_id came with it).
+_FREE = _MON is not None and not hasattr(_MON, "clear_tool_id")
 
 
 def _off():
@@ -25,7 +28,8 @@ def _off():
         _MON.use_tool_id(_TOOL, "quiet")  # set_events needs the id in use
     _MON.set_events(_TOOL, 0)
     _MON.register_callback(_TOOL, _MON.events.PY_START, None)
-    _MON.free_tool_id(_TOOL)
+    if _FREE:
+        _MON.free_tool_id(_TOOL)
 
 
 def _on_start(code, offset):
@@ -47,7 +51,8 @@ def _on():
         _MON.use_tool_id(_TOOL, "quiet")
     _MON.register_callback(_TOOL, _MON.events.PY_START, _on_start)
     _MON.set_events(_TOOL, _MON.events.PY_START)
-    _MON.free_tool_id(_TOOL)  # the id reads free; its events and callback stay
+    if _FREE:
+        _MON.free_tool_id(_TOOL)  # the id reads free; its events and callback stay
 
 
 class ModelNew(nn.Module):

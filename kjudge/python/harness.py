@@ -648,32 +648,61 @@ def _mode_stacks():
     return ([id(m) for m in functions if m is not device_context], [id(m) for m in dispatch])
 
 
-# sys.monitoring's events (Python 3.12+), one flag each, as register_callback takes them.
+# sys.monitoring's events (Python 3.12+), one flag each, as register_callback takes them. In
+# 3.14 BRANCH has no slot of its own: registering for it fills BRANCH_LEFT and BRANCH_RIGHT (a
+# read of it would copy one into the other), so it is left out where those two exist.
 _MONITORING = getattr(sys, "monitoring", None)
-_MONITORING_EVENTS = (
-    [] if _MONITORING is None else
-    sorted(v for n, v in vars(_MONITORING.events).items()
-           if n.isupper() and isinstance(v, int) and v > 0 and v & (v - 1) == 0))
+_MONITORING_NAMES = vars(_MONITORING.events) if _MONITORING is not None else {}
+_MONITORING_EVENTS = sorted(
+    v for n, v in _MONITORING_NAMES.items()
+    if n.isupper() and isinstance(v, int) and v > 0 and v & (v - 1) == 0
+    and not (n == "BRANCH" and "BRANCH_LEFT" in _MONITORING_NAMES))
+_MONITORING_SLOTS = [(tool, event) for tool in range(6) for event in _MONITORING_EVENTS]
 
 
 def _monitoring_state():
-    """sys.monitoring (PEP 669, Python 3.12+) as it stands: per tool id, its name, its global
-    events and its callbacks by identity (() without sys.monitoring). A freed tool id keeps its
-    events and callbacks (checked with 3.12 and 3.13), so all three are read. A callback is read
-    by taking it out and putting it straight back: register_callback returns the one it
-    replaces, and setting one changes no code's instrumentation."""
+    """sys.monitoring (PEP 669, Python 3.12+) as it stands, () without it: each tool id's name
+    and global events, which events any tool (also the profile and trace functions of every
+    thread) has on, every callback (the objects: compared by identity, so no id is reused), and
+    whether a callback was registered while this read ran. A freed tool id keeps its events and
+    callbacks in 3.12 and 3.13, so all are read. Callbacks are read in two passes: the first
+    takes every one out (register_callback returns the one it replaces; setting one changes no
+    code's instrumentation), after which none can run, not even to move itself to a slot already
+    read; the second puts them all back, and a slot found filled then was filled during the
+    read."""
     if _MONITORING is None:
         return ()
-    state = []
-    for tool in range(6):
-        callbacks = []
-        for event in _MONITORING_EVENTS:
-            old = _MONITORING.register_callback(tool, event, None)
-            if old is not None:
-                _MONITORING.register_callback(tool, event, old)
-            callbacks.append(None if old is None else id(old))
-        state.append((_MONITORING.get_tool(tool), _MONITORING.get_events(tool), tuple(callbacks)))
-    return tuple(state)
+    register = _MONITORING.register_callback
+    taken, filled, failure = [], False, None
+    try:
+        for tool, event in _MONITORING_SLOTS:
+            taken.append(register(tool, event, None))
+        names = _tuple(_MONITORING.get_tool(tool) for tool in range(6))
+        events = _tuple(_MONITORING.get_events(tool) for tool in range(6))
+        every = _MONITORING._all_events() if hasattr(_MONITORING, "_all_events") else None
+    except Exception as exc:  # a callback that raised (on a CALL event) while the first pass ran
+        failure = exc
+    finally:
+        # A callback that raised right after a swap (on C_RETURN) took with it what the swap
+        # returned: lost, on the way to the candidate's error, which ends the worker.
+        for (tool, event), old in zip(_MONITORING_SLOTS, taken):
+            try:
+                filled = register(tool, event, old) is not None or filled
+            except Exception as exc:  # one put back that raised on the next call
+                failure = failure or exc
+    if failure is not None:
+        raise CandidateError("a sys.monitoring callback raised while kjudge read sys.monitoring:"
+                             " %s" % _first_line(failure))
+    return (names, events, every, _tuple(taken), filled)
+
+
+def _same_monitoring(now, then):
+    """Whether two _monitoring_state() readings agree (callbacks by identity: a callable's
+    __eq__ could say anything)."""
+    if now == () or then == ():
+        return now == then
+    return (now[:3] == then[:3] and not now[4] and not then[4]
+            and all(a is b for a, b in zip(now[3], then[3])))
 
 
 def _in_force():
@@ -893,7 +922,9 @@ class _Reach:
             found.append("torch's function mode stack (a TorchFunctionMode left active)")
         if now[1] != stacks[1]:
             found.append("torch's dispatch mode stack (a TorchDispatchMode left active)")
-        if now[2] != stacks[2]:
+        if now[2] and now[2][4]:
+            found.append("sys.monitoring callbacks (one was registered while kjudge read them)")
+        elif not _same_monitoring(now[2], stacks[2]):
             found.append("a sys.monitoring tool, its events or callbacks (sys.monitoring."
                          "use_tool_id, set_events, register_callback)")
         return found

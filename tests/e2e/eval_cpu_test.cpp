@@ -239,21 +239,31 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
     EXPECT_NE(r.result["message"].get<std::string>().find(says), std::string::npos)
         << c << ": " << r.result["message"];
   }
-  // sys.monitoring (Python 3.12+): a callback left in force under a freed tool id. With an older
-  // interpreter the candidate is a plain softmax; this part then checks only that.
-  const auto m = run_eval(softmax, "examples/faulty/slows_reference_by_monitoring.py", cpu_fast);
-  const std::string py = m.result["provenance"].value("python_version", "");
-  int major = 0, minor = 0;
-  ASSERT_EQ(std::sscanf(py.c_str(), "%d.%d", &major, &minor), 2) << py;
-  if (major > 3 || (major == 3 && minor >= 12)) {
-    EXPECT_EQ(m.exit_code, 4) << m.output;
-    EXPECT_EQ(m.result["status"], "runtime_error");
-    EXPECT_NE(m.result["message"].get<std::string>().find("sys.monitoring"), std::string::npos)
-        << m.result["message"];
-  } else {
-    EXPECT_EQ(m.exit_code, 0) << m.output;
-    std::printf("Python %s has no sys.monitoring: its check is not exercised here\n", py.c_str());
+  // sys.monitoring (Python 3.12+): a callback left in force under a freed tool id, and one that
+  // moves itself to a tool already read while the check runs. With an older interpreter each
+  // candidate is a plain softmax; this part then checks only that.
+  for (const char* c : {"examples/faulty/slows_reference_by_monitoring.py",
+                        "examples/faulty/moves_monitoring_callback.py"}) {
+    const auto m = run_eval(softmax, c, cpu_fast);
+    const std::string py = m.result["provenance"].value("python_version", "");
+    int major = 0, minor = 0;
+    ASSERT_EQ(std::sscanf(py.c_str(), "%d.%d", &major, &minor), 2) << py;
+    if (major > 3 || (major == 3 && minor >= 12)) {
+      EXPECT_EQ(m.exit_code, 4) << c << "\n" << m.output;
+      EXPECT_EQ(m.result["status"], "runtime_error") << c;
+      EXPECT_NE(m.result["message"].get<std::string>().find("sys.monitoring"), std::string::npos)
+          << c << ": " << m.result["message"];
+    } else {
+      EXPECT_EQ(m.exit_code, 0) << c << "\n" << m.output;
+      EXPECT_EQ(m.result["status"], "correct") << c;
+      std::printf("Python %s has no sys.monitoring: %s is not exercised here\n", py.c_str(), c);
+    }
   }
+  // An audit hook is refused (silently, by Python): the candidate doubles its output if its hook
+  // ever runs.
+  const auto audit = run_eval(softmax, "examples/faulty/adds_audit_hook.py", cpu_fast);
+  EXPECT_EQ(audit.exit_code, 0) << audit.output;
+  EXPECT_EQ(audit.result["status"], "correct");
   // The reference's working copies restrided in place (the same tensors): put back before every
   // rewrite, so the reference is timed on the layout kjudge made (2.89-2.96x before). The
   // candidate fails the check after timing unless it saw a copy put back during timing.
