@@ -88,10 +88,6 @@ trial_inputs_info to_inputs_info(const py::handle& d) {
   return info;
 }
 
-}  // namespace
-
-namespace {
-
 /** An audit hook (PEP 578) cannot be removed and sees every audited operation, the harness's
  *  reads of sys.monitoring among them: a candidate's could put a monitoring callback back right
  *  after a check, or run code inside the reference's calls. This one, added before the

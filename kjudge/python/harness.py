@@ -904,8 +904,9 @@ class _Reach:
             self.fingerprint = _model_fingerprint(_ref)
 
     def seal(self):
-        """Both models built: this harness's bindings, the problem module's and torch's mode
-        stacks are final from here on (checked after each candidate call and after timing)."""
+        """Both models built: this harness's bindings, the problem module's, torch's mode stacks
+        and sys.monitoring's tools are final from here on (checked after each candidate call,
+        at every turn of the reference and after timing)."""
         if self.armed:
             self.entered = (_class_bindings(_problem), _in_force(), dict(globals()))
             self.sealed = True
@@ -913,7 +914,8 @@ class _Reach:
     def _hooks_and_modes(self):
         """What runs inside every call the reference makes, left active since enter() or seal()
         took the baseline: the interpreter's profile or trace hook, torch's function and
-        dispatch mode stacks. Cheap (a few reads): checked at every turn of the reference."""
+        dispatch mode stacks, sys.monitoring's tools. Checked at every turn of the reference
+        (about 40 us with sys.monitoring, a few reads without)."""
         found = []
         if sys.getprofile() is not None or sys.gettrace() is not None:
             found.append("the interpreter's profile or trace hook (sys.setprofile, sys.settrace)")
