@@ -409,7 +409,7 @@ class python_target final : public measure::target {
     guarded("timing", [&] { m_run(); });
   }
 
-  /** torch.cuda.graph captures on a blocking stream of kjudge's (work a forward sends to the
+  /** PyTorch's CUDAGraph captures on a blocking stream of kjudge's (work a forward sends to the
    *  legacy default stream instead, e.g. a load_inline kernel launched without a stream, then
    *  fails the capture rather than running outside the graph); replays go to torch's current
    *  stream, which is the timing stream. */

@@ -1348,17 +1348,26 @@ def make_runner(which):
             # The other side's graphs may hold memory that its eager timing would not.
             return "out of memory in the warm-up before capture: %s" % _first_line(exc)
         made, outs = [], []
-        # torch.cuda.graph's exit ends the capture before it restores the current stream, so a
-        # capture that fails would leave kjudge's capture stream current: restored here.
+        # capture_begin/capture_end, not torch.cuda.graph: on the H200 (torch 2.11) every
+        # evaluation whose graphs torch.cuda.graph captured recorded the candidate's kernel 0.3 us
+        # (8%) longer under CUPTI after timing, for the rest of the process, where these calls (no
+        # empty_cache, nothing else) leave it as in an evaluation without graphs (3.55-3.65
+        # against 3.90-4.00 us; docs/benchmarks.md, eighteenth session). The stream is restored
+        # here as well, should the context below ever leave it behind.
         previous = torch.cuda.current_stream()
         pool = torch.cuda.graph_pool_handle()
         try:
             with no_grad():
                 for k in range(len(sets)):
                     g = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(g, pool=pool, stream=side,
-                                          capture_error_mode="thread_local"):
-                        out = model(*sets[k])
+                    with torch.cuda.stream(side):
+                        g.capture_begin(pool=pool, capture_error_mode="thread_local")
+                        try:
+                            out = model(*sets[k])
+                        finally:
+                            # A capture that a failed forward invalidated raises here, with the
+                            # forward's exception as its __context__ (reported below).
+                            g.capture_end()
                     made.append(g)
                     outs.append(out)
             torch.cuda.current_stream().wait_stream(side)
@@ -1391,7 +1400,7 @@ def make_runner(which):
 
 
 def _reset_after_failed_capture(pool, side, which):
-    """Undoes what a capture that failed inside torch.cuda.graph leaves behind (checked on
+    """Undoes what a failed capture leaves behind (checked, inside torch.cuda.graph, on
     torch 2.11 with a forward that calls .item() under capture): the caching allocator still
     sends the capturing stream's allocations to the graph's pool, and the CUDA generator still
     counts offsets for a capture, so the next torch.randn on the device raises ("Offset
