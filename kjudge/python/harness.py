@@ -1349,11 +1349,11 @@ def make_runner(which):
             return "out of memory in the warm-up before capture: %s" % _first_line(exc)
         made, outs = [], []
         # capture_begin/capture_end, not torch.cuda.graph: on the H200 (torch 2.11) every
-        # evaluation whose graphs torch.cuda.graph captured recorded the candidate's kernel 0.3 us
-        # (8%) longer under CUPTI after timing, for the rest of the process, where these calls (no
-        # empty_cache, nothing else) leave it as in an evaluation without graphs (3.55-3.65
-        # against 3.90-4.00 us; docs/benchmarks.md, eighteenth session). The stream is restored
-        # here as well, should the context below ever leave it behind.
+        # evaluation whose graphs torch.cuda.graph captured recorded the candidate's kernel about
+        # 0.3 us (8%) longer under CUPTI after timing (3.81-4.13 us), where with these calls (no
+        # synchronize, empty_cache or host empty_cache first) 8 of 9 read as without graphs
+        # (3.55-3.74 us; docs/benchmarks.md, eighteenth session). The stream is restored here as
+        # well, should the context below ever leave it behind.
         previous = torch.cuda.current_stream()
         pool = torch.cuda.graph_pool_handle()
         try:
