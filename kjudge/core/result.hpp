@@ -151,6 +151,8 @@ struct worker_info {
    *  by the worker pool, torch already imported); "exec+pool_started" when the pool was asked
    *  for, not running, and started for the next evaluation. */
   std::string started_by = "exec";
+  /** Seconds this evaluation waited for a pool that was still starting (0: none was). */
+  double pool_wait_s = 0;
 };
 
 struct eval_result {

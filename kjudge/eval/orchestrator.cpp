@@ -117,12 +117,20 @@ eval_result evaluate(const job& j, const run_options& options) {
       options.use_pool && options.wrapper.empty() && options.worker_executable.empty();
   const std::string address = pool ? pool_address(exe, j.python) : "";
   std::optional<runner::process_result> pooled;
-  if (pool) pooled = runner::run_process_in_pool(address, so);
+  bool pool_started = false;
+  if (pool) {
+    // A pool still importing torch is waited for: it is further along than a worker exec'd now.
+    const auto w = runner::wait_for_pool(address, options.pool_start_wait);
+    r.worker.pool_wait_s = w.waited.count();
+    pooled = runner::run_process_in_pool(address, so);
+    // None there: one is started now, so that it imports torch while this evaluation's own
+    // worker does, and serves the next evaluation (which waits for it if it must).
+    if (!pooled && w.state == runner::pool_state::absent)
+      pool_started = start_pool(exe, address, j.python, options.pool_idle_exit,
+                                j.cache_dir / "worker-pool.log");
+  }
   const auto p = pooled ? *pooled : runner::run_process(so);
-  r.worker.started_by = pooled ? "pool" : "exec";
-  if (pool && !pooled &&
-      start_pool(exe, address, j.python, options.pool_idle_exit, j.cache_dir / "worker-pool.log"))
-    r.worker.started_by = "exec+pool_started";
+  r.worker.started_by = pooled ? "pool" : (pool_started ? "exec+pool_started" : "exec");
 
   fold_state state;
   std::istringstream lines(p.channel);

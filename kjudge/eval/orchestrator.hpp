@@ -25,6 +25,9 @@ struct run_options {
   bool use_pool = false;
   /** How long a pool started here waits for requests before it exits. */
   std::chrono::seconds pool_idle_exit{600};
+  /** How long an evaluation waits for a pool of this user that is still starting (importing
+   *  torch) before it runs a worker of its own instead. */
+  std::chrono::milliseconds pool_start_wait{std::chrono::seconds(30)};
 };
 
 /** Never throws for anything the candidate or problem does; throws kj::error only when the worker

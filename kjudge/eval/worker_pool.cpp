@@ -8,8 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/core/sha256.hpp>
+#include <kjudge/runner/pool.hpp>
 
 extern char** environ;  // NOLINT: POSIX global
 
@@ -64,22 +63,13 @@ std::string process_attributes() {
   return out;
 }
 
-/** Pools of this user listening now: abstract names in /proc/net/unix whose flags say "accepts
- *  connections" (a pool's accepted connections carry its name too). */
+/** Pools of this user listening now (a pool's accepted connections carry its name too). */
 int running_pools() {
-  const std::string needle = fmt::format("@kjudge-pool-{}-", ::getuid());
-  std::istringstream lines(read_text("/proc/net/unix"));
-  int n = 0;
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    std::string num, refcount, protocol, flags;
-    fields >> num >> refcount >> protocol >> flags;
-    constexpr unsigned long accepts_connections = 0x10000;  // __SO_ACCEPTCON
-    if (line.find(needle) != std::string::npos &&
-        (std::strtoul(flags.c_str(), nullptr, 16) & accepts_connections) != 0)
-      ++n;
-  }
-  return n;
+  const std::string prefix = fmt::format("kjudge-pool-{}-", ::getuid());
+  const auto sockets = runner::abstract_sockets();
+  return static_cast<int>(std::count_if(sockets.begin(), sockets.end(), [&](const auto& s) {
+    return s.accepting && s.name.rfind(prefix, 0) == 0;
+  }));
 }
 
 }  // namespace

@@ -290,10 +290,19 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
                          f.code, f.message);
   }
   print_failure_detail(r, out, options);
-  const std::string_view how = r.worker.started_by == "pool" ? ", forked from the worker pool"
-                               : r.worker.started_by == "exec+pool_started"
-                                   ? "; worker pool started for the next evaluation"
-                                   : "";
+  std::string how = r.worker.started_by == "pool" ? ", forked from the worker pool"
+                    : r.worker.started_by == "exec+pool_started"
+                        ? "; worker pool started for the next evaluation"
+                        : "";
+  // Shown from 10 ms: a look at /proc/net/unix alone takes less.
+  if (r.worker.pool_wait_s >= 0.01)
+    how += r.worker.started_by == "pool"
+               ? fmt::format(", after {:.2f} s waiting for it to finish starting",
+                             r.worker.pool_wait_s)
+               : fmt::format(
+                     "; {:.2f} s spent waiting for a starting worker pool that did not "
+                     "serve it",
+                     r.worker.pool_wait_s);
   out += fmt::format("\nwall {:.2f} s (worker {:.2f} s{})\n", r.wall_s, r.worker.wall_s, how);
   return out;
 }

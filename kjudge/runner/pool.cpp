@@ -13,11 +13,13 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstddef>
@@ -28,6 +30,7 @@
 #include <fstream>
 #include <list>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -313,7 +316,87 @@ struct served {
   ::_exit(127);
 }
 
+/** Whether a process of this user holds the socket with this inode (one of its descriptors
+ *  links to "socket:[inode]"). Other users' processes are skipped unread. */
+bool own_process_holds(unsigned long inode) {
+  namespace fs = std::filesystem;
+  const std::string target = "socket:[" + std::to_string(inode) + "]";
+  const uid_t me = ::geteuid();
+  std::error_code ec;
+  for (fs::directory_iterator p("/proc", ec), end; !ec && p != end; p.increment(ec)) {
+    const std::string pid = p->path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat st {};
+    if (::stat(p->path().c_str(), &st) != 0 || st.st_uid != me) continue;
+    std::error_code fd_ec;  // a process that ends meanwhile ends this inner walk only
+    for (fs::directory_iterator fd(p->path() / "fd", fd_ec); !fd_ec && fd != end;
+         fd.increment(fd_ec)) {
+      std::error_code link_ec;
+      if (fs::read_symlink(fd->path(), link_ec).string() == target) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+std::vector<abstract_socket> abstract_sockets() {
+  // Lines: "Num: RefCount Protocol Flags Type St Inode [Path]"; an abstract name is "@name".
+  std::vector<abstract_socket> out;
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string num, refcount, protocol, flags, type, st, path;
+    unsigned long inode = 0;
+    if (!(fields >> num >> refcount >> protocol >> flags >> type >> st >> inode >> path)) continue;
+    if (path.size() < 2 || path[0] != '@') continue;
+    constexpr unsigned long accepts_connections = 0x10000;  // __SO_ACCEPTCON
+    constexpr unsigned long ss_connected = 3;               // socket_state SS_CONNECTED
+    abstract_socket s;
+    s.name = path.substr(1);
+    s.accepting = (std::strtoul(flags.c_str(), nullptr, 16) & accepts_connections) != 0;
+    s.connected = std::strtoul(st.c_str(), nullptr, 16) == ss_connected;
+    s.inode = inode;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds limit) {
+  const auto start = steady::now();
+  pool_wait out;
+  unsigned long checked = 0;  // the claim whose owner was found to be ours
+  for (bool first = true;; first = false) {
+    unsigned long claim = 0;
+    bool accepting = false;
+    for (const auto& s : abstract_sockets()) {
+      if (s.name != address || s.connected) continue;
+      if (s.accepting) accepting = true;
+      if (claim == 0) claim = s.inode;
+    }
+    if (!first) out.waited = steady::now() - start;  // one look is not a wait
+    if (accepting || claim == 0) {
+      out.state = accepting ? pool_state::accepting : pool_state::absent;
+      return out;
+    }
+    if (claim != checked) {
+      if (!own_process_holds(claim)) {
+        out.state = pool_state::foreign;
+        return out;
+      }
+      checked = claim;
+    }
+    out.state = pool_state::starting;
+    const auto left = limit - (steady::now() - start);
+    if (left <= steady::duration::zero()) {
+      out.waited = steady::now() - start;
+      return out;
+    }
+    std::this_thread::sleep_for(std::min<steady::duration>(left, std::chrono::milliseconds(20)));
+  }
+}
 
 std::optional<process_result> run_process_in_pool(const std::string& address,
                                                   const spawn_options& options) {

@@ -23,6 +23,36 @@ namespace kj::runner {
 [[nodiscard]] std::optional<process_result> run_process_in_pool(const std::string& address,
                                                                 const spawn_options& options);
 
+/** A unix socket with a name in the abstract namespace, as /proc/net/unix lists it. */
+struct abstract_socket {
+  std::string name;        ///< without the leading '@'
+  bool accepting = false;  ///< listening (__SO_ACCEPTCON)
+  bool connected = false;  ///< a connection (a listener's accepted sockets carry its name too)
+  unsigned long inode = 0;
+};
+
+/** The abstract unix sockets of this network namespace; empty where /proc/net/unix cannot be
+ *  read. */
+[[nodiscard]] std::vector<abstract_socket> abstract_sockets();
+
+/** What holds a pool's address. */
+enum class pool_state {
+  absent,     ///< nothing: no server runs there
+  starting,   ///< a process of this user claimed it and does not accept yet (in prepare)
+  accepting,  ///< a server accepts requests there
+  foreign,    ///< claimed, not accepting, by a process that is not this user's
+};
+
+struct pool_wait {
+  pool_state state = pool_state::absent;
+  std::chrono::duration<double> waited{0};  ///< seconds spent waiting (0 unless starting)
+};
+
+/** Where a server of this user has claimed `address` but does not accept requests yet (its
+ *  prepare(): for kjudge, `import torch`), waits until it accepts, is gone, or `limit` has passed,
+ *  looking every 20 ms; otherwise returns at once. */
+[[nodiscard]] pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds limit);
+
 struct pool_server_options {
   /** Abstract socket name, without the leading NUL. */
   std::string address;

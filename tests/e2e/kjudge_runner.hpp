@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -34,9 +35,11 @@ inline kjudge_run run_command(const std::string& command, const std::string& pro
                               const std::string& candidate, std::vector<std::string> extra = {},
                               std::chrono::seconds limit = std::chrono::seconds(240)) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const auto json_path = std::filesystem::temp_directory_path() /
-                         (std::string("kjudge_e2e_") + info->test_suite_name() + "_" +
-                          info->name() + "_" + std::to_string(::getpid()) + ".json");
+  static std::atomic<unsigned> calls{0};  // a test may run evaluations side by side
+  const auto json_path =
+      std::filesystem::temp_directory_path() /
+      (std::string("kjudge_e2e_") + info->test_suite_name() + "_" + info->name() + "_" +
+       std::to_string(::getpid()) + "_" + std::to_string(calls++) + ".json");
   std::filesystem::remove(json_path);
   runner::spawn_options o;
   o.argv = {KJ_KJUDGE_EXE,

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <regex>
 #include <thread>
 
@@ -118,6 +119,52 @@ TEST_F(PoolCpu, FirstStartsThePoolThenEvaluationsAreForkedFromIt) {
   const auto env = run_eval("problems/level1/softmax.py", candidate.string(), cpu_pool);
   EXPECT_EQ(env.exit_code, 0) << env.output;
   EXPECT_EQ(env.result["worker"]["started_by"], "pool");
+}
+
+// The first evaluation starts the pool before its own worker; one that starts while that pool is
+// still importing torch waits for it and is forked from it, rather than importing torch itself.
+// The pool's start is made 3 s longer by a sitecustomize module that sleeps (on PYTHONPATH, part
+// of this pool's environment; a worker forked from the pool does not start Python again).
+TEST_F(PoolCpu, AnEvaluationWaitsForAPoolThatIsStillStarting) {
+  const fs::path site = s_cache / "slow_site";
+  fs::create_directories(site);
+  std::ofstream(site / "sitecustomize.py") << "import time\ntime.sleep(3)\n";
+  ::setenv("KJ_POOL_TEST_MARKER", (std::to_string(::getpid()) + "-wait").c_str(), 1);
+  ::setenv("PYTHONPATH", site.c_str(), 1);
+  const auto starting = [] {
+    const std::string text = log();
+    std::size_t n = 0;
+    for (auto at = text.find("importing torch"); at != std::string::npos;
+         at = text.find("importing torch", at + 1))
+      ++n;
+    return n;
+  };
+  const std::size_t before = starting();
+  auto first = std::async(std::launch::async, [] {
+    return run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  });
+  bool claimed = false;
+  for (int i = 0; i < 1500 && !claimed; ++i) {
+    claimed = starting() > before;
+    if (!claimed) std::this_thread::sleep_for(20ms);
+  }
+  const auto second =
+      claimed ? run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool)
+              : kjudge_run{};
+  const auto a = first.get();
+  ::unsetenv("PYTHONPATH");
+  ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
+  ASSERT_TRUE(claimed) << "no pool started; pool log:\n" << log();
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(a.result["worker"]["started_by"], "exec+pool_started");
+  EXPECT_EQ(a.result["worker"]["pool_wait_s"], 0.0);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto& w = second.result["worker"];
+  EXPECT_EQ(w["started_by"], "pool");
+  EXPECT_GT(w["pool_wait_s"].get<double>(), 0.5);
+  EXPECT_LT(w["pool_wait_s"].get<double>(), 30.0);
+  EXPECT_NE(second.output.find("waiting for it to finish starting"), std::string::npos)
+      << second.output;
 }
 
 // Without --pool or --no-pool, KJUDGE_POOL decides, and unset (or empty) means the pool.

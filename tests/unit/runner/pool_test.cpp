@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -361,6 +362,99 @@ TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
   EXPECT_TRUE(gone) << "grandchild " << grandchild << " outlived the pool";
   if (!gone) ::kill(grandchild, SIGKILL);
   fs::remove(pid_file);
+}
+
+TEST_F(pool_test, a_listening_server_is_seen_accepting_and_not_waited_for) {
+  const auto sockets = kj::runner::abstract_sockets();
+  EXPECT_TRUE(std::any_of(sockets.begin(), sockets.end(), [](const auto& s) {
+    return s.name == s_address && s.accepting && !s.connected;
+  }));
+  const auto w = kj::runner::wait_for_pool(s_address, 5s);
+  EXPECT_EQ(w.state, kj::runner::pool_state::accepting);
+  EXPECT_EQ(w.waited.count(), 0.0);
+}
+
+TEST(pool, nothing_at_the_address_is_not_waited_for) {
+  const auto w =
+      kj::runner::wait_for_pool("kjudge-pool-test-nobody-" + std::to_string(::getpid()), 5s);
+  EXPECT_EQ(w.state, kj::runner::pool_state::absent);
+  EXPECT_EQ(w.waited.count(), 0.0);
+}
+
+/** A server (forked from this test) whose prepare() takes `prepare_for`; killed on scope exit. */
+class slow_server {
+ public:
+  explicit slow_server(std::chrono::milliseconds prepare_for)
+      : m_address("kjudge-pool-test-slow-" + std::to_string(::getpid())) {
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      kj::runner::pool_server_options o;
+      o.address = m_address;
+      o.idle_exit = 60s;
+      o.prepare = [prepare_for] { std::this_thread::sleep_for(prepare_for); };
+      o.child_main = [](const std::vector<std::string>&) { ::_exit(0); };
+      ::_exit(kj::runner::serve_pool(o) ? 0 : 3);
+    }
+  }
+  ~slow_server() { stop(); }
+  slow_server(const slow_server&) = delete;
+  slow_server& operator=(const slow_server&) = delete;
+  void stop() {
+    if (m_pid <= 0) return;
+    ::kill(m_pid, SIGKILL);
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    m_pid = -1;
+  }
+  /** Waits (up to 5 s) until the address is claimed: the server has bound it. */
+  bool claimed() const {
+    for (int i = 0; i < 500; ++i) {
+      const auto sockets = kj::runner::abstract_sockets();
+      if (std::any_of(sockets.begin(), sockets.end(),
+                      [&](const auto& s) { return s.name == m_address; }))
+        return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  const std::string& address() const { return m_address; }
+  pid_t pid() const { return m_pid; }
+
+ private:
+  std::string m_address;
+  pid_t m_pid = -1;
+};
+
+TEST(pool, a_server_still_in_prepare_is_waited_for_until_it_accepts) {
+  slow_server server(1500ms);
+  ASSERT_TRUE(server.claimed());
+  // Refused while it prepares: without waiting, the requester would run the command itself.
+  EXPECT_FALSE(kj::runner::run_process_in_pool(server.address(), child({"exit", "0"})));
+  const auto short_wait = kj::runner::wait_for_pool(server.address(), 100ms);
+  EXPECT_EQ(short_wait.state, kj::runner::pool_state::starting);
+  EXPECT_GE(short_wait.waited.count(), 0.1);
+  EXPECT_LT(short_wait.waited.count(), 1.0);
+  const auto w = kj::runner::wait_for_pool(server.address(), 20s);
+  EXPECT_EQ(w.state, kj::runner::pool_state::accepting);
+  EXPECT_GT(w.waited.count(), 0.3);
+  EXPECT_LT(w.waited.count(), 10.0);
+  const auto r = kj::runner::run_process_in_pool(server.address(), child({"exit", "0"}));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->how, exit_kind::exited);
+}
+
+TEST(pool, a_server_that_dies_in_prepare_ends_the_wait) {
+  slow_server server(60s);
+  ASSERT_TRUE(server.claimed());
+  auto killer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms);
+    server.stop();
+  });
+  const auto w = kj::runner::wait_for_pool(server.address(), 20s);
+  killer.get();
+  EXPECT_EQ(w.state, kj::runner::pool_state::absent);
+  EXPECT_GT(w.waited.count(), 0.2);
+  EXPECT_LT(w.waited.count(), 5.0);
 }
 
 TEST(pool, no_server_means_no_result) {
