@@ -1347,49 +1347,62 @@ def make_runner(which):
         except torch.cuda.OutOfMemoryError as exc:
             # The other side's graphs may hold memory that its eager timing would not.
             return "out of memory in the warm-up before capture: %s" % _first_line(exc)
-        made, outs = [], []
         # capture_begin/capture_end, not torch.cuda.graph: on the H200 (torch 2.11) every
         # evaluation whose graphs torch.cuda.graph captured recorded the candidate's kernel about
-        # 0.3 us (8%) longer under CUPTI after timing (3.81-4.13 us), where with these calls (no
-        # synchronize, empty_cache or host empty_cache first) 8 of 9 read as without graphs
-        # (3.55-3.74 us; docs/benchmarks.md, eighteenth session). The stream is restored here as
-        # well, should the context below ever leave it behind.
+        # 0.35 us (10%) longer under CUPTI after timing (3.81-4.13 us), where with these calls
+        # (no synchronize, empty_cache or host empty_cache first) 8 of 9 read as without graphs
+        # (3.55-3.74 us). The device medians did not move either way, and which of those calls
+        # does it was not isolated (docs/benchmarks.md, eighteenth session). The stream is
+        # restored here as well, should the context below ever leave it behind.
         previous = torch.cuda.current_stream()
-        pool = torch.cuda.graph_pool_handle()
-        try:
-            with no_grad():
-                for k in range(len(sets)):
-                    g = torch.cuda.CUDAGraph()
-                    with torch.cuda.stream(side):
-                        g.capture_begin(pool=pool, capture_error_mode="thread_local")
-                        try:
-                            out = model(*sets[k])
-                        finally:
-                            # A capture that a failed forward invalidated raises here, with the
-                            # forward's exception as its __context__ (reported below).
-                            g.capture_end()
-                    made.append(g)
-                    outs.append(out)
-            torch.cuda.current_stream().wait_stream(side)
-        except BaseException as exc:
-            torch.cuda.set_stream(previous)
-            why = "%s under CUDA graph capture: %s" % (type(exc).__name__, _first_line(exc))
-            # Leaving a capture that already failed raises its own error ("operation failed due
-            # to a previous error during capture"); the cause is the one it replaced.
-            cause = exc.__context__
-            if cause is not None and cause is not exc:
-                why += " (after %s: %s)" % (type(cause).__name__, _first_line(cause))
-        else:
-            _timing_graphs[which] = (made, outs)
-            return ""
-        # Outside the except clause, so no traceback keeps this frame (and with it the failed
-        # graph, whose destruction releases its pool if its capture ended) alive for the cycle
-        # collector to free in the middle of a timed sample.
-        cause = g = out = None
-        made.clear()
-        outs.clear()
-        _reset_after_failed_capture(pool, side, which)
+        for attempt in range(2):
+            made, outs = [], []
+            pool = torch.cuda.graph_pool_handle()
+            out_of_memory = False
+            try:
+                with no_grad():
+                    for k in range(len(sets)):
+                        g = torch.cuda.CUDAGraph()
+                        with torch.cuda.stream(side):
+                            g.capture_begin(pool=pool, capture_error_mode="thread_local")
+                            try:
+                                out = model(*sets[k])
+                            finally:
+                                # A capture that a failed forward invalidated raises here, with
+                                # the forward's exception as its __context__ (reported below).
+                                g.capture_end()
+                        made.append(g)
+                        outs.append(out)
+                torch.cuda.current_stream().wait_stream(side)
+            except BaseException as exc:
+                torch.cuda.set_stream(previous)
+                why = "%s under CUDA graph capture: %s" % (type(exc).__name__, _first_line(exc))
+                # Leaving a capture that already failed raises its own error ("operation failed
+                # due to a previous error during capture"); the cause is the one it replaced.
+                cause = exc.__context__
+                if cause is not None and cause is not exc:
+                    why += " (after %s: %s)" % (type(cause).__name__, _first_line(cause))
+                out_of_memory = isinstance(exc, torch.cuda.OutOfMemoryError) or isinstance(
+                    cause, torch.cuda.OutOfMemoryError)
+            else:
+                _timing_graphs[which] = (made, outs)
+                return ""
+            # Outside the except clause, so no traceback keeps this frame (and with it the failed
+            # graph, whose destruction releases its pool if its capture ended) alive for the
+            # cycle collector to free in the middle of a timed sample.
+            cause = g = out = None
+            made.clear()
+            outs.clear()
+            _reset_after_failed_capture(pool, side, which)
+            if not out_of_memory or attempt > 0:
+                return why
+            # While a capture is underway the caching allocator cannot hand what it holds back
+            # to the driver for the graph's pool (torch.cuda.graph empties the cache before every
+            # capture; the calls above do not): out of memory, it is emptied and the capture
+            # tried once more.
+            torch.cuda.empty_cache()
         return why
+
     def run_graph():
         _timing_graphs[which][0][current[0]].replay()
 
