@@ -79,7 +79,12 @@ int run_worker_pool_command(int argc, char** argv) {
     std::fprintf(stderr, "kjudge worker-pool: pid %d serves %s (python %s); importing torch\n",
                  static_cast<int>(::getpid()), o.address.c_str(),
                  py.python_executable.string().c_str());
+    // A start that hangs (an import stalled on a file system, a site module that blocks) ends
+    // the pool after 2 minutes (SIGALRM, default action), freeing its address for another: until
+    // then evaluations wait for it, at most until it is 30 s old (docs/methodology.md).
+    ::alarm(120);
     python::prewarm(py);
+    ::alarm(0);
     std::fprintf(stderr, "kjudge worker-pool: pid %d ready\n", static_cast<int>(::getpid()));
   };
   o.before_fork = python::before_fork;

@@ -25,8 +25,8 @@ struct run_options {
   bool use_pool = false;
   /** How long a pool started here waits for requests before it exits. */
   std::chrono::seconds pool_idle_exit{600};
-  /** How long an evaluation waits for a pool of this user that is still starting (importing
-   *  torch) before it runs a worker of its own instead. */
+  /** An evaluation waits for a pool of this user that is still starting (importing torch)
+   *  as long as that pool is younger than this; then it runs a worker of its own instead. */
   std::chrono::milliseconds pool_start_wait{std::chrono::seconds(30)};
 };
 

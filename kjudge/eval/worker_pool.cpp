@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -63,13 +64,13 @@ std::string process_attributes() {
   return out;
 }
 
-/** Pools of this user listening now (a pool's accepted connections carry its name too). */
+/** Pools of this user: names that a socket other than a connection holds, listening or still
+ *  starting (a pool's accepted connections carry its name too). */
 int running_pools() {
-  const std::string prefix = fmt::format("kjudge-pool-{}-", ::getuid());
-  const auto sockets = runner::abstract_sockets();
-  return static_cast<int>(std::count_if(sockets.begin(), sockets.end(), [&](const auto& s) {
-    return s.accepting && s.name.rfind(prefix, 0) == 0;
-  }));
+  std::set<std::string> names;
+  for (const auto& s : runner::abstract_sockets(fmt::format("kjudge-pool-{}-", ::getuid())))
+    if (!s.connected) names.insert(s.name);
+  return static_cast<int>(names.size());
 }
 
 }  // namespace

@@ -29,8 +29,11 @@
 #include <filesystem>
 #include <fstream>
 #include <list>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -316,9 +319,9 @@ struct served {
   ::_exit(127);
 }
 
-/** Whether a process of this user holds the socket with this inode (one of its descriptors
- *  links to "socket:[inode]"). Other users' processes are skipped unread. */
-bool own_process_holds(unsigned long inode) {
+/** The process of this user that holds the socket with this inode (one of its descriptors links
+ *  to "socket:[inode]"), or 0. Other users' processes are skipped unread. */
+pid_t own_process_holding(unsigned long inode) {
   namespace fs = std::filesystem;
   const std::string target = "socket:[" + std::to_string(inode) + "]";
   const uid_t me = ::geteuid();
@@ -332,26 +335,59 @@ bool own_process_holds(unsigned long inode) {
     for (fs::directory_iterator fd(p->path() / "fd", fd_ec); !fd_ec && fd != end;
          fd.increment(fd_ec)) {
       std::error_code link_ec;
-      if (fs::read_symlink(fd->path(), link_ec).string() == target) return true;
+      if (fs::read_symlink(fd->path(), link_ec).string() == target)
+        return static_cast<pid_t>(std::stol(pid));
     }
   }
-  return false;
+  return 0;
+}
+
+/** How long ago the process started (/proc/PID/stat's start time against /proc/uptime); nullopt
+ *  where either cannot be read. */
+std::optional<std::chrono::duration<double>> process_age(pid_t pid) {
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat_file, text);
+  const auto paren = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(text.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field; ++i) {  // fields 3..21; field 22 is starttime
+  }
+  unsigned long long start_ticks = 0;
+  double uptime_s = 0;
+  std::ifstream uptime_file("/proc/uptime");
+  const long ticks_per_s = ::sysconf(_SC_CLK_TCK);
+  if (!(fields >> start_ticks) || !(uptime_file >> uptime_s) || ticks_per_s <= 0)
+    return std::nullopt;
+  return std::chrono::duration<double>(std::max(
+      0.0, uptime_s - static_cast<double>(start_ticks) / static_cast<double>(ticks_per_s)));
+}
+
+/** The socket named `address` that is not a connection: its inode (0: none) and whether it
+ *  accepts. */
+std::pair<unsigned long, bool> claim_of(const std::string& address) {
+  for (const auto& s : abstract_sockets(address))
+    if (s.name == address && !s.connected) return {s.inode, s.accepting};
+  return {0, false};
 }
 
 }  // namespace
 
-std::vector<abstract_socket> abstract_sockets() {
+std::vector<abstract_socket> abstract_sockets(std::string_view prefix) {
   // Lines: "Num: RefCount Protocol Flags Type St Inode [Path]"; an abstract name is "@name".
   std::vector<abstract_socket> out;
   std::ifstream in("/proc/net/unix");
+  const std::string needle = "@" + std::string(prefix);
   std::string line;
   std::getline(in, line);  // the header
   while (std::getline(in, line)) {
+    if (line.find(needle) == std::string::npos) continue;  // most lines, unparsed
     std::istringstream fields(line);
     std::string num, refcount, protocol, flags, type, st, path;
     unsigned long inode = 0;
     if (!(fields >> num >> refcount >> protocol >> flags >> type >> st >> inode >> path)) continue;
-    if (path.size() < 2 || path[0] != '@') continue;
+    if (path.size() < 2 || path.rfind(needle, 0) != 0) continue;
     constexpr unsigned long accepts_connections = 0x10000;  // __SO_ACCEPTCON
     constexpr unsigned long ss_connected = 3;               // socket_state SS_CONNECTED
     abstract_socket s;
@@ -367,31 +403,33 @@ std::vector<abstract_socket> abstract_sockets() {
 pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds limit) {
   const auto start = steady::now();
   pool_wait out;
-  unsigned long checked = 0;  // the claim whose owner was found to be ours
+  unsigned long checked = 0;  // the claim being waited for, its holder found to be ours
+  auto deadline = start;      // when that holder will be `limit` old
   for (bool first = true;; first = false) {
-    unsigned long claim = 0;
-    bool accepting = false;
-    for (const auto& s : abstract_sockets()) {
-      if (s.name != address || s.connected) continue;
-      if (s.accepting) accepting = true;
-      if (claim == 0) claim = s.inode;
-    }
+    const auto [claim, accepting] = claim_of(address);
     if (!first) out.waited = steady::now() - start;  // one look is not a wait
     if (accepting || claim == 0) {
       out.state = accepting ? pool_state::accepting : pool_state::absent;
       return out;
     }
     if (claim != checked) {
-      if (!own_process_holds(claim)) {
+      const pid_t holder = own_process_holding(claim);
+      if (holder == 0) {
+        // Another user's, or one that ended between the two reads: only a claim still there
+        // is another user's.
+        if (claim_of(address).first != claim) continue;
         out.state = pool_state::foreign;
         return out;
       }
       checked = claim;
+      const auto age = process_age(holder).value_or(std::chrono::duration<double>(0));
+      deadline = steady::now() + std::chrono::duration_cast<steady::duration>(
+                                     std::chrono::duration<double>(limit) - age);
     }
     out.state = pool_state::starting;
-    const auto left = limit - (steady::now() - start);
+    const auto left = deadline - steady::now();
     if (left <= steady::duration::zero()) {
-      out.waited = steady::now() - start;
+      if (!first) out.waited = steady::now() - start;
       return out;
     }
     std::this_thread::sleep_for(std::min<steady::duration>(left, std::chrono::milliseconds(20)));

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <kjudge/runner/process.hpp>
@@ -31,9 +32,9 @@ struct abstract_socket {
   unsigned long inode = 0;
 };
 
-/** The abstract unix sockets of this network namespace; empty where /proc/net/unix cannot be
- *  read. */
-[[nodiscard]] std::vector<abstract_socket> abstract_sockets();
+/** The abstract unix sockets of this network namespace whose names start with `prefix`; empty
+ *  where /proc/net/unix cannot be read. */
+[[nodiscard]] std::vector<abstract_socket> abstract_sockets(std::string_view prefix = {});
 
 /** What holds a pool's address. */
 enum class pool_state {
@@ -44,13 +45,15 @@ enum class pool_state {
 };
 
 struct pool_wait {
-  pool_state state = pool_state::absent;
-  std::chrono::duration<double> waited{0};  ///< seconds spent waiting (0 unless starting)
+  pool_state state = pool_state::absent;  ///< at the last look
+  /** Time spent waiting: 0 when the first look found no server starting. */
+  std::chrono::duration<double> waited{0};
 };
 
 /** Where a server of this user has claimed `address` but does not accept requests yet (its
- *  prepare(): for kjudge, `import torch`), waits until it accepts, is gone, or `limit` has passed,
- *  looking every 20 ms; otherwise returns at once. */
+ *  prepare(): for kjudge, `import torch`), waits until it accepts or is gone, looking every
+ *  20 ms, for as long as that server is younger than `limit` (a server still starting at that
+ *  age is taken to be stuck, and not waited for at all); otherwise returns at once. */
 [[nodiscard]] pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds limit);
 
 struct pool_server_options {

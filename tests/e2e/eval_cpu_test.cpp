@@ -431,9 +431,9 @@ TEST(EvalCpu, UsageErrors) {
         {"--json", std::filesystem::temp_directory_path().string()}}) {
     std::vector<std::string> args = {"eval", problem, candidate, "--device", "cpu"};
     args.insert(args.end(), bad.begin(), bad.end());
-    const auto r = run_raw(args);
-    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.output;
-    EXPECT_NE(r.output.find(bad[0]), std::string::npos) << r.output;
+    const auto refused = run_raw(args);
+    EXPECT_EQ(refused.exit_code, 2) << bad[0] << " " << bad[1] << ": " << refused.output;
+    EXPECT_NE(refused.output.find(bad[0]), std::string::npos) << refused.output;
   }
   // Paths go to the worker as JSON: one that is not UTF-8 is refused (it was an internal error).
   const auto latin1 = std::filesystem::temp_directory_path() /
