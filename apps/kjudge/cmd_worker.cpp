@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -82,6 +83,11 @@ int run_worker_pool_command(int argc, char** argv) {
     // A start that hangs (an import stalled on a file system, a site module that blocks) ends
     // the pool after 2 minutes (SIGALRM, default action), freeing its address for another: until
     // then evaluations wait for it, at most until it is 30 s old (docs/methodology.md).
+    ::signal(SIGALRM, SIG_DFL);  // whatever the process that started the pool left behind
+    sigset_t alarm_only;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    ::sigprocmask(SIG_UNBLOCK, &alarm_only, nullptr);
     ::alarm(120);
     python::prewarm(py);
     ::alarm(0);

@@ -149,9 +149,10 @@ struct worker_info {
   std::string output_tail;  ///< last lines of the candidate's / worker's stdout+stderr
   /** How the worker process was made: "exec" (fork and exec of `kjudge worker`) or "pool" (forked
    *  by the worker pool, torch already imported); "exec+pool_started" when the pool was asked
-   *  for, not running, and started for the next evaluation. */
+   *  for, did not serve (none ran, or it did not take the request), and a pool start was
+   *  launched for the next evaluation. */
   std::string started_by = "exec";
-  /** Seconds this evaluation waited for a pool that was still starting (0: none was). */
+  /** Seconds this evaluation waited for a pool that was still starting (0: it did not wait). */
   double pool_wait_s = 0;
 };
 

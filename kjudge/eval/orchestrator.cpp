@@ -123,9 +123,12 @@ eval_result evaluate(const job& j, const run_options& options) {
     const auto w = runner::wait_for_pool(address, options.pool_start_wait);
     r.worker.pool_wait_s = w.waited.count();
     pooled = runner::run_process_in_pool(address, so);
-    // None there: one is started now, so that it imports torch while this evaluation's own
-    // worker does, and serves the next evaluation (which waits for it if it must).
-    if (!pooled && w.state == runner::pool_state::absent)
+    // None there (or the one there went away before it took the request): one is started now,
+    // so that it imports torch while this evaluation's own worker does, and serves the next
+    // evaluation (which waits for it if it must). Where a pool is there after all, the new one
+    // cannot claim the address and exits at once.
+    if (!pooled &&
+        (w.state == runner::pool_state::absent || w.state == runner::pool_state::accepting))
       pool_started = start_pool(exe, address, j.python, options.pool_idle_exit,
                                 j.cache_dir / "worker-pool.log");
   }

@@ -1349,7 +1349,7 @@ def make_runner(which):
             return "out of memory in the warm-up before capture: %s" % _first_line(exc)
         # capture_begin/capture_end, not torch.cuda.graph: on the H200 (torch 2.11) every
         # evaluation whose graphs torch.cuda.graph captured recorded the candidate's kernel about
-        # 0.35 us (10%) longer under CUPTI after timing (3.81-4.13 us), where with these calls
+        # 0.37 us (10%) longer under CUPTI after timing (3.81-4.13 us), where with these calls
         # (no synchronize, empty_cache or host empty_cache first) 8 of 9 read as without graphs
         # (3.55-3.74 us). The device medians did not move either way, and which of those calls
         # does it was not isolated (docs/benchmarks.md, eighteenth session). The stream is

@@ -389,11 +389,12 @@ std::vector<abstract_socket> abstract_sockets(std::string_view prefix) {
     if (!(fields >> num >> refcount >> protocol >> flags >> type >> st >> inode >> path)) continue;
     if (path.size() < 2 || path.rfind(needle, 0) != 0) continue;
     constexpr unsigned long accepts_connections = 0x10000;  // __SO_ACCEPTCON
-    constexpr unsigned long ss_connected = 3;               // socket_state SS_CONNECTED
+    constexpr unsigned long ss_unconnected = 1;             // socket_state SS_UNCONNECTED
     abstract_socket s;
     s.name = path.substr(1);
     s.accepting = (std::strtoul(flags.c_str(), nullptr, 16) & accepts_connections) != 0;
-    s.connected = std::strtoul(st.c_str(), nullptr, 16) == ss_connected;
+    // Connections, accepted or still queued (SS_CONNECTING, inode 0), carry the listener's name.
+    s.connected = std::strtoul(st.c_str(), nullptr, 16) != ss_unconnected || inode == 0;
     s.inode = inode;
     out.push_back(std::move(s));
   }
@@ -405,9 +406,10 @@ pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds li
   pool_wait out;
   unsigned long checked = 0;  // the claim being waited for, its holder found to be ours
   auto deadline = start;      // when that holder will be `limit` old
-  for (bool first = true;; first = false) {
+  bool slept = false;         // looks alone are not a wait: `waited` stays 0 until a sleep
+  while (true) {
     const auto [claim, accepting] = claim_of(address);
-    if (!first) out.waited = steady::now() - start;  // one look is not a wait
+    if (slept) out.waited = steady::now() - start;
     if (accepting || claim == 0) {
       out.state = accepting ? pool_state::accepting : pool_state::absent;
       return out;
@@ -429,10 +431,11 @@ pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds li
     out.state = pool_state::starting;
     const auto left = deadline - steady::now();
     if (left <= steady::duration::zero()) {
-      if (!first) out.waited = steady::now() - start;
+      if (slept) out.waited = steady::now() - start;
       return out;
     }
     std::this_thread::sleep_for(std::min<steady::duration>(left, std::chrono::milliseconds(20)));
+    slept = true;
   }
 }
 

@@ -28,7 +28,7 @@ namespace kj::runner {
 struct abstract_socket {
   std::string name;        ///< without the leading '@'
   bool accepting = false;  ///< listening (__SO_ACCEPTCON)
-  bool connected = false;  ///< a connection (a listener's accepted sockets carry its name too)
+  bool connected = false;  ///< a connection, accepted or queued (they carry the listener's name)
   unsigned long inode = 0;
 };
 
