@@ -1362,15 +1362,7 @@ def make_runner(which):
             try:
                 with no_grad():
                     for k in range(len(sets)):
-                        g = torch.cuda.CUDAGraph()
-                        with torch.cuda.stream(side):
-                            g.capture_begin(pool=pool, capture_error_mode="thread_local")
-                            try:
-                                out = model(*sets[k])
-                            finally:
-                                # A capture that a failed forward invalidated raises here, with
-                                # the forward's exception as its __context__ (reported below).
-                                g.capture_end()
+                        g, out = _capture(model, sets[k], side, pool)
                         made.append(g)
                         outs.append(out)
                 torch.cuda.current_stream().wait_stream(side)
@@ -1410,6 +1402,20 @@ def make_runner(which):
         _timing_graphs.pop(which, None)
 
     return prepare, run, capture, run_graph, drop
+
+
+def _capture(model, args, side, pool):
+    """(graph, outputs) of one forward captured on stream `side` into memory pool `pool`."""
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side):
+        g.capture_begin(pool=pool, capture_error_mode="thread_local")
+        try:
+            out = model(*args)
+        finally:
+            # A capture that a failed forward invalidated raises here, with the forward's
+            # exception as its __context__ (capture_side reports both).
+            g.capture_end()
+    return g, out
 
 
 def _reset_after_failed_capture(pool, side, which):
@@ -1484,7 +1490,7 @@ def timing_native_outputs(k):
 def timing_native_params(k):
     """Set k's copies of the reference's parameters and buffers (set 0 has the trials' own)."""
     params = _native_copy(_timing_native_params, k, lambda s: _params if s == 0 else
-                          [t.clone(memory_format=torch.contiguous_format) for t in _params])
+                          [_contiguous_clone(t) for t in _params])
     return [_describe(t, name) for t, name in zip(params, _param_names)]
 
 

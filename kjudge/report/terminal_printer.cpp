@@ -294,8 +294,7 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
                     : r.worker.started_by == "exec+pool_started"
                         ? "; worker pool started for the next evaluation"
                         : "";
-  // Shown from 10 ms: a look at /proc/net/unix alone takes less.
-  if (r.worker.pool_wait_s >= 0.01)
+  if (r.worker.pool_wait_s > 0)  // 0 unless it slept waiting for a starting pool
     how += r.worker.started_by == "pool"
                ? fmt::format(", after {:.2f} s waiting for it to finish starting",
                              r.worker.pool_wait_s)

@@ -135,17 +135,23 @@ std::optional<ucred> peer_of(int fd) {
 }
 
 /** The parent pid of `pid` from /proc, or -1. */
-pid_t parent_of(pid_t pid) {
+/** The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses):
+ *  [0] is field 3, the state; empty where the process is gone. */
+std::vector<std::string> stat_fields(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
-  if (!std::getline(stat, line)) return -1;
+  std::vector<std::string> out;
+  if (!std::getline(stat, line)) return out;
   const auto close_paren = line.rfind(')');
-  if (close_paren == std::string::npos) return -1;
+  if (close_paren == std::string::npos) return out;
   std::istringstream rest(line.substr(close_paren + 1));
-  std::string state;
-  long ppid = -1;
-  rest >> state >> ppid;
-  return static_cast<pid_t>(ppid);
+  for (std::string f; rest >> f;) out.push_back(std::move(f));
+  return out;
+}
+
+pid_t parent_of(pid_t pid) {
+  const auto fields = stat_fields(pid);
+  return fields.size() > 1 ? static_cast<pid_t>(std::strtol(fields[1].c_str(), nullptr, 10)) : -1;
 }
 
 // ---- requester ---------------------------------------------------------------------------------
@@ -342,26 +348,17 @@ pid_t own_process_holding(unsigned long inode) {
   return 0;
 }
 
-/** How long ago the process started (/proc/PID/stat's start time against /proc/uptime); nullopt
- *  where either cannot be read. */
+/** How long ago the process started (/proc/PID/stat's start time, field 22, against
+ *  /proc/uptime); nullopt where either cannot be read. */
 std::optional<std::chrono::duration<double>> process_age(pid_t pid) {
-  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat_file, text);
-  const auto paren = text.rfind(')');  // the command name may hold spaces and parentheses
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i < 22 && fields >> field; ++i) {  // fields 3..21; field 22 is starttime
-  }
-  unsigned long long start_ticks = 0;
+  const auto fields = stat_fields(pid);
   double uptime_s = 0;
   std::ifstream uptime_file("/proc/uptime");
   const long ticks_per_s = ::sysconf(_SC_CLK_TCK);
-  if (!(fields >> start_ticks) || !(uptime_file >> uptime_s) || ticks_per_s <= 0)
-    return std::nullopt;
-  return std::chrono::duration<double>(std::max(
-      0.0, uptime_s - static_cast<double>(start_ticks) / static_cast<double>(ticks_per_s)));
+  if (fields.size() <= 19 || !(uptime_file >> uptime_s) || ticks_per_s <= 0) return std::nullopt;
+  const double start_s = static_cast<double>(std::strtoull(fields[19].c_str(), nullptr, 10)) /
+                         static_cast<double>(ticks_per_s);
+  return std::chrono::duration<double>(std::max(0.0, uptime_s - start_s));
 }
 
 /** The socket named `address` that is not a connection: its inode (0: none) and whether it
@@ -430,10 +427,7 @@ pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds li
     }
     out.state = pool_state::starting;
     const auto left = deadline - steady::now();
-    if (left <= steady::duration::zero()) {
-      if (slept) out.waited = steady::now() - start;
-      return out;
-    }
+    if (left <= steady::duration::zero()) return out;
     std::this_thread::sleep_for(std::min<steady::duration>(left, std::chrono::milliseconds(20)));
     slept = true;
   }

@@ -240,18 +240,25 @@ TEST_F(pool_test, a_second_server_does_not_take_the_address) {
   EXPECT_FALSE(kj::runner::serve_pool(o));
 }
 
-/** A server of its own (forked from this test) with the given child entry; killed on scope exit. */
+/** A server of its own (forked from this test) with the given child entry and prepare(); killed
+ *  on scope exit. */
 class dedicated_server {
  public:
-  explicit dedicated_server(std::function<void(const std::vector<std::string>&)> child_main)
+  explicit dedicated_server(std::function<void(const std::vector<std::string>&)> child_main,
+                            std::function<void()> prepare = {})
       : m_address("kjudge-pool-test-own-" + std::to_string(::getpid())) {
     m_pid = ::fork();
     if (m_pid == 0) {
       kj::runner::pool_server_options o;
       o.address = m_address;
       o.idle_exit = 120s;
+      o.prepare = std::move(prepare);
       o.child_main = std::move(child_main);
-      ::_exit(kj::runner::serve_pool(o) ? 0 : 3);
+      try {
+        ::_exit(kj::runner::serve_pool(o) ? 0 : 3);
+      } catch (...) {
+        ::_exit(4);  // never back into the test framework from the forked server
+      }
     }
   }
   ~dedicated_server() { stop(SIGKILL); }
@@ -273,6 +280,18 @@ class dedicated_server {
     ADD_FAILURE() << "the dedicated pool server never answered";
     return {};
   }
+  /** Waits (up to 5 s) until the address is claimed: the server has bound it. */
+  bool claimed() const {
+    for (int i = 0; i < 500; ++i) {
+      const auto sockets = kj::runner::abstract_sockets(m_address);
+      if (std::any_of(sockets.begin(), sockets.end(),
+                      [&](const auto& s) { return s.name == m_address; }))
+        return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  const std::string& address() const { return m_address; }
 
  private:
   std::string m_address;
@@ -381,56 +400,13 @@ TEST(pool, nothing_at_the_address_is_not_waited_for) {
   EXPECT_EQ(w.waited.count(), 0.0);
 }
 
-/** A server (forked from this test) whose prepare() takes `prepare_for`; killed on scope exit. */
-class slow_server {
- public:
-  explicit slow_server(std::chrono::milliseconds prepare_for)
-      : m_address("kjudge-pool-test-slow-" + std::to_string(::getpid())) {
-    m_pid = ::fork();
-    if (m_pid == 0) {
-      kj::runner::pool_server_options o;
-      o.address = m_address;
-      o.idle_exit = 60s;
-      o.prepare = [prepare_for] { std::this_thread::sleep_for(prepare_for); };
-      o.child_main = [](const std::vector<std::string>&) { ::_exit(0); };
-      try {
-        ::_exit(kj::runner::serve_pool(o) ? 0 : 3);
-      } catch (...) {
-        ::_exit(4);  // never back into the test framework from the forked server
-      }
-    }
-  }
-  ~slow_server() { stop(); }
-  slow_server(const slow_server&) = delete;
-  slow_server& operator=(const slow_server&) = delete;
-  void stop() {
-    if (m_pid <= 0) return;
-    ::kill(m_pid, SIGKILL);
-    int status = 0;
-    ::waitpid(m_pid, &status, 0);
-    m_pid = -1;
-  }
-  /** Waits (up to 5 s) until the address is claimed: the server has bound it. */
-  bool claimed() const {
-    for (int i = 0; i < 500; ++i) {
-      const auto sockets = kj::runner::abstract_sockets();
-      if (std::any_of(sockets.begin(), sockets.end(),
-                      [&](const auto& s) { return s.name == m_address; }))
-        return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
-  }
-  const std::string& address() const { return m_address; }
-  pid_t pid() const { return m_pid; }
-
- private:
-  std::string m_address;
-  pid_t m_pid = -1;
-};
+/** A child entry for servers whose children are never asked for. */
+void exit_at_once(const std::vector<std::string>& /*argv*/) {
+  ::_exit(0);
+}
 
 TEST(pool, a_server_still_in_prepare_is_waited_for_until_it_accepts) {
-  slow_server server(1500ms);
+  dedicated_server server(exit_at_once, [] { std::this_thread::sleep_for(1500ms); });
   ASSERT_TRUE(server.claimed());
   // Refused while it prepares: without waiting, the requester would run the command itself.
   EXPECT_FALSE(kj::runner::run_process_in_pool(server.address(), child({"exit", "0"})));
@@ -452,11 +428,11 @@ TEST(pool, a_server_still_in_prepare_is_waited_for_until_it_accepts) {
 }
 
 TEST(pool, a_server_that_dies_in_prepare_ends_the_wait) {
-  slow_server server(60s);
+  dedicated_server server(exit_at_once, [] { std::this_thread::sleep_for(60s); });
   ASSERT_TRUE(server.claimed());
   auto killer = std::async(std::launch::async, [&] {
     std::this_thread::sleep_for(300ms);
-    server.stop();
+    server.stop(SIGKILL);
   });
   const auto w = kj::runner::wait_for_pool(server.address(), 20s);
   killer.get();
