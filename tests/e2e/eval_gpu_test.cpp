@@ -126,6 +126,20 @@ TEST_F(EvalGpu, NativeErrorReturnAndExit) {
       << n.result["message"];
 }
 
+TEST_F(EvalGpu, CaptureThatRunsOutOfMemoryIsTriedAgainAfterEmptyingTheCache) {
+  // Its first capture runs out of memory because PyTorch's cache holds the block the capture
+  // needs (examples/faulty/tight_memory.py); emptied, the second capture fits. Were it not tried
+  // again, neither side would replay graphs.
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/tight_memory.py");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  for (const char* side : {"reference", "candidate"}) {
+    const auto& d = r.result["timing"][side]["device"];
+    EXPECT_TRUE(d["valid"].get<bool>()) << side << " " << d.dump();
+    EXPECT_EQ(d["method"], "cuda-graph+blocking-kernel+events") << side << " " << d["note"];
+  }
+}
+
 TEST_F(EvalGpu, HostSyncInForwardIsDetected) {
   const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/host_sync.py");
   EXPECT_EQ(r.exit_code, 0) << r.output;
