@@ -1,0 +1,263 @@
+#include <kjudge/runner/file_lock.hpp>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace kj::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A lock file holds one short line; anything larger is not one of ours.
+constexpr off_t max_lock_file_bytes = 4096;
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+/** What the holder wrote into the file: its first line, at most 200 bytes, made printable (the
+ *  file is writable by every user, and the text goes into flags and the terminal). */
+std::string read_holder(int fd) {
+  std::array<char, 200> buf{};
+  const ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
+  if (n <= 0) return {};
+  std::string s(buf.data(), static_cast<std::size_t>(n));
+  if (const auto nl = s.find('\n'); nl != std::string::npos) s.resize(nl);
+  for (char& c : s)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return s;
+}
+
+bool write_holder(int fd) {
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  const std::string line = fmt::format("pid {} on {}\n", ::getpid(), host.data());
+  return ::ftruncate(fd, 0) == 0 &&
+         ::pwrite(fd, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size());
+}
+
+struct opened {
+  int fd = -1;
+  bool writable = false;
+};
+
+/** Opens the lock file without following a symlink or blocking on a FIFO, and checks that it is
+ *  a plain file of one link (a hard link would make this write into, and, had it been created
+ *  here, widen the mode of, another file). The mode is widened only on a file created here. */
+opened open_lock_file_once(const fs::path& path, std::string& error, int& err_out) {
+  const int common = O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  opened o;
+  bool created = false;
+  // Without O_CREAT first: fs.protected_regular refuses O_CREAT opens of another user's file in
+  // a sticky directory such as /tmp, even one it could write.
+  o.fd = ::open(path.c_str(), O_RDWR | common);
+  int err = errno;
+  if (o.fd < 0 && err == ENOENT) {
+    o.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | common, 0666);
+    err = errno;
+    if (o.fd >= 0) {
+      created = true;
+    } else if (err == EEXIST) {  // another process made it in between
+      o.fd = ::open(path.c_str(), O_RDWR | common);
+      err = errno;
+    }
+  }
+  o.writable = o.fd >= 0;
+  // A file this user may not write (another user's; a read-only mount; an immutable file):
+  // flock needs only a descriptor.
+  if (o.fd < 0 && (err == EACCES || err == EROFS || err == EPERM)) {
+    o.fd = ::open(path.c_str(), O_RDONLY | common);
+    if (o.fd < 0 && errno != ENOENT) err = errno;  // ENOENT: it could not be created at all
+  }
+  err_out = err;
+  if (o.fd < 0) {
+    error = fmt::format("cannot open the lock file {}: {}", path.string(), errno_text(err));
+    return o;
+  }
+  struct stat st {};
+  std::string wrong;
+  if (::fstat(o.fd, &st) != 0) wrong = errno_text(errno);
+  else if (!S_ISREG(st.st_mode)) wrong = "not a regular file";
+  else if (st.st_nlink != 1) wrong = fmt::format("a file with {} links", st.st_nlink);
+  else if (st.st_size > max_lock_file_bytes) wrong = fmt::format("{} bytes long", st.st_size);
+  if (!wrong.empty()) {
+    error = fmt::format("refusing the lock file {}: {}", path.string(), wrong);
+    ::close(o.fd);
+    return {};
+  }
+  // open()'s mode is cut by the umask: widened so that other users can write it too.
+  if (created) static_cast<void>(::fchmod(o.fd, 0666));
+  return o;
+}
+
+opened open_lock_file(const fs::path& path, std::string& error) {
+  // Another user's process may have just created the file and not yet widened its mode: a
+  // refusal is tried again a few times.
+  for (int attempt = 0;; ++attempt) {
+    int err = 0;
+    error.clear();
+    auto o = open_lock_file_once(path, error, err);
+    if (o.fd >= 0 || err != EACCES || attempt == 4) return o;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+/** The lock file at `path` is still the one `fd` locked: not removed or replaced meanwhile (a
+ *  lock on a file no longer there would not exclude a process that creates the path anew). */
+bool still_at_path(int fd, const fs::path& path) {
+  struct stat held {}, now {};
+  return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 &&
+         held.st_dev == now.st_dev && held.st_ino == now.st_ino;
+}
+
+}  // namespace
+
+file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds limit) {
+  using clock = std::chrono::steady_clock;
+  file_lock lock;
+  auto file = open_lock_file(path, lock.m_error);
+  if (file.fd < 0) return lock;
+  int fd = file.fd;
+  const auto start = clock::now();
+  const auto deadline = start + limit;
+  bool waited = false;
+  for (int replaced = 0;;) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      if (still_at_path(fd, path) || replaced == 10) break;
+      // Removed or replaced while this waited: the lock that counts is on the file there now.
+      ::close(fd);
+      ++replaced;
+      file = open_lock_file(path, lock.m_error);
+      if (file.fd < 0) return lock;
+      fd = file.fd;
+      continue;
+    }
+    const int e = errno;
+    if (e == EINTR) continue;
+    if (e != EWOULDBLOCK) {
+      lock.m_error = fmt::format("cannot lock {}: {}", path.string(), errno_text(e));
+      ::close(fd);
+      return lock;
+    }
+    // Read again each time: the holder seen last is the one that made this wait end or time out.
+    if (auto h = read_holder(fd); !h.empty()) lock.m_holder = std::move(h);
+    if (clock::now() >= deadline) {
+      lock.m_waited = clock::now() - start;
+      lock.m_timed_out = true;
+      lock.m_error = fmt::format("{} still held it after {:.1f} s",
+                                 lock.m_holder.empty() ? "another process" : lock.m_holder,
+                                 lock.m_waited.count());
+      ::close(fd);
+      return lock;
+    }
+    waited = true;
+    // Polled, so waiters are not served in order of arrival: whoever looks first after a
+    // release takes it. Holds last seconds; 5 ms is a small fraction of that.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (waited) lock.m_waited = clock::now() - start;
+  else lock.m_holder.clear();
+  lock.m_wrote_holder = file.writable && write_holder(fd);
+  lock.m_fd = fd;
+  return lock;
+}
+
+file_lock file_lock::mark(const fs::path& path) {
+  file_lock lock;
+  const auto file = open_lock_file(path, lock.m_error);
+  if (file.fd < 0) return lock;
+  // others_marked() holds the file exclusively for an instant while it looks: tried again for up
+  // to about 100 ms, never blocking on a holder that would not let go.
+  int e = 0;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    if (::flock(file.fd, LOCK_SH | LOCK_NB) == 0) {
+      e = 0;
+      break;
+    }
+    e = errno;
+    if (e != EWOULDBLOCK && e != EINTR) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (e != 0) {
+    lock.m_error = fmt::format("cannot lock {}: {}", path.string(), errno_text(e));
+    ::close(file.fd);
+    return lock;
+  }
+  // Its time says a mark was taken since a look that saw none (best effort: the file is 0666).
+  static_cast<void>(::futimens(file.fd, nullptr));
+  lock.m_fd = file.fd;
+  return lock;
+}
+
+bool file_lock::others_marked(const fs::path& path) {
+  std::string error;
+  const auto file = open_lock_file(path, error);
+  if (file.fd < 0) return false;
+  const bool marked = ::flock(file.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (!marked) static_cast<void>(::flock(file.fd, LOCK_UN));  // at once: a mark() may be waiting
+  ::close(file.fd);
+  return marked;
+}
+
+file_lock::file_lock(file_lock&& other) noexcept
+    : m_fd(std::exchange(other.m_fd, -1)),
+      m_wrote_holder(other.m_wrote_holder),
+      m_timed_out(other.m_timed_out),
+      m_waited(other.m_waited),
+      m_holder(std::move(other.m_holder)),
+      m_error(std::move(other.m_error)) {}
+
+file_lock& file_lock::operator=(file_lock&& other) noexcept {
+  if (this != &other) {
+    release();
+    m_fd = std::exchange(other.m_fd, -1);
+    m_wrote_holder = other.m_wrote_holder;
+    m_timed_out = other.m_timed_out;
+    m_waited = other.m_waited;
+    m_holder = std::move(other.m_holder);
+    m_error = std::move(other.m_error);
+  }
+  return *this;
+}
+
+file_lock::~file_lock() { release(); }
+
+void file_lock::release() noexcept {
+  if (m_fd < 0) return;
+  // A waiter that reads the file after this must not name this process.
+  if (m_wrote_holder) static_cast<void>(::ftruncate(m_fd, 0));
+  // Explicitly: closing drops the lock only when no forked child kept a copy of the descriptor.
+  static_cast<void>(::flock(m_fd, LOCK_UN));
+  ::close(std::exchange(m_fd, -1));
+  m_wrote_holder = false;
+}
+
+fs::path gpu_lock_path(std::string_view uuid) {
+  fs::path dir = "/tmp";
+  if (const char* d = std::getenv("KJUDGE_LOCK_DIR"); d != nullptr && *d != '\0') dir = d;
+  std::string name = "kjudge-gpu-";
+  for (const char c : uuid) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '-';
+    name += ok ? c : '_';
+  }
+  return dir / (name + ".lock");
+}
+
+fs::path outside_mark_path(const fs::path& lock) {
+  fs::path p = lock;
+  p += ".outside";
+  return p;
+}
+
+}  // namespace kj::runner

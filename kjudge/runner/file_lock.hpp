@@ -1,0 +1,76 @@
+#pragma once
+/** @file An exclusive advisory lock on a file (flock), held by an open descriptor: the kernel
+ *  drops it when the holder lets go or dies in any way (a crash, SIGKILL, a timeout), so no lock
+ *  outlives its process (release() unlocks explicitly, so a child forked without exec that kept
+ *  the descriptor does not keep the lock either). Used to give one evaluation at a time a GPU:
+ *  another process's kernels while a side is timed move its figures, without anything in its
+ *  samples saying so. POSIX only. */
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace kj::runner {
+
+class file_lock {
+ public:
+  /** Takes the lock on `path`, waiting at most `limit` for another holder to let go. A missing
+   *  file is created, writable by every user (so that other users' processes share it); an
+   *  existing one is opened as it is, read-only where this user may not write it (flock needs
+   *  no more). Anything but a plain file of one link and a few bytes there (a symlink, a FIFO, a
+   *  hard link to another file) is refused, never followed, written or waited on. Never throws
+   *  for a lock that cannot be had: held() is then false and error() says why (the file could
+   *  not be used, or the limit passed while `holder()` still had it). The holder writes
+   *  "pid N on host" into the file, when it may, for waiters to name it. */
+  static file_lock acquire(const std::filesystem::path& path, std::chrono::milliseconds limit);
+
+  /** A shared lock on `path` (same rules), taken at once (retried for about 100 ms while
+   *  others_marked() looks) or not at all: the mark of a process that works outside the
+   *  exclusive lock, which the exclusive holder can see (others_marked). Taking it also sets the
+   *  file's modification time, so a mark taken and dropped between two looks shows too. */
+  static file_lock mark(const std::filesystem::path& path);
+  /** True while some process holds a shared mark() on `path`. */
+  [[nodiscard]] static bool others_marked(const std::filesystem::path& path);
+
+  file_lock() = default;
+  file_lock(file_lock&& other) noexcept;
+  file_lock& operator=(file_lock&& other) noexcept;
+  file_lock(const file_lock&) = delete;
+  file_lock& operator=(const file_lock&) = delete;
+  ~file_lock();
+
+  [[nodiscard]] bool held() const noexcept { return m_fd >= 0; }
+  /** Time spent waiting for another holder (0 when the lock was free at once). */
+  [[nodiscard]] std::chrono::duration<double> waited() const noexcept { return m_waited; }
+  /** Who held the lock while this one waited, as that holder wrote it ("pid 123 on host", made
+   *  printable); empty when it was free, or the holder could not write the file. */
+  [[nodiscard]] const std::string& holder() const noexcept { return m_holder; }
+  [[nodiscard]] const std::string& error() const noexcept { return m_error; }
+  /** Not held because another process still held it when the limit passed (not because the
+   *  file could not be used). */
+  [[nodiscard]] bool timed_out() const noexcept { return m_timed_out; }
+  /** Lets go now (clearing the holder line it wrote, unlocking, closing); the destructor does
+   *  the same. */
+  void release() noexcept;
+
+ private:
+  int m_fd = -1;
+  bool m_wrote_holder = false;
+  bool m_timed_out = false;
+  std::chrono::duration<double> m_waited{0};
+  std::string m_holder;
+  std::string m_error;
+};
+
+/** Where evaluations on the GPU with this UUID take turns: `$KJUDGE_LOCK_DIR`, else /tmp (fixed,
+ *  not $TMPDIR, so that every user and job of the machine finds the same file; containers that
+ *  share a GPU need a shared directory in KJUDGE_LOCK_DIR), holds kjudge-gpu-<uuid>.lock;
+ *  characters of `uuid` outside [A-Za-z0-9-] become '_'. */
+[[nodiscard]] std::filesystem::path gpu_lock_path(std::string_view uuid);
+
+/** The file whose shared marks say that a process runs on the GPU of `lock` without holding it
+ *  (it gave up waiting): `lock` with ".outside" appended. */
+[[nodiscard]] std::filesystem::path outside_mark_path(const std::filesystem::path& lock);
+
+}  // namespace kj::runner

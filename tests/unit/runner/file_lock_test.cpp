@@ -1,0 +1,291 @@
+// The lock that gives one evaluation at a time a GPU: free, contended, waited for, released by a
+// holder that dies or lets go while a forked child keeps its descriptor, the files it refuses,
+// and the shared marks of work outside it.
+
+#include <kjudge/runner/file_lock.hpp>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace kj::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+/** A child process that is killed and reaped when this goes, whatever the test did. */
+class child_guard {
+ public:
+  explicit child_guard(pid_t pid) : m_pid(pid) {}
+  ~child_guard() { kill_and_reap(); }
+  child_guard(const child_guard&) = delete;
+  child_guard& operator=(const child_guard&) = delete;
+  void kill_and_reap() {
+    if (m_pid <= 0) return;
+    ::kill(m_pid, SIGKILL);
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    m_pid = -1;
+  }
+
+ private:
+  pid_t m_pid;
+};
+
+class FileLock : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() /
+            ("kj-file-lock-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+  [[nodiscard]] fs::path path() const { return m_dir / "gpu.lock"; }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  /** Forks a child that takes the lock on path() and then sleeps, keeping it. Returns once the
+   *  lock file names the child. */
+  [[nodiscard]] pid_t holder_child() const {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      auto lock = file_lock::acquire(path(), 5s);
+      if (!lock.held()) ::_exit(1);
+      for (;;) ::pause();
+    }
+    const std::string line = "pid " + std::to_string(child) + " on ";
+    for (int i = 0; i < 500 && read(path()).rfind(line, 0) != 0; ++i)
+      std::this_thread::sleep_for(10ms);
+    return child;
+  }
+  fs::path m_dir;
+};
+
+std::string self_pid() { return "pid " + std::to_string(::getpid()) + " on "; }
+
+TEST_F(FileLock, a_free_lock_is_taken_at_once_and_names_its_holder) {
+  {
+    const auto lock = file_lock::acquire(path(), 1s);
+    ASSERT_TRUE(lock.held()) << lock.error();
+    EXPECT_EQ(lock.waited().count(), 0.0);
+    EXPECT_TRUE(lock.holder().empty());
+    EXPECT_EQ(read(path()).rfind(self_pid(), 0), 0u) << read(path());
+    // Any user may take it after this one: the file it created is writable by all.
+    struct stat st {};
+    ASSERT_EQ(::stat(path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0666u);
+  }
+  // Its destructor let go, and cleared its line so that no waiter names a process that is gone.
+  EXPECT_EQ(read(path()), "");
+  const auto again = file_lock::acquire(path(), 0ms);
+  EXPECT_TRUE(again.held()) << again.error();
+}
+
+TEST_F(FileLock, a_held_lock_is_not_had_within_the_limit_and_says_who_holds_it) {
+  const auto first = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(first.held()) << first.error();
+  // Locks belong to open files, so a second open in this process contends like another process.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto second = file_lock::acquire(path(), 150ms);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  EXPECT_FALSE(second.held());
+  EXPECT_GE(second.waited().count(), 0.15);
+  EXPECT_GE(took.count(), 0.15);
+  EXPECT_LT(took.count(), 2.0);
+  EXPECT_EQ(second.holder().rfind(self_pid(), 0), 0u) << second.holder();
+  EXPECT_NE(second.error().find("still held it after"), std::string::npos) << second.error();
+}
+
+TEST_F(FileLock, a_lock_file_replaced_while_waiting_is_locked_anew) {
+  // A holds the file; B waits on it; the file is removed and made again, and C takes the new
+  // one; A lets go of the old. B must not take the old file's lock for the GPU's: C holds it.
+  auto a = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(a.held()) << a.error();
+  file_lock b;
+  std::thread waiter([&b, this] { b = file_lock::acquire(path(), 600ms); });
+  std::this_thread::sleep_for(100ms);
+  fs::remove(path());
+  auto c = file_lock::acquire(path(), 0ms);
+  ASSERT_TRUE(c.held()) << c.error();
+  a.release();
+  waiter.join();
+  EXPECT_FALSE(b.held());
+  EXPECT_TRUE(b.timed_out()) << b.error();
+}
+
+TEST_F(FileLock, timed_out_tells_a_busy_lock_from_an_unusable_file) {
+  const auto first = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(first.held());
+  EXPECT_FALSE(first.timed_out());
+  EXPECT_TRUE(file_lock::acquire(path(), 0ms).timed_out());
+  const auto missing = file_lock::acquire(m_dir / "no-such-dir" / "gpu.lock", 0ms);
+  EXPECT_FALSE(missing.held());
+  EXPECT_FALSE(missing.timed_out());
+}
+
+TEST_F(FileLock, a_waiter_takes_the_lock_when_the_holder_lets_go) {
+  auto first = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(first.held()) << first.error();
+  std::thread releaser([&first] {
+    std::this_thread::sleep_for(200ms);
+    first.release();
+  });
+  const auto second = file_lock::acquire(path(), 10s);
+  releaser.join();
+  ASSERT_TRUE(second.held()) << second.error();
+  EXPECT_GE(second.waited().count(), 0.15);
+  EXPECT_LT(second.waited().count(), 5.0);
+  EXPECT_EQ(second.holder().rfind(self_pid(), 0), 0u) << second.holder();
+  EXPECT_FALSE(first.held());
+}
+
+TEST_F(FileLock, a_holder_that_is_killed_lets_go) {
+  child_guard child(holder_child());
+  EXPECT_FALSE(file_lock::acquire(path(), 50ms).held());
+  child.kill_and_reap();
+  const auto lock = file_lock::acquire(path(), 5s);
+  EXPECT_TRUE(lock.held()) << lock.error();
+}
+
+TEST_F(FileLock, release_lets_go_even_where_a_forked_child_keeps_the_descriptor) {
+  auto lock = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(lock.held()) << lock.error();
+  const pid_t child = ::fork();  // no exec: O_CLOEXEC does not close the child's copy
+  if (child == 0) {
+    for (;;) ::pause();
+  }
+  child_guard guard(child);
+  lock.release();
+  const auto next = file_lock::acquire(path(), 0ms);
+  EXPECT_TRUE(next.held()) << next.error();
+}
+
+TEST_F(FileLock, another_users_file_it_may_not_write_still_locks) {
+  {
+    std::ofstream(path()) << "pid 1 on elsewhere\n";
+  }
+  ASSERT_EQ(::chmod(path().c_str(), 0444), 0);
+  ASSERT_EQ(::chmod(m_dir.c_str(), 0755), 0);
+  // Root writes any file: the check runs in a child that is "nobody" then.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+    if (::access(path().c_str(), W_OK) == 0) ::_exit(4);
+    const auto lock = file_lock::acquire(path(), 1s);
+    if (!lock.held()) ::_exit(5);
+    if (read(path()) != "pid 1 on elsewhere\n") ::_exit(6);  // not writable: left as it was
+    if (file_lock::acquire(path(), 0ms).held()) ::_exit(7);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: no nobody; 4: writable; 5: not held; 6: written; "
+                                       "7: held twice";
+}
+
+TEST_F(FileLock, what_is_not_a_plain_lock_file_is_refused_not_followed_written_or_waited_on) {
+  const auto missing = file_lock::acquire(m_dir / "no-such-dir" / "gpu.lock", 1s);
+  EXPECT_FALSE(missing.held());
+  EXPECT_NE(missing.error().find("cannot open the lock file"), std::string::npos)
+      << missing.error();
+  // A symlink planted where the lock goes.
+  fs::create_symlink(m_dir / "elsewhere", path());
+  EXPECT_FALSE(file_lock::acquire(path(), 1s).held());
+  EXPECT_FALSE(fs::exists(m_dir / "elsewhere"));
+  fs::remove(path());
+  // A FIFO: opening one for reading would block until a writer came.
+  ASSERT_EQ(::mkfifo(path().c_str(), 0644), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto fifo = file_lock::acquire(path(), 1s);
+  EXPECT_FALSE(fifo.held());
+  EXPECT_NE(fifo.error().find("not a regular file"), std::string::npos) << fifo.error();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0.5);
+  fs::remove(path());
+  // A hard link to a file of this user: neither its mode nor its content may change.
+  const auto precious = m_dir / "precious";
+  {
+    std::ofstream(precious) << "precious data\n";
+  }
+  ASSERT_EQ(::chmod(precious.c_str(), 0600), 0);
+  fs::create_hard_link(precious, path());
+  const auto link = file_lock::acquire(path(), 1s);
+  EXPECT_FALSE(link.held());
+  EXPECT_NE(link.error().find("2 links"), std::string::npos) << link.error();
+  EXPECT_EQ(read(precious), "precious data\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(precious.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(FileLock, a_holder_line_is_made_printable) {
+  {
+    std::ofstream(path()) << "pid 7\x1b[2J on \x07host\n";
+  }
+  const auto first = file_lock::acquire(path(), 1s);  // rewrites the line: hold it elsewhere
+  ASSERT_TRUE(first.held());
+  {
+    std::ofstream(path()) << "pid 7\x1b[2J on \x07host\n";
+  }
+  const auto second = file_lock::acquire(path(), 20ms);
+  EXPECT_EQ(second.holder(), "pid 7?[2J on ?host");
+}
+
+TEST_F(FileLock, marks_of_work_outside_the_lock_are_seen_while_they_are_held) {
+  const auto marks = outside_mark_path(path());
+  EXPECT_EQ(marks.filename(), "gpu.lock.outside");
+  EXPECT_FALSE(file_lock::others_marked(marks));
+  auto one = file_lock::mark(marks);
+  auto two = file_lock::mark(marks);
+  ASSERT_TRUE(one.held()) << one.error();
+  ASSERT_TRUE(two.held()) << two.error();
+  EXPECT_TRUE(file_lock::others_marked(marks));
+  one.release();
+  EXPECT_TRUE(file_lock::others_marked(marks));
+  two.release();
+  EXPECT_FALSE(file_lock::others_marked(marks));
+  // A mark asked for while others_marked() holds the file for its look is taken right after.
+  auto look = file_lock::acquire(marks, 0ms);  // the exclusive hold a look takes
+  ASSERT_TRUE(look.held());
+  file_lock three;
+  std::thread marker([&three, &marks] { three = file_lock::mark(marks); });
+  std::this_thread::sleep_for(20ms);
+  look.release();
+  marker.join();
+  EXPECT_TRUE(three.held()) << three.error();
+}
+
+TEST_F(FileLock, gpu_lock_path_is_per_gpu_in_the_lock_dir_else_tmp) {
+  ASSERT_EQ(::setenv("KJUDGE_LOCK_DIR", m_dir.c_str(), 1), 0);
+  EXPECT_EQ(gpu_lock_path("GPU-1234-abcd"), m_dir / "kjudge-gpu-GPU-1234-abcd.lock");
+  EXPECT_EQ(gpu_lock_path("GPU/../x y"), m_dir / "kjudge-gpu-GPU____x_y.lock");
+  ASSERT_EQ(::unsetenv("KJUDGE_LOCK_DIR"), 0);
+  // Not $TMPDIR: every user and job of the machine must find the same file.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string saved = tmpdir != nullptr ? tmpdir : "";
+  ASSERT_EQ(::setenv("TMPDIR", m_dir.c_str(), 1), 0);
+  EXPECT_EQ(gpu_lock_path("GPU-1"), fs::path("/tmp/kjudge-gpu-GPU-1.lock"));
+  if (tmpdir != nullptr) ::setenv("TMPDIR", saved.c_str(), 1);
+  else ::unsetenv("TMPDIR");
+}
+
+}  // namespace
+}  // namespace kj::runner
