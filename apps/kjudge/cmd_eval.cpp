@@ -137,6 +137,10 @@ eval::job make_job(const eval_args& a) {
   j.timing_options.graph_replay = !a.no_graph;  // --graph (the default) only excludes --no-graph
   j.timing_options.gpu = j.device == "cuda";
   j.nvcc_flags = a.nvcc_flags;
+  // A third of the evaluation's limit at most waiting for the GPU, so that its own timing, which
+  // the limit covers too, still has room.
+  j.gpu_lock_wait_s = a.timeout_s / 3;
+  j.timeout_s = a.timeout_s;
   return j;
 }
 

@@ -154,6 +154,9 @@ struct worker_info {
   std::string started_by = "exec";
   /** Seconds this evaluation waited for a pool that was still starting (0: it did not wait). */
   double pool_wait_s = 0;
+  /** Seconds the worker waited, on a GPU, for another evaluation's work on it (trials, timing)
+   *  to end before its own (0: it did not wait; flag gpu_lock_not_held when it gave up). */
+  double gpu_lock_wait_s = 0;
 };
 
 struct eval_result {

@@ -96,6 +96,8 @@ nlohmann::json to_json(const job& j) {
                         {"timing_preset", j.timing_preset_name},
                         {"timing_options", timing_to_json(j.timing_options)},
                         {"nvcc_flags", j.nvcc_flags},
+                        {"gpu_lock_wait_s", j.gpu_lock_wait_s},
+                        {"timeout_s", j.timeout_s},
                         {"profile_ranges", j.profile_ranges}};
   out["atol"] = j.atol ? nlohmann::json(*j.atol) : nlohmann::json();
   out["rtol"] = j.rtol ? nlohmann::json(*j.rtol) : nlohmann::json();
@@ -126,6 +128,8 @@ job job_from_json(const nlohmann::json& in) {
     j.timing_options = timing_from_json(in.at("timing_options"));
     j.nvcc_flags = in.at("nvcc_flags").get<std::vector<std::string>>();
     j.profile_ranges = in.value("profile_ranges", false);
+    j.gpu_lock_wait_s = in.value("gpu_lock_wait_s", j.gpu_lock_wait_s);
+    j.timeout_s = in.value("timeout_s", j.timeout_s);
     if (!in.at("atol").is_null()) j.atol = in.at("atol").get<double>();
     if (!in.at("rtol").is_null()) j.rtol = in.at("rtol").get<double>();
     return j;

@@ -44,6 +44,12 @@ struct job {
   std::string timing_preset_name = "agent";
   measure::timing_options timing_options;
   std::vector<std::string> nvcc_flags;
+  /** On a GPU, the longest the worker waits for another evaluation's work on the same GPU to
+   *  end (runner::gpu_lock_path) before it goes on without the GPU to itself, flagged. */
+  double gpu_lock_wait_s = 100;
+  /** The evaluation's wall-clock limit (--timeout), which the worker's wait for the GPU leaves
+   *  room under; 0: none known. */
+  double timeout_s = 0;
   /** For a run under Nsight Compute: no timing; after the trials each side runs twice unprofiled
    *  (warm-up) and once inside an NVTX push/pop range (profile::ncu_reference_range,
    *  ncu_candidate_range), which ncu selects. */

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <random>
 #include <sstream>
@@ -145,6 +146,12 @@ eval_result evaluate(const job& j, const run_options& options) {
   r.worker.wall_s = p.wall.count();
   r.worker.max_rss_kb = p.max_rss_kb;
   r.worker.last_phase = state.last_phase;
+  // Ended while it waited for the GPU's lock: the wait lasted from that phase's start to the end.
+  const bool ended_waiting_for_gpu = !state.final_seen && !state.gpu_lock_seen &&
+                                     state.last_phase == "wait_gpu_lock" &&
+                                     !r.worker.phases.empty();
+  if (ended_waiting_for_gpu)
+    r.worker.gpu_lock_wait_s = std::max(0.0, p.wall.count() - r.worker.phases.back().start_s);
   r.worker.output_tail = runner::last_lines(p.output_tail, 40);
 
   if (!state.final_seen) {
@@ -159,7 +166,12 @@ eval_result evaluate(const job& j, const run_options& options) {
     } else if (p.how == runner::exit_kind::timed_out) {
       r.status = eval_status::timed_out;
       // The phase belongs to the timeout; what the pool failed to report after it comes last.
-      r.message = fmt::format("evaluation timed out after {:.1f} s{}{}", p.wall.count(), during,
+      r.message = fmt::format("evaluation timed out after {:.1f} s{}{}{}", p.wall.count(), during,
+                              ended_waiting_for_gpu
+                                  ? fmt::format(" ({:.1f} s of it waiting for other evaluations' "
+                                                "work on the GPU to end)",
+                                                r.worker.gpu_lock_wait_s)
+                                  : std::string(),
                               p.error.empty() ? std::string() : "; " + p.error);
     } else {
       r.status =

@@ -107,6 +107,7 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
   set_device_time(r, false, cand);
 
   profile::counter_source source;
+  std::vector<flag> lock_flags;
   if (j.device != "cuda") {
     source.unavailable_reason = "counters need a GPU (this evaluation ran on the CPU)";
   } else if (!o.collect_counters) {
@@ -119,6 +120,10 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
     say("running the forwards under Nsight Compute");
     auto run = collect_counters(j, o.counters);
     source = run.source;
+    // The ncu run waits for the GPU's lock as the evaluation did; not having had it is said.
+    for (const auto& f : run.worker.flags)
+      if (f.code == "gpu_lock_not_held" || f.code == "gpu_shared")
+        lock_flags.push_back({f.code, f.severity, "Nsight Compute run: " + f.message});
     ref.ncu_kernels = std::move(run.reference);
     cand.ncu_kernels = std::move(run.candidate);
   }
@@ -132,6 +137,7 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
                                       r.prov.gpu ? r.prov.gpu->name : std::string("cpu"), c.c,
                                       c.source, source, ref, cand);
   for (auto& f : c.flags) report.flags.push_back(std::move(f));
+  for (auto& f : lock_flags) report.flags.push_back(std::move(f));
   return report;
 }
 

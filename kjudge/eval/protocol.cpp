@@ -83,6 +83,12 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
     if (auto it = e.find("timing"); it != e.end()) r.timing = it->get<measure::comparison>();
     if (auto it = e.find("timing_inputs"); it != e.end()) r.options["timing_inputs"] = *it;
     if (auto it = e.find("launches"); it != e.end()) r.launches = *it;
+    if (auto it = e.find("gpu_lock"); it != e.end()) {
+      // Sent after the wait, and again without a wait when a later try took the lock.
+      if (auto w = it->find("waited_s"); w != it->end())
+        r.worker.gpu_lock_wait_s = w->get<double>();
+      state.gpu_lock_seen = true;
+    }
     if (auto it = e.find("flag"); it != e.end()) {
       const auto f = it->get<flag>();
       r.add_flag(f.code, f.severity, f.message);

@@ -40,6 +40,7 @@ class event_writer {
 struct fold_state {
   std::string last_phase;
   bool final_seen = false;
+  bool gpu_lock_seen = false;  ///< the worker reported its wait for the GPU's lock
   std::size_t malformed_lines = 0;
 };
 

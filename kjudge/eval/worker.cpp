@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <future>
 #include <optional>
 #include <string_view>
@@ -30,6 +31,7 @@
 #include <kjudge/profile/forward_json.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/python/bridge.hpp>
+#include <kjudge/runner/file_lock.hpp>
 
 namespace kj::eval {
 
@@ -79,6 +81,13 @@ struct finally_call {
 class pipeline {
  public:
   pipeline(const job& j, event_writer& events) : m_job(j), m_events(events) {}
+
+  /** Lets go of the GPU's lock and any mark of working without it, at once: on every way out,
+   *  before the worker's teardown (which ends the process without destroying this). */
+  void release_gpu() noexcept {
+    m_gpu_turn.release();
+    m_outside.release();
+  }
 
   /** Whether candidate code has run on the device yet: a CUDA error before then is the
    *  environment's (no usable GPU), after it most likely a sticky error the candidate left. */
@@ -150,6 +159,9 @@ class pipeline {
     m_session->load_problem(m_job.problem);
 
     if (!load_candidate()) return;
+    // From the first model on, everything this worker does runs on the GPU: held until its
+    // timing ends (or the worker does).
+    if (gpu) take_gpu_turn();
 
     m_events.phase("build_models reference");
     m_session->build_reference(m_job.base_seed);
@@ -167,7 +179,10 @@ class pipeline {
       run_profile_ranges();
     } else if (m_job.timing) {
       run_timing();
+    } else if (gpu) {
+      settle_gpu_turn("");
     }
+    release_gpu();                  // the rest is the report and teardown
     note_candidate_changes(false);  // the timing check's
     if (!m_timing_failed.empty()) {
       m_events.final(eval_status::incorrect, m_timing_failed);
@@ -433,9 +448,88 @@ class pipeline {
     return true;
   }
 
+  /** One evaluation at a time works on a GPU: waits (at most the job's limit) for any other
+   *  evaluation's work on this GPU to end, and holds the GPU's lock (m_gpu_turn) until its
+   *  timing has ended; without it after the wait, it marks itself as working outside it.
+   *  Another process's kernels while a side is timed move its figures (on the H200, a process
+   *  launching small kernels next to QuantVLA's evaluation read the reference 12.5% lower,
+   *  docs/benchmarks.md), not only another evaluation's timing. */
+  void take_gpu_turn() {
+    m_events.phase("wait_gpu_lock");
+    m_gpu_lock_path = runner::gpu_lock_path(m_device ? m_device->uuid : std::string());
+    // At most a third of --timeout, and at most half of what is left of it, so that the trials
+    // and timing that follow still fit.
+    double limit_s = m_job.gpu_lock_wait_s;
+    if (m_job.timeout_s > 0) {
+      const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - m_started;
+      limit_s = std::min(limit_s, std::max(0.0, (m_job.timeout_s - spent.count()) / 2));
+    }
+    m_gpu_turn = runner::file_lock::acquire(
+        m_gpu_lock_path, std::chrono::milliseconds(std::llround(limit_s * 1000)));
+    m_events.send({{"gpu_lock",
+                    {{"held", m_gpu_turn.held()},
+                     {"waited_s", m_gpu_turn.waited().count()},
+                     {"holder", m_gpu_turn.holder()}}}});
+    if (m_gpu_turn.held()) return;
+    m_gpu_lock_error = m_gpu_turn.error();
+    // So that the evaluation holding the lock can tell that this one works alongside it.
+    m_outside = runner::file_lock::mark(runner::outside_mark_path(m_gpu_lock_path));
+    if (!m_outside.held())
+      m_gpu_lock_error += fmt::format(" (nor could it say so: {})", m_outside.error());
+  }
+
+  /** Before timing or profiling (`what`: "the timing", "the profiled run"; empty when nothing
+   *  is measured): a worker that went on without the GPU's lock tries it once more, and says
+   *  whether it measures without it. The holder of the lock looks for marks of work outside it. */
+  void settle_gpu_turn(std::string_view what) {
+    const bool timed = !what.empty();
+    if (!m_gpu_turn.held() && !m_gpu_lock_path.empty()) {
+      m_gpu_turn = runner::file_lock::acquire(m_gpu_lock_path, std::chrono::milliseconds(0));
+      if (m_gpu_turn.held()) {
+        m_outside.release();
+        m_events.send({{"gpu_lock", {{"held", true}}}});
+        m_events.flag("gpu_lock_late", "info",
+                      fmt::format("the trials ran without the GPU's lock ({}: {}); {} had it",
+                                  m_gpu_lock_path.string(), m_gpu_lock_error,
+                                  timed ? what : std::string_view("the rest")));
+      } else {
+        m_events.flag(
+            "gpu_lock_not_held", timed ? "warning" : "info",
+            fmt::format("ran without the GPU to itself ({}): {}.{}", m_gpu_lock_path.string(),
+                        m_gpu_lock_error,
+                        timed ? " Another process's work on the GPU while a side is measured "
+                                "moves its figures"
+                              : " Nothing was timed"));
+        return;
+      }
+    }
+    if (timed) check_gpu_shared(true);
+  }
+
+  /** By the lock's holder, before (`first`) and after its timing: an evaluation that gave up
+   *  waiting for the lock and works on the GPU (its mark, take_gpu_turn) is flagged, once; so is
+   *  one that marked itself between the two looks (the mark file's time moved). */
+  void check_gpu_shared(bool first) {
+    if (m_gpu_shared_flagged || !m_gpu_turn.held()) return;
+    const auto marks = runner::outside_mark_path(m_gpu_lock_path);
+    const bool now = runner::file_lock::others_marked(marks);  // makes the file if missing
+    std::error_code ec;
+    const auto stamp = std::filesystem::last_write_time(marks, ec);
+    const bool between = !first && !ec && m_marks_stamp && stamp != *m_marks_stamp;
+    if (first && !ec) m_marks_stamp = stamp;
+    if (!now && !between) return;
+    m_gpu_shared_flagged = true;
+    m_events.flag("gpu_shared", "warning",
+                  fmt::format("another evaluation worked on this GPU {} this one's timing without "
+                              "the GPU's lock (it gave up waiting for it): the figures may be "
+                              "moved",
+                              first ? "at the start of" : "during"));
+  }
+
   void run_timing() {
-    m_events.phase("timing_setup");
     const bool gpu = m_job.device == "cuda";
+    if (gpu) settle_gpu_turn("the timing");
+    m_events.phase("timing_setup");
     auto opts = m_job.timing_options;
     opts.gpu = gpu;
     // Rotate among several input sets, bounded so that large problems do not exhaust memory.
@@ -500,6 +594,7 @@ class pipeline {
     }
     // After timing, one cold-L2 forward per side under CUPTI (launches, durations, peak memory).
     if (gpu) record_launches(*reference, *candidate, ti.output_bytes);
+    if (gpu) check_gpu_shared(false);
   }
 
   /** A native call on timing set k: its inputs, parameters and outputs (no workspace yet). */
@@ -566,6 +661,7 @@ class pipeline {
   /** Under Nsight Compute: each side twice unprofiled (warm-up: lazy loading, autotuning,
    *  allocator growth), then once inside its NVTX range, which ncu's --nvtx-include selects. */
   void run_profile_ranges() {
+    settle_gpu_turn("the profiled run");
     m_events.phase("profile_setup");
     const auto ti = m_session->timing_setup(1, m_job.base_seed ^ 0x5eed, 1ull << 30, false);
     auto [reference, candidate] = make_targets(ti.sets);
@@ -586,6 +682,7 @@ class pipeline {
       m_session->synchronize_candidate();
       nvtxRangePop();
     }
+    check_gpu_shared(false);
   }
 
   /** Why a side's timed figures cannot stand, from check_timed_outputs (empty: they can). */
@@ -704,6 +801,13 @@ class pipeline {
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
   bool m_candidate_ran = false;
   std::string m_timing_failed;  ///< why the post-timing output check failed, if it did
+  const std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
+  std::filesystem::path m_gpu_lock_path;  ///< empty until take_gpu_turn
+  std::string m_gpu_lock_error;           ///< why the lock was not had when it was waited for
+  std::optional<std::filesystem::file_time_type> m_marks_stamp;  ///< at the first look
+  runner::file_lock m_gpu_turn;  ///< the GPU's lock (take_gpu_turn); goes first when this does
+  runner::file_lock m_outside;   ///< the mark of working without it, when it was not had
+  bool m_gpu_shared_flagged = false;
 };
 
 }  // namespace
@@ -711,6 +815,11 @@ class pipeline {
 void run_worker(const job& j, event_writer& events, const std::function<void()>& before_teardown) {
   pipeline p(j, events);
   finally_call done{before_teardown};
+  // Destroyed before `done` runs the teardown, which ends the process without destroying `p`.
+  struct gpu_release {
+    pipeline& p;
+    ~gpu_release() { p.release_gpu(); }
+  } gpu_lock_guard{p};
   try {
     p.run();
   } catch (const kj::error& e) {

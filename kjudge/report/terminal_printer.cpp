@@ -302,6 +302,9 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
                      "; {:.2f} s spent waiting for a starting worker pool that did not "
                      "serve it",
                      r.worker.pool_wait_s);
+  if (r.worker.gpu_lock_wait_s > 0)
+    how += fmt::format("; {:.2f} s waiting for another evaluation's work on the GPU",
+                       r.worker.gpu_lock_wait_s);
   out += fmt::format("\nwall {:.2f} s (worker {:.2f} s{})\n", r.wall_s, r.worker.wall_s, how);
   return out;
 }

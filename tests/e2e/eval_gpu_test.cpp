@@ -1,7 +1,15 @@
 // End-to-end tests of `kjudge eval` on a GPU: native candidates through the C ABI, faulty native
 // kernels, Python CUDA candidates, and timing figures. Skipped (not passed) without a GPU.
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+
 #include <kjudge/cuda/probe.hpp>
+#include <kjudge/runner/file_lock.hpp>
 
 #include "kjudge_runner.hpp"
 
@@ -138,6 +146,53 @@ TEST_F(EvalGpu, CaptureThatRunsOutOfMemoryIsTriedAgainAfterEmptyingTheCache) {
     EXPECT_TRUE(d["valid"].get<bool>()) << side << " " << d.dump();
     EXPECT_EQ(d["method"], "cuda-graph+blocking-kernel+events") << side << " " << d["note"];
   }
+}
+
+TEST_F(EvalGpu, EvaluationsTakeTurnsTimingOnOneGpu) {
+  // Two evaluations started together: the second to reach the GPU waits for the first's trials
+  // and timing to end (the GPU's lock) instead of running alongside them.
+  auto first = std::async(std::launch::async, [] {
+    return run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", {"--budget", "2"});
+  });
+  const auto second =
+      run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", {"--budget", "2"});
+  const auto one = first.get();
+  double waited = 0;
+  for (const auto* r : {&one, &second}) {
+    ASSERT_EQ(r->exit_code, 0) << r->output;
+    EXPECT_FALSE(has_flag(r->result, "gpu_lock_not_held")) << r->result["flags"];
+    waited = std::max(waited, r->result["worker"]["gpu_lock_wait_s"].get<double>());
+  }
+  EXPECT_GT(waited, 0.5) << one.result["worker"].dump() << second.result["worker"].dump();
+}
+
+TEST_F(EvalGpu, AGpuHeldTooLongIsTimedAnywayAndFlagged) {
+  // The GPU's lock held here past the evaluation's wait (a third of --timeout): it goes on
+  // without it and says so.
+  struct lock_dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("kj-gpu-lock-test-" + std::to_string(::getpid()));
+    lock_dir() {
+      std::filesystem::create_directories(path);
+      ::setenv("KJUDGE_LOCK_DIR", path.c_str(), 1);
+    }
+    ~lock_dir() {
+      ::unsetenv("KJUDGE_LOCK_DIR");
+      std::filesystem::remove_all(path);
+    }
+  } dir;
+  const auto lock = runner::file_lock::acquire(runner::gpu_lock_path(cuda::query_device(0).uuid),
+                                               std::chrono::seconds(1));
+  ASSERT_TRUE(lock.held()) << lock.error();
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", {"--timeout", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(flag_message(r.result, "gpu_lock_not_held").find("still held it after "),
+            std::string::npos)
+      << r.result["flags"];
+  EXPECT_GE(r.result["worker"]["gpu_lock_wait_s"].get<double>(), 9.9);
+  EXPECT_LT(r.result["worker"]["gpu_lock_wait_s"].get<double>(), 15.0);
+  EXPECT_TRUE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>());
 }
 
 TEST_F(EvalGpu, HostSyncInForwardIsDetected) {

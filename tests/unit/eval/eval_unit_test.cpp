@@ -62,7 +62,11 @@ TEST(Job, RoundTripsThroughJson) {
   j.held_out_seed = 99;
   j.atol = 1e-3;
   j.timing_options = eval::timing_preset("precise");
+  j.gpu_lock_wait_s = 12.5;
+  j.timeout_s = 40;
   const auto back = eval::job_from_json(eval::to_json(j));
+  EXPECT_DOUBLE_EQ(back.gpu_lock_wait_s, 12.5);
+  EXPECT_DOUBLE_EQ(back.timeout_s, 40);
   EXPECT_EQ(back.candidate, j.candidate);
   EXPECT_EQ(back.kind, eval::candidate_kind::native);
   EXPECT_EQ(back.held_out_seed, 99u);
@@ -107,6 +111,20 @@ TEST(Protocol, FoldsEventsAndSurvivesGarbage) {
   EXPECT_FALSE(r.correctness.held_out_passed);
   EXPECT_DOUBLE_EQ(r.correctness.precision.max_abs_err, 0.5);
   EXPECT_TRUE(r.has_flag("x"));
+}
+
+TEST(Protocol, GpuLockWaitIsTheReportedOneAndALaterHoldKeepsIt) {
+  eval_result r;
+  eval::fold_state st;
+  eval::apply_event_line(r, R"({"phase":"wait_gpu_lock","t_s":3.0})", st);
+  EXPECT_FALSE(st.gpu_lock_seen);
+  eval::apply_event_line(r, R"({"gpu_lock":{"held":false,"waited_s":2.5,"holder":"pid 9"}})", st);
+  EXPECT_TRUE(st.gpu_lock_seen);
+  EXPECT_DOUBLE_EQ(r.worker.gpu_lock_wait_s, 2.5);
+  // The lock taken on a later try: no wait in that event, the first one's stands.
+  eval::apply_event_line(r, R"({"gpu_lock":{"held":true}})", st);
+  EXPECT_DOUBLE_EQ(r.worker.gpu_lock_wait_s, 2.5);
+  EXPECT_EQ(st.malformed_lines, 0u);
 }
 
 TEST(Result, RoundTripsWithUnitsInNamesAndRejectsOtherSchemas) {
