@@ -1351,9 +1351,10 @@ def make_runner(which):
         # evaluation whose graphs torch.cuda.graph captured recorded the candidate's kernel about
         # 0.37 us (10%) longer under CUPTI after timing (3.81-4.13 us), where with these calls
         # (no synchronize, empty_cache or host empty_cache first) 8 of 9 read as without graphs
-        # (3.55-3.74 us). The device medians did not move either way, and which of those calls
-        # does it was not isolated (docs/benchmarks.md, eighteenth session). The stream is
-        # restored here as well, should the context below ever leave it behind.
+        # (3.55-3.74 us). The device medians did not move either way. The call that does it is
+        # torch._C._host_emptyCache() (3.90-4.00 us after it alone; synchronize() or
+        # empty_cache() alone 3.58-3.68 us: docs/benchmarks.md, nineteenth session). The stream
+        # is restored here as well, should the context below ever leave it behind.
         previous = torch.cuda.current_stream()
         for attempt in range(2):
             made, outs = [], []
