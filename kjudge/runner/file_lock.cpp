@@ -23,7 +23,9 @@ namespace {
 // A lock file holds one short line; anything larger is not one of ours.
 constexpr off_t max_lock_file_bytes = 4096;
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string errno_text(int e) {
+  return std::strerror(e);
+}
 
 /** What the holder wrote into the file: its first line, at most 200 bytes, made printable (the
  *  file is writable by every user, and the text goes into flags and the terminal). */
@@ -86,10 +88,14 @@ opened open_lock_file_once(const fs::path& path, std::string& error, int& err_ou
   }
   struct stat st {};
   std::string wrong;
-  if (::fstat(o.fd, &st) != 0) wrong = errno_text(errno);
-  else if (!S_ISREG(st.st_mode)) wrong = "not a regular file";
-  else if (st.st_nlink != 1) wrong = fmt::format("a file with {} links", st.st_nlink);
-  else if (st.st_size > max_lock_file_bytes) wrong = fmt::format("{} bytes long", st.st_size);
+  if (::fstat(o.fd, &st) != 0)
+    wrong = errno_text(errno);
+  else if (!S_ISREG(st.st_mode))
+    wrong = "not a regular file";
+  else if (st.st_nlink != 1)
+    wrong = fmt::format("a file with {} links", st.st_nlink);
+  else if (st.st_size > max_lock_file_bytes)
+    wrong = fmt::format("{} bytes long", st.st_size);
   if (!wrong.empty()) {
     error = fmt::format("refusing the lock file {}: {}", path.string(), wrong);
     ::close(o.fd);
@@ -115,9 +121,10 @@ opened open_lock_file(const fs::path& path, std::string& error) {
 /** The lock file at `path` is still the one `fd` locked: not removed or replaced meanwhile (a
  *  lock on a file no longer there would not exclude a process that creates the path anew). */
 bool still_at_path(int fd, const fs::path& path) {
-  struct stat held {}, now {};
-  return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 &&
-         held.st_dev == now.st_dev && held.st_ino == now.st_ino;
+  struct stat held {
+  }, now{};
+  return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &now) == 0 && held.st_dev == now.st_dev &&
+         held.st_ino == now.st_ino;
 }
 
 }  // namespace
@@ -165,8 +172,10 @@ file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds lim
     // release takes it. Holds last seconds; 5 ms is a small fraction of that.
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  if (waited) lock.m_waited = clock::now() - start;
-  else lock.m_holder.clear();
+  if (waited)
+    lock.m_waited = clock::now() - start;
+  else
+    lock.m_holder.clear();
   lock.m_wrote_holder = file.writable && write_holder(fd);
   lock.m_fd = fd;
   return lock;
@@ -230,7 +239,9 @@ file_lock& file_lock::operator=(file_lock&& other) noexcept {
   return *this;
 }
 
-file_lock::~file_lock() { release(); }
+file_lock::~file_lock() {
+  release();
+}
 
 void file_lock::release() noexcept {
   if (m_fd < 0) return;
@@ -247,8 +258,8 @@ fs::path gpu_lock_path(std::string_view uuid) {
   if (const char* d = std::getenv("KJUDGE_LOCK_DIR"); d != nullptr && *d != '\0') dir = d;
   std::string name = "kjudge-gpu-";
   for (const char c : uuid) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                    c == '-';
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
     name += ok ? c : '_';
   }
   return dir / (name + ".lock");

@@ -78,7 +78,9 @@ class FileLock : public ::testing::Test {
   fs::path m_dir;
 };
 
-std::string self_pid() { return "pid " + std::to_string(::getpid()) + " on "; }
+std::string self_pid() {
+  return "pid " + std::to_string(::getpid()) + " on ";
+}
 
 TEST_F(FileLock, a_free_lock_is_taken_at_once_and_names_its_holder) {
   {
@@ -178,9 +180,7 @@ TEST_F(FileLock, release_lets_go_even_where_a_forked_child_keeps_the_descriptor)
 }
 
 TEST_F(FileLock, another_users_file_it_may_not_write_still_locks) {
-  {
-    std::ofstream(path()) << "pid 1 on elsewhere\n";
-  }
+  { std::ofstream(path()) << "pid 1 on elsewhere\n"; }
   ASSERT_EQ(::chmod(path().c_str(), 0444), 0);
   ASSERT_EQ(::chmod(m_dir.c_str(), 0755), 0);
   // Root writes any file: the check runs in a child that is "nobody" then.
@@ -222,9 +222,7 @@ TEST_F(FileLock, what_is_not_a_plain_lock_file_is_refused_not_followed_written_o
   fs::remove(path());
   // A hard link to a file of this user: neither its mode nor its content may change.
   const auto precious = m_dir / "precious";
-  {
-    std::ofstream(precious) << "precious data\n";
-  }
+  { std::ofstream(precious) << "precious data\n"; }
   ASSERT_EQ(::chmod(precious.c_str(), 0600), 0);
   fs::create_hard_link(precious, path());
   const auto link = file_lock::acquire(path(), 1s);
@@ -237,14 +235,10 @@ TEST_F(FileLock, what_is_not_a_plain_lock_file_is_refused_not_followed_written_o
 }
 
 TEST_F(FileLock, a_holder_line_is_made_printable) {
-  {
-    std::ofstream(path()) << "pid 7\x1b[2J on \x07host\n";
-  }
+  { std::ofstream(path()) << "pid 7\x1b[2J on \x07host\n"; }
   const auto first = file_lock::acquire(path(), 1s);  // rewrites the line: hold it elsewhere
   ASSERT_TRUE(first.held());
-  {
-    std::ofstream(path()) << "pid 7\x1b[2J on \x07host\n";
-  }
+  { std::ofstream(path()) << "pid 7\x1b[2J on \x07host\n"; }
   const auto second = file_lock::acquire(path(), 20ms);
   EXPECT_EQ(second.holder(), "pid 7?[2J on ?host");
 }
@@ -283,8 +277,10 @@ TEST_F(FileLock, gpu_lock_path_is_per_gpu_in_the_lock_dir_else_tmp) {
   const std::string saved = tmpdir != nullptr ? tmpdir : "";
   ASSERT_EQ(::setenv("TMPDIR", m_dir.c_str(), 1), 0);
   EXPECT_EQ(gpu_lock_path("GPU-1"), fs::path("/tmp/kjudge-gpu-GPU-1.lock"));
-  if (tmpdir != nullptr) ::setenv("TMPDIR", saved.c_str(), 1);
-  else ::unsetenv("TMPDIR");
+  if (tmpdir != nullptr)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
 }
 
 }  // namespace
