@@ -37,9 +37,7 @@ void event_writer::send(const nlohmann::json& event) {
 }
 
 void event_writer::phase(std::string_view name) {
-  const double t =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-  send({{"phase", name}, {"t_s", t}});
+  send({{"phase", name}, {"t_s", elapsed().count()}});
 }
 
 void event_writer::flag(std::string code, std::string severity, std::string message) {
@@ -83,10 +81,8 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
     if (auto it = e.find("timing"); it != e.end()) r.timing = it->get<measure::comparison>();
     if (auto it = e.find("timing_inputs"); it != e.end()) r.options["timing_inputs"] = *it;
     if (auto it = e.find("launches"); it != e.end()) r.launches = *it;
-    if (auto it = e.find("gpu_lock"); it != e.end()) {
-      // Sent after the wait, and again without a wait when a later try took the lock.
-      if (auto w = it->find("waited_s"); w != it->end())
-        r.worker.gpu_lock_wait_s = w->get<double>();
+    if (auto it = e.find("gpu_lock"); it != e.end()) {  // sent once the wait is over
+      r.worker.gpu_lock_wait_s = it->at("waited_s").get<double>();
       state.gpu_lock_seen = true;
     }
     if (auto it = e.find("flag"); it != e.end()) {

@@ -28,6 +28,10 @@ class event_writer {
   void send(const nlohmann::json& event);
   /** Marks the start of a phase, with seconds since the writer was made (phase timings). */
   void phase(std::string_view name);
+  /** Time since the writer was made: since the worker started. */
+  [[nodiscard]] std::chrono::duration<double> elapsed() const {
+    return std::chrono::steady_clock::now() - m_start;
+  }
   void flag(std::string code, std::string severity, std::string message);
   void final(eval_status status, std::string_view message);
 

@@ -460,16 +460,12 @@ class pipeline {
     // At most a third of --timeout, and at most half of what is left of it, so that the trials
     // and timing that follow still fit.
     double limit_s = m_job.gpu_lock_wait_s;
-    if (m_job.timeout_s > 0) {
-      const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - m_started;
-      limit_s = std::min(limit_s, std::max(0.0, (m_job.timeout_s - spent.count()) / 2));
-    }
+    if (m_job.timeout_s > 0)
+      limit_s =
+          std::min(limit_s, std::max(0.0, (m_job.timeout_s - m_events.elapsed().count()) / 2));
     m_gpu_turn = runner::file_lock::acquire(
         m_gpu_lock_path, std::chrono::milliseconds(std::llround(limit_s * 1000)));
-    m_events.send({{"gpu_lock",
-                    {{"held", m_gpu_turn.held()},
-                     {"waited_s", m_gpu_turn.waited().count()},
-                     {"holder", m_gpu_turn.holder()}}}});
+    m_events.send({{"gpu_lock", {{"waited_s", m_gpu_turn.waited().count()}}}});
     if (m_gpu_turn.held()) return;
     m_gpu_lock_error = m_gpu_turn.error();
     // So that the evaluation holding the lock can tell that this one works alongside it.
@@ -487,7 +483,6 @@ class pipeline {
       m_gpu_turn = runner::file_lock::acquire(m_gpu_lock_path, std::chrono::milliseconds(0));
       if (m_gpu_turn.held()) {
         m_outside.release();
-        m_events.send({{"gpu_lock", {{"held", true}}}});
         m_events.flag("gpu_lock_late", "info",
                       fmt::format("the trials ran without the GPU's lock ({}: {}); {} had it",
                                   m_gpu_lock_path.string(), m_gpu_lock_error,
@@ -800,8 +795,7 @@ class pipeline {
   std::optional<double> m_atol, m_rtol;
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
   bool m_candidate_ran = false;
-  std::string m_timing_failed;  ///< why the post-timing output check failed, if it did
-  const std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
+  std::string m_timing_failed;            ///< why the post-timing output check failed, if it did
   std::filesystem::path m_gpu_lock_path;  ///< empty until take_gpu_turn
   std::string m_gpu_lock_error;           ///< why the lock was not had when it was waited for
   std::optional<std::filesystem::file_time_type> m_marks_stamp;  ///< at the first look

@@ -130,6 +130,19 @@ bool still_at_path(int fd, const fs::path& path) {
 }  // namespace
 
 file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds limit) {
+  return take(path, false, limit);
+}
+
+file_lock file_lock::mark(const fs::path& path) {
+  // others_marked() holds the file exclusively for an instant while it looks: waited for, up to
+  // 100 ms, never blocking on a holder that would not let go.
+  auto lock = take(path, true, std::chrono::milliseconds(100));
+  // Its time says a mark was taken since a look that saw none (best effort: the file is 0666).
+  if (lock.held()) static_cast<void>(::futimens(lock.m_fd, nullptr));
+  return lock;
+}
+
+file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::milliseconds limit) {
   using clock = std::chrono::steady_clock;
   file_lock lock;
   auto file = open_lock_file(path, lock.m_error);
@@ -139,7 +152,7 @@ file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds lim
   const auto deadline = start + limit;
   bool waited = false;
   for (int replaced = 0;;) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    if (::flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0) {
       if (still_at_path(fd, path) || replaced == 10) break;
       // Removed or replaced while this waited: the lock that counts is on the file there now.
       ::close(fd);
@@ -157,7 +170,8 @@ file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds lim
       return lock;
     }
     // Read again each time: the holder seen last is the one that made this wait end or time out.
-    if (auto h = read_holder(fd); !h.empty()) lock.m_holder = std::move(h);
+    if (!shared)
+      if (auto h = read_holder(fd); !h.empty()) lock.m_holder = std::move(h);
     if (clock::now() >= deadline) {
       lock.m_waited = clock::now() - start;
       lock.m_timed_out = true;
@@ -176,35 +190,9 @@ file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds lim
     lock.m_waited = clock::now() - start;
   else
     lock.m_holder.clear();
-  lock.m_wrote_holder = file.writable && write_holder(fd);
+  // Shared holders are many: none names itself in the file.
+  lock.m_wrote_holder = !shared && file.writable && write_holder(fd);
   lock.m_fd = fd;
-  return lock;
-}
-
-file_lock file_lock::mark(const fs::path& path) {
-  file_lock lock;
-  const auto file = open_lock_file(path, lock.m_error);
-  if (file.fd < 0) return lock;
-  // others_marked() holds the file exclusively for an instant while it looks: tried again for up
-  // to about 100 ms, never blocking on a holder that would not let go.
-  int e = 0;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    if (::flock(file.fd, LOCK_SH | LOCK_NB) == 0) {
-      e = 0;
-      break;
-    }
-    e = errno;
-    if (e != EWOULDBLOCK && e != EINTR) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (e != 0) {
-    lock.m_error = fmt::format("cannot lock {}: {}", path.string(), errno_text(e));
-    ::close(file.fd);
-    return lock;
-  }
-  // Its time says a mark was taken since a look that saw none (best effort: the file is 0666).
-  static_cast<void>(::futimens(file.fd, nullptr));
-  lock.m_fd = file.fd;
   return lock;
 }
 

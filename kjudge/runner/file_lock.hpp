@@ -25,9 +25,9 @@ class file_lock {
    *  "pid N on host" into the file, when it may, for waiters to name it. */
   static file_lock acquire(const std::filesystem::path& path, std::chrono::milliseconds limit);
 
-  /** A shared lock on `path` (same rules), taken at once (retried for about 100 ms while
-   *  others_marked() looks) or not at all: the mark of a process that works outside the
-   *  exclusive lock, which the exclusive holder can see (others_marked). Taking it also sets the
+  /** A shared lock on `path` (same rules), taken within 100 ms (others_marked() holds the
+   *  file for an instant while it looks) or not at all: the mark of a process that works outside
+   * the exclusive lock, which the exclusive holder can see (others_marked). Taking it also sets the
    *  file's modification time, so a mark taken and dropped between two looks shows too. */
   static file_lock mark(const std::filesystem::path& path);
   /** True while some process holds a shared mark() on `path`. */
@@ -55,6 +55,10 @@ class file_lock {
   void release() noexcept;
 
  private:
+  /** acquire() (exclusive) and mark() (shared): the one polling loop. */
+  static file_lock take(const std::filesystem::path& path, bool shared,
+                        std::chrono::milliseconds limit);
+
   int m_fd = -1;
   bool m_wrote_holder = false;
   bool m_timed_out = false;

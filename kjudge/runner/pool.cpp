@@ -134,7 +134,6 @@ std::optional<ucred> peer_of(int fd) {
   return cred;
 }
 
-/** The parent pid of `pid` from /proc, or -1. */
 /** The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses):
  *  [0] is field 3, the state; empty where the process is gone. */
 std::vector<std::string> stat_fields(pid_t pid) {
@@ -149,6 +148,7 @@ std::vector<std::string> stat_fields(pid_t pid) {
   return out;
 }
 
+/** The parent pid of `pid` from /proc, or -1. */
 pid_t parent_of(pid_t pid) {
   const auto fields = stat_fields(pid);
   return fields.size() > 1 ? static_cast<pid_t>(std::strtol(fields[1].c_str(), nullptr, 10)) : -1;
