@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -15,8 +16,10 @@ namespace {
 using nvml_return = int;  // nvmlReturn_t; 0 is NVML_SUCCESS
 using nvml_device_t = void*;
 constexpr nvml_return nvml_success = 0;
-constexpr int nvml_clock_sm = 1;         // NVML_CLOCK_SM
-constexpr int nvml_temperature_gpu = 0;  // NVML_TEMPERATURE_GPU
+constexpr nvml_return nvml_insufficient_size = 7;               // NVML_ERROR_INSUFFICIENT_SIZE
+constexpr unsigned long long nvml_value_not_available = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
+constexpr int nvml_clock_sm = 1;                                // NVML_CLOCK_SM
+constexpr int nvml_temperature_gpu = 0;                         // NVML_TEMPERATURE_GPU
 
 using init_fn = nvml_return (*)();
 using error_string_fn = const char* (*)(nvml_return);
@@ -25,6 +28,15 @@ using clock_fn = nvml_return (*)(nvml_device_t, int, unsigned*);
 using reasons_fn = nvml_return (*)(nvml_device_t, unsigned long long*);
 using uint_fn = nvml_return (*)(nvml_device_t, unsigned*);
 using temperature_fn = nvml_return (*)(nvml_device_t, int, unsigned*);
+
+// nvmlProcessInfo_t (v2, also what the _v3 entry points fill).
+struct process_info {
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
+};
+using processes_fn = nvml_return (*)(nvml_device_t, unsigned*, process_info*);
 
 // Reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*).
 struct reason_bit {
@@ -60,6 +72,8 @@ struct nvml::api {
   reasons_fn clock_event_reasons = nullptr;
   uint_fn power_usage = nullptr;
   temperature_fn temperature = nullptr;
+  processes_fn compute_processes = nullptr;
+  processes_fn graphics_processes = nullptr;
 };
 
 namespace {
@@ -94,6 +108,14 @@ loaded load() {
   }
   a->power_usage = symbol<uint_fn>(lib, "nvmlDeviceGetPowerUsage");
   a->temperature = symbol<temperature_fn>(lib, "nvmlDeviceGetTemperature");
+  // _v3 (drivers from 510 on) and _v2 take the same four-field struct; the unversioned (v1)
+  // entry points take a two-field one and are not used.
+  a->compute_processes = symbol<processes_fn>(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+  if (a->compute_processes == nullptr)
+    a->compute_processes = symbol<processes_fn>(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+  a->graphics_processes = symbol<processes_fn>(lib, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+  if (a->graphics_processes == nullptr)
+    a->graphics_processes = symbol<processes_fn>(lib, "nvmlDeviceGetGraphicsRunningProcesses_v2");
   if (init == nullptr || a->clock_info == nullptr || a->by_uuid == nullptr) {
     out.reason = "libnvidia-ml.so.1 lacks nvmlInit_v2 / nvmlDeviceGetClockInfo";
     dlclose(lib);
@@ -186,6 +208,50 @@ std::optional<double> nvml::power_watts(nvml_device d) const noexcept {
 
 std::optional<unsigned> nvml::temperature_c(nvml_device d) const noexcept {
   return query_uint(m_api->temperature, d.handle, nvml_temperature_gpu);
+}
+
+namespace {
+
+/** One of NVML's process lists, appended to `out` (pids already there skipped); false when NVML
+ *  did not answer. The list may grow between the calls that size and fill it: tried again. */
+bool append_processes(processes_fn fn, nvml_device_t d, std::vector<gpu_process>& out) {
+  std::vector<process_info> infos(16);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto count = static_cast<unsigned>(infos.size());
+    const nvml_return rc = fn(d, &count, infos.data());
+    if (rc == nvml_insufficient_size) {
+      infos.resize(std::max<std::size_t>(count, infos.size()) + 16);
+      continue;
+    }
+    if (rc != nvml_success) return false;
+    for (unsigned i = 0; i < count && i < infos.size(); ++i) {
+      const process_info& p = infos[i];
+      if (std::any_of(out.begin(), out.end(), [&](const gpu_process& q) { return q.pid == p.pid; }))
+        continue;
+      gpu_process g;
+      g.pid = p.pid;
+      if (p.used_gpu_memory != nvml_value_not_available) g.used_memory_bytes = p.used_gpu_memory;
+      out.push_back(g);
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::vector<gpu_process>> nvml::processes(nvml_device d) const noexcept {
+  if (m_api->compute_processes == nullptr) return std::nullopt;
+  try {
+    std::vector<gpu_process> out;
+    if (!append_processes(m_api->compute_processes, d.handle, out)) return std::nullopt;
+    // Graphics contexts count too where NVML lists them (not on every board: no answer is none).
+    if (m_api->graphics_processes != nullptr)
+      static_cast<void>(append_processes(m_api->graphics_processes, d.handle, out));
+    return out;
+  } catch (...) {
+    return std::nullopt;
+  }
 }
 
 std::vector<std::string> nvml::reason_names(unsigned long long mask) {

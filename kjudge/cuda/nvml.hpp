@@ -1,9 +1,10 @@
 #pragma once
 /** @file NVML, loaded at run time with dlopen("libnvidia-ml.so.1"): clocks, clock-event
- *  (throttle) reasons, power and temperature of a GPU. Read-only: kjudge never changes clocks or
- *  power limits. A machine without the library (no driver, a container without it) is normal:
- *  instance() returns nullptr and unavailable_reason() says why. nvml.h is not included (it is not
- *  guaranteed to be installed); the few types and entry points used are declared in nvml.cpp. */
+ *  (throttle) reasons, power and temperature of a GPU, and the processes using it. Read-only:
+ * kjudge never changes clocks or power limits. A machine without the library (no driver, a
+ * container without it) is normal: instance() returns nullptr and unavailable_reason() says why.
+ * nvml.h is not included (it is not guaranteed to be installed); the few types and entry points
+ * used are declared in nvml.cpp. */
 
 #include <optional>
 #include <string>
@@ -14,6 +15,15 @@ namespace kj::cuda {
 /** Opaque NVML device handle (nvmlDevice_t); valid while the process lives. */
 struct nvml_device {
   void* handle = nullptr;
+};
+
+/** A process with a CUDA (compute) or graphics context on a GPU, as NVML lists it. */
+struct gpu_process {
+  /** In the PID namespace NVML answers for: the caller's where the driver can tell (a container
+   *  sharing the host's PIDs, or none), else the host's. */
+  unsigned pid = 0;
+  /** The GPU memory it holds; absent where NVML does not say (some containers, MIG). */
+  std::optional<unsigned long long> used_memory_bytes;
 };
 
 /** The process-wide NVML session. Queries return std::nullopt when NVML answers with an error
@@ -46,6 +56,9 @@ class nvml {
   [[nodiscard]] std::optional<double> power_watts(nvml_device d) const noexcept;
   /** GPU core temperature, degrees Celsius. */
   [[nodiscard]] std::optional<unsigned> temperature_c(nvml_device d) const noexcept;
+
+  /** The processes with a compute or graphics context on the device now, each pid once. */
+  [[nodiscard]] std::optional<std::vector<gpu_process>> processes(nvml_device d) const noexcept;
 
   /** Names for the bits of an NVML clock-event reason mask (unknown bits as "0x..."). */
   [[nodiscard]] static std::vector<std::string> reason_names(unsigned long long mask);

@@ -122,7 +122,8 @@ profile::profile_report profile_evaluation(const job& j, const eval_result& r,
     source = run.source;
     // The ncu run waits for the GPU's lock as the evaluation did; not having had it is said.
     for (const auto& f : run.worker.flags)
-      if (f.code == "gpu_lock_not_held" || f.code == "gpu_shared")
+      if (f.code == "gpu_lock_not_held" || f.code == "gpu_shared" ||
+          f.code == "gpu_other_process" || f.code == "gpu_processes_unchecked")
         lock_flags.push_back({f.code, f.severity, "Nsight Compute run: " + f.message});
     ref.ncu_kernels = std::move(run.reference);
     cand.ncu_kernels = std::move(run.candidate);

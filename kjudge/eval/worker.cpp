@@ -26,6 +26,7 @@
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/device/specs.hpp>
 #include <kjudge/eval/forward_record.hpp>
+#include <kjudge/eval/gpu_neighbours.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
 #include <kjudge/profile/forward_json.hpp>
@@ -479,6 +480,7 @@ class pipeline {
    *  whether it measures without it. The holder of the lock looks for marks of work outside it. */
   void settle_gpu_turn(std::string_view what) {
     const bool timed = !what.empty();
+    if (timed) look_for_other_programs("start");
     if (!m_gpu_turn.held() && !m_gpu_lock_path.empty()) {
       m_gpu_turn = runner::file_lock::acquire(m_gpu_lock_path, std::chrono::milliseconds(0));
       if (m_gpu_turn.held()) {
@@ -499,6 +501,22 @@ class pipeline {
       }
     }
     if (timed) check_gpu_shared(true);
+  }
+
+  /** At the start (`when` "start") and the end ("end") of a measurement on the GPU: which
+   *  programs other than kjudge hold a context there (gpu_neighbours.hpp). After the end's look,
+   *  what the looks found is flagged. */
+  void look_for_other_programs(std::string_view when, std::string_view measured = {}) {
+    if (!m_device) return;
+    m_neighbours.add(look_for_neighbours(m_device->uuid, m_device->pci_bus_id), when);
+    if (when != "end") return;
+    if (const auto w = m_neighbours.warning(measured); !w.empty())
+      m_events.flag("gpu_other_process", "warning", w);
+    if (const auto u = m_neighbours.unchecked(); !u.empty())
+      m_events.flag("gpu_processes_unchecked", "info",
+                    fmt::format("whether programs other than kjudge used this GPU during the {} "
+                                "was not checked: {}",
+                                measured, u));
   }
 
   /** By the lock's holder, before (`first`) and after its timing: an evaluation that gave up
@@ -551,6 +569,7 @@ class pipeline {
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
+    if (gpu) look_for_other_programs("end", "timing");
     note_candidate_changes(true);
     // A device figure that replayed a side's CUDA graphs: they are checked as well.
     const auto replayed = [](const measure::side_result& s) {
@@ -678,6 +697,7 @@ class pipeline {
       nvtxRangePop();
     }
     check_gpu_shared(false);
+    look_for_other_programs("end", "profiled run");
   }
 
   /** Why a side's timed figures cannot stand, from check_timed_outputs (empty: they can). */
@@ -802,6 +822,7 @@ class pipeline {
   runner::file_lock m_gpu_turn;  ///< the GPU's lock (take_gpu_turn); goes first when this does
   runner::file_lock m_outside;   ///< the mark of working without it, when it was not had
   bool m_gpu_shared_flagged = false;
+  neighbour_watch m_neighbours;  // programs other than kjudge on the GPU (look_for_other_programs)
 };
 
 }  // namespace

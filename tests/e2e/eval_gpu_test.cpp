@@ -1,6 +1,8 @@
 // End-to-end tests of `kjudge eval` on a GPU: native candidates through the C ABI, faulty native
 // kernels, Python CUDA candidates, and timing figures. Skipped (not passed) without a GPU.
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,6 +53,9 @@ TEST_F(EvalGpu, NativeKernelIsCorrectAndTimedOnTheDevice) {
             2.0 * j["provenance"]["gpu"]["l2_bytes"].get<double>());
   EXPECT_FALSE(j["provenance"]["gpu"]["name"].get<std::string>().empty());
   EXPECT_NE(r.output.find("device figure: one CUDA graph replay"), std::string::npos) << r.output;
+  // Alone on the GPU, and NVML's list of its processes could be read (AnotherProgramOnTheGpu...).
+  EXPECT_FALSE(has_flag(j, "gpu_other_process")) << j["flags"];
+  EXPECT_FALSE(has_flag(j, "gpu_processes_unchecked")) << j["flags"];
 }
 
 TEST_F(EvalGpu, NoGraphTimesTheForwardsOwnLaunches) {
@@ -192,6 +197,58 @@ TEST_F(EvalGpu, AGpuHeldTooLongIsTimedAnywayAndFlagged) {
       << r.result["flags"];
   EXPECT_GE(r.result["worker"]["gpu_lock_wait_s"].get<double>(), 9.9);
   EXPECT_LT(r.result["worker"]["gpu_lock_wait_s"].get<double>(), 15.0);
+  EXPECT_TRUE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>());
+}
+
+/** Another program with a context on the GPU (kj_busy_gpu), started with `mode` ("idle" or a
+ *  launch period in µs) and killed when this goes. */
+class busy_gpu {
+ public:
+  explicit busy_gpu(const char* mode) {
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      ::dup2(fds[1], 1);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      ::execl(KJ_BUSY_GPU_EXE, KJ_BUSY_GPU_EXE, mode, "120", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    char buf[16] = {};
+    const auto n = ::read(fds[0], buf, sizeof buf - 1);  // "ready\n" once its context exists
+    m_ready = n > 0 && std::string(buf).rfind("ready", 0) == 0;
+    ::close(fds[0]);
+  }
+  ~busy_gpu() {
+    if (m_pid <= 0) return;
+    ::kill(m_pid, SIGKILL);
+    ::waitpid(m_pid, nullptr, 0);
+  }
+  busy_gpu(const busy_gpu&) = delete;
+  busy_gpu& operator=(const busy_gpu&) = delete;
+  [[nodiscard]] bool ready() const { return m_ready; }
+  [[nodiscard]] pid_t pid() const { return m_pid; }
+
+ private:
+  pid_t m_pid = -1;
+  bool m_ready = false;
+};
+
+TEST_F(EvalGpu, AnotherProgramOnTheGpuIsFlagged) {
+  // kjudge's lock cannot hold other programs back: one with a context on the GPU while a side is
+  // timed is named in a warning (NVML lists it). Without one, nothing is said, and the look was
+  // made (no gpu_processes_unchecked): NativeKernelIsCorrectAndTimedOnTheDevice.
+  const busy_gpu other("1000");
+  ASSERT_TRUE(other.ready());
+  const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string m = flag_message(r.result, "gpu_other_process");
+  EXPECT_NE(m.find("pid " + std::to_string(other.pid()) + " (kj_busy_gpu"), std::string::npos)
+      << r.result["flags"];
+  EXPECT_NE(m.find("at the start and the end"), std::string::npos) << m;
+  EXPECT_FALSE(has_flag(r.result, "gpu_processes_unchecked")) << r.result["flags"];
   EXPECT_TRUE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>());
 }
 

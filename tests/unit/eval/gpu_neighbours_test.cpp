@@ -1,0 +1,143 @@
+// Other programs on the GPU (kjudge/eval/gpu_neighbours.hpp): sorting NVML's process list into
+// this process, kjudge's and the others; the warning the looks come to; and the /proc probe,
+// against real processes.
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <kjudge/eval/gpu_neighbours.hpp>
+
+namespace kj::eval {
+namespace {
+
+cuda::gpu_process listed(unsigned pid, std::optional<unsigned long long> bytes = std::nullopt) {
+  cuda::gpu_process p;
+  p.pid = pid;
+  p.used_memory_bytes = bytes;
+  return p;
+}
+
+/** Pid 100 is this process, 200 and 201 run kjudge, every other pid is "python3". */
+process_probe fake_probe() {
+  process_probe p;
+  p.self = 100;
+  p.is_kjudge = [](unsigned pid) { return pid == 200 || pid == 201; };
+  p.name_of = [](unsigned pid) { return pid == 404 ? std::string() : std::string("python3"); };
+  return p;
+}
+
+TEST(GpuNeighbours, OnlyProgramsOtherThanKjudgeAreLeft) {
+  const auto look = sort_processes(std::vector{listed(200), listed(100, 600ULL << 20),
+                                               listed(300, 612ULL << 20), listed(201), listed(404)},
+                                   fake_probe());
+  ASSERT_TRUE(look.checked) << look.why_unchecked;
+  ASSERT_EQ(look.others.size(), 2u);
+  EXPECT_EQ(look.others[0].pid, 300u);
+  EXPECT_EQ(look.others[0].name, "python3");
+  EXPECT_EQ(look.others[0].used_memory_bytes, 612ULL << 20);
+  EXPECT_EQ(look.others[1].pid, 404u);
+  EXPECT_TRUE(look.others[1].name.empty());
+  EXPECT_FALSE(look.others[1].used_memory_bytes);
+}
+
+TEST(GpuNeighbours, AListWithoutThisProcessIsAnotherNamespacesAndUnchecked) {
+  // This process has a context when it looks; a list without it cannot be sorted.
+  const auto look = sort_processes(std::vector{listed(7001), listed(7002)}, fake_probe());
+  EXPECT_FALSE(look.checked);
+  EXPECT_TRUE(look.others.empty());
+  EXPECT_NE(look.why_unchecked.find("pid 100"), std::string::npos) << look.why_unchecked;
+  EXPECT_NE(look.why_unchecked.find("PID namespace"), std::string::npos) << look.why_unchecked;
+  const auto silent = sort_processes(std::nullopt, fake_probe());
+  EXPECT_FALSE(silent.checked);
+  EXPECT_NE(silent.why_unchecked.find("did not list"), std::string::npos);
+}
+
+TEST(GpuNeighbours, WarningNamesEachProcessAndWhenItWasSeen) {
+  neighbour_watch w;
+  w.add(sort_processes(std::vector{listed(100), listed(300, 612ULL << 20)}, fake_probe()), "start");
+  w.add(
+      sort_processes(std::vector{listed(100), listed(300, 612ULL << 20), listed(404), listed(200)},
+                     fake_probe()),
+      "end");
+  const std::string text = w.warning("timing");
+  EXPECT_NE(text.find("2 other processes had a context on this GPU during the timing"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid 300 (python3, 612 MiB, at the start and the end)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid 404 (at the end)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pid 200"), std::string::npos) << text;
+  EXPECT_NE(text.find("may be moved"), std::string::npos) << text;
+  EXPECT_TRUE(w.unchecked().empty());
+}
+
+TEST(GpuNeighbours, NothingToSayWhenOnlyKjudgeIsThere) {
+  neighbour_watch w;
+  w.add(sort_processes(std::vector{listed(100), listed(201)}, fake_probe()), "start");
+  w.add(sort_processes(std::vector{listed(100)}, fake_probe()), "end");
+  EXPECT_TRUE(w.warning("timing").empty());
+  EXPECT_TRUE(w.unchecked().empty());
+}
+
+TEST(GpuNeighbours, UncheckedOnlyWhenNoLookChecked) {
+  neighbour_watch none;
+  none.add(sort_processes(std::nullopt, fake_probe()), "start");
+  none.add(sort_processes(std::nullopt, fake_probe()), "end");
+  EXPECT_NE(none.unchecked().find("did not list"), std::string::npos);
+  EXPECT_TRUE(none.warning("timing").empty());
+  neighbour_watch one;
+  one.add(sort_processes(std::nullopt, fake_probe()), "start");
+  one.add(sort_processes(std::vector{listed(100), listed(300)}, fake_probe()), "end");
+  EXPECT_TRUE(one.unchecked().empty());
+  EXPECT_NE(one.warning("profiled run")
+                .find("1 other process had a context on this GPU during "
+                      "the profiled run"),
+            std::string::npos)
+      << one.warning("profiled run");
+}
+
+TEST(GpuNeighbours, LocalProbeTellsThisProgramFromAnother) {
+  const process_probe probe = local_probe();
+  EXPECT_EQ(probe.self, static_cast<unsigned>(::getpid()));
+  EXPECT_TRUE(probe.is_kjudge(probe.self));
+  // A copy of this program (forked, same executable) counts as kjudge; sleep(1) does not.
+  const pid_t twin = ::fork();
+  ASSERT_GE(twin, 0);
+  if (twin == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const pid_t other = ::fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Until exec has replaced the fork's image, it is still this program: wait for the name.
+  std::string name;
+  for (int i = 0; i < 200 && name != "sleep"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    name = probe.name_of(static_cast<unsigned>(other));
+  }
+  EXPECT_EQ(name, "sleep");
+  EXPECT_FALSE(probe.is_kjudge(static_cast<unsigned>(other)));
+  EXPECT_TRUE(probe.is_kjudge(static_cast<unsigned>(twin)));
+  for (pid_t p : {twin, other}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  // A process that has exited has no name; it is not kjudge.
+  EXPECT_TRUE(probe.name_of(static_cast<unsigned>(other)).empty());
+  EXPECT_FALSE(probe.is_kjudge(static_cast<unsigned>(other)));
+}
+
+}  // namespace
+}  // namespace kj::eval
