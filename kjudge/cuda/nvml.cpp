@@ -29,14 +29,18 @@ using reasons_fn = nvml_return (*)(nvml_device_t, unsigned long long*);
 using uint_fn = nvml_return (*)(nvml_device_t, unsigned*);
 using temperature_fn = nvml_return (*)(nvml_device_t, int, unsigned*);
 
-// nvmlProcessInfo_t (v2, also what the _v3 entry points fill).
+// nvmlProcessInfo_v2_t, what the _v2 entry points fill (24 bytes). Some R535 drivers' _v3 entry
+// points fill a longer struct (with usedGpuCcProtectedMemory, 32 bytes) under the same name, so
+// _v2 is asked first, and the buffer leaves room for the longer stride either way.
 struct process_info {
   unsigned pid;
   unsigned long long used_gpu_memory;
   unsigned gpu_instance_id;
   unsigned compute_instance_id;
 };
+static_assert(sizeof(process_info) == 24, "nvmlProcessInfo_v2_t is 24 bytes");
 using processes_fn = nvml_return (*)(nvml_device_t, unsigned*, process_info*);
+using mig_mode_fn = nvml_return (*)(nvml_device_t, unsigned*, unsigned*);
 
 // Reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*).
 struct reason_bit {
@@ -74,6 +78,8 @@ struct nvml::api {
   temperature_fn temperature = nullptr;
   processes_fn compute_processes = nullptr;
   processes_fn graphics_processes = nullptr;
+  processes_fn mps_processes = nullptr;
+  mig_mode_fn mig_mode = nullptr;
 };
 
 namespace {
@@ -108,14 +114,20 @@ loaded load() {
   }
   a->power_usage = symbol<uint_fn>(lib, "nvmlDeviceGetPowerUsage");
   a->temperature = symbol<temperature_fn>(lib, "nvmlDeviceGetTemperature");
-  // _v3 (drivers from 510 on) and _v2 take the same four-field struct; the unversioned (v1)
-  // entry points take a two-field one and are not used.
-  a->compute_processes = symbol<processes_fn>(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
-  if (a->compute_processes == nullptr)
-    a->compute_processes = symbol<processes_fn>(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
-  a->graphics_processes = symbol<processes_fn>(lib, "nvmlDeviceGetGraphicsRunningProcesses_v3");
-  if (a->graphics_processes == nullptr)
-    a->graphics_processes = symbol<processes_fn>(lib, "nvmlDeviceGetGraphicsRunningProcesses_v2");
+  // The process lists by their _v2 entry points (see process_info), _v3 where _v2 is gone; the
+  // unversioned (v1) ones fill a two-field struct and are not used. MPS clients have a list of
+  // their own.
+  const auto processes_entry = [lib](const char* v2, const char* v3) {
+    auto fn = symbol<processes_fn>(lib, v2);
+    return fn != nullptr ? fn : symbol<processes_fn>(lib, v3);
+  };
+  a->compute_processes = processes_entry("nvmlDeviceGetComputeRunningProcesses_v2",
+                                         "nvmlDeviceGetComputeRunningProcesses_v3");
+  a->graphics_processes = processes_entry("nvmlDeviceGetGraphicsRunningProcesses_v2",
+                                          "nvmlDeviceGetGraphicsRunningProcesses_v3");
+  a->mps_processes = processes_entry("nvmlDeviceGetMPSComputeRunningProcesses_v2",
+                                     "nvmlDeviceGetMPSComputeRunningProcesses_v3");
+  a->mig_mode = symbol<mig_mode_fn>(lib, "nvmlDeviceGetMigMode");
   if (init == nullptr || a->clock_info == nullptr || a->by_uuid == nullptr) {
     out.reason = "libnvidia-ml.so.1 lacks nvmlInit_v2 / nvmlDeviceGetClockInfo";
     dlclose(lib);
@@ -212,19 +224,26 @@ std::optional<unsigned> nvml::temperature_c(nvml_device d) const noexcept {
 
 namespace {
 
-/** One of NVML's process lists, appended to `out` (pids already there skipped); false when NVML
- *  did not answer. The list may grow between the calls that size and fill it: tried again. */
-bool append_processes(processes_fn fn, nvml_device_t d, std::vector<gpu_process>& out) {
-  std::vector<process_info> infos(16);
+/** One of NVML's process lists, appended to `out` (pids already there skipped); NVML's error
+ *  when it did not answer. The list may grow between the calls that size and fill it: tried
+ *  again. Entries are read at the v2 stride; the buffer has room for a driver writing 32-byte
+ *  entries, so such a driver cannot write past it. */
+std::optional<nvml_return> append_processes(processes_fn fn, nvml_device_t d,
+                                            std::vector<gpu_process>& out) {
+  constexpr std::size_t longest_entry = 32;
+  unsigned capacity = 16;
+  std::vector<unsigned char> buffer;
   for (int attempt = 0; attempt < 4; ++attempt) {
-    auto count = static_cast<unsigned>(infos.size());
-    const nvml_return rc = fn(d, &count, infos.data());
+    buffer.assign(std::size_t{capacity} * longest_entry, 0);
+    auto* infos = reinterpret_cast<process_info*>(buffer.data());
+    unsigned count = capacity;
+    const nvml_return rc = fn(d, &count, infos);
     if (rc == nvml_insufficient_size) {
-      infos.resize(std::max<std::size_t>(count, infos.size()) + 16);
+      capacity = std::max(count, capacity) + 16;
       continue;
     }
-    if (rc != nvml_success) return false;
-    for (unsigned i = 0; i < count && i < infos.size(); ++i) {
+    if (rc != nvml_success) return rc;
+    for (unsigned i = 0; i < count && i < capacity; ++i) {
       const process_info& p = infos[i];
       if (std::any_of(out.begin(), out.end(), [&](const gpu_process& q) { return q.pid == p.pid; }))
         continue;
@@ -233,25 +252,44 @@ bool append_processes(processes_fn fn, nvml_device_t d, std::vector<gpu_process>
       if (p.used_gpu_memory != nvml_value_not_available) g.used_memory_bytes = p.used_gpu_memory;
       out.push_back(g);
     }
-    return true;
+    return std::nullopt;
   }
-  return false;
+  return nvml_insufficient_size;
 }
 
 }  // namespace
 
-std::optional<std::vector<gpu_process>> nvml::processes(nvml_device d) const noexcept {
-  if (m_api->compute_processes == nullptr) return std::nullopt;
+std::optional<std::vector<gpu_process>> nvml::processes(nvml_device d,
+                                                        std::string* why) const noexcept {
   try {
+    const auto failed = [&](std::string text) -> std::optional<std::vector<gpu_process>> {
+      if (why != nullptr) *why = std::move(text);
+      return std::nullopt;
+    };
+    if (m_api->compute_processes == nullptr)
+      return failed("libnvidia-ml.so.1 lacks nvmlDeviceGetComputeRunningProcesses_v2/_v3");
     std::vector<gpu_process> out;
-    if (!append_processes(m_api->compute_processes, d.handle, out)) return std::nullopt;
-    // Graphics contexts count too where NVML lists them (not on every board: no answer is none).
-    if (m_api->graphics_processes != nullptr)
-      static_cast<void>(append_processes(m_api->graphics_processes, d.handle, out));
+    if (const auto rc = append_processes(m_api->compute_processes, d.handle, out)) {
+      const char* text = m_api->error_string != nullptr ? m_api->error_string(*rc) : nullptr;
+      return failed(fmt::format("NVML's compute process list: {}",
+                                text != nullptr ? text : std::to_string(*rc)));
+    }
+    // Graphics contexts and MPS clients count too where NVML lists them (not every board or
+    // driver does: no answer is taken as none).
+    for (processes_fn more : {m_api->graphics_processes, m_api->mps_processes})
+      if (more != nullptr) static_cast<void>(append_processes(more, d.handle, out));
     return out;
   } catch (...) {
+    if (why != nullptr) *why = "out of memory";
     return std::nullopt;
   }
+}
+
+std::optional<bool> nvml::mig_enabled(nvml_device d) const noexcept {
+  if (m_api->mig_mode == nullptr) return std::nullopt;
+  unsigned current = 0, pending = 0;
+  if (m_api->mig_mode(d.handle, &current, &pending) != nvml_success) return std::nullopt;
+  return current != 0;
 }
 
 std::vector<std::string> nvml::reason_names(unsigned long long mask) {

@@ -57,8 +57,13 @@ class nvml {
   /** GPU core temperature, degrees Celsius. */
   [[nodiscard]] std::optional<unsigned> temperature_c(nvml_device d) const noexcept;
 
-  /** The processes with a compute or graphics context on the device now, each pid once. */
-  [[nodiscard]] std::optional<std::vector<gpu_process>> processes(nvml_device d) const noexcept;
+  /** The processes with a compute or graphics context on the device now, and MPS clients,
+   *  each pid once; std::nullopt (and, with `why`, NVML's reason) when NVML does not answer. */
+  [[nodiscard]] std::optional<std::vector<gpu_process>> processes(
+      nvml_device d, std::string* why = nullptr) const noexcept;
+  /** Whether MIG is on (the device is split into instances); std::nullopt where NVML does not
+   *  say (MIG-less boards answer "not supported"). */
+  [[nodiscard]] std::optional<bool> mig_enabled(nvml_device d) const noexcept;
 
   /** Names for the bits of an NVML clock-event reason mask (unknown bits as "0x..."). */
   [[nodiscard]] static std::vector<std::string> reason_names(unsigned long long mask);

@@ -1,5 +1,6 @@
 #include <kjudge/eval/gpu_neighbours.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,9 @@ namespace kj::eval {
 
 namespace {
 
+/** The inode of the machine's first PID namespace (PROC_PID_INIT_INO in the kernel). */
+constexpr ino_t initial_pid_namespace_inode = 0xEFFFFFFCU;
+
 std::string proc_file_line(unsigned pid, const char* file) {
   std::ifstream in(fmt::format("/proc/{}/{}", pid, file));
   std::string line;
@@ -20,17 +24,19 @@ std::string proc_file_line(unsigned pid, const char* file) {
   return line;
 }
 
-std::string self_comm() {
-  std::ifstream in("/proc/self/comm");
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 std::string exe_of(const std::string& proc_dir) {
   std::error_code ec;
   auto target = std::filesystem::read_symlink(proc_dir + "/exe", ec);
   return ec ? std::string() : target.string();
+}
+
+/** What the kernel names a process running `exe`: its file name, at most 15 bytes. Not this
+ *  process's current name: torch 2.3 and 2.4 rename the thread that imports them. */
+std::string process_name_for(const std::string& exe) {
+  std::string name = std::filesystem::path(exe).filename().string();
+  if (const auto deleted = name.find(" (deleted)"); deleted != std::string::npos)
+    name.erase(deleted);
+  return name.substr(0, 15);
 }
 
 std::string memory_text(const std::optional<unsigned long long>& bytes) {
@@ -49,10 +55,11 @@ std::string describe(const neighbour& n, const std::vector<std::string>& when) {
 }  // namespace
 
 neighbour_look sort_processes(const std::optional<std::vector<cuda::gpu_process>>& listed,
-                              const process_probe& probe) {
+                              const process_probe& probe, std::string_view why) {
   neighbour_look look;
   if (!listed) {
-    look.why_unchecked = "NVML did not list the GPU's processes";
+    look.why_unchecked =
+        why.empty() ? std::string("NVML did not list the GPU's processes") : std::string(why);
     return look;
   }
   const bool self_listed =
@@ -67,11 +74,14 @@ neighbour_look sort_processes(const std::optional<std::vector<cuda::gpu_process>
     return look;
   }
   look.checked = true;
+  look.blind_spot = probe.blind_spot;
   for (const cuda::gpu_process& p : *listed) {
     if (p.pid == probe.self || (probe.is_kjudge && probe.is_kjudge(p.pid))) continue;
     neighbour n;
     n.pid = p.pid;
     n.name = probe.name_of ? probe.name_of(p.pid) : std::string();
+    // The MPS daemon holds contexts for its clients, which are listed themselves.
+    if (n.name.rfind("nvidia-cuda-mps", 0) == 0) continue;
     n.used_memory_bytes = p.used_memory_bytes;
     look.others.push_back(std::move(n));
   }
@@ -82,16 +92,21 @@ process_probe local_probe() {
   process_probe probe;
   probe.self = static_cast<unsigned>(::getpid());
   const std::string my_exe = exe_of("/proc/self");
-  const std::string my_comm = self_comm();
-  probe.is_kjudge = [my_exe, my_comm](unsigned pid) {
-    const std::string dir = fmt::format("/proc/{}", pid);
-    // Another user's process: its exe link cannot be read, its comm can.
-    const std::string exe = exe_of(dir);
+  const std::string my_name = process_name_for(my_exe.empty() ? "kjudge" : my_exe);
+  probe.is_kjudge = [my_exe, my_name](unsigned pid) {
+    // Another user's process: its exe link cannot be read, its name can.
+    const std::string exe = exe_of(fmt::format("/proc/{}", pid));
     if (!exe.empty() && exe == my_exe) return true;
     const std::string comm = proc_file_line(pid, "comm");
-    return !comm.empty() && comm == my_comm;
+    return !comm.empty() && comm == my_name;
   };
   probe.name_of = [](unsigned pid) { return proc_file_line(pid, "comm"); };
+  struct stat ns {};
+  if (::stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino != initial_pid_namespace_inode)
+    probe.blind_spot =
+        "this process runs in a PID namespace of its own (a container), and NVML lists only "
+        "the processes it can see: programs outside it (on the host, in other containers) were "
+        "not looked for";
   return probe;
 }
 
@@ -107,15 +122,23 @@ neighbour_look look_for_neighbours(const std::string& uuid, const std::string& p
     look.why_unchecked = fmt::format("NVML does not know the device {} ({})", uuid, pci_bus_id);
     return look;
   }
-  return sort_processes(nvml->processes(*device), local_probe());
+  if (nvml->mig_enabled(*device).value_or(false)) {
+    look.why_unchecked =
+        "MIG is on: NVML's process list spans the GPU's instances, which do not share SMs, and "
+        "this process's instance is not told apart";
+    return look;
+  }
+  std::string why;
+  const auto listed = nvml->processes(*device, &why);
+  return sort_processes(listed, local_probe(), why);
 }
 
 void neighbour_watch::add(const neighbour_look& look, std::string_view when) {
   if (!look.checked) {
-    if (m_why_unchecked.empty()) m_why_unchecked = look.why_unchecked;
+    m_failed.push_back(fmt::format("the {} look: {}", when, look.why_unchecked));
     return;
   }
-  m_checked = true;
+  if (m_blind_spot.empty()) m_blind_spot = look.blind_spot;
   for (const neighbour& n : look.others) {
     seen& s = m_seen[n.pid];
     if (s.when.empty()) s.who = n;
@@ -133,15 +156,16 @@ std::string neighbour_watch::warning(std::string_view measured) const {
   return fmt::format(
       "{} other {} a context on this GPU during the {} (NVML): {}. kjudge's GPU lock does not "
       "hold other programs back; if they ran kernels meanwhile, the figures may be moved (on an "
-      "H200, a process launching small kernels read a reference 12.5% lower; an idle context "
-      "changed nothing measurable)",
+      "H200, a process launching small kernels read a reference about 12% lower; an idle "
+      "context changed nothing measurable)",
       m_seen.size(), m_seen.size() == 1 ? "process had" : "processes had", measured,
       fmt::join(who, "; "));
 }
 
 std::string neighbour_watch::unchecked() const {
-  if (m_checked) return {};
-  return m_why_unchecked;
+  std::vector<std::string> gaps = m_failed;
+  if (!m_blind_spot.empty()) gaps.push_back(m_blind_spot);
+  return fmt::format("{}", fmt::join(gaps, "; "));
 }
 
 }  // namespace kj::eval

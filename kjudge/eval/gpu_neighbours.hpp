@@ -1,11 +1,11 @@
 #pragma once
 /** @file Other programs on the GPU an evaluation measures on. kjudge's evaluations take turns
  *  through the GPU's lock (kjudge/runner/file_lock.hpp); other programs do not, and their kernels
- *  move a timed side's figures (on an H200, a process launching a small kernel every millisecond
- *  read the QuantVLA reference 12.5% lower; an idle context changed nothing measurable,
- *  docs/benchmarks.md). NVML lists the processes that hold a context on the GPU; this process
- *  and other kjudge processes are left out, and what remains is said in a warning. NVML cannot
- *  tell an idle context from a busy one, so the warning says "may". */
+ *  move a timed side's figures (on an H200, a process launching a small kernel every millisecond,
+ *  or every 100 ms, read the QuantVLA reference 12% lower; an idle context changed nothing
+ *  measurable, docs/benchmarks.md). NVML lists the processes that hold a context on the GPU;
+ *  this process and other kjudge processes are left out, and what remains is said in a warning.
+ *  NVML cannot tell an idle context from a busy one, so the warning says "may". */
 
 #include <functional>
 #include <map>
@@ -29,6 +29,7 @@ struct neighbour {
 struct neighbour_look {
   bool checked = false;       ///< false: why_unchecked says why
   std::string why_unchecked;  ///< e.g. "NVML is not available: ..."
+  std::string blind_spot;     ///< checked, but what could not be seen ("" when nothing)
   std::vector<neighbour> others;
 };
 
@@ -37,17 +38,22 @@ struct process_probe {
   unsigned self = 0;                             ///< this process's pid
   std::function<bool(unsigned)> is_kjudge;       ///< the pid runs kjudge (takes turns)
   std::function<std::string(unsigned)> name_of;  ///< its name, "" when unknown
+  /** What NVML cannot show from here ("" when nothing): set when this process runs in a PID
+   *  namespace of its own (a container), whose NVML lists only the processes it can see. */
+  std::string blind_spot;
 };
 
-/** From NVML's list (std::nullopt: NVML did not answer), the processes other than this one and
- *  kjudge's. A list without this process (which has a context when it looks) is in another PID
- *  namespace (a container whose PIDs NVML does not translate): it cannot be sorted, and the look
- *  is unchecked. */
+/** From NVML's list (std::nullopt: NVML did not answer, `why` says why), the processes other
+ *  than this one, kjudge's and the MPS daemon's. A list without this process (which has a context
+ *  when it looks) is in another PID namespace (a driver that does not translate a container's
+ *  PIDs): it cannot be sorted, and the look is unchecked. */
 [[nodiscard]] neighbour_look sort_processes(
-    const std::optional<std::vector<cuda::gpu_process>>& listed, const process_probe& probe);
+    const std::optional<std::vector<cuda::gpu_process>>& listed, const process_probe& probe,
+    std::string_view why = {});
 
-/** This machine's probe: getpid(), and a pid runs kjudge when its /proc/<pid>/exe or
- *  /proc/<pid>/comm is this process's. */
+/** This machine's probe: getpid(); a pid runs kjudge when its /proc/<pid>/exe is this process's
+ *  executable, or its name (/proc/<pid>/comm, for another user's process) is that executable's
+ *  file name; the blind spot of a PID namespace other than the machine's first. */
 [[nodiscard]] process_probe local_probe();
 
 /** A look now at the GPU with this UUID (or PCI bus id), through NVML. */
@@ -61,7 +67,8 @@ class neighbour_watch {
   void add(const neighbour_look& look, std::string_view when);
   /** The warning `gpu_other_process`, "" when no look saw another process. */
   [[nodiscard]] std::string warning(std::string_view measured) const;
-  /** Why no look could check (the info flag `gpu_processes_unchecked`), "" when one did. */
+  /** What the looks could not check (the info flag `gpu_processes_unchecked`): a look that
+   *  could not be made, or a blind spot; "" when every look saw everything. */
   [[nodiscard]] std::string unchecked() const;
 
  private:
@@ -70,8 +77,8 @@ class neighbour_watch {
     std::vector<std::string> when;
   };
   std::map<unsigned, seen> m_seen;
-  bool m_checked = false;
-  std::string m_why_unchecked;
+  std::vector<std::string> m_failed;  // "the start look: why"
+  std::string m_blind_spot;
 };
 
 }  // namespace kj::eval

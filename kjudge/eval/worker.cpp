@@ -515,7 +515,7 @@ class pipeline {
     if (const auto u = m_neighbours.unchecked(); !u.empty())
       m_events.flag("gpu_processes_unchecked", "info",
                     fmt::format("whether programs other than kjudge used this GPU during the {} "
-                                "was not checked: {}",
+                                "was not checked in full: {}",
                                 measured, u));
   }
 

@@ -2,6 +2,7 @@
 // kernels, Python CUDA candidates, and timing figures. Skipped (not passed) without a GPU.
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <future>
 
+#include <kjudge/cuda/nvml.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/runner/file_lock.hpp>
 
@@ -27,6 +29,31 @@ class EvalGpu : public ::testing::Test {
 };
 
 const char* quantvla = "problems/level2/quantvla_selective_layout_fusion.py";
+
+/** What this machine lets a worker see of other programs on GPU 0 (docs/methodology.md, "One
+ *  evaluation at a time on a GPU"): `looks` when NVML lists its processes, MIG is off and this
+ *  process is in the machine's first PID namespace (in a container a worker raises
+ *  gpu_processes_unchecked); `others` when some process already holds a context there (a
+ *  display server, another user's job: a worker then raises gpu_other_process). */
+struct gpu_watch_conditions {
+  bool looks = false;
+  bool others = false;
+};
+
+gpu_watch_conditions watch_conditions() {
+  gpu_watch_conditions c;
+  cuda::nvml* nvml = cuda::nvml::instance();
+  if (nvml == nullptr) return c;
+  const auto props = cuda::query_device(0);
+  const auto device = nvml->device(props.uuid, props.pci_bus_id);
+  if (!device) return c;
+  const auto listed = nvml->processes(*device);
+  struct stat ns {};
+  c.looks = listed && !nvml->mig_enabled(*device).value_or(false) &&
+            ::stat("/proc/self/ns/pid", &ns) == 0 && ns.st_ino == 0xEFFFFFFCU;
+  c.others = !listed || !listed->empty();  // this test process holds no context
+  return c;
+}
 
 TEST_F(EvalGpu, NativeKernelIsCorrectAndTimedOnTheDevice) {
   const auto r = run_eval(quantvla, "examples/quantvla/fused.cu", {"--shapes", "stress"});
@@ -53,9 +80,15 @@ TEST_F(EvalGpu, NativeKernelIsCorrectAndTimedOnTheDevice) {
             2.0 * j["provenance"]["gpu"]["l2_bytes"].get<double>());
   EXPECT_FALSE(j["provenance"]["gpu"]["name"].get<std::string>().empty());
   EXPECT_NE(r.output.find("device figure: one CUDA graph replay"), std::string::npos) << r.output;
-  // Alone on the GPU, and NVML's list of its processes could be read (AnotherProgramOnTheGpu...).
-  EXPECT_FALSE(has_flag(j, "gpu_other_process")) << j["flags"];
-  EXPECT_FALSE(has_flag(j, "gpu_processes_unchecked")) << j["flags"];
+  // Alone on the GPU, nothing is said of other programs; where a worker can look, it did
+  // (AnotherProgramOnTheGpuIsFlagged).
+  const auto watch = watch_conditions();
+  if (!watch.others) {
+    EXPECT_FALSE(has_flag(j, "gpu_other_process")) << j["flags"];
+  }
+  if (watch.looks) {
+    EXPECT_FALSE(has_flag(j, "gpu_processes_unchecked")) << j["flags"];
+  }
 }
 
 TEST_F(EvalGpu, NoGraphTimesTheForwardsOwnLaunches) {
@@ -238,8 +271,8 @@ class busy_gpu {
 
 TEST_F(EvalGpu, AnotherProgramOnTheGpuIsFlagged) {
   // kjudge's lock cannot hold other programs back: one with a context on the GPU while a side is
-  // timed is named in a warning (NVML lists it). Without one, nothing is said, and the look was
-  // made (no gpu_processes_unchecked): NativeKernelIsCorrectAndTimedOnTheDevice.
+  // timed is named in a warning (NVML lists it; in a container too, since it runs in the same
+  // one). Without one, nothing is said: NativeKernelIsCorrectAndTimedOnTheDevice.
   const busy_gpu other("1000");
   ASSERT_TRUE(other.ready());
   const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py");
@@ -248,7 +281,9 @@ TEST_F(EvalGpu, AnotherProgramOnTheGpuIsFlagged) {
   EXPECT_NE(m.find("pid " + std::to_string(other.pid()) + " (kj_busy_gpu"), std::string::npos)
       << r.result["flags"];
   EXPECT_NE(m.find("at the start and the end"), std::string::npos) << m;
-  EXPECT_FALSE(has_flag(r.result, "gpu_processes_unchecked")) << r.result["flags"];
+  if (watch_conditions().looks) {
+    EXPECT_FALSE(has_flag(r.result, "gpu_processes_unchecked")) << r.result["flags"];
+  }
   EXPECT_TRUE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>());
 }
 
