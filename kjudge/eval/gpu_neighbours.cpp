@@ -93,10 +93,17 @@ process_probe local_probe() {
   probe.self = static_cast<unsigned>(::getpid());
   const std::string my_exe = exe_of("/proc/self");
   const std::string my_name = process_name_for(my_exe.empty() ? "kjudge" : my_exe);
-  probe.is_kjudge = [my_exe, my_name](unsigned pid) {
-    // Another user's process: its exe link cannot be read, its name can.
+  const std::string my_file =
+      my_exe.empty() ? std::string("kjudge") : std::filesystem::path(my_exe).filename().string();
+  probe.is_kjudge = [my_exe, my_name, my_file](unsigned pid) {
     const std::string exe = exe_of(fmt::format("/proc/{}", pid));
     if (!exe.empty() && exe == my_exe) return true;
+    // Another user's process (its exe link cannot be read) or another build of kjudge: the file
+    // its command line started (kjudge starts workers by path; a pool's forks share its command
+    // line), else its name, which torch 2.3 and 2.4 change.
+    std::string argv0;
+    if (std::ifstream in(fmt::format("/proc/{}/cmdline", pid)); in) std::getline(in, argv0, '\0');
+    if (!argv0.empty() && std::filesystem::path(argv0).filename() == my_file) return true;
     const std::string comm = proc_file_line(pid, "comm");
     return !comm.empty() && comm == my_name;
   };
@@ -135,7 +142,7 @@ neighbour_look look_for_neighbours(const std::string& uuid, const std::string& p
 
 void neighbour_watch::add(const neighbour_look& look, std::string_view when) {
   if (!look.checked) {
-    m_failed.push_back(fmt::format("the {} look: {}", when, look.why_unchecked));
+    m_failed.emplace_back(std::string(when), look.why_unchecked);
     return;
   }
   if (m_blind_spot.empty()) m_blind_spot = look.blind_spot;
@@ -163,7 +170,20 @@ std::string neighbour_watch::warning(std::string_view measured) const {
 }
 
 std::string neighbour_watch::unchecked() const {
-  std::vector<std::string> gaps = m_failed;
+  std::vector<std::string> gaps;
+  // Looks that failed for the same reason are said once: "the start and end looks: ...".
+  std::vector<bool> said(m_failed.size(), false);
+  for (std::size_t i = 0; i < m_failed.size(); ++i) {
+    if (said[i]) continue;
+    std::vector<std::string> when{m_failed[i].first};
+    for (std::size_t k = i + 1; k < m_failed.size(); ++k)
+      if (!said[k] && m_failed[k].second == m_failed[i].second) {
+        said[k] = true;
+        when.push_back(m_failed[k].first);
+      }
+    gaps.push_back(fmt::format("the {} look{}: {}", fmt::join(when, " and "),
+                               when.size() == 1 ? "" : "s", m_failed[i].second));
+  }
   if (!m_blind_spot.empty()) gaps.push_back(m_blind_spot);
   return fmt::format("{}", fmt::join(gaps, "; "));
 }

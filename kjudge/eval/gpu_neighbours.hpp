@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <kjudge/cuda/nvml.hpp>
@@ -52,8 +53,9 @@ struct process_probe {
     std::string_view why = {});
 
 /** This machine's probe: getpid(); a pid runs kjudge when its /proc/<pid>/exe is this process's
- *  executable, or its name (/proc/<pid>/comm, for another user's process) is that executable's
- *  file name; the blind spot of a PID namespace other than the machine's first. */
+ *  executable, or (another user's process, another build) the file its command line started or
+ *  its name is that executable's file name; the blind spot of a PID namespace other than the
+ *  machine's first. */
 [[nodiscard]] process_probe local_probe();
 
 /** A look now at the GPU with this UUID (or PCI bus id), through NVML. */
@@ -77,7 +79,7 @@ class neighbour_watch {
     std::vector<std::string> when;
   };
   std::map<unsigned, seen> m_seen;
-  std::vector<std::string> m_failed;  // "the start look: why"
+  std::vector<std::pair<std::string, std::string>> m_failed;  // {when, why} of looks not made
   std::string m_blind_spot;
 };
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,6 +100,10 @@ TEST(GpuNeighbours, EveryLookThatCouldNotBeMadeIsSaid) {
   EXPECT_NE(none.unchecked().find("the end look: NVML did not list"), std::string::npos)
       << none.unchecked();
   EXPECT_TRUE(none.warning("timing").empty());
+  neighbour_watch same;  // the same reason twice is said once
+  same.add(sort_processes(std::nullopt, fake_probe()), "start");
+  same.add(sort_processes(std::nullopt, fake_probe()), "end");
+  EXPECT_EQ(same.unchecked(), "the start and end looks: NVML did not list the GPU's processes");
   // The start looked and saw pid 300; the end could not look: both are said.
   neighbour_watch one;
   one.add(sort_processes(std::vector{listed(100), listed(300)}, fake_probe()), "start");
@@ -147,13 +152,8 @@ struct thread_name {
 };
 
 TEST(GpuNeighbours, LocalProbeTellsThisProgramFromAnother) {
-  // This process renamed as torch 2.3 and 2.4 rename the thread that imports them: kjudge is
-  // still told by its executable's name, not by whatever its thread is called now.
-  const thread_name renamed("sleep");
-  const process_probe probe = local_probe();
-  EXPECT_EQ(probe.self, static_cast<unsigned>(::getpid()));
-  EXPECT_TRUE(probe.is_kjudge(probe.self));
-  // A copy of this program (forked, same executable) counts as kjudge; sleep(1) does not.
+  // A copy of this program (forked, same executable) counts as kjudge; sleep(1) does not. Both
+  // start before this thread is renamed (a fork copies the name), and sleep's exec is seen done.
   children kids;
   const pid_t twin = ::fork();
   ASSERT_GE(twin, 0);
@@ -169,13 +169,21 @@ TEST(GpuNeighbours, LocalProbeTellsThisProgramFromAnother) {
     ::_exit(127);
   }
   kids.pids.push_back(other);
-  // Until exec has replaced the fork's image, it is still this program: wait for the name.
-  std::string name;
-  for (int i = 0; i < 200 && name != "sleep"; ++i) {
+  const std::string other_exe = "/proc/" + std::to_string(other) + "/exe";
+  const auto exec_done = [&] {
+    std::error_code ec;
+    return std::filesystem::read_symlink(other_exe, ec).filename() == "sleep";
+  };
+  for (int i = 0; i < 500 && !exec_done(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    name = probe.name_of(static_cast<unsigned>(other));
-  }
-  EXPECT_EQ(name, "sleep");
+  ASSERT_TRUE(exec_done());
+  // This process renamed as torch 2.3 and 2.4 rename the thread that imports them: kjudge is
+  // still told by its executable's file name, not by whatever its thread is called now.
+  const thread_name renamed("sleep");
+  const process_probe probe = local_probe();
+  EXPECT_EQ(probe.self, static_cast<unsigned>(::getpid()));
+  EXPECT_TRUE(probe.is_kjudge(probe.self));
+  EXPECT_EQ(probe.name_of(static_cast<unsigned>(other)), "sleep");
   EXPECT_FALSE(probe.is_kjudge(static_cast<unsigned>(other)));
   EXPECT_TRUE(probe.is_kjudge(static_cast<unsigned>(twin)));
   for (pid_t p : kids.pids) {
