@@ -142,7 +142,11 @@ neighbour_look look_for_neighbours(const std::string& uuid, const std::string& p
 
 void neighbour_watch::add(const neighbour_look& look, std::string_view when) {
   if (!look.checked) {
-    m_failed.emplace_back(std::string(when), look.why_unchecked);
+    // Looks that failed for the same reason are said once: "the start and end looks: ...".
+    auto same = std::find_if(m_failed.begin(), m_failed.end(),
+                             [&](const auto& f) { return f.first == look.why_unchecked; });
+    if (same == m_failed.end()) same = m_failed.insert(m_failed.end(), {look.why_unchecked, {}});
+    same->second.emplace_back(when);
     return;
   }
   if (m_blind_spot.empty()) m_blind_spot = look.blind_spot;
@@ -171,19 +175,9 @@ std::string neighbour_watch::warning(std::string_view measured) const {
 
 std::string neighbour_watch::unchecked() const {
   std::vector<std::string> gaps;
-  // Looks that failed for the same reason are said once: "the start and end looks: ...".
-  std::vector<bool> said(m_failed.size(), false);
-  for (std::size_t i = 0; i < m_failed.size(); ++i) {
-    if (said[i]) continue;
-    std::vector<std::string> when{m_failed[i].first};
-    for (std::size_t k = i + 1; k < m_failed.size(); ++k)
-      if (!said[k] && m_failed[k].second == m_failed[i].second) {
-        said[k] = true;
-        when.push_back(m_failed[k].first);
-      }
+  for (const auto& [why, when] : m_failed)
     gaps.push_back(fmt::format("the {} look{}: {}", fmt::join(when, " and "),
-                               when.size() == 1 ? "" : "s", m_failed[i].second));
-  }
+                               when.size() == 1 ? "" : "s", why));
   if (!m_blind_spot.empty()) gaps.push_back(m_blind_spot);
   return fmt::format("{}", fmt::join(gaps, "; "));
 }

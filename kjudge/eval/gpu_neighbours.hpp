@@ -79,7 +79,8 @@ class neighbour_watch {
     std::vector<std::string> when;
   };
   std::map<unsigned, seen> m_seen;
-  std::vector<std::pair<std::string, std::string>> m_failed;  // {when, why} of looks not made
+  /** Looks not made, by reason, in order: {why, {"start", "end"}}. */
+  std::vector<std::pair<std::string, std::vector<std::string>>> m_failed;
   std::string m_blind_spot;
 };
 

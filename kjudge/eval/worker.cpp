@@ -504,12 +504,15 @@ class pipeline {
   }
 
   /** At the start (`when` "start") and the end ("end") of a measurement on the GPU: which
-   *  programs other than kjudge hold a context there (gpu_neighbours.hpp). After the end's look,
-   *  what the looks found is flagged. */
-  void look_for_other_programs(std::string_view when, std::string_view measured = {}) {
+   *  programs other than kjudge hold a context there (gpu_neighbours.hpp). */
+  void look_for_other_programs(std::string_view when) {
+    if (m_device) m_neighbours.add(look_for_neighbours(m_device->uuid, m_device->pci_bus_id), when);
+  }
+
+  /** The end's look, then what the looks of the `measured` ("timing", "profiled run") found. */
+  void flag_other_programs(std::string_view measured) {
     if (!m_device) return;
-    m_neighbours.add(look_for_neighbours(m_device->uuid, m_device->pci_bus_id), when);
-    if (when != "end") return;
+    look_for_other_programs("end");
     if (const auto w = m_neighbours.warning(measured); !w.empty())
       m_events.flag("gpu_other_process", "warning", w);
     if (const auto u = m_neighbours.unchecked(); !u.empty())
@@ -569,7 +572,7 @@ class pipeline {
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
-    if (gpu) look_for_other_programs("end", "timing");
+    if (gpu) flag_other_programs("timing");
     note_candidate_changes(true);
     // A device figure that replayed a side's CUDA graphs: they are checked as well.
     const auto replayed = [](const measure::side_result& s) {
@@ -697,7 +700,7 @@ class pipeline {
       nvtxRangePop();
     }
     check_gpu_shared(false);
-    look_for_other_programs("end", "profiled run");
+    flag_other_programs("profiled run");
   }
 
   /** Why a side's timed figures cannot stand, from check_timed_outputs (empty: they can). */
