@@ -26,13 +26,13 @@
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/device/specs.hpp>
 #include <kjudge/eval/forward_record.hpp>
-#include <kjudge/eval/gpu_neighbours.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
 #include <kjudge/profile/forward_json.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/python/bridge.hpp>
 #include <kjudge/runner/file_lock.hpp>
+#include <kjudge/runner/gpu_neighbours.hpp>
 
 namespace kj::eval {
 
@@ -506,7 +506,8 @@ class pipeline {
   /** At the start (`when` "start") and the end ("end") of a measurement on the GPU: which
    *  programs other than kjudge hold a context there (gpu_neighbours.hpp). */
   void look_for_other_programs(std::string_view when) {
-    if (m_device) m_neighbours.add(look_for_neighbours(m_device->uuid, m_device->pci_bus_id), when);
+    if (m_device)
+      m_neighbours.add(runner::look_for_neighbours(m_device->uuid, m_device->pci_bus_id), when);
   }
 
   /** The end's look, then what the looks of the `measured` ("timing", "profiled run") found. */
@@ -825,7 +826,8 @@ class pipeline {
   runner::file_lock m_gpu_turn;  ///< the GPU's lock (take_gpu_turn); goes first when this does
   runner::file_lock m_outside;   ///< the mark of working without it, when it was not had
   bool m_gpu_shared_flagged = false;
-  neighbour_watch m_neighbours;  // programs other than kjudge on the GPU (look_for_other_programs)
+  /// Programs other than kjudge on the GPU (look_for_other_programs).
+  runner::neighbour_watch m_neighbours;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <kjudge/roofline/measure.hpp>
 #include <kjudge/roofline/report.hpp>
 #include <kjudge/runner/file_lock.hpp>
+#include <kjudge/runner/gpu_neighbours.hpp>
 
 namespace kj::roofline {
 
@@ -59,9 +60,28 @@ obtained obtain_roofline(const obtain_options& options) {
   o.device = options.device;
   o.repetitions = options.repetitions;
   o.progress = options.progress;
+  // Programs other than kjudge do not take turns: looked for at the start and the end, as an
+  // evaluation's timing does; ceilings measured next to one are said so and not cached (every
+  // later profile on this GPU and driver would read them).
+  runner::neighbour_watch neighbours;
+  neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "start");
   obtained out{measure_roofline(o), "measured now, cached in " + path.string()};
+  neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "end");
+  const std::string others = neighbours.warning("ceilings' measurement");
+  if (!others.empty()) out.result.flags.push_back({"gpu_other_process", "warning", others});
+  if (const auto u = neighbours.unchecked(); !u.empty())
+    out.result.flags.push_back(
+        {"gpu_processes_unchecked", "info",
+         "whether programs other than kjudge used this GPU during the measurement was not "
+         "checked in full: " +
+             u});
   if (crowded) {
     out.origin = "measured now, next to another kjudge evaluation on the GPU (not cached)";
+    return out;
+  }
+  if (!others.empty()) {
+    say("not cached: other programs had a context on the GPU (flag gpu_other_process)");
+    out.origin = "measured now, next to other programs on the GPU (not cached)";
     return out;
   }
   try {

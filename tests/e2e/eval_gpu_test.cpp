@@ -1,20 +1,20 @@
 // End-to-end tests of `kjudge eval` on a GPU: native candidates through the C ABI, faulty native
 // kernels, Python CUDA candidates, and timing figures. Skipped (not passed) without a GPU.
 
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 
 #include <kjudge/cuda/nvml.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/runner/file_lock.hpp>
 
+#include "busy_gpu.hpp"
 #include "kjudge_runner.hpp"
 
 namespace kj::test {
@@ -236,42 +236,6 @@ TEST_F(EvalGpu, AGpuHeldTooLongIsTimedAnywayAndFlagged) {
   EXPECT_TRUE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>());
 }
 
-/** Another program with a context on the GPU (kj_busy_gpu), started with `mode` ("idle" or a
- *  launch period in µs) and killed when this goes. */
-class busy_gpu {
- public:
-  explicit busy_gpu(const char* mode) {
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    m_pid = ::fork();
-    if (m_pid == 0) {
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      ::execl(KJ_BUSY_GPU_EXE, KJ_BUSY_GPU_EXE, mode, "120", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    char buf[16] = {};
-    const auto n = ::read(fds[0], buf, sizeof buf - 1);  // "ready\n" once its context exists
-    m_ready = n > 0 && std::string(buf).rfind("ready", 0) == 0;
-    ::close(fds[0]);
-  }
-  ~busy_gpu() {
-    if (m_pid <= 0) return;
-    ::kill(m_pid, SIGKILL);
-    ::waitpid(m_pid, nullptr, 0);
-  }
-  busy_gpu(const busy_gpu&) = delete;
-  busy_gpu& operator=(const busy_gpu&) = delete;
-  [[nodiscard]] bool ready() const { return m_ready; }
-  [[nodiscard]] pid_t pid() const { return m_pid; }
-
- private:
-  pid_t m_pid = -1;
-  bool m_ready = false;
-};
-
 TEST_F(EvalGpu, AnotherProgramOnTheGpuIsFlagged) {
   // kjudge's lock cannot hold other programs back: one with a context on the GPU while a side is
   // timed is named in a warning (NVML lists it; in a container too, since it runs in the same
@@ -288,6 +252,32 @@ TEST_F(EvalGpu, AnotherProgramOnTheGpuIsFlagged) {
     EXPECT_FALSE(has_flag(r.result, "gpu_processes_unchecked")) << r.result["flags"];
   }
   EXPECT_TRUE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>());
+}
+
+TEST_F(EvalGpu, RooflineNextToAnotherProgramIsFlaggedAndNotCached) {
+  // `kjudge roofline` looks for other programs as an evaluation's timing does; ceilings measured
+  // next to one carry the warning and are not cached (later profiles would read them).
+  const auto cache = std::filesystem::temp_directory_path() /
+                     ("kj-roofline-neighbour-" + std::to_string(::getpid()));
+  const auto json = cache / "out.json";
+  std::filesystem::create_directories(cache);
+  const busy_gpu other("1000");
+  ASSERT_TRUE(other.ready());
+  const auto r = run_raw({"roofline", "--refresh", "--repetitions", "5", "--cache-dir",
+                          cache.string(), "--json", json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.output;
+  const std::string m = flag_message(j, "gpu_other_process");
+  EXPECT_NE(m.find("pid " + std::to_string(other.pid()) + " (kj_busy_gpu"), std::string::npos)
+      << j["flags"];
+  EXPECT_NE(r.output.find("not cached"), std::string::npos) << r.output;
+  std::size_t cached = 0;  // nothing but the --json file was written under the cache directory
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache))
+    cached += e.is_regular_file() && e.path() != json ? 1 : 0;
+  EXPECT_EQ(cached, 0u);
+  std::filesystem::remove_all(cache);
 }
 
 TEST_F(EvalGpu, HostSyncInForwardIsDetected) {

@@ -3,6 +3,7 @@
 // sweep of every bundled problem checking that no reported value breaks an invariant. Skipped (not
 // passed) without a GPU; the counter tests skip when ncu is missing or counters are not permitted.
 
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include <kjudge/cuda/probe.hpp>
 
+#include "busy_gpu.hpp"
 #include "kjudge_runner.hpp"
 
 namespace kj::test {
@@ -125,6 +127,45 @@ TEST_F(ProfileGpu, QuantvlaCountersForBothSidesAgreeWithCupti) {
   collect_errors(r.result, "", errors);
   EXPECT_TRUE(errors.empty()) << joined(errors);
   EXPECT_NE(r.output.find("candidate"), std::string::npos);
+}
+
+/** The flags with `code` anywhere in `j` (the profile's own and its sides'). */
+void find_flags(const nlohmann::json& j, const std::string& code, std::vector<std::string>& out) {
+  if (j.is_object()) {
+    if (j.contains("severity") && j.value("code", std::string()) == code)
+      out.push_back(j.value("message", std::string()));
+    for (const auto& [k, v] : j.items()) find_flags(v, code, out);
+  } else if (j.is_array()) {
+    for (const auto& e : j) find_flags(e, code, out);
+  }
+}
+
+TEST_F(ProfileGpu, AnotherProgramDuringTheNsightComputeRunIsSaid) {
+  // The Nsight Compute run's worker looks for other programs as an evaluation's does, and the
+  // profile carries what it found, marked as that run's.
+  const busy_gpu other("1000");
+  ASSERT_TRUE(other.ready());
+  const auto r = run_command("profile", "problems/level1/softmax.py", "examples/softmax/naive.py",
+                             {}, std::chrono::seconds(300));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& c = r.result["profile"]["counters"];
+  if (!c["collected"].get<bool>()) {
+    const auto why = c["unavailable_reason"].get<std::string>();
+    if (why.find("not found") != std::string::npos ||
+        why.find("ERR_NVGPUCTRPERM") != std::string::npos)
+      GTEST_SKIP() << "no counters here: " << why;
+    FAIL() << "counters not collected: " << why << "\n" << r.output;
+  }
+  std::vector<std::string> said;
+  find_flags(r.result["profile"], "gpu_other_process", said);
+  const std::string pid = "pid " + std::to_string(other.pid()) + " (kj_busy_gpu";
+  const bool from_ncu_run = std::any_of(said.begin(), said.end(), [&](const std::string& m) {
+    return m.rfind("Nsight Compute run: ", 0) == 0 && m.find(pid) != std::string::npos;
+  });
+  EXPECT_TRUE(from_ncu_run) << r.result["profile"]["flags"].dump(1);
+  // The evaluation's own timing saw it too.
+  EXPECT_NE(flag_message(r.result, "gpu_other_process").find(pid), std::string::npos)
+      << r.result["flags"];
 }
 
 /** Every bundled problem (levels 1-3), profiled against itself (ModelNew = Model), must report no

@@ -17,7 +17,7 @@
 
 #include <kjudge/cuda/nvml.hpp>
 
-namespace kj::eval {
+namespace kj::runner {
 
 /** A process with a context on the GPU that is neither this process nor kjudge. */
 struct neighbour {
@@ -84,4 +84,4 @@ class neighbour_watch {
   std::string m_blind_spot;
 };
 
-}  // namespace kj::eval
+}  // namespace kj::runner

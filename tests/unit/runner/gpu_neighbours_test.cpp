@@ -1,4 +1,4 @@
-// Other programs on the GPU (kjudge/eval/gpu_neighbours.hpp): sorting NVML's process list into
+// Other programs on the GPU (kjudge/runner/gpu_neighbours.hpp): sorting NVML's process list into
 // this process, kjudge's and the others; the warning the looks come to; and the /proc probe,
 // against real processes.
 
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include <kjudge/eval/gpu_neighbours.hpp>
+#include <kjudge/runner/gpu_neighbours.hpp>
 
-namespace kj::eval {
+namespace kj::runner {
 namespace {
 
 cuda::gpu_process listed(unsigned pid, std::optional<unsigned long long> bytes = std::nullopt) {
@@ -197,4 +197,4 @@ TEST(GpuNeighbours, LocalProbeTellsThisProgramFromAnother) {
 }
 
 }  // namespace
-}  // namespace kj::eval
+}  // namespace kj::runner

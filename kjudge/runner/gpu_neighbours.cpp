@@ -1,4 +1,4 @@
-#include <kjudge/eval/gpu_neighbours.hpp>
+#include <kjudge/runner/gpu_neighbours.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace kj::eval {
+namespace kj::runner {
 
 namespace {
 
@@ -182,4 +182,4 @@ std::string neighbour_watch::unchecked() const {
   return fmt::format("{}", fmt::join(gaps, "; "));
 }
 
-}  // namespace kj::eval
+}  // namespace kj::runner
