@@ -84,8 +84,11 @@ roofs ceilings_for(const profile_options& o) {
   out.source =
       fmt::format("kjudge roofline, {} measured {}", result->gpu.name, result->measured_at_utc);
   if (checked.datasheet != nullptr) out.source += "; datasheet " + checked.datasheet->name;
+  // Said as the roofline's: the Nsight Compute run's flags of the same codes are the profile's
+  // own (profile_evaluation).
   for (const auto& f : checked.flags)
-    if (f.severity != profile::severity_info) out.flags.push_back(f);
+    if (f.severity != profile::severity_info)
+      out.flags.push_back({f.code, f.severity, "kjudge roofline: " + f.message});
   return out;
 }
 

@@ -15,6 +15,22 @@
 
 namespace kj::roofline {
 
+namespace {
+
+/** The flag `gpu_other_process` among a result's flags, or nullptr. */
+const flag* other_programs_flag(const roofline_result& r) {
+  const auto it = std::find_if(r.flags.begin(), r.flags.end(),
+                               [](const flag& f) { return f.code == "gpu_other_process"; });
+  return it == r.flags.end() ? nullptr : &*it;
+}
+
+/** What a neighbour does to ceilings (neighbour_watch::warning's consequence). */
+constexpr std::string_view neighbour_effect =
+    "if they ran work meanwhile, the ceilings may read low, and throughput percentages against "
+    "them high";
+
+}  // namespace
+
 obtained obtain_roofline(const obtain_options& options) {
   const auto say = [&](std::string_view s) {
     if (options.progress) options.progress(s);
@@ -29,11 +45,25 @@ obtained obtain_roofline(const obtain_options& options) {
                                          cached->dram_copy.repetitions_tbps.size(),
                                          cached->l2_read.repetitions_tbps.size()})
                              : std::size_t{0};
-    if (cached && reps >= static_cast<std::size_t>(options.repetitions))
-      return {std::move(*cached), "cached in " + path.string()};
-    if (cached)
+    if (cached && reps >= static_cast<std::size_t>(options.repetitions)) {
+      if (other_programs_flag(*cached) == nullptr)
+        return {std::move(*cached), "cached in " + path.string()};
+      // Measured next to other programs: kept (and flagged) while they are there, measured
+      // again once a look finds the GPU free of them. NVML lists only processes with a context.
+      cuda::create_primary_context(options.device);
+      const auto look = runner::look_for_neighbours(d.uuid, d.pci_bus_id);
+      if (!look.checked || !look.others.empty())
+        return {std::move(*cached),
+                "cached in " + path.string() +
+                    " (measured next to other programs on the GPU, which " +
+                    (look.checked ? "are still there"
+                                  : "cannot be looked for now: " + look.why_unchecked) +
+                    ")"};
+      why = "the cached result was measured next to other programs on the GPU, now gone";
+    } else if (cached) {
       why = fmt::format("the cached result has {} repetitions, {} were asked for", reps,
                         options.repetitions);
+    }
     say(why + "; measuring");
   }
   // Its ceilings are timed: the GPU to itself, as an evaluation has it (the same lock). At most
@@ -47,7 +77,8 @@ obtained obtain_roofline(const obtain_options& options) {
     gpu_turn = runner::file_lock::acquire(lock_path, std::chrono::minutes(2));
   }
   // Still held by another: measured anyway, marked as work outside the lock (its holder flags
-  // it), and not cached. A lock file that cannot be used keeps nothing from being measured.
+  // it), flagged, and not cached. A lock file that cannot be used keeps nothing from being
+  // measured.
   const bool crowded = gpu_turn.timed_out();
   runner::file_lock outside;
   if (crowded) {
@@ -61,28 +92,33 @@ obtained obtain_roofline(const obtain_options& options) {
   o.repetitions = options.repetitions;
   o.progress = options.progress;
   // Programs other than kjudge do not take turns: looked for at the start and the end, as an
-  // evaluation's timing does; ceilings measured next to one are said so and not cached (every
-  // later profile on this GPU and driver would read them).
+  // evaluation's timing does (the context first: NVML lists only processes that have one).
+  cuda::create_primary_context(options.device);
   runner::neighbour_watch neighbours;
   neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "start");
   obtained out{measure_roofline(o), "measured now, cached in " + path.string()};
   neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "end");
-  const std::string others = neighbours.warning("ceilings' measurement");
+  const std::string others = neighbours.warning("ceilings' measurement", neighbour_effect);
   if (!others.empty()) out.result.flags.push_back({"gpu_other_process", "warning", others});
   if (const auto u = neighbours.unchecked(); !u.empty())
     out.result.flags.push_back(
         {"gpu_processes_unchecked", "info",
-         "whether programs other than kjudge used this GPU during the measurement was not "
-         "checked in full: " +
+         "whether programs other than kjudge used this GPU during the ceilings' measurement was "
+         "not checked in full: " +
              u});
   if (crowded) {
+    out.result.flags.push_back(
+        {"gpu_lock_not_held", "warning",
+         "measured while another kjudge process used the GPU (" + gpu_turn.error() +
+             "): the ceilings may read low, and throughput percentages against them high"});
     out.origin = "measured now, next to another kjudge evaluation on the GPU (not cached)";
     return out;
   }
   if (!others.empty()) {
-    say("not cached: other programs had a context on the GPU (flag gpu_other_process)");
-    out.origin = "measured now, next to other programs on the GPU (not cached)";
-    return out;
+    say("other programs had a context on the GPU (flag gpu_other_process): cached until a run "
+        "finds the GPU free of them");
+    out.origin = "measured now, next to other programs on the GPU; cached in " + path.string() +
+                 " until a run finds the GPU free of them";
   }
   try {
     write_file_atomic(path, to_document(out.result, check_roofline(out.result)).dump(2) + "\n");

@@ -159,18 +159,16 @@ void neighbour_watch::add(const neighbour_look& look, std::string_view when) {
   }
 }
 
-std::string neighbour_watch::warning(std::string_view measured) const {
+std::string neighbour_watch::warning(std::string_view measured, std::string_view effect) const {
   if (m_seen.empty()) return {};
   std::vector<std::string> who;
   who.reserve(m_seen.size());
   for (const auto& [pid, s] : m_seen) who.push_back(describe(s.who, s.when));
   return fmt::format(
       "{} other {} a context on this GPU during the {} (NVML): {}. kjudge's GPU lock does not "
-      "hold other programs back; if they ran kernels meanwhile, the figures may be moved (on an "
-      "H200, a process launching small kernels read a reference about 12% lower; an idle "
-      "context changed nothing measurable)",
+      "hold other programs back; {}",
       m_seen.size(), m_seen.size() == 1 ? "process had" : "processes had", measured,
-      fmt::join(who, "; "));
+      fmt::join(who, "; "), effect);
 }
 
 std::string neighbour_watch::unchecked() const {

@@ -2,8 +2,9 @@
 /** @file Other programs on the GPU an evaluation measures on. kjudge's evaluations take turns
  *  through the GPU's lock (kjudge/runner/file_lock.hpp); other programs do not, and their kernels
  *  move a timed side's figures (on an H200, a process launching a small kernel every millisecond,
- *  or every 100 ms, read the QuantVLA reference 12% lower; an idle context changed nothing
- *  measurable, docs/benchmarks.md). NVML lists the processes that hold a context on the GPU;
+ *  or every 100 ms, read the QuantVLA reference's CUDA graph replay 12-14% lower, its own
+ *  launches not; an idle context changed nothing measurable, docs/benchmarks.md). `kjudge
+ *  roofline` looks too (its ceilings). NVML lists the processes that hold a context on the GPU;
  *  this process and other kjudge processes are left out, and what remains is said in a warning.
  *  NVML cannot tell an idle context from a busy one, so the warning says "may". */
 
@@ -67,8 +68,15 @@ class neighbour_watch {
  public:
   /** `when`: "start", "end". */
   void add(const neighbour_look& look, std::string_view when);
-  /** The warning `gpu_other_process`, "" when no look saw another process. */
-  [[nodiscard]] std::string warning(std::string_view measured) const;
+  /** What another program's work does to an evaluation's figures (warning()'s default). */
+  static constexpr std::string_view timing_effect =
+      "if they ran kernels meanwhile, the figures may be moved (on an H200, a process launching "
+      "small kernels read a reference's CUDA graph replay 12-14% lower, its own launches not; "
+      "an idle context changed nothing measurable)";
+  /** The warning `gpu_other_process` for the `measured` ("timing", ...), ending with `effect`
+   *  (what their work may have done to it); "" when no look saw another process. */
+  [[nodiscard]] std::string warning(std::string_view measured,
+                                    std::string_view effect = timing_effect) const;
   /** What the looks could not check (the info flag `gpu_processes_unchecked`): a look that
    *  could not be made, or a blind spot; "" when every look saw everything. */
   [[nodiscard]] std::string unchecked() const;

@@ -21,7 +21,7 @@ class busy_gpu {
       ::dup2(fds[1], 1);
       ::close(fds[0]);
       ::close(fds[1]);
-      ::execl(KJ_BUSY_GPU_EXE, KJ_BUSY_GPU_EXE, mode, "120", static_cast<char*>(nullptr));
+      ::execl(KJ_BUSY_GPU_EXE, KJ_BUSY_GPU_EXE, mode, "600", static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(fds[1]);

@@ -78,12 +78,13 @@ inline kjudge_run run_eval(const std::string& problem, const std::string& candid
   return run_command("eval", problem, candidate, std::move(extra), limit);
 }
 
-/** Runs kjudge with raw arguments (help, usage errors). */
-inline kjudge_run run_raw(std::vector<std::string> args) {
+/** Runs kjudge with raw arguments (help, usage errors, other commands). */
+inline kjudge_run run_raw(std::vector<std::string> args,
+                          std::chrono::seconds limit = std::chrono::seconds(60)) {
   runner::spawn_options o;
   o.argv = {KJ_KJUDGE_EXE};
   for (auto& a : args) o.argv.push_back(std::move(a));
-  o.timeout = std::chrono::seconds(60);
+  o.timeout = limit;
   const auto p = runner::run_process(o);
   return {p.how == runner::exit_kind::exited ? p.exit_code : -1, p.output_tail, nullptr};
 }
