@@ -4,8 +4,10 @@
 
 #include <kjudge/runner/file_lock.hpp>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -15,9 +17,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace kj::runner {
 namespace {
@@ -117,19 +121,24 @@ TEST_F(FileLock, a_held_lock_is_not_had_within_the_limit_and_says_who_holds_it) 
 
 TEST_F(FileLock, a_lock_file_replaced_while_waiting_is_locked_anew) {
   // A holds the file; B waits on it; the file is removed and made again, and C takes the new
-  // one; A lets go of the old. B must not take the old file's lock for the GPU's: C holds it.
+  // one (with flock alone, as a process that does not stand in line: B is first in it); A lets
+  // go of the old. B must not take the old file's lock for the GPU's: C holds it.
   auto a = file_lock::acquire(path(), 1s);
   ASSERT_TRUE(a.held()) << a.error();
   file_lock b;
   std::thread waiter([&b, this] { b = file_lock::acquire(path(), 600ms); });
   std::this_thread::sleep_for(100ms);
   fs::remove(path());
-  auto c = file_lock::acquire(path(), 0ms);
-  ASSERT_TRUE(c.held()) << c.error();
+  const int c = ::open(path().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  ASSERT_GE(c, 0);
+  ASSERT_EQ(::flock(c, LOCK_EX | LOCK_NB), 0);
   a.release();
   waiter.join();
   EXPECT_FALSE(b.held());
   EXPECT_TRUE(b.timed_out()) << b.error();
+  ::close(c);
+  // Once C lets go, the new file's lock is had.
+  EXPECT_TRUE(file_lock::acquire(path(), 1s).held());
 }
 
 TEST_F(FileLock, timed_out_tells_a_busy_lock_from_an_unusable_file) {
@@ -156,6 +165,103 @@ TEST_F(FileLock, a_waiter_takes_the_lock_when_the_holder_lets_go) {
   EXPECT_LT(second.waited().count(), 5.0);
   EXPECT_EQ(second.holder().rfind(self_pid(), 0), 0u) << second.holder();
   EXPECT_FALSE(first.held());
+}
+
+/** The number of tickets the line of `lock` has given (its counter; 0 before any). */
+long long tickets_given(const fs::path& lock) {
+  fs::path q = lock;
+  q += ".queue";
+  std::ifstream in(q);
+  long long n = 0;
+  in >> n;
+  return n;
+}
+
+/** Forks a child that waits up to `limit` for the lock on `lock`; once it has it, the child
+ *  writes `id` to `out`, keeps the lock `hold` long and exits 0 (1 when it never had it).
+ *  Returns once the child stands in line (the line's counter has moved). */
+pid_t waiting_child(const fs::path& lock, char id, int out, std::chrono::milliseconds limit,
+                    std::chrono::milliseconds hold) {
+  const long long before = tickets_given(lock);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto l = file_lock::acquire(lock, limit);
+    if (!l.held()) ::_exit(1);
+    static_cast<void>(::write(out, &id, 1));
+    std::this_thread::sleep_for(hold);
+    ::_exit(0);
+  }
+  for (int i = 0; i < 500 && tickets_given(lock) == before; ++i) std::this_thread::sleep_for(2ms);
+  return child;
+}
+
+TEST_F(FileLock, waiters_take_the_lock_in_order_of_arrival) {
+  auto held = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(held.held()) << held.error();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::vector<pid_t> children;
+  for (const char id : std::string("abcde")) {
+    children.push_back(waiting_child(path(), id, fds[1], 20s, 30ms));
+    std::this_thread::sleep_for(20ms);  // each polls a few times before the next arrives
+  }
+  std::vector<std::unique_ptr<child_guard>> guards;
+  for (const pid_t c : children) guards.push_back(std::make_unique<child_guard>(c));
+  EXPECT_EQ(tickets_given(path()), 6);  // this process's, then one a child
+  held.release();
+  std::string order;
+  for (const pid_t c : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(c, &status, 0), c);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  guards.clear();  // reaped above; the guards' kill finds nothing
+  ::close(fds[1]);
+  char buf[16] = {};
+  const auto n = ::read(fds[0], buf, sizeof buf);
+  ::close(fds[0]);
+  order.assign(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  EXPECT_EQ(order, "abcde");
+}
+
+TEST_F(FileLock, a_waiter_that_leaves_the_line_holds_no_one_up) {
+  // The first in line is killed, the second gives up: the third has the lock once it is free.
+  auto held = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(held.held()) << held.error();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  child_guard killed(waiting_child(path(), 'k', fds[1], 20s, 0ms));
+  const pid_t gives_up = waiting_child(path(), 'g', fds[1], 100ms, 0ms);
+  child_guard third(waiting_child(path(), 't', fds[1], 20s, 0ms));
+  killed.kill_and_reap();
+  int status = 0;
+  ASSERT_EQ(::waitpid(gives_up, &status, 0), gives_up);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1);  // it timed out in line
+  held.release();
+  char got = 0;
+  EXPECT_EQ(::read(fds[0], &got, 1), 1);
+  EXPECT_EQ(got, 't');
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST_F(FileLock, a_waiter_behind_others_says_so_when_it_times_out) {
+  auto held = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(held.held()) << held.error();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  child_guard ahead(waiting_child(path(), 'a', fds[1], 20s, 0ms));
+  const auto late = file_lock::acquire(path(), 50ms);
+  EXPECT_TRUE(late.timed_out());
+  EXPECT_NE(late.error().find("still held it after"), std::string::npos) << late.error();
+  EXPECT_NE(late.error().find("with 1 more waiting before this one"), std::string::npos)
+      << late.error();
+  // The lock free but a waiter first in line: a try without waiting does not jump the line.
+  held.release();
+  const auto jump = file_lock::acquire(path(), 0ms);
+  if (jump.held()) ADD_FAILURE() << "took the lock before the waiter in line";
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
 
 TEST_F(FileLock, a_holder_that_is_killed_lets_go) {
