@@ -13,7 +13,8 @@ P=problems/level2/quantvla_selective_layout_fusion.py
 S=examples/quantvla/fused.cu
 dir=$L/turns
 mkdir -p "$dir"
-one() {  # name, lock dir
+one() {  # name, lock dir; the launch time goes to <name>.start (arrival order at the lock)
+  date +%s.%N > "$dir/$1.start"
   KJUDGE_LOCK_DIR=$2 build/kjudge eval $P $S --no-pool --json "$dir/$1.json" > "$dir/$1.txt" 2>&1
 }
 build/kjudge eval $P $S --no-pool > /dev/null 2>&1  # the build cache warm
@@ -25,6 +26,18 @@ wait
 python3 - "$dir" "$N" <<'PY'
 import json, sys
 d, n = sys.argv[1], int(sys.argv[2])
+
+
+def turn(name):
+    """(arrival at the lock, lock taken): seconds since the epoch, from the launch time and the
+    worker's phase clock (which starts a few ms after the launch)."""
+    r = json.load(open("%s/%s.json" % (d, name)))
+    start = float(open("%s/%s.start" % (d, name)).read())
+    phase = [p["start_s"] for p in r["worker"]["phases"] if p["name"] == "wait_gpu_lock"]
+    arrival = start + phase[0]
+    return arrival, arrival + r["worker"].get("gpu_lock_wait_s", 0)
+
+
 for way in ("seq", "apart", "turns"):
     for i in range(1, n + 1):
         try:
@@ -37,4 +50,12 @@ for way in ("seq", "apart", "turns"):
         print("%-8s %-8s ref %6.2f us  cand %5.2f us  lock wait %5.2f s  wall %5.2f s  flags %s" % (
             "%s_%d" % (way, i), r["status"], med("reference"), med("candidate"),
             r["worker"].get("gpu_lock_wait_s", 0), r["wall_s"], [f["code"] for f in r["flags"]]))
+try:
+    turns = sorted(turn("turns_%d" % i) for i in range(1, n + 1))
+    taken = [t for _, t in turns]
+    print("turns: in order of arrival at the lock, taken %s s after the first arrival: %s" % (
+        ", ".join("%.2f" % (t - turns[0][0]) for t in taken),
+        "in order" if taken == sorted(taken) else "NOT in order of arrival"))
+except Exception as e:
+    print("turns: order not known: %s" % e)
 PY

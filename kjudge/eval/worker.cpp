@@ -482,7 +482,9 @@ class pipeline {
     const bool timed = !what.empty();
     if (timed) look_for_other_programs("start");
     if (!m_gpu_turn.held() && !m_gpu_lock_path.empty()) {
-      m_gpu_turn = runner::file_lock::acquire(m_gpu_lock_path, std::chrono::milliseconds(0));
+      // Out of line: this worker measures whether or not it has the lock, so a free lock taken
+      // now keeps the waiter first in line from measuring beside it (that one waits for it).
+      m_gpu_turn = runner::file_lock::try_now(m_gpu_lock_path);
       if (m_gpu_turn.held()) {
         m_outside.release();
         m_events.flag("gpu_lock_late", "info",
@@ -492,8 +494,12 @@ class pipeline {
       } else {
         m_events.flag(
             "gpu_lock_not_held", timed ? "warning" : "info",
-            fmt::format("ran without the GPU to itself ({}): {}.{}", m_gpu_lock_path.string(),
+            fmt::format("ran without the GPU to itself ({}): {}{}.{}", m_gpu_lock_path.string(),
                         m_gpu_lock_error,
+                        m_gpu_turn.error().empty() || m_gpu_turn.error() == m_gpu_lock_error
+                            ? std::string()
+                            : "; tried again before " + std::string(timed ? what : "the rest") +
+                                  ": " + m_gpu_turn.error(),
                         timed ? " Another process's work on the GPU while a side is measured "
                                 "moves its figures"
                               : " Nothing was timed"));

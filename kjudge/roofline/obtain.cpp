@@ -1,6 +1,8 @@
 #include <kjudge/roofline/obtain.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -50,8 +52,13 @@ obtained obtain_roofline(const obtain_options& options) {
         return {std::move(*cached), "cached in " + path.string()};
       // Measured next to other programs: kept (and flagged) while they are there, measured
       // again once a look finds the GPU free of them. NVML lists only processes with a context.
-      cuda::create_primary_context(options.device);
-      const auto look = runner::look_for_neighbours(d.uuid, d.pci_bus_id);
+      runner::neighbour_look look;
+      try {
+        cuda::create_primary_context(options.device);
+        look = runner::look_for_neighbours(d.uuid, d.pci_bus_id);
+      } catch (const error& e) {  // e.g. the GPU in exclusive mode and held by one of them
+        look.why_unchecked = "no CUDA context could be made (" + e.message() + ")";
+      }
       if (!look.checked || !look.others.empty())
         return {std::move(*cached),
                 "cached in " + path.string() +
@@ -92,12 +99,24 @@ obtained obtain_roofline(const obtain_options& options) {
   o.repetitions = options.repetitions;
   o.progress = options.progress;
   // Programs other than kjudge do not take turns: looked for at the start and the end, as an
-  // evaluation's timing does (the context first: NVML lists only processes that have one).
+  // evaluation's timing does (the context first: NVML lists only processes that have one). So
+  // are kjudge evaluations that gave up waiting for the lock and work beside its holder (their
+  // marks, as the worker's check_gpu_shared looks: held now, or taken in between).
   cuda::create_primary_context(options.device);
   runner::neighbour_watch neighbours;
   neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "start");
+  const auto marks = runner::outside_mark_path(lock_path);
+  const auto mark_time = [&marks]() -> std::optional<std::filesystem::file_time_type> {
+    std::error_code ec;
+    const auto t = std::filesystem::last_write_time(marks, ec);
+    return ec ? std::nullopt : std::optional(t);
+  };
+  bool marked = gpu_turn.held() && runner::file_lock::others_marked(marks);
+  const auto marks_before = mark_time();
   obtained out{measure_roofline(o), "measured now, cached in " + path.string()};
   neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "end");
+  if (gpu_turn.held())
+    marked = marked || runner::file_lock::others_marked(marks) || mark_time() != marks_before;
   const std::string others = neighbours.warning("ceilings' measurement", neighbour_effect);
   if (!others.empty()) out.result.flags.push_back({"gpu_other_process", "warning", others});
   if (const auto u = neighbours.unchecked(); !u.empty())
@@ -106,6 +125,16 @@ obtained obtain_roofline(const obtain_options& options) {
          "whether programs other than kjudge used this GPU during the ceilings' measurement was "
          "not checked in full: " +
              u});
+  if (marked) {
+    out.result.flags.push_back(
+        {"gpu_shared", "warning",
+         "another kjudge evaluation worked on this GPU during the ceilings' measurement without "
+         "the GPU's lock (it gave up waiting for it): the ceilings may read low, and throughput "
+         "percentages against them high"});
+    out.origin = "measured now, next to another kjudge evaluation on the GPU (not cached)";
+    say("not cached: another kjudge evaluation worked on the GPU meanwhile (flag gpu_shared)");
+    return out;
+  }
   if (crowded) {
     out.result.flags.push_back(
         {"gpu_lock_not_held", "warning",

@@ -10,8 +10,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -140,16 +142,19 @@ bool ofd_lock(int fd, short type, off_t start, off_t len) {
   return ::fcntl(fd, F_OFD_SETLK, &fl) == 0;
 }
 
-/** The first byte at or after `start`, before start + len, that another open file description
- *  has locked (OFD or POSIX); -1 when there is none. */
-off_t first_locked(int fd, off_t start, off_t len) {
+/** A lock another open file description holds (OFD or POSIX) on bytes within [start, start +
+ *  len), clipped to that range: {start, length}; nullopt when there is none. Which one, when
+ *  there are several, is the kernel's choice, not the lowest. */
+std::optional<std::pair<off_t, off_t>> some_lock_within(int fd, off_t start, off_t len) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
   fl.l_start = start;
   fl.l_len = len;
-  if (::fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return -1;
-  return std::max(fl.l_start, start);
+  if (::fcntl(fd, F_OFD_GETLK, &fl) != 0 || fl.l_type == F_UNLCK) return std::nullopt;
+  const off_t from = std::max(fl.l_start, start);
+  const off_t to = fl.l_len == 0 ? start + len : std::min(fl.l_start + fl.l_len, start + len);
+  return std::make_pair(from, std::max<off_t>(to - from, 1));
 }
 
 /** Where the waiters for an exclusive lock stand in line, so that they take it in order of
@@ -175,10 +180,13 @@ class waiting_line {
     }
     m_fd = file.fd;
     // The counter's guard is held for a few system calls; a holder that keeps it longer (not
-    // kjudge) leaves this waiter out of line rather than stuck.
+    // kjudge), or a file system without these locks, leaves this waiter out of line.
     bool guarded = false;
-    for (int i = 0; i < 200 && !(guarded = ofd_lock(m_fd, F_WRLCK, 0, 1)); ++i)
+    for (int i = 0; i < 200; ++i) {
+      if ((guarded = ofd_lock(m_fd, F_WRLCK, 0, 1))) break;
+      if (errno != EAGAIN && errno != EACCES) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (!guarded) {
       leave();
       return;
@@ -207,15 +215,23 @@ class waiting_line {
   [[nodiscard]] bool joined() const noexcept { return m_ticket >= 0; }
   /** No waiter that arrived earlier is still in line (true when not in line at all). */
   [[nodiscard]] bool first() const {
-    return !joined() || m_ticket == 0 || first_locked(m_fd, 1, m_ticket) < 0;
+    return !joined() || m_ticket == 0 || !some_lock_within(m_fd, 1, m_ticket);
   }
-  /** How many waiters that arrived earlier are still in line. */
+  /** How many waiters that arrived earlier are still in line (locked bytes before this one's;
+   *  at most 1000 looked at). */
   [[nodiscard]] int ahead() const {
+    if (!joined()) return 0;
     int count = 0;
-    for (off_t at = 1; joined() && at < 1 + m_ticket && count < 10000; ++count) {
-      const off_t found = first_locked(m_fd, at, 1 + m_ticket - at);
-      if (found < 0) break;
-      at = found + 1;
+    std::vector<std::pair<off_t, off_t>> ranges{{1, m_ticket}};  // {start, length} to look in
+    for (int looks = 0; !ranges.empty() && looks < 1000; ++looks) {
+      const auto [start, len] = ranges.back();
+      ranges.pop_back();
+      const auto found = some_lock_within(m_fd, start, len);
+      if (!found) continue;
+      ++count;
+      if (found->first > start) ranges.emplace_back(start, found->first - start);
+      const off_t after = found->first + found->second;
+      if (after < start + len) ranges.emplace_back(after, start + len - after);
     }
     return count;
   }
@@ -235,19 +251,24 @@ class waiting_line {
 }  // namespace
 
 file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds limit) {
-  return take(path, false, limit);
+  return take(path, false, limit, true);
+}
+
+file_lock file_lock::try_now(const fs::path& path) {
+  return take(path, false, std::chrono::milliseconds(0), false);
 }
 
 file_lock file_lock::mark(const fs::path& path) {
   // others_marked() holds the file exclusively for an instant while it looks: waited for, up to
   // 100 ms, never blocking on a holder that would not let go.
-  auto lock = take(path, true, std::chrono::milliseconds(100));
+  auto lock = take(path, true, std::chrono::milliseconds(100), false);
   // Its time says a mark was taken since a look that saw none (best effort: the file is 0666).
   if (lock.held()) static_cast<void>(::futimens(lock.m_fd, nullptr));
   return lock;
 }
 
-file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::milliseconds limit) {
+file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::milliseconds limit,
+                          bool in_line) {
   using clock = std::chrono::steady_clock;
   file_lock lock;
   auto file = open_lock_file(path, lock.m_error);
@@ -257,12 +278,28 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
   const auto deadline = start + limit;
   bool waited = false;
   // Exclusive takers stand in line, so the lock goes in order of arrival; one that is not first
-  // does not try it (shared marks do not queue: they wait 100 ms at most).
-  waiting_line line(path, !shared);
+  // does not try it (shared marks do not queue: they wait 100 ms at most; nor does try_now()).
+  waiting_line line(path, in_line && !shared);
+  // A ticket can outlive its waiter (a child it forked without exec keeps the description), and
+  // an earlier waiter may be stuck: one that is not first looks at the lock every 250 ms, and
+  // takes it once it has found it free for a second on end.
+  std::optional<clock::time_point> free_since;
+  auto next_look = start;
   for (int replaced = 0;;) {
-    int e = EWOULDBLOCK;  // not first in line: as if the lock were held
-    if (line.first()) {
+    int e = EWOULDBLOCK;  // not first in line and not looking: as if the lock were held
+    const bool first = line.first();
+    if (first || clock::now() >= next_look) {
       e = ::flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 ? 0 : errno;
+      if (!first) {
+        next_look = clock::now() + std::chrono::milliseconds(250);
+        if (e != 0) {
+          free_since.reset();
+        } else if (!free_since || clock::now() - *free_since < std::chrono::seconds(1)) {
+          if (!free_since) free_since = clock::now();
+          static_cast<void>(::flock(fd, LOCK_UN));  // the line goes first
+          e = EWOULDBLOCK;
+        }
+      }
     }
     if (e == 0) {
       if (still_at_path(fd, path) || replaced == 10) break;
@@ -287,11 +324,14 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
       lock.m_waited = clock::now() - start;
       lock.m_timed_out = true;
       const int ahead = line.ahead();
-      lock.m_error = fmt::format(
-          "{} still held it after {:.1f} s{}",
-          lock.m_holder.empty() ? "another process" : lock.m_holder, lock.m_waited.count(),
-          ahead == 0 ? std::string()
-                     : fmt::format(", with {} more waiting before this one", ahead));
+      const std::string before =
+          ahead == 0 ? std::string() : fmt::format("{} waiting before this one", ahead);
+      if (lock.m_holder.empty() && ahead > 0)  // perhaps free, but not this one's turn yet
+        lock.m_error = fmt::format("{} after {:.1f} s", before, lock.m_waited.count());
+      else
+        lock.m_error = fmt::format("{} still held it after {:.1f} s{}",
+                                   lock.m_holder.empty() ? "another process" : lock.m_holder,
+                                   lock.m_waited.count(), ahead == 0 ? "" : ", with " + before);
       ::close(fd);
       return lock;
     }

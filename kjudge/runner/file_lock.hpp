@@ -15,15 +15,23 @@ namespace kj::runner {
 
 class file_lock {
  public:
-  /** Takes the lock on `path`, waiting at most `limit` for another holder to let go. A missing
+  /** Takes the lock on `path`, waiting at most `limit` for another holder to let go and for the
+   *  waiters that came first to have had their turn (waiters stand in line in `path`.queue and
+   *  take the lock in order of arrival; docs/methodology.md says how far that holds). A missing
    *  file is created, writable by every user (so that other users' processes share it); an
    *  existing one is opened as it is, read-only where this user may not write it (flock needs
    *  no more). Anything but a plain file of one link and a few bytes there (a symlink, a FIFO, a
    *  hard link to another file) is refused, never followed, written or waited on. Never throws
    *  for a lock that cannot be had: held() is then false and error() says why (the file could
-   *  not be used, or the limit passed while `holder()` still had it). The holder writes
+   *  not be used, or the limit passed while `holder()` still had it or earlier waiters were
+   *  still in line). The holder writes
    *  "pid N on host" into the file, when it may, for waiters to name it. */
   static file_lock acquire(const std::filesystem::path& path, std::chrono::milliseconds limit);
+
+  /** One try at the exclusive lock on `path` now, out of the line of waiters (for a caller that
+   *  goes on whether or not it has the lock: taking a free lock then keeps a waiter from
+   *  measuring beside it). Same file rules as acquire(). */
+  static file_lock try_now(const std::filesystem::path& path);
 
   /** A shared lock on `path` (same rules), taken within 100 ms (others_marked() holds the
    *  file for an instant while it looks) or not at all: the mark of a process that works outside
@@ -47,17 +55,18 @@ class file_lock {
    *  printable); empty when it was free, or the holder could not write the file. */
   [[nodiscard]] const std::string& holder() const noexcept { return m_holder; }
   [[nodiscard]] const std::string& error() const noexcept { return m_error; }
-  /** Not held because another process still held it when the limit passed (not because the
-   *  file could not be used). */
+  /** Not held because another process still held it, or earlier waiters were still in line,
+   *  when the limit passed (not because the file could not be used). */
   [[nodiscard]] bool timed_out() const noexcept { return m_timed_out; }
   /** Lets go now (clearing the holder line it wrote, unlocking, closing); the destructor does
    *  the same. */
   void release() noexcept;
 
  private:
-  /** acquire() (exclusive) and mark() (shared): the one polling loop. */
+  /** acquire(), try_now() (exclusive) and mark() (shared): the one polling loop; `in_line`:
+   *  an exclusive taker stands in the line of waiters. */
   static file_lock take(const std::filesystem::path& path, bool shared,
-                        std::chrono::milliseconds limit);
+                        std::chrono::milliseconds limit, bool in_line);
 
   int m_fd = -1;
   bool m_wrote_holder = false;

@@ -275,6 +275,7 @@ TEST_F(EvalGpu, RooflineNextToAnotherProgramIsFlaggedAndMeasuredAgainWhenItGoes)
   };
   const auto cached_flags = [&] {
     std::vector<std::string> codes;
+    if (!std::filesystem::is_directory(cache / "roofline")) return codes;  // nothing cached
     for (const auto& e : std::filesystem::recursive_directory_iterator(cache / "roofline")) {
       std::ifstream in(e.path());
       const auto j = nlohmann::json::parse(in, nullptr, false);
@@ -289,6 +290,10 @@ TEST_F(EvalGpu, RooflineNextToAnotherProgramIsFlaggedAndMeasuredAgainWhenItGoes)
   const auto busy = roofline({"--refresh"});
   ASSERT_EQ(busy.exit_code, 0) << busy.output;
   ASSERT_TRUE(busy.result.is_object()) << busy.output;
+  if (has_flag(busy.result, "gpu_lock_not_held") || has_flag(busy.result, "gpu_shared")) {
+    std::filesystem::remove_all(cache);  // measured beside another test's evaluation: not cached
+    GTEST_SKIP() << "another kjudge evaluation used the GPU meanwhile";
+  }
   const std::string m = flag_message(busy.result, "gpu_other_process");
   EXPECT_NE(m.find("pid " + std::to_string(other->pid()) + " (kj_busy_gpu"), std::string::npos)
       << busy.result["flags"];
@@ -315,6 +320,10 @@ TEST_F(EvalGpu, RooflineNextToAnotherProgramIsFlaggedAndMeasuredAgainWhenItGoes)
   }
   const auto free = roofline({});
   ASSERT_EQ(free.exit_code, 0) << free.output;
+  if (watch_conditions().others) {  // another test's program came meanwhile (ctest -j)
+    std::filesystem::remove_all(cache);
+    GTEST_SKIP() << "another program took a context on the GPU during the last run";
+  }
   EXPECT_NE(free.output.find("now gone; measuring"), std::string::npos) << free.output;
   EXPECT_FALSE(has_flag(free.result, "gpu_other_process")) << free.result["flags"];
   codes = cached_flags();
