@@ -220,7 +220,7 @@ class waiting_line {
   /** How many waiters that arrived earlier are still in line (locked bytes before this one's;
    *  at most 1000 looked at). */
   [[nodiscard]] int ahead() const {
-    if (!joined()) return 0;
+    if (!joined() || m_ticket == 0) return 0;  // (a length of 0 would mean "to the end")
     int count = 0;
     std::vector<std::pair<off_t, off_t>> ranges{{1, m_ticket}};  // {start, length} to look in
     for (int looks = 0; !ranges.empty() && looks < 1000; ++looks) {
@@ -255,7 +255,8 @@ file_lock file_lock::acquire(const fs::path& path, std::chrono::milliseconds lim
 }
 
 file_lock file_lock::try_now(const fs::path& path) {
-  return take(path, false, std::chrono::milliseconds(0), false);
+  // 20 ms, not one try: a waiter's look at the lock (take()) holds it for an instant.
+  return take(path, false, std::chrono::milliseconds(20), false);
 }
 
 file_lock file_lock::mark(const fs::path& path) {
@@ -282,22 +283,29 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
   waiting_line line(path, in_line && !shared);
   // A ticket can outlive its waiter (a child it forked without exec keeps the description), and
   // an earlier waiter may be stuck: one that is not first looks at the lock every 250 ms, and
-  // takes it once it has found it free for a second on end.
+  // takes it once it has found it free at every look for a second on end (looks more than
+  // 500 ms apart, as after this waiter was stopped itself, start the second again).
   std::optional<clock::time_point> free_since;
+  auto last_look = start;
   auto next_look = start;
   for (int replaced = 0;;) {
     int e = EWOULDBLOCK;  // not first in line and not looking: as if the lock were held
+    bool seen_free = false;
     const bool first = line.first();
     if (first || clock::now() >= next_look) {
       e = ::flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 ? 0 : errno;
       if (!first) {
-        next_look = clock::now() + std::chrono::milliseconds(250);
+        const auto now = clock::now();
+        if (now - last_look > std::chrono::milliseconds(500)) free_since.reset();
+        last_look = now;
+        next_look = now + std::chrono::milliseconds(250);
         if (e != 0) {
           free_since.reset();
-        } else if (!free_since || clock::now() - *free_since < std::chrono::seconds(1)) {
-          if (!free_since) free_since = clock::now();
+        } else if (!free_since || now - *free_since < std::chrono::seconds(1)) {
+          if (!free_since) free_since = now;
           static_cast<void>(::flock(fd, LOCK_UN));  // the line goes first
           e = EWOULDBLOCK;
+          seen_free = true;
         }
       }
     }
@@ -306,6 +314,7 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
       // Removed or replaced while this waited: the lock that counts is on the file there now.
       ::close(fd);
       ++replaced;
+      free_since.reset();
       file = open_lock_file(path, lock.m_error);
       if (file.fd < 0) return lock;
       fd = file.fd;
@@ -317,8 +326,11 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
       ::close(fd);
       return lock;
     }
-    // Read again each time: the holder seen last is the one that made this wait end or time out.
-    if (!shared)
+    // Read again each time: the holder seen last is the one that made this wait end or time out
+    // (none when this look found the lock free: a line left by a killed holder names no one).
+    if (seen_free)
+      lock.m_holder.clear();
+    else if (!shared)
       if (auto h = read_holder(fd); !h.empty()) lock.m_holder = std::move(h);
     if (clock::now() >= deadline) {
       lock.m_waited = clock::now() - start;

@@ -28,8 +28,8 @@ class file_lock {
    *  "pid N on host" into the file, when it may, for waiters to name it. */
   static file_lock acquire(const std::filesystem::path& path, std::chrono::milliseconds limit);
 
-  /** One try at the exclusive lock on `path` now, out of the line of waiters (for a caller that
-   *  goes on whether or not it has the lock: taking a free lock then keeps a waiter from
+  /** The exclusive lock on `path` now (tried for 20 ms), out of the line of waiters (for a caller
+   * that goes on whether or not it has the lock: taking a free lock then keeps a waiter from
    *  measuring beside it). Same file rules as acquire(). */
   static file_lock try_now(const std::filesystem::path& path);
 
