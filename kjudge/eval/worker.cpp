@@ -520,13 +520,8 @@ class pipeline {
   void flag_other_programs(std::string_view measured) {
     if (!m_device) return;
     look_for_other_programs("end");
-    if (const auto w = m_neighbours.warning(measured); !w.empty())
-      m_events.flag("gpu_other_process", "warning", w);
-    if (const auto u = m_neighbours.unchecked(); !u.empty())
-      m_events.flag("gpu_processes_unchecked", "info",
-                    fmt::format("whether programs other than kjudge used this GPU during the {} "
-                                "was not checked in full: {}",
-                                measured, u));
+    for (auto& f : m_neighbours.flags(measured))
+      m_events.flag(std::move(f.code), std::move(f.severity), std::move(f.message));
   }
 
   /** By the lock's holder, before (`first`) and after its timing: an evaluation that gave up
@@ -534,13 +529,8 @@ class pipeline {
    *  one that marked itself between the two looks (the mark file's time moved). */
   void check_gpu_shared(bool first) {
     if (m_gpu_shared_flagged || !m_gpu_turn.held()) return;
-    const auto marks = runner::outside_mark_path(m_gpu_lock_path);
-    const bool now = runner::file_lock::others_marked(marks);  // makes the file if missing
-    std::error_code ec;
-    const auto stamp = std::filesystem::last_write_time(marks, ec);
-    const bool between = !first && !ec && m_marks_stamp && stamp != *m_marks_stamp;
-    if (first && !ec) m_marks_stamp = stamp;
-    if (!now && !between) return;
+    if (first || !m_marks) m_marks.emplace(m_gpu_lock_path);
+    if (!m_marks->look()) return;
     m_gpu_shared_flagged = true;
     m_events.flag("gpu_shared", "warning",
                   fmt::format("another evaluation worked on this GPU {} this one's timing without "
@@ -828,7 +818,7 @@ class pipeline {
   std::string m_timing_failed;            ///< why the post-timing output check failed, if it did
   std::filesystem::path m_gpu_lock_path;  ///< empty until take_gpu_turn
   std::string m_gpu_lock_error;           ///< why the lock was not had when it was waited for
-  std::optional<std::filesystem::file_time_type> m_marks_stamp;  ///< at the first look
+  std::optional<runner::outside_marks> m_marks;  ///< looked at from the first check_gpu_shared
   runner::file_lock m_gpu_turn;  ///< the GPU's lock (take_gpu_turn); goes first when this does
   runner::file_lock m_outside;   ///< the mark of working without it, when it was not had
   bool m_gpu_shared_flagged = false;

@@ -1,8 +1,6 @@
 #include <kjudge/roofline/obtain.hpp>
 
 #include <algorithm>
-#include <filesystem>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -26,10 +24,9 @@ const flag* other_programs_flag(const roofline_result& r) {
   return it == r.flags.end() ? nullptr : &*it;
 }
 
-/** What a neighbour does to ceilings (neighbour_watch::warning's consequence). */
-constexpr std::string_view neighbour_effect =
-    "if they ran work meanwhile, the ceilings may read low, and throughput percentages against "
-    "them high";
+/** What other work on the GPU during the measurement does to the ceilings. */
+constexpr std::string_view ceilings_effect =
+    "the ceilings may read low, and throughput percentages against them high";
 
 }  // namespace
 
@@ -105,32 +102,21 @@ obtained obtain_roofline(const obtain_options& options) {
   cuda::create_primary_context(options.device);
   runner::neighbour_watch neighbours;
   neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "start");
-  const auto marks = runner::outside_mark_path(lock_path);
-  const auto mark_time = [&marks]() -> std::optional<std::filesystem::file_time_type> {
-    std::error_code ec;
-    const auto t = std::filesystem::last_write_time(marks, ec);
-    return ec ? std::nullopt : std::optional(t);
-  };
-  bool marked = gpu_turn.held() && runner::file_lock::others_marked(marks);
-  const auto marks_before = mark_time();
+  runner::outside_marks marks(lock_path);
+  bool marked = gpu_turn.held() && marks.look();
   obtained out{measure_roofline(o), "measured now, cached in " + path.string()};
   neighbours.add(runner::look_for_neighbours(d.uuid, d.pci_bus_id), "end");
-  if (gpu_turn.held())
-    marked = marked || runner::file_lock::others_marked(marks) || mark_time() != marks_before;
-  const std::string others = neighbours.warning("ceilings' measurement", neighbour_effect);
-  if (!others.empty()) out.result.flags.push_back({"gpu_other_process", "warning", others});
-  if (const auto u = neighbours.unchecked(); !u.empty())
-    out.result.flags.push_back(
-        {"gpu_processes_unchecked", "info",
-         "whether programs other than kjudge used this GPU during the ceilings' measurement was "
-         "not checked in full: " +
-             u});
+  if (gpu_turn.held()) marked = marks.look() || marked;
+  const auto neighbour_flags = neighbours.flags(
+      "ceilings' measurement", fmt::format("if they ran work meanwhile, {}", ceilings_effect));
+  out.result.flags.insert(out.result.flags.end(), neighbour_flags.begin(), neighbour_flags.end());
+  const bool others = other_programs_flag(out.result) != nullptr;
   if (marked) {
     out.result.flags.push_back(
         {"gpu_shared", "warning",
-         "another kjudge evaluation worked on this GPU during the ceilings' measurement without "
-         "the GPU's lock (it gave up waiting for it): the ceilings may read low, and throughput "
-         "percentages against them high"});
+         fmt::format("another kjudge evaluation worked on this GPU during the ceilings' "
+                     "measurement without the GPU's lock (it gave up waiting for it): {}",
+                     ceilings_effect)});
     out.origin = "measured now, next to another kjudge evaluation on the GPU (not cached)";
     say("not cached: another kjudge evaluation worked on the GPU meanwhile (flag gpu_shared)");
     return out;
@@ -138,12 +124,12 @@ obtained obtain_roofline(const obtain_options& options) {
   if (crowded) {
     out.result.flags.push_back(
         {"gpu_lock_not_held", "warning",
-         "measured while another kjudge process used the GPU (" + gpu_turn.error() +
-             "): the ceilings may read low, and throughput percentages against them high"});
+         fmt::format("measured while another kjudge process used the GPU ({}): {}",
+                     gpu_turn.error(), ceilings_effect)});
     out.origin = "measured now, next to another kjudge evaluation on the GPU (not cached)";
     return out;
   }
-  if (!others.empty()) {
+  if (others) {
     say("other programs had a context on the GPU (flag gpu_other_process): cached until a run "
         "finds the GPU free of them");
     out.origin = "measured now, next to other programs on the GPU; cached in " + path.string() +

@@ -425,4 +425,14 @@ fs::path outside_mark_path(const fs::path& lock) {
   return p;
 }
 
+bool outside_marks::look() {
+  const bool now = file_lock::others_marked(m_marks);  // makes the file if missing
+  std::error_code ec;
+  const auto stamp = fs::last_write_time(m_marks, ec);
+  const bool since = m_looked && !ec && m_first && stamp != *m_first;
+  if (!m_looked && !ec) m_first = stamp;
+  m_looked = true;
+  return now || since;
+}
+
 }  // namespace kj::runner

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -85,5 +86,20 @@ class file_lock {
 /** The file whose shared marks say that a process runs on the GPU of `lock` without holding it
  *  (it gave up waiting): `lock` with ".outside" appended. */
 [[nodiscard]] std::filesystem::path outside_mark_path(const std::filesystem::path& lock);
+
+/** How the holder of `lock` looks for work outside it during a measurement (an evaluation's
+ *  timing, the roofline's ceilings): a mark held at a look, or taken since the first look (the
+ *  mark file's time moved). */
+class outside_marks {
+ public:
+  explicit outside_marks(const std::filesystem::path& lock) : m_marks(outside_mark_path(lock)) {}
+  /** True when a mark is held now or, after the first look, one was taken since it. */
+  [[nodiscard]] bool look();
+
+ private:
+  std::filesystem::path m_marks;
+  bool m_looked = false;
+  std::optional<std::filesystem::file_time_type> m_first;  ///< the file's time at the first look
+};
 
 }  // namespace kj::runner

@@ -180,4 +180,16 @@ std::string neighbour_watch::unchecked() const {
   return fmt::format("{}", fmt::join(gaps, "; "));
 }
 
+std::vector<flag> neighbour_watch::flags(std::string_view measured, std::string_view effect) const {
+  std::vector<flag> out;
+  if (auto w = warning(measured, effect); !w.empty())
+    out.push_back({"gpu_other_process", "warning", std::move(w)});
+  if (const auto u = unchecked(); !u.empty())
+    out.push_back({"gpu_processes_unchecked", "info",
+                   fmt::format("whether programs other than kjudge used this GPU during the {} "
+                               "was not checked in full: {}",
+                               measured, u)});
+  return out;
+}
+
 }  // namespace kj::runner

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include <kjudge/core/result.hpp>
 #include <kjudge/cuda/nvml.hpp>
 
 namespace kj::runner {
@@ -80,6 +81,11 @@ class neighbour_watch {
   /** What the looks could not check (the info flag `gpu_processes_unchecked`): a look that
    *  could not be made, or a blind spot; "" when every look saw everything. */
   [[nodiscard]] std::string unchecked() const;
+  /** What the looks of the `measured` come to, as flags: the warning `gpu_other_process`
+   *  (warning(measured, effect)) and the info flag `gpu_processes_unchecked`, each when it has
+   *  something to say. */
+  [[nodiscard]] std::vector<flag> flags(std::string_view measured,
+                                        std::string_view effect = timing_effect) const;
 
  private:
   struct seen {

@@ -435,6 +435,22 @@ TEST_F(FileLock, marks_of_work_outside_the_lock_are_seen_while_they_are_held) {
   EXPECT_TRUE(three.held()) << three.error();
 }
 
+TEST_F(FileLock, the_holder_sees_marks_held_at_a_look_or_taken_between_looks) {
+  outside_marks quiet(path());
+  EXPECT_FALSE(quiet.look());
+  EXPECT_FALSE(quiet.look());
+  outside_marks watch(path());
+  EXPECT_FALSE(watch.look());
+  {
+    auto held = file_lock::mark(outside_mark_path(path()));
+    ASSERT_TRUE(held.held()) << held.error();
+    EXPECT_TRUE(watch.look());  // held now
+  }
+  EXPECT_TRUE(watch.look());  // gone, but taken since the first look
+  outside_marks later(path());
+  EXPECT_FALSE(later.look());  // a new watch starts from the file as it is
+}
+
 TEST_F(FileLock, gpu_lock_path_is_per_gpu_in_the_lock_dir_else_tmp) {
   ASSERT_EQ(::setenv("KJUDGE_LOCK_DIR", m_dir.c_str(), 1), 0);
   EXPECT_EQ(gpu_lock_path("GPU-1234-abcd"), m_dir / "kjudge-gpu-GPU-1234-abcd.lock");

@@ -87,6 +87,27 @@ TEST(GpuNeighbours, NothingToSayWhenOnlyKjudgeIsThere) {
   w.add(sort_processes(std::vector{listed(100)}, fake_probe()), "end");
   EXPECT_TRUE(w.warning("timing").empty());
   EXPECT_TRUE(w.unchecked().empty());
+  EXPECT_TRUE(w.flags("timing").empty());
+}
+
+TEST(GpuNeighbours, FlagsCarryTheWarningWithItsEffectAndWhatWasNotChecked) {
+  neighbour_watch w;
+  w.add(sort_processes(std::vector{listed(100), listed(300)}, fake_probe()), "start");
+  w.add(sort_processes(std::nullopt, fake_probe(), "NVML is not available: gone"), "end");
+  const auto f = w.flags("ceilings' measurement", "the ceilings may read low");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].code, "gpu_other_process");
+  EXPECT_EQ(f[0].severity, "warning");
+  EXPECT_EQ(f[0].message, w.warning("ceilings' measurement", "the ceilings may read low"));
+  EXPECT_NE(f[0].message.find("during the ceilings' measurement"), std::string::npos);
+  EXPECT_NE(f[0].message.find("hold other programs back; the ceilings may read low"),
+            std::string::npos)
+      << f[0].message;
+  EXPECT_EQ(f[1].code, "gpu_processes_unchecked");
+  EXPECT_EQ(f[1].severity, "info");
+  EXPECT_EQ(f[1].message,
+            "whether programs other than kjudge used this GPU during the ceilings' measurement "
+            "was not checked in full: the end look: NVML is not available: gone");
 }
 
 TEST(GpuNeighbours, EveryLookThatCouldNotBeMadeIsSaid) {
