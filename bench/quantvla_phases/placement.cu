@@ -14,7 +14,8 @@
 // Each layout at four positions (24 pages apart in the allocation): a layout that is slower at
 // every position is slower because of its pages (translation), one that varies by position
 // because of where its bytes go (channels, L2 slices). Every layout's forward is checked first.
-// Usage: placement <label> [samples]. Run by bench/quantvla_phases/placement.sh.
+// Usage: placement <label> [samples] [flush MiB; default twice the L2, as kjudge]. Run by
+// bench/quantvla_phases/placement.sh.
 #include <cuda_runtime.h>
 
 #include "bench_common.cuh"
@@ -97,7 +98,8 @@ int main(int argc, char** argv) {
 
   cudaDeviceProp prop{};
   check_cuda(cudaGetDeviceProperties(&prop, 0), "properties");
-  const size_t flush_bytes = 2 * static_cast<size_t>(prop.l2CacheSize);
+  const size_t flush_bytes = argc > 3 ? static_cast<size_t>(std::max(1, std::atoi(argv[3]))) << 20
+                                      : 2 * static_cast<size_t>(prop.l2CacheSize);
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
   cudaStream_t stream;
@@ -160,9 +162,15 @@ int main(int argc, char** argv) {
       check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
       if (s >= 10) us[l].push_back(1000.0 * ms);
     }
-  for (size_t l = 0; l < layouts.size(); ++l)
+  std::vector<double> pooled;
+  for (size_t l = 0; l < layouts.size(); ++l) {
     std::printf("%s: %-22s %6.2f us (q1 %.2f, q3 %.2f, min %.2f, n %zu)\n", label.c_str(),
                 layouts[l].name.c_str(), quantile(us[l], 0.5), quantile(us[l], 0.25),
                 quantile(us[l], 0.75), quantile(us[l], 0.0), us[l].size());
+    pooled.insert(pooled.end(), us[l].begin(), us[l].end());
+  }
+  std::printf("%s: %-22s %6.2f us (q1 %.2f, q3 %.2f, min %.2f, n %zu); %zu MiB flushed\n",
+              label.c_str(), "all layouts", quantile(pooled, 0.5), quantile(pooled, 0.25),
+              quantile(pooled, 0.75), quantile(pooled, 0.0), pooled.size(), flush_bytes >> 20);
   return 0;
 }
