@@ -1,6 +1,7 @@
 #include <kjudge/core/result.hpp>
 
 #include <algorithm>
+#include <limits>
 
 #include <kjudge/core/error.hpp>
 
@@ -171,7 +172,9 @@ void to_json(nlohmann::json& j, const figure& v) {
        {"max_us", s.max},
        {"rse_pct", s.rse_pct},
        {"discarded_throttled", v.discarded_throttled},
-       {"samples_us", v.samples_us}};
+       {"samples_us", v.samples_us},
+       {"samples_set", v.samples_set},
+       {"set_medians_us", v.set_medians_us}};  // NaN (a set without samples) dumps as null
 }
 
 void from_json(const nlohmann::json& j, figure& v) {
@@ -192,6 +195,12 @@ void from_json(const nlohmann::json& j, figure& v) {
   get(j, "rse_pct", v.summary.rse_pct);
   get(j, "discarded_throttled", v.discarded_throttled);
   get(j, "samples_us", v.samples_us);
+  get(j, "samples_set", v.samples_set);
+  v.set_medians_us.clear();
+  if (auto it = j.find("set_medians_us"); it != j.end() && it->is_array())
+    for (const auto& m : *it)
+      v.set_medians_us.push_back(m.is_number() ? m.get<double>()
+                                               : std::numeric_limits<double>::quiet_NaN());
 }
 
 void to_json(nlohmann::json& j, const side_result& v) {
@@ -215,7 +224,8 @@ void to_json(nlohmann::json& j, const comparison& v) {
                   {"ci_lo", s.ci.lo},
                   {"ci_hi", s.ci.hi},
                   {"confidence", s.ci.confidence},
-                  {"resamples", s.ci.resamples}});
+                  {"resamples", s.ci.resamples},
+                  {"resampled", s.ci.by_group ? "input_sets" : "samples"}});
   const auto& c = v.clocks;
   j["clocks"] = {{"available", c.available},
                  {"source", c.source},
@@ -239,6 +249,7 @@ void from_json(const nlohmann::json& j, comparison& v) {
       get(s, "ci_hi", out.ci.hi);
       get(s, "confidence", out.ci.confidence);
       get(s, "resamples", out.ci.resamples);
+      out.ci.by_group = s.value("resampled", std::string("samples")) == "input_sets";
       v.speedups.push_back(out);
     }
   if (auto it = j.find("clocks"); it != j.end() && it->is_object()) {

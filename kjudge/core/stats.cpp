@@ -129,6 +129,82 @@ double resampled_median(std::span<const double> sorted, sampler& rng) noexcept {
   return 0.5 * (lower + sorted[to_index(u_k1, n)]);
 }
 
+/** One side's samples by group, for resampling whole groups (bootstrap_ratio_of_medians_by_group).
+ *  The r-th smallest value of a resample (group c drawn counts[c] times) is the smallest value v
+ *  of all the samples with sum_c counts[c] * #{x in group c : x <= v} >= r: found by bisection
+ *  over all the samples, sorted, each step counting in every group's sorted values. */
+class grouped_samples {
+ public:
+  grouped_samples(std::span<const double> values, std::span<const std::uint32_t> group_of) {
+    std::vector<std::uint32_t> ids(group_of.begin(), group_of.end());
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    m_groups.resize(ids.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto at = std::lower_bound(ids.begin(), ids.end(), group_of[i]) - ids.begin();
+      m_groups[static_cast<std::size_t>(at)].push_back(values[i]);
+    }
+    for (auto& g : m_groups) std::sort(g.begin(), g.end());
+    m_all.assign(values.begin(), values.end());
+    std::sort(m_all.begin(), m_all.end());
+    m_counts.resize(m_groups.size());
+  }
+
+  [[nodiscard]] std::size_t groups() const noexcept { return m_groups.size(); }
+
+  /** The median of one resample of groups() groups drawn with replacement. */
+  double resampled_median(sampler& rng) {
+    std::fill(m_counts.begin(), m_counts.end(), std::size_t{0});
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < m_groups.size(); ++i) {
+      const std::size_t c = to_index(rng.uniform(), m_groups.size());
+      ++m_counts[c];
+      total += m_groups[c].size();
+    }
+    if (total % 2 == 1) return ranked((total + 1) / 2);
+    return 0.5 * (ranked(total / 2) + ranked(total / 2 + 1));
+  }
+
+ private:
+  /** The r-th smallest (1-based) value of the current resample. */
+  double ranked(std::size_t r) const {
+    std::size_t lo = 0, hi = m_all.size() - 1;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (at_most(m_all[mid]) >= r)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return m_all[lo];
+  }
+
+  /** How many values of the current resample are <= v. */
+  std::size_t at_most(double v) const {
+    std::size_t n = 0;
+    for (std::size_t c = 0; c < m_groups.size(); ++c)
+      if (m_counts[c] > 0)
+        n += m_counts[c] *
+             static_cast<std::size_t>(std::upper_bound(m_groups[c].begin(), m_groups[c].end(), v) -
+                                      m_groups[c].begin());
+    return n;
+  }
+
+  std::vector<std::vector<double>> m_groups;  ///< sorted values of each group with values
+  std::vector<double> m_all;                  ///< every value, sorted
+  std::vector<std::size_t> m_counts;          ///< times each group was drawn (this resample)
+};
+
+/** The percentile interval of the finite ratios in `ratios` (sorted here) around `out.ratio`. */
+void percentile_interval(std::vector<double>& ratios, ratio_ci& out) {
+  out.resamples = ratios.size();
+  if (ratios.empty()) return;
+  std::sort(ratios.begin(), ratios.end());
+  const double tail = std::clamp((1.0 - out.confidence) / 2.0, 0.0, 0.5);
+  out.lo = quantile_sorted(ratios, tail);
+  out.hi = quantile_sorted(ratios, 1.0 - tail);
+}
+
 }  // namespace
 
 double quantile_sorted(std::span<const double> sorted, double q) {
@@ -200,12 +276,53 @@ ratio_ci bootstrap_ratio_of_medians(std::span<const double> numerator,
     const double q = a / b;
     if (std::isfinite(q)) ratios.push_back(q);  // a resample whose median is 0 says nothing
   }
-  out.resamples = ratios.size();
-  if (ratios.empty()) return out;
-  std::sort(ratios.begin(), ratios.end());
-  const double tail = std::clamp((1.0 - confidence) / 2.0, 0.0, 0.5);
-  out.lo = quantile_sorted(ratios, tail);
-  out.hi = quantile_sorted(ratios, 1.0 - tail);
+  percentile_interval(ratios, out);
+  return out;
+}
+
+ratio_ci bootstrap_ratio_of_medians_by_group(std::span<const double> numerator,
+                                             std::span<const std::uint32_t> numerator_groups,
+                                             std::span<const double> denominator,
+                                             std::span<const std::uint32_t> denominator_groups,
+                                             std::size_t resamples, double confidence,
+                                             std::uint64_t seed) {
+  if (numerator_groups.size() != numerator.size() ||
+      denominator_groups.size() != denominator.size())
+    return bootstrap_ratio_of_medians(numerator, denominator, resamples, confidence, seed);
+  grouped_samples num(numerator, numerator_groups);
+  grouped_samples den(denominator, denominator_groups);
+  if (num.groups() < min_bootstrap_groups || den.groups() < min_bootstrap_groups)
+    return bootstrap_ratio_of_medians(numerator, denominator, resamples, confidence, seed);
+  ratio_ci out;
+  out.confidence = confidence;
+  out.by_group = true;
+  const double num_med = median(numerator);
+  const double den_med = median(denominator);
+  if (num_med == 0.0 || den_med == 0.0) return out;
+  out.ratio = num_med / den_med;
+  out.lo = out.hi = out.ratio;
+  sampler rng(seed);
+  std::vector<double> ratios;
+  ratios.reserve(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    const double a = num.resampled_median(rng);
+    const double b = den.resampled_median(rng);
+    const double q = a / b;
+    if (std::isfinite(q)) ratios.push_back(q);
+  }
+  percentile_interval(ratios, out);
+  return out;
+}
+
+std::vector<double> group_medians(std::span<const double> values,
+                                  std::span<const std::uint32_t> group_of, std::size_t groups) {
+  if (group_of.size() != values.size()) return {};
+  std::vector<std::vector<double>> by(groups);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (group_of[i] < groups) by[group_of[i]].push_back(values[i]);
+  std::vector<double> out(groups, std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t g = 0; g < groups; ++g)
+    if (!by[g].empty()) out[g] = median(by[g]);
   return out;
 }
 

@@ -45,6 +45,9 @@ struct ratio_ci {
   double hi = 0;
   double confidence = 0.95;
   std::size_t resamples = 0;
+  /** The resamples drew whole groups of samples (bootstrap_ratio_of_medians_by_group), not
+   *  single samples. */
+  bool by_group = false;
 };
 
 /** Resamples each side independently with replacement (deterministic for a given seed). When
@@ -54,5 +57,30 @@ struct ratio_ci {
                                                   std::size_t resamples = 2000,
                                                   double confidence = 0.95,
                                                   std::uint64_t seed = 0x6b6a75646765ULL);
+
+/** The fewest groups with samples on each side for bootstrap_ratio_of_medians_by_group to
+ *  resample groups: with fewer, whole-group resamples say too little about the spread. */
+inline constexpr std::size_t min_bootstrap_groups = 4;
+
+/** As bootstrap_ratio_of_medians, for samples that come in groups whose members move together
+ *  (a timing figure's input sets: where a set's buffers lie, and its data, shift every sample
+ *  taken on it): each resample draws as many groups as a side has (those with samples), with
+ *  replacement, and takes the median of all their samples; the interval then covers what a run
+ *  on other groups would read, not only the sampling noise within these. `numerator_groups[i]`
+ *  is the group of numerator[i] (likewise for the denominator). Resamples by sample instead
+ *  (`by_group` false), as bootstrap_ratio_of_medians with the same seed, when a group array's
+ *  length differs from its samples' or either side has fewer than min_bootstrap_groups groups.
+ *  Costs O(groups * log(n)^2) per resample. */
+[[nodiscard]] ratio_ci bootstrap_ratio_of_medians_by_group(
+    std::span<const double> numerator, std::span<const std::uint32_t> numerator_groups,
+    std::span<const double> denominator, std::span<const std::uint32_t> denominator_groups,
+    std::size_t resamples = 2000, double confidence = 0.95, std::uint64_t seed = 0x6b6a75646765ULL);
+
+/** The median of each group's values, for groups 0 .. `groups` - 1 (NaN for a group without
+ *  values; values whose group is `groups` or above are left out). `group_of[i]` is the group of
+ *  values[i]; empty when the lengths differ. */
+[[nodiscard]] std::vector<double> group_medians(std::span<const double> values,
+                                                std::span<const std::uint32_t> group_of,
+                                                std::size_t groups);
 
 }  // namespace kj::stats

@@ -53,8 +53,10 @@ figure make_figure(figure_kind kind, const timing_options& o) {
   return f;
 }
 
-void finish_figure(figure& f, const timing_options& o, const std::string& stopped_by) {
+void finish_figure(figure& f, const timing_options& o, const std::string& stopped_by,
+                   std::size_t sets) {
   f.summary = stats::summarize(f.samples_us);
+  f.set_medians_us = stats::group_medians(f.samples_us, f.samples_set, sets);
   if (!f.valid) return;
   if (f.samples_us.empty()) {
     f.valid = false;
@@ -213,6 +215,7 @@ std::optional<double> side_sampler::sample_device() {
         "than that to issue); device figure not taken, see stream and host_wall",
         m_options.blocking_timeout.count());
     m_result.device.samples_us.clear();
+    m_result.device.samples_set.clear();
     return std::nullopt;
   }
   const double us = microseconds(cuda::elapsed(m_gpu->start, m_gpu->end)).count();
@@ -268,17 +271,28 @@ round_samples side_sampler::take_round() {
   const auto t_start = clock::now();
   round_samples r;
   if (m_gpu != nullptr && m_gpu->last_side != this) prime();
-  if (device_active()) r.device_us = sample_device();
-  if (m_gpu != nullptr) r.stream_us = sample_stream();
+  if (device_active()) {
+    r.device_set = next_set();
+    r.device_us = sample_device();
+  }
+  if (m_gpu != nullptr) {
+    r.stream_set = next_set();
+    r.stream_us = sample_stream();
+  }
+  r.host_wall_set = next_set();
   r.host_wall_us = sample_host_wall();
   m_spent += since(t_start);
   return r;
 }
 
 void side_sampler::keep(const round_samples& r) {
-  if (r.device_us && m_result.device.valid) m_result.device.samples_us.push_back(*r.device_us);
-  if (r.stream_us) m_result.stream.samples_us.push_back(*r.stream_us);
-  if (r.host_wall_us) m_result.host_wall.samples_us.push_back(*r.host_wall_us);
+  const auto add = [](figure& f, double us, std::uint32_t set) {
+    f.samples_us.push_back(us);
+    f.samples_set.push_back(set);
+  };
+  if (r.device_us && m_result.device.valid) add(m_result.device, *r.device_us, r.device_set);
+  if (r.stream_us) add(m_result.stream, *r.stream_us, r.stream_set);
+  if (r.host_wall_us) add(m_result.host_wall, *r.host_wall_us, r.host_wall_set);
 }
 
 void side_sampler::discard_throttled(const round_samples& r) {
@@ -288,9 +302,8 @@ void side_sampler::discard_throttled(const round_samples& r) {
 }
 
 void side_sampler::finish(const std::string& stopped_by) {
-  finish_figure(m_result.device, m_options, stopped_by);
-  finish_figure(m_result.stream, m_options, stopped_by);
-  finish_figure(m_result.host_wall, m_options, stopped_by);
+  for (figure* f : {&m_result.device, &m_result.stream, &m_result.host_wall})
+    finish_figure(*f, m_options, stopped_by, rotated_sets());
   m_result.spent_s = m_spent.count();
 }
 

@@ -2,6 +2,7 @@
 /** @file One side of a timing run: warm-up and one round of the three figures (device, stream,
  *  host wall). The loop that interleaves sides and decides when to stop is in timing.cpp. */
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -39,6 +40,7 @@ struct gpu_tools {
  *  sample was unusable). The loop keeps or discards them together (throttle check). */
 struct round_samples {
   std::optional<double> device_us, stream_us, host_wall_us;
+  std::uint32_t device_set = 0, stream_set = 0, host_wall_set = 0;  ///< the input set of each
 };
 
 class side_sampler {
@@ -91,6 +93,10 @@ class side_sampler {
   /** The input sets the samples rotate through (a target that reports none has one). */
   [[nodiscard]] std::size_t rotated_sets() const noexcept {
     return m_result.input_sets > 0 ? m_result.input_sets : 1;
+  }
+  /** The input set the next prepare_next() makes current. */
+  [[nodiscard]] std::uint32_t next_set() const noexcept {
+    return static_cast<std::uint32_t>(m_next_input % rotated_sets());
   }
   /** The last sample's set prepared again (its rewrite repeated, the side's state restored) and
    *  one untimed forward on it: the side's turn starts from its own work (see take_round()). */

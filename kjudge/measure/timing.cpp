@@ -176,8 +176,9 @@ comparison time_pair(target& reference, target& candidate, void* stream, const d
     if (!r->valid || !c->valid) continue;
     speedup s;
     s.kind = r->kind;
-    s.ci = stats::bootstrap_ratio_of_medians(r->samples_us, c->samples_us,
-                                             options.bootstrap_resamples, options.confidence);
+    s.ci = stats::bootstrap_ratio_of_medians_by_group(r->samples_us, r->samples_set, c->samples_us,
+                                                      c->samples_set, options.bootstrap_resamples,
+                                                      options.confidence);
     s.valid = s.ci.ratio > 0;
     out.speedups.push_back(s);
   }

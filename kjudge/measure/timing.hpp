@@ -73,7 +73,12 @@ struct figure {
   std::string note;                ///< why invalid, or remarks (why no graph replay)
   bool noisy = false;              ///< budget ran out before the noise target
   std::vector<double> samples_us;  ///< kept samples, in order taken
-  stats::summary summary;          ///< of samples_us
+  /** The input set each kept sample ran on (parallel to samples_us): a set's buffers, where they
+   *  lie and what they hold, move all of its samples together. */
+  std::vector<std::uint32_t> samples_set;
+  /** The median of each input set's samples, by set number (NaN: none kept on that set). */
+  std::vector<double> set_medians_us;
+  stats::summary summary;  ///< of samples_us
   std::size_t discarded_throttled = 0;
 };
 

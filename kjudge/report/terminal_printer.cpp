@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -143,6 +144,23 @@ void print_figure_row(const char* label, const measure::figure& f, const std::st
                      us(s.stddev), us(s.min), s.n, s.rse_pct, f.noisy ? " noisy" : "");
 }
 
+/** The range of each side's per-input-set device medians, when there are two sets or more. */
+void print_set_medians(const measure::comparison& t, std::string& out) {
+  std::string line;
+  for (const auto* s : {&t.reference, &t.candidate}) {
+    if (!s->device.valid) continue;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    std::size_t sets = 0;
+    for (const double m : s->device.set_medians_us)
+      if (std::isfinite(m)) lo = std::min(lo, m), hi = std::max(hi, m), ++sets;
+    if (sets < 2) continue;
+    line += fmt::format("{}{} {} - {} ({:.1f}%)", line.empty() ? "" : ", ",
+                        s == &t.reference ? "reference" : "candidate", us(lo), us(hi),
+                        100.0 * (hi - lo) / s->device.summary.median);
+  }
+  if (!line.empty()) out += "  device median by input set: " + line + "\n";
+}
+
 /** How the device figures were taken when graph replay was asked for: replays, or why not. */
 void print_device_method(const measure::comparison& t, std::string& out) {
   const measure::figure* shown = nullptr;
@@ -181,15 +199,16 @@ void print_timing(const eval_result& r, std::string& out) {
     print_figure_row("", t.candidate.*member, "candidate", out);
   }
   if (!t.speedups.empty()) {
-    const double confidence = t.speedups.front().ci.confidence * 100.0;
-    out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI):",
-                       confidence);
+    const auto& ci = t.speedups.front().ci;
+    out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI{}):",
+                       ci.confidence * 100.0, ci.by_group ? " over input sets" : "");
     for (const auto& s : t.speedups)
       if (s.valid)
         out += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", measure::to_string(s.kind), s.ci.ratio,
                            s.ci.lo, s.ci.hi);
     out += "\n";
   }
+  print_set_medians(t, out);
   print_device_method(t, out);
   const auto& c = t.clocks;
   if (c.available)

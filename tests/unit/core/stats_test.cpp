@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -252,6 +253,174 @@ TEST(stats_bootstrap, fast_enough_for_large_samples) {
   const double ms = std::chrono::duration<double, std::milli>(elapsed).count();
   EXPECT_LT(ms, 100.0);
   EXPECT_LT(ci.lo, ci.hi);
+}
+
+// --- bootstrap by group (a timing figure's input sets) --------------------------------------
+
+/** `groups` groups of `per_group` samples: group g centred at centre * (1 + offset_pct(g) / 100)
+ *  with normal noise of `sigma`, values rounded to multiples of `tick` (as event timestamps
+ *  are), taken round robin (sample i on group i % groups, as a figure rotates its sets). */
+struct grouped {
+  std::vector<double> values;
+  std::vector<std::uint32_t> group;
+};
+grouped in_groups(std::size_t groups, std::size_t per_group, double centre, double sigma,
+                  double tick, const std::vector<double>& offset_pct, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, sigma);
+  grouped out;
+  for (std::size_t i = 0; i < groups * per_group; ++i) {
+    const auto g = static_cast<std::uint32_t>(i % groups);
+    const double off = offset_pct.empty() ? 0.0 : offset_pct[g % offset_pct.size()];
+    const double v = centre * (1.0 + off / 100.0) + noise(rng);
+    out.values.push_back(tick > 0 ? std::round(v / tick) * tick : v);
+    out.group.push_back(g);
+  }
+  return out;
+}
+
+/** Textbook two-level resampling by group: draw the groups, concatenate their samples, select. */
+st::ratio_ci brute_force_group_bootstrap(const grouped& num, const grouped& den,
+                                         std::size_t resamples, double confidence) {
+  std::mt19937_64 rng(777);
+  const auto resampled_median = [&](const grouped& side) {
+    std::vector<std::vector<double>> by;
+    for (std::size_t i = 0; i < side.values.size(); ++i) {
+      if (side.group[i] >= by.size()) by.resize(side.group[i] + 1);
+      by[side.group[i]].push_back(side.values[i]);
+    }
+    std::uniform_int_distribution<std::size_t> pick(0, by.size() - 1);
+    std::vector<double> r;
+    for (std::size_t k = 0; k < by.size(); ++k) {
+      const auto& g = by[pick(rng)];
+      r.insert(r.end(), g.begin(), g.end());
+    }
+    return st::median(r);
+  };
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < resamples; ++i)
+    ratios.push_back(resampled_median(num) / resampled_median(den));
+  std::sort(ratios.begin(), ratios.end());
+  st::ratio_ci ci;
+  ci.ratio = st::median(num.values) / st::median(den.values);
+  ci.lo = st::quantile_sorted(ratios, (1 - confidence) / 2);
+  ci.hi = st::quantile_sorted(ratios, 1 - (1 - confidence) / 2);
+  return ci;
+}
+
+TEST(stats_group_bootstrap, agrees_with_brute_force_resampling_of_groups) {
+  // Groups apart (two slow sets of eight, as the QuantVLA kernel's were), odd and even totals.
+  const auto num = in_groups(8, 101, 38.0, 0.4, 0.032, {0, 0, 2.5, 0, 0, 0, 3, 0}, 1);
+  const auto den = in_groups(8, 100, 6.3, 0.1, 0.032, {0, 3, 0, 0, 3, 0, 0, 0}, 2);
+  const auto fast = st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values,
+                                                            den.group, 20'000, 0.95);
+  const auto slow = brute_force_group_bootstrap(num, den, 20'000, 0.95);
+  EXPECT_TRUE(fast.by_group);
+  EXPECT_EQ(fast.resamples, 20'000u);
+  EXPECT_DOUBLE_EQ(fast.ratio, slow.ratio);
+  const double width = slow.hi - slow.lo;
+  ASSERT_GT(width, 0.0);
+  // The bootstrap distribution has atoms (which sets were drawn): tails agree to Monte Carlo
+  // error around them.
+  EXPECT_NEAR(fast.lo, slow.lo, 0.1 * width);
+  EXPECT_NEAR(fast.hi, slow.hi, 0.1 * width);
+}
+
+TEST(stats_group_bootstrap, groups_apart_widen_the_interval_that_sampling_noise_alone_gives) {
+  // Ticks of 0.032 us and little noise within a set: resampling samples sees only the ties and
+  // gives (next to) no width; the sets' 3% offsets are what another run's sets would move.
+  const auto num = in_groups(8, 100, 38.0, 0.05, 0.032, {}, 3);
+  const auto den = in_groups(8, 100, 6.3, 0.02, 0.032, {0, 3, 0, 3, 0, 0, 3, 0}, 4);
+  const auto by_sample = st::bootstrap_ratio_of_medians(num.values, den.values);
+  const auto by_group =
+      st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values, den.group);
+  EXPECT_FALSE(by_sample.by_group);
+  EXPECT_TRUE(by_group.by_group);
+  EXPECT_DOUBLE_EQ(by_group.ratio, by_sample.ratio);
+  // Three slow sets of eight: resamples with five or more of them read the slow mode, with one
+  // or none the fast; the interval spans both (3% apart), where resampling samples keeps the
+  // slow samples near their share and moves the median little.
+  EXPECT_LT(by_group.lo, by_group.ratio * 0.98);
+  EXPECT_GE(by_group.hi, by_group.ratio);
+  EXPECT_GT(by_group.hi - by_group.lo, 2.0 * (by_sample.hi - by_sample.lo));
+}
+
+TEST(stats_group_bootstrap, groups_alike_give_about_the_sampling_interval) {
+  const auto num = in_groups(8, 250, 100.0, 5.0, 0.0, {}, 5);
+  const auto den = in_groups(8, 250, 50.0, 2.5, 0.0, {}, 6);
+  const auto by_sample = st::bootstrap_ratio_of_medians(num.values, den.values);
+  const auto by_group =
+      st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values, den.group);
+  const double ws = by_sample.hi - by_sample.lo, wg = by_group.hi - by_group.lo;
+  EXPECT_GT(wg, 0.5 * ws);
+  EXPECT_LT(wg, 2.0 * ws);
+  EXPECT_LT(by_group.lo, by_group.ratio);
+  EXPECT_GT(by_group.hi, by_group.ratio);
+}
+
+TEST(stats_group_bootstrap, few_groups_or_mismatched_groups_resample_by_sample) {
+  const auto num = in_groups(3, 50, 10.0, 1.0, 0.0, {}, 7);
+  const auto den = in_groups(8, 50, 5.0, 0.5, 0.0, {}, 8);
+  const auto plain = st::bootstrap_ratio_of_medians(num.values, den.values, 500, 0.9, 42);
+  const auto three = st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values,
+                                                             den.group, 500, 0.9, 42);
+  EXPECT_FALSE(three.by_group);
+  EXPECT_EQ(three.lo, plain.lo);
+  EXPECT_EQ(three.hi, plain.hi);
+  const std::vector<std::uint32_t> short_groups(num.values.size() - 1, 0);
+  const auto mismatched = st::bootstrap_ratio_of_medians_by_group(
+      num.values, short_groups, den.values, den.group, 500, 0.9, 42);
+  EXPECT_FALSE(mismatched.by_group);
+  EXPECT_EQ(mismatched.lo, plain.lo);
+  // Four groups are enough.
+  const auto four = in_groups(4, 50, 10.0, 1.0, 0.0, {}, 9);
+  EXPECT_TRUE(
+      st::bootstrap_ratio_of_medians_by_group(four.values, four.group, den.values, den.group)
+          .by_group);
+  EXPECT_EQ(st::min_bootstrap_groups, 4u);
+}
+
+TEST(stats_group_bootstrap, deterministic_for_a_seed_and_zero_medians_give_zeros) {
+  const auto num = in_groups(8, 30, 10.0, 1.0, 0.0, {0, 5}, 10);
+  const auto den = in_groups(8, 30, 5.0, 0.5, 0.0, {}, 11);
+  const auto a = st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values,
+                                                         den.group, 500, 0.9, 42);
+  const auto b = st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values,
+                                                         den.group, 500, 0.9, 42);
+  const auto c = st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values,
+                                                         den.group, 500, 0.9, 43);
+  EXPECT_EQ(a.lo, b.lo);
+  EXPECT_EQ(a.hi, b.hi);
+  EXPECT_TRUE(a.lo != c.lo || a.hi != c.hi);
+  std::vector<double> zeros(num.values.size(), 0.0);
+  const auto z = st::bootstrap_ratio_of_medians_by_group(zeros, num.group, den.values, den.group);
+  EXPECT_EQ(z.ratio, 0.0);
+  EXPECT_EQ(z.lo, 0.0);
+  EXPECT_EQ(z.hi, 0.0);
+}
+
+TEST(stats_group_bootstrap, fast_enough_for_the_largest_runs) {
+  // A --precise run may keep up to 100,000 samples a side.
+  const auto num = in_groups(8, 12'500, 100.0, 5.0, 0.0, {0, 1}, 12);
+  const auto den = in_groups(8, 12'500, 80.0, 5.0, 0.0, {}, 13);
+  const auto start = std::chrono::steady_clock::now();
+  const auto ci =
+      st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values, den.group, 2000);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(ms, 1000.0);
+  EXPECT_LT(ci.lo, ci.hi);
+}
+
+TEST(stats_group_medians, one_median_a_group_and_nan_for_an_empty_one) {
+  const std::vector<double> v = {1, 10, 3, 20, 5, 30, 7};
+  const std::vector<std::uint32_t> g = {0, 1, 0, 1, 0, 1, 9};
+  const auto m = st::group_medians(v, g, 3);
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_DOUBLE_EQ(m[0], 3.0);
+  EXPECT_DOUBLE_EQ(m[1], 20.0);
+  EXPECT_TRUE(std::isnan(m[2]));  // group 9 is past the three asked for: left out
+  EXPECT_TRUE(st::group_medians(v, std::vector<std::uint32_t>(3, 0), 3).empty());
 }
 
 }  // namespace

@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
@@ -133,7 +136,9 @@ TEST(Result, RoundTripsWithUnitsInNamesAndRejectsOtherSchemas) {
   c.reference.device.valid = true;
   c.reference.device.summary.median = 28.7;
   c.reference.device.samples_us = {28.0, 28.7, 29.0};
-  c.speedups.push_back({measure::figure_kind::device, true, {6.9, 6.8, 7.0, 0.95, 2000}});
+  c.reference.device.samples_set = {0, 1, 0};
+  c.reference.device.set_medians_us = {28.5, 28.7, std::numeric_limits<double>::quiet_NaN()};
+  c.speedups.push_back({measure::figure_kind::device, true, {6.9, 6.8, 7.0, 0.95, 2000, true}});
   r.timing = c;
   const nlohmann::json j = r;
   EXPECT_EQ(j["schema"], "kjudge.eval/1");
@@ -144,6 +149,20 @@ TEST(Result, RoundTripsWithUnitsInNamesAndRejectsOtherSchemas) {
   ASSERT_TRUE(back.timing);
   EXPECT_DOUBLE_EQ(back.timing->speedups[0].ci.ratio, 6.9);
   EXPECT_EQ(back.timing->reference.device.samples_us.size(), 3u);
+  // Sets: the set of each sample, each set's median (null in the written document where a set
+  // kept no sample), and how the speedup's interval was resampled.
+  const auto written = nlohmann::json::parse(j.dump());
+  const auto& dev = written["timing"]["reference"]["device"];
+  EXPECT_EQ(dev["samples_set"], nlohmann::json({0, 1, 0}));
+  EXPECT_TRUE(dev["set_medians_us"][2].is_null());
+  EXPECT_EQ(written["timing"]["speedups"][0]["resampled"], "input_sets");
+  const auto read = written.get<eval_result>();
+  ASSERT_TRUE(read.timing);
+  EXPECT_EQ(read.timing->reference.device.samples_set, (std::vector<std::uint32_t>{0, 1, 0}));
+  ASSERT_EQ(read.timing->reference.device.set_medians_us.size(), 3u);
+  EXPECT_DOUBLE_EQ(read.timing->reference.device.set_medians_us[1], 28.7);
+  EXPECT_TRUE(std::isnan(read.timing->reference.device.set_medians_us[2]));
+  EXPECT_TRUE(read.timing->speedups[0].ci.by_group);
   nlohmann::json bad = j;
   bad["schema"] = "kjudge.eval/0";
   EXPECT_THROW((void)bad.get<eval_result>(), kj::error);

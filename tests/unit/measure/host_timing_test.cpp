@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -234,6 +235,62 @@ TEST(timing_host, sides_alternate_order_every_round_and_inputs_rotate) {
   EXPECT_EQ(c.reference.input_sets, 3u);
   EXPECT_EQ(c.candidate.input_sets, 2u);
   EXPECT_EQ(a.prepares(), a.runs());
+  // Each kept sample says which set it ran on: samples 2..7 of A on sets 2, 0, 1, ..., of B on
+  // 0, 1, ...; every set has its median.
+  EXPECT_EQ(c.reference.host_wall.samples_set, (std::vector<std::uint32_t>{2, 0, 1, 2, 0, 1}));
+  EXPECT_EQ(c.candidate.host_wall.samples_set, (std::vector<std::uint32_t>{0, 1, 0, 1, 0, 1}));
+  ASSERT_EQ(c.reference.host_wall.set_medians_us.size(), 3u);
+  ASSERT_EQ(c.candidate.host_wall.set_medians_us.size(), 2u);
+  for (const double m : c.reference.host_wall.set_medians_us) EXPECT_GE(m, 20.0);
+  // Fewer than four sets: the speedup's interval resamples samples.
+  ASSERT_EQ(c.speedups.size(), 1u);
+  EXPECT_FALSE(c.speedups[0].ci.by_group);
+}
+
+/** Runs slower on its input set 0 (`slow_set_us`) than on the others (`duration`). */
+class set_dependent_target : public host_target {
+ public:
+  set_dependent_target(std::string name, kj::microseconds duration, kj::microseconds slow_set_us,
+                       std::size_t sets)
+      : host_target(std::move(name), duration, sets), m_slow(slow_set_us) {}
+  void prepare(std::size_t i) override {
+    host_target::prepare(i);
+    m_set = i % input_sets();
+  }
+
+ protected:
+  kj::microseconds duration_of_call() override {
+    return m_set == 0 ? m_slow : host_target::duration_of_call();
+  }
+
+ private:
+  kj::microseconds m_slow;
+  std::size_t m_set = 0;
+};
+
+TEST(timing_host, a_slow_input_set_shows_in_its_median_and_widens_the_speedup_interval) {
+  // Five sets, one of them 30% slower: the set's own median says so, and the speedup's interval
+  // resamples whole sets (what a run on other sets would read), so it spans the runs with that
+  // set drawn more or less often than once in five.
+  set_dependent_target ref("ref", kj::microseconds(300.0), kj::microseconds(390.0), 5);
+  host_target cand("cand", kj::microseconds(100.0), 5);
+  kj::measure::timing_options o = cpu_options();
+  o.min_samples = 100;
+  o.max_samples = 100;
+  o.target_rse_pct = 0.0;
+  const kj::measure::comparison c = kj::measure::time_pair(ref, cand, nullptr, no_device, o);
+  const auto& sets = c.reference.host_wall.set_medians_us;
+  ASSERT_EQ(sets.size(), 5u);
+  EXPECT_NEAR(sets[0], 390.0, 30.0);
+  for (std::size_t k = 1; k < sets.size(); ++k) EXPECT_NEAR(sets[k], 300.0, 25.0) << k;
+  ASSERT_EQ(c.speedups.size(), 1u);
+  const auto& ci = c.speedups[0].ci;
+  EXPECT_TRUE(ci.by_group);
+  EXPECT_NEAR(ci.ratio, 3.0, 0.2);
+  // Resamples holding set 0 twice or more move the median toward 390 us: the interval reaches
+  // well above the ratio, where one by sample would stay within a few percent of it.
+  EXPECT_GT(ci.hi, ci.ratio * 1.05);
+  EXPECT_LE(ci.lo, ci.ratio);
 }
 
 TEST(timing_host, first_call_is_recorded_and_kept_out_of_the_samples) {
