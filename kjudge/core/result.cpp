@@ -249,7 +249,9 @@ void from_json(const nlohmann::json& j, comparison& v) {
       get(s, "ci_hi", out.ci.hi);
       get(s, "confidence", out.ci.confidence);
       get(s, "resamples", out.ci.resamples);
-      out.ci.by_group = s.value("resampled", std::string("samples")) == "input_sets";
+      std::string resampled = "samples";
+      get(s, "resampled", resampled);
+      out.ci.by_group = resampled == "input_sets";
       v.speedups.push_back(out);
     }
   if (auto it = j.find("clocks"); it != j.end() && it->is_object()) {

@@ -152,8 +152,12 @@ class grouped_samples {
 
   [[nodiscard]] std::size_t groups() const noexcept { return m_groups.size(); }
 
-  /** The median of one resample of groups() groups drawn with replacement. */
+  /** The median of all the samples (as summarize() gives it). */
+  [[nodiscard]] double median() const { return m_all.empty() ? 0.0 : quantile_sorted(m_all, 0.5); }
+
+  /** The median of one resample of groups() groups drawn with replacement; groups() > 0. */
   double resampled_median(sampler& rng) {
+    KJ_EXPECTS(!m_groups.empty());
     std::fill(m_counts.begin(), m_counts.end(), std::size_t{0});
     std::size_t total = 0;
     for (std::size_t i = 0; i < m_groups.size(); ++i) {
@@ -296,8 +300,8 @@ ratio_ci bootstrap_ratio_of_medians_by_group(std::span<const double> numerator,
   ratio_ci out;
   out.confidence = confidence;
   out.by_group = true;
-  const double num_med = median(numerator);
-  const double den_med = median(denominator);
+  const double num_med = num.median();
+  const double den_med = den.median();
   if (num_med == 0.0 || den_med == 0.0) return out;
   out.ratio = num_med / den_med;
   out.lo = out.hi = out.ratio;

@@ -10,6 +10,13 @@
 
 namespace kj::measure::detail {
 
+std::size_t next_round_start(std::size_t first, std::size_t used, std::size_t sets) noexcept {
+  if (used <= 1 || sets == 0) return first + used;
+  // first + 1 is on the next set; adding whole turns of `sets` keeps that set and passes the
+  // numbers this round used (first .. first + used - 1).
+  return first + 1 + sets * ((used - 1 + sets - 1) / sets);
+}
+
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -56,7 +63,9 @@ figure make_figure(figure_kind kind, const timing_options& o) {
 void finish_figure(figure& f, const timing_options& o, const std::string& stopped_by,
                    std::size_t sets) {
   f.summary = stats::summarize(f.samples_us);
-  f.set_medians_us = stats::group_medians(f.samples_us, f.samples_set, sets);
+  f.set_medians_us.clear();
+  if (!f.samples_us.empty())
+    f.set_medians_us = stats::group_medians(f.samples_us, f.samples_set, sets);
   if (!f.valid) return;
   if (f.samples_us.empty()) {
     f.valid = false;
@@ -167,6 +176,7 @@ void side_sampler::prepare_next() {
   // The running number, not the set: the target rewrites set number % input_sets() with a factor
   // of its own for every number, so a set's data differs each time it comes round.
   prepare_input(m_next_input);
+  m_last_input = m_next_input;
   ++m_next_input;
   if (m_gpu == nullptr) return;
   // After prepare(): its input writes would otherwise sit warm in L2.
@@ -262,7 +272,7 @@ void side_sampler::prime() {
   // prepared again: the same set and rewrite, whose data the side has seen, and the side's own
   // state restored (a PyTorch side's prepare() puts back its torch settings, which the other
   // side's may have replaced); the sample after it still gets a new rewrite.
-  prepare_input(m_next_input > 0 ? m_next_input - 1 : 0);
+  prepare_input(m_last_input);
   run_target();
   synchronize("run()");
 }
@@ -271,6 +281,7 @@ round_samples side_sampler::take_round() {
   const auto t_start = clock::now();
   round_samples r;
   if (m_gpu != nullptr && m_gpu->last_side != this) prime();
+  const std::size_t first = m_next_input;
   if (device_active()) {
     r.device_set = next_set();
     r.device_us = sample_device();
@@ -281,6 +292,12 @@ round_samples side_sampler::take_round() {
   }
   r.host_wall_set = next_set();
   r.host_wall_us = sample_host_wall();
+  // A round takes a sample of each figure, each on the next number. The next round starts one
+  // set further on from this round's first (on a number not used yet), so that every figure
+  // steps through every set: stepping by the three samples of a GPU round, a figure saw one set
+  // of three and two of six (and with two samples a round, after host-sync detection, half of an
+  // even number of sets).
+  m_next_input = next_round_start(first, m_next_input - first, rotated_sets());
   m_spent += since(t_start);
   return r;
 }

@@ -43,6 +43,13 @@ struct round_samples {
   std::uint32_t device_set = 0, stream_set = 0, host_wall_set = 0;  ///< the input set of each
 };
 
+/** The number the next round's first sample prepares, after a round whose first sample prepared
+ *  `first` and which prepared `used` numbers (one a figure) on a target of `sets` input sets
+ *  (set = number % sets): one set further on than `first`, and past every number used, so that
+ *  each figure steps through every set, one a round, whatever the figures a round takes. */
+[[nodiscard]] std::size_t next_round_start(std::size_t first, std::size_t used,
+                                           std::size_t sets) noexcept;
+
 class side_sampler {
  public:
   /** `gpu` is nullptr for CPU-only runs (no CUDA call is made then). */
@@ -82,8 +89,8 @@ class side_sampler {
   /** prepare(number), a failure wrapped in kj::error naming the side. */
   void prepare_input(std::size_t number);
   /** prepare() the next sample (numbered 0, 1, 2, ... over this side's samples, warm-up and graph
-   *  set-up included; the target rotates its input sets by it), flush L2 when cold, and wait for
-   *  both. */
+   *  set-up included, a round's next start skipping ahead: next_round_start(); the target
+   *  rotates its input sets by it), flush L2 when cold, and wait for both. */
   void prepare_next();
   /** Waits for the stream; a CUDA error (e.g. a fault in the target's kernels) is rethrown
    *  naming the side and the call `after` which it surfaced. */
@@ -112,6 +119,7 @@ class side_sampler {
   gpu_tools* m_gpu;
   side_result m_result;
   std::size_t m_next_input = 0;  ///< the number of the next sample's prepare()
+  std::size_t m_last_input = 0;  ///< the number the last prepare_next() used (prime() repeats it)
   seconds m_spent{0.0};
   bool m_graphs = false;  ///< the device figure replays the target's graphs
 };

@@ -153,7 +153,7 @@ void print_set_medians(const measure::comparison& t, std::string& out) {
     std::size_t sets = 0;
     for (const double m : s->device.set_medians_us)
       if (std::isfinite(m)) lo = std::min(lo, m), hi = std::max(hi, m), ++sets;
-    if (sets < 2) continue;
+    if (sets < 2 || !(s->device.summary.median > 0)) continue;
     line += fmt::format("{}{} {} - {} ({:.1f}%)", line.empty() ? "" : ", ",
                         s == &t.reference ? "reference" : "candidate", us(lo), us(hi),
                         100.0 * (hi - lo) / s->device.summary.median);
@@ -199,13 +199,20 @@ void print_timing(const eval_result& r, std::string& out) {
     print_figure_row("", t.candidate.*member, "candidate", out);
   }
   if (!t.speedups.empty()) {
-    const auto& ci = t.speedups.front().ci;
+    // Each figure's interval resamples input sets where both sides have enough of them with
+    // samples, else single samples (marked).
+    const auto shown = std::find_if(t.speedups.begin(), t.speedups.end(),
+                                    [](const measure::speedup& s) { return s.valid; });
+    const auto& first = (shown != t.speedups.end() ? *shown : t.speedups.front()).ci;
     out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI{}):",
-                       ci.confidence * 100.0, ci.by_group ? " over input sets" : "");
+                       first.confidence * 100.0, first.by_group ? " over input sets" : "");
     for (const auto& s : t.speedups)
       if (s.valid)
-        out += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", measure::to_string(s.kind), s.ci.ratio,
-                           s.ci.lo, s.ci.hi);
+        out += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]{}", measure::to_string(s.kind),
+                           s.ci.ratio, s.ci.lo, s.ci.hi,
+                           s.ci.by_group == first.by_group
+                               ? ""
+                               : (s.ci.by_group ? " (over input sets)" : " (over samples)"));
     out += "\n";
   }
   print_set_medians(t, out);

@@ -354,6 +354,46 @@ TEST(timing_gpu, every_turn_after_the_other_side_opens_with_its_own_forward) {
   EXPECT_GE(switches, 4u);
 }
 
+/** A spin target of `sets` input sets (what it runs does not depend on the set). */
+class multi_set_spin_target : public spin_target {
+ public:
+  multi_set_spin_target(std::string name, cudaStream_t stream, std::size_t sets)
+      : spin_target(std::move(name), kj::microseconds(5.0), stream), m_sets(sets) {}
+  [[nodiscard]] std::size_t input_sets() const override { return m_sets; }
+
+ private:
+  std::size_t m_sets;
+};
+
+TEST(timing_gpu, every_figure_samples_every_input_set) {
+  KJ_REQUIRE_GPU();
+  kj::cuda::stream s;
+  // Six sets and three figures a round: stepping by the round's three samples, each figure
+  // would see two of the six sets; each round starts one set on instead.
+  multi_set_spin_target a("A", s.get(), 6), b("B", s.get(), 6);
+  kj::measure::timing_options o = quick_options();
+  o.min_samples = 60;
+  o.max_samples = 60;
+  o.target_rse_pct = 0.0;
+  const kj::measure::comparison c = kj::measure::time_pair(a, b, s.get(), facts(), o);
+  for (const auto* side : {&c.reference, &c.candidate})
+    for (const auto* f : {&side->device, &side->stream, &side->host_wall}) {
+      const std::string what = side->name + " " + kj::measure::to_string(f->kind);
+      ASSERT_TRUE(f->valid) << what << ": " << f->note;
+      ASSERT_EQ(f->samples_set.size(), f->samples_us.size()) << what;
+      std::vector<std::size_t> per_set(6, 0);
+      for (const auto set : f->samples_set) {
+        ASSERT_LT(set, 6u) << what;
+        ++per_set[set];
+      }
+      // 60 kept samples, 10 a set (a round discarded for a throttled clock shifts a few).
+      for (std::size_t k = 0; k < 6; ++k) EXPECT_GE(per_set[k], 8u) << what << ", set " << k;
+      ASSERT_EQ(f->set_medians_us.size(), 6u) << what;
+    }
+  ASSERT_FALSE(c.speedups.empty());
+  for (const auto& sp : c.speedups) EXPECT_TRUE(sp.ci.by_group) << kj::measure::to_string(sp.kind);
+}
+
 TEST(timing_gpu, speedup_of_twice_as_fast_spin_is_two) {
   KJ_REQUIRE_GPU();
   kj::cuda::stream s;

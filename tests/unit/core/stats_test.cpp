@@ -309,7 +309,7 @@ st::ratio_ci brute_force_group_bootstrap(const grouped& num, const grouped& den,
 }
 
 TEST(stats_group_bootstrap, agrees_with_brute_force_resampling_of_groups) {
-  // Groups apart (two slow sets of eight, as the QuantVLA kernel's were), odd and even totals.
+  // Groups apart (two slow sets of eight, as the QuantVLA kernel's were).
   const auto num = in_groups(8, 101, 38.0, 0.4, 0.032, {0, 0, 2.5, 0, 0, 0, 3, 0}, 1);
   const auto den = in_groups(8, 100, 6.3, 0.1, 0.032, {0, 3, 0, 0, 3, 0, 0, 0}, 2);
   const auto fast = st::bootstrap_ratio_of_medians_by_group(num.values, num.group, den.values,
@@ -324,6 +324,45 @@ TEST(stats_group_bootstrap, agrees_with_brute_force_resampling_of_groups) {
   // error around them.
   EXPECT_NEAR(fast.lo, slow.lo, 0.1 * width);
   EXPECT_NEAR(fast.hi, slow.hi, 0.1 * width);
+}
+
+// Tiny groups of unequal sizes (odd and even totals): the bootstrap distribution of the pooled
+// median can be enumerated over every equally likely ordered draw of groups, and every tail
+// quantile must land on the right atom.
+TEST(stats_group_bootstrap, matches_the_exact_distribution_of_tiny_unequal_groups) {
+  const std::vector<double> values = {1, 2, 3, 5, 8, 13, 21, 34};
+  const std::vector<std::uint32_t> group = {0, 1, 1, 2, 2, 2, 3, 3};  // sizes 1, 2, 3, 2
+  const std::vector<std::vector<double>> by = {{1}, {2, 3}, {5, 8, 13}, {21, 34}};
+  const std::vector<double> unit = {1, 1, 1, 1};
+  const std::vector<std::uint32_t> unit_groups = {0, 1, 2, 3};
+  std::vector<double> medians;
+  for (std::size_t code = 0; code < 256; ++code) {  // four draws of four groups
+    std::vector<double> r;
+    for (std::size_t d = 0, c = code; d < 4; ++d, c /= 4)
+      r.insert(r.end(), by[c % 4].begin(), by[c % 4].end());
+    medians.push_back(st::median(r));
+  }
+  std::sort(medians.begin(), medians.end());
+  const auto cdf_below = [&](double x) {
+    return static_cast<double>(std::lower_bound(medians.begin(), medians.end(), x) -
+                               medians.begin()) /
+           static_cast<double>(medians.size());
+  };
+  int checked = 0;
+  for (const double tail : {0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45}) {
+    const double exact =
+        medians[static_cast<std::size_t>(std::ceil(tail * static_cast<double>(medians.size()))) -
+                1];
+    const double below = cdf_below(exact);
+    const double through = cdf_below(std::nextafter(exact, 1e300));
+    if (tail - below < 0.02 || through - tail < 0.02) continue;  // too close to call
+    const auto ci = st::bootstrap_ratio_of_medians_by_group(values, group, unit, unit_groups,
+                                                            40'000, 1.0 - 2.0 * tail);
+    ASSERT_TRUE(ci.by_group);
+    EXPECT_DOUBLE_EQ(ci.lo, exact) << "tail " << tail;
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
 }
 
 TEST(stats_group_bootstrap, groups_apart_widen_the_interval_that_sampling_noise_alone_gives) {

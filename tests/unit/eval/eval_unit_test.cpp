@@ -163,6 +163,15 @@ TEST(Result, RoundTripsWithUnitsInNamesAndRejectsOtherSchemas) {
   EXPECT_DOUBLE_EQ(read.timing->reference.device.set_medians_us[1], 28.7);
   EXPECT_TRUE(std::isnan(read.timing->reference.device.set_medians_us[2]));
   EXPECT_TRUE(read.timing->speedups[0].ci.by_group);
+  // A document from before sets were recorded (or with nulls) reads as no sets, by sample.
+  nlohmann::json old = written;
+  old["timing"]["reference"]["device"].erase("samples_set");
+  old["timing"]["reference"]["device"].erase("set_medians_us");
+  old["timing"]["speedups"][0]["resampled"] = nullptr;
+  const auto older = old.get<eval_result>();
+  EXPECT_TRUE(older.timing->reference.device.samples_set.empty());
+  EXPECT_TRUE(older.timing->reference.device.set_medians_us.empty());
+  EXPECT_FALSE(older.timing->speedups[0].ci.by_group);
   nlohmann::json bad = j;
   bad["schema"] = "kjudge.eval/0";
   EXPECT_THROW((void)bad.get<eval_result>(), kj::error);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/measure/side_sampler.hpp>
 #include <kjudge/measure/timing.hpp>
 
 namespace {
@@ -275,22 +276,50 @@ TEST(timing_host, a_slow_input_set_shows_in_its_median_and_widens_the_speedup_in
   set_dependent_target ref("ref", kj::microseconds(300.0), kj::microseconds(390.0), 5);
   host_target cand("cand", kj::microseconds(100.0), 5);
   kj::measure::timing_options o = cpu_options();
-  o.min_samples = 100;
-  o.max_samples = 100;
+  o.min_samples = 200;
+  o.max_samples = 200;
   o.target_rse_pct = 0.0;
   const kj::measure::comparison c = kj::measure::time_pair(ref, cand, nullptr, no_device, o);
   const auto& sets = c.reference.host_wall.set_medians_us;
   ASSERT_EQ(sets.size(), 5u);
-  EXPECT_NEAR(sets[0], 390.0, 30.0);
-  for (std::size_t k = 1; k < sets.size(); ++k) EXPECT_NEAR(sets[k], 300.0, 25.0) << k;
+  // 40 samples a set; a loaded machine stretches busy waits, so compare sets with each other.
+  std::vector<double> others(sets.begin() + 1, sets.end());
+  std::sort(others.begin(), others.end());
+  EXPECT_GT(sets[0], 1.15 * others[1]) << sets[0] << " against " << others[1];
+  EXPECT_LT(others[1], 1.15 * others[0]);  // the two fastest others alike: no second slow set
   ASSERT_EQ(c.speedups.size(), 1u);
   const auto& ci = c.speedups[0].ci;
   EXPECT_TRUE(ci.by_group);
-  EXPECT_NEAR(ci.ratio, 3.0, 0.2);
-  // Resamples holding set 0 twice or more move the median toward 390 us: the interval reaches
-  // well above the ratio, where one by sample would stay within a few percent of it.
+  EXPECT_NEAR(ci.ratio, 3.0, 0.3);
+  // Resamples that draw set 0 three times or more of five (about 6% of them) put the median in
+  // its 390 us: the interval's top reaches that ratio, where one by sample stays within a few
+  // percent of the ratio.
   EXPECT_GT(ci.hi, ci.ratio * 1.05);
   EXPECT_LE(ci.lo, ci.ratio);
+}
+
+TEST(timing_host, every_figure_steps_through_every_input_set) {
+  // A GPU round prepares one number a figure (three; two after host-sync detection): the next
+  // round starts one set on from this round's first, past the numbers used.
+  using kj::measure::detail::next_round_start;
+  for (std::size_t sets = 1; sets <= 8; ++sets)
+    for (std::size_t used = 1; used <= 3; ++used) {
+      std::vector<std::vector<bool>> seen(used, std::vector<bool>(sets, false));
+      std::size_t first = 5, last = 4;
+      for (std::size_t round = 0; round < sets; ++round) {
+        ASSERT_GT(first, last) << "numbers are used once, in order";
+        for (std::size_t f = 0; f < used; ++f) seen[f][(first + f) % sets] = true;
+        last = first + used - 1;
+        first = next_round_start(first, used, sets);
+      }
+      for (std::size_t f = 0; f < used; ++f)
+        for (std::size_t k = 0; k < sets; ++k)
+          EXPECT_TRUE(seen[f][k]) << sets << " sets, " << used << " a round: figure " << f
+                                  << " never on set " << k;
+    }
+  EXPECT_EQ(next_round_start(7, 1, 8), 8u);   // one figure a round (the CPU): the next number
+  EXPECT_EQ(next_round_start(7, 3, 8), 16u);  // set 0 after set 7, past 7..9
+  EXPECT_EQ(next_round_start(7, 3, 2), 10u);  // 7, 8, 9 on sets 1, 0, 1; 10 on set 0
 }
 
 TEST(timing_host, first_call_is_recorded_and_kept_out_of_the_samples) {
