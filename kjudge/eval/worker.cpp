@@ -731,8 +731,8 @@ class pipeline {
     using source = python::session::check_source;
     withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
-    // buffer, is stale now. Timed samples are numbered 0, 1, 2, ... per side; these numbers lie
-    // beyond any count a run reaches (2^40 and 2^41 times the sets).
+    // buffer, is stale now. Timed samples are numbered upward from 0 per side (about sets + 1 a
+    // round); these numbers lie beyond any a run reaches (2^40 and 2^41 times the sets).
     const std::size_t sets = m_session->timing_sets();
     for (const bool graph : {false, true}) {
       if (graph && graph_candidate == nullptr && !reference_graphs) break;

@@ -11,8 +11,9 @@ class target {
  public:
   virtual ~target() = default;
   /** Makes input set `sample_index % input_sets()` current for the next run(), rewritten for that
-   *  number (the engine numbers a side's prepares 0, 1, 2, ...; it may repeat the last number to
-   *  run that sample's set again). Called outside any timed region; may enqueue work on the
+   *  number (the engine numbers a side's prepares in increasing order from 0, skipping ahead
+   *  between rounds so that every figure steps through every set; it may repeat the last number
+   *  to run that sample's set again). Called outside any timed region; may enqueue work on the
    *  stream (the engine synchronises afterwards). */
   virtual void prepare(std::size_t sample_index) = 0;
   /** Issues one forward on the timing stream. May block when the forward synchronises with the

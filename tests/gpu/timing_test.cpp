@@ -376,11 +376,18 @@ TEST(timing_gpu, every_figure_samples_every_input_set) {
   o.max_samples = 60;
   o.target_rse_pct = 0.0;
   const kj::measure::comparison c = kj::measure::time_pair(a, b, s.get(), facts(), o);
+  ASSERT_EQ(c.stopped_by, "max-samples");
   for (const auto* side : {&c.reference, &c.candidate})
     for (const auto* f : {&side->device, &side->stream, &side->host_wall}) {
       const std::string what = side->name + " " + kj::measure::to_string(f->kind);
       ASSERT_TRUE(f->valid) << what << ": " << f->note;
+      ASSERT_EQ(f->samples_us.size(), 60u) << what;
       ASSERT_EQ(f->samples_set.size(), f->samples_us.size()) << what;
+      // One set on each round (a round discarded for a throttled clock skips one).
+      std::size_t steps = 0;
+      for (std::size_t i = 1; i < f->samples_set.size(); ++i)
+        steps += f->samples_set[i] == (f->samples_set[i - 1] + 1) % 6;
+      EXPECT_GE(steps + f->discarded_throttled, 59u) << what;
       std::vector<std::size_t> per_set(6, 0);
       for (const auto set : f->samples_set) {
         ASSERT_LT(set, 6u) << what;

@@ -3,8 +3,10 @@
 #include <kjudge/report/terminal_printer.hpp>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -40,6 +42,44 @@ TEST(TerminalPrinter, LaunchesSectionQuotesTheRecordedForwards) {
   EXPECT_LT(reduce, gemm);
   EXPECT_NE(text.find("(11 more)"), std::string::npos) << text;
   EXPECT_NE(text.find("fusion ratio"), std::string::npos) << text;
+}
+
+measure::figure device_figure(double median_us, std::vector<double> set_medians_us) {
+  measure::figure f;
+  f.kind = measure::figure_kind::device;
+  f.method = "cuda-graph+blocking-kernel+events";
+  f.valid = true;
+  f.summary.n = 100;
+  f.summary.median = median_us;
+  f.set_medians_us = std::move(set_medians_us);
+  return f;
+}
+
+TEST(TerminalPrinter, TimingShowsTheSetRangesAndHowEachIntervalWasResampled) {
+  eval_result r;
+  r.status = eval_status::correct;
+  measure::comparison c;
+  const double none = std::numeric_limits<double>::quiet_NaN();  // a set without samples
+  c.reference.device = device_figure(38.5, {38.0, 38.9, none});
+  c.candidate.device = device_figure(6.4, {6.30, 6.46, none});
+  c.reference.stream.kind = c.candidate.stream.kind = measure::figure_kind::stream;
+  c.speedups.push_back({measure::figure_kind::device, true, {6.02, 5.95, 6.08, 0.95, 2000, true}});
+  c.speedups.push_back({measure::figure_kind::stream, true, {20.0, 19.0, 21.0, 0.95, 2000, false}});
+  r.timing = c;
+  std::string text = render_terminal(r);
+  EXPECT_NE(text.find("95% bootstrap CI over input sets):  device 6.02x [5.95, 6.08]  stream "
+                      "20.00x [19.00, 21.00] (over samples)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("device median by input set: reference 38.00 us - 38.90 us (2.3%), "
+                      "candidate 6.30 us - 6.46 us (2.5%)"),
+            std::string::npos)
+      << text;
+  // One set with samples, or a zero median: no range for that side.
+  r.timing->candidate.device.set_medians_us = {6.3, none};
+  r.timing->reference.device.summary.median = 0;
+  text = render_terminal(r);
+  EXPECT_EQ(text.find("device median by input set"), std::string::npos) << text;
 }
 
 }  // namespace
