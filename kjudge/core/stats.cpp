@@ -129,21 +129,32 @@ double resampled_median(std::span<const double> sorted, sampler& rng) noexcept {
   return 0.5 * (lower + sorted[to_index(u_k1, n)]);
 }
 
+/** The values by group, for the groups that have any: `ids` ascending, `values[i]` those of
+ *  group ids[i] in their order. */
+struct by_group {
+  std::vector<std::uint32_t> ids;
+  std::vector<std::vector<double>> values;
+
+  by_group(std::span<const double> v, std::span<const std::uint32_t> group_of)
+      : ids(group_of.begin(), group_of.end()) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    values.resize(ids.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      values[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), group_of[i]) -
+                                      ids.begin())]
+          .push_back(v[i]);
+  }
+};
+
 /** One side's samples by group, for resampling whole groups (bootstrap_ratio_of_medians_by_group).
  *  The r-th smallest value of a resample (group c drawn counts[c] times) is the smallest value v
  *  of all the samples with sum_c counts[c] * #{x in group c : x <= v} >= r: found by bisection
  *  over all the samples, sorted, each step counting in every group's sorted values. */
 class grouped_samples {
  public:
-  grouped_samples(std::span<const double> values, std::span<const std::uint32_t> group_of) {
-    std::vector<std::uint32_t> ids(group_of.begin(), group_of.end());
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    m_groups.resize(ids.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const auto at = std::lower_bound(ids.begin(), ids.end(), group_of[i]) - ids.begin();
-      m_groups[static_cast<std::size_t>(at)].push_back(values[i]);
-    }
+  grouped_samples(std::span<const double> values, std::span<const std::uint32_t> group_of)
+      : m_groups(by_group(values, group_of).values) {
     for (auto& g : m_groups) std::sort(g.begin(), g.end());
     m_all.assign(values.begin(), values.end());
     std::sort(m_all.begin(), m_all.end());
@@ -199,8 +210,24 @@ class grouped_samples {
   std::vector<std::size_t> m_counts;          ///< times each group was drawn (this resample)
 };
 
-/** The percentile interval of the finite ratios in `ratios` (sorted here) around `out.ratio`. */
-void percentile_interval(std::vector<double>& ratios, ratio_ci& out) {
+/** The ratio num_med / den_med and its percentile interval (at out.confidence) over
+ *  `resamples` ratios of resampled medians, numerator's then denominator's drawn by
+ *  `draw(rng, numerator)`; left at 0 when either median is 0. */
+template <class Draw>
+void fill_interval(double num_med, double den_med, std::size_t resamples, std::uint64_t seed,
+                   Draw&& draw, ratio_ci& out) {
+  if (num_med == 0.0 || den_med == 0.0) return;
+  out.ratio = num_med / den_med;
+  out.lo = out.hi = out.ratio;
+  sampler rng(seed);
+  std::vector<double> ratios;
+  ratios.reserve(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    const double a = draw(rng, true);
+    const double b = draw(rng, false);
+    const double q = a / b;
+    if (std::isfinite(q)) ratios.push_back(q);  // a resample whose median is 0 says nothing
+  }
   out.resamples = ratios.size();
   if (ratios.empty()) return;
   std::sort(ratios.begin(), ratios.end());
@@ -265,22 +292,9 @@ ratio_ci bootstrap_ratio_of_medians(std::span<const double> numerator,
   std::vector<double> den(denominator.begin(), denominator.end());
   std::sort(num.begin(), num.end());
   std::sort(den.begin(), den.end());
-  const double num_med = quantile_sorted(num, 0.5);
-  const double den_med = quantile_sorted(den, 0.5);
-  if (num_med == 0.0 || den_med == 0.0) return out;
-  out.ratio = num_med / den_med;
-  out.lo = out.hi = out.ratio;
-
-  sampler rng(seed);
-  std::vector<double> ratios;
-  ratios.reserve(resamples);
-  for (std::size_t r = 0; r < resamples; ++r) {
-    const double a = resampled_median(num, rng);
-    const double b = resampled_median(den, rng);
-    const double q = a / b;
-    if (std::isfinite(q)) ratios.push_back(q);  // a resample whose median is 0 says nothing
-  }
-  percentile_interval(ratios, out);
+  fill_interval(
+      quantile_sorted(num, 0.5), quantile_sorted(den, 0.5), resamples, seed,
+      [&](sampler& rng, bool numer) { return resampled_median(numer ? num : den, rng); }, out);
   return out;
 }
 
@@ -300,33 +314,19 @@ ratio_ci bootstrap_ratio_of_medians_by_group(std::span<const double> numerator,
   ratio_ci out;
   out.confidence = confidence;
   out.by_group = true;
-  const double num_med = num.median();
-  const double den_med = den.median();
-  if (num_med == 0.0 || den_med == 0.0) return out;
-  out.ratio = num_med / den_med;
-  out.lo = out.hi = out.ratio;
-  sampler rng(seed);
-  std::vector<double> ratios;
-  ratios.reserve(resamples);
-  for (std::size_t r = 0; r < resamples; ++r) {
-    const double a = num.resampled_median(rng);
-    const double b = den.resampled_median(rng);
-    const double q = a / b;
-    if (std::isfinite(q)) ratios.push_back(q);
-  }
-  percentile_interval(ratios, out);
+  fill_interval(
+      num.median(), den.median(), resamples, seed,
+      [&](sampler& rng, bool numer) { return (numer ? num : den).resampled_median(rng); }, out);
   return out;
 }
 
 std::vector<double> group_medians(std::span<const double> values,
                                   std::span<const std::uint32_t> group_of, std::size_t groups) {
   if (group_of.size() != values.size()) return {};
-  std::vector<std::vector<double>> by(groups);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    if (group_of[i] < groups) by[group_of[i]].push_back(values[i]);
+  const by_group by(values, group_of);
   std::vector<double> out(groups, std::numeric_limits<double>::quiet_NaN());
-  for (std::size_t g = 0; g < groups; ++g)
-    if (!by[g].empty()) out[g] = median(by[g]);
+  for (std::size_t i = 0; i < by.ids.size(); ++i)
+    if (by.ids[i] < groups) out[by.ids[i]] = median(by.values[i]);
   return out;
 }
 
