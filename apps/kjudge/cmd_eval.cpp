@@ -2,9 +2,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -22,6 +24,7 @@
 #include <kjudge/python/interpreter.hpp>
 #include <kjudge/report/json_printer.hpp>
 #include <kjudge/report/terminal_printer.hpp>
+#include <kjudge/runner/process.hpp>
 
 #include "commands.hpp"
 
@@ -49,6 +52,29 @@ CLI::Validator finite_in(double min, double max, bool open_min) {
       "NUMBER in " + range, "finite_in");
 }
 
+/** CLI11 reads "-1" into the unsigned --seed as 2^64 - 1: a negative seed is refused instead. */
+CLI::Validator not_negative() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        const auto first = text.find_first_not_of(" \t");
+        if (first != std::string::npos && text[first] == '-')
+          return fmt::format("{} is negative: a seed is an integer from 0 to {}", text,
+                             std::numeric_limits<std::uint64_t>::max());
+        return {};
+      },
+      "UINT", "not_negative");
+}
+
+/** `--json ''` named no file: it wrote nothing and said nothing. */
+CLI::Validator not_empty_path() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        return text.empty() ? "an empty path: name a file, or - for standard output"
+                            : std::string();
+      },
+      "PATH", "not_empty_path");
+}
+
 /** The options `eval` and `profile` share. */
 void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
@@ -56,11 +82,11 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("candidate", a.candidate)->required();
   cmd->add_option("--device", a.device)->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--trials", a.trials)->check(CLI::Range(1, 100));
-  cmd->add_option("--seed", a.seed);
+  cmd->add_option("--seed", a.seed)->check(not_negative());
   cmd->add_option("--shapes", a.shapes)->check(CLI::IsMember({"nominal", "stress"}));
   cmd->add_option("--atol", a.atol)->check(finite_in(0, 1e30, false));
   cmd->add_option("--rtol", a.rtol)->check(finite_in(0, 1e30, false));
-  cmd->add_option("--json", a.json_path);
+  cmd->add_option("--json", a.json_path)->check(not_empty_path());
   cmd->add_flag("--precise", a.precise);
   cmd->add_option("--budget", a.budget_s)->check(finite_in(0, 86'400, true));
   cmd->add_option("--target-rse", a.target_rse_pct)->check(finite_in(0, 100, true));
@@ -107,7 +133,12 @@ eval::job make_job(const eval_args& a) {
   for (const auto& [what, p] :
        {std::pair{"problem", a.problem}, std::pair{"candidate", a.candidate}}) {
     std::error_code ec;
-    if (!fs::is_regular_file(p, ec)) KJ_THROW(error_kind::usage, "{} {}: no such file", what, p);
+    const auto st = fs::status(p, ec);
+    if (fs::is_regular_file(st)) continue;
+    if (fs::is_directory(st))
+      KJ_THROW(error_kind::usage, "{} {}: is a directory, not a file", what, p);
+    if (fs::exists(st)) KJ_THROW(error_kind::usage, "{} {}: not a regular file", what, p);
+    KJ_THROW(error_kind::usage, "{} {}: no such file", what, p);
   }
   j.problem = fs::absolute(a.problem);
   j.candidate = fs::absolute(a.candidate);
@@ -144,13 +175,26 @@ eval::job make_job(const eval_args& a) {
   return j;
 }
 
-/** Fails early (usage) when --json cannot be written, rather than after the evaluation. */
+/** Fails early (usage) when --json cannot be written, rather than after the evaluation. The
+ *  file checked is the one written: a symbolic link's target (write_file_atomic). */
 void check_json_path(const std::string& path) {
   if (path.empty() || path == "-") return;
-  const fs::path dir = fs::absolute(path).parent_path();
   std::error_code ec;
   if (fs::is_directory(path, ec))
     KJ_THROW(error_kind::usage, "--json {}: is a directory (name a file in it)", path);
+  output_target target;
+  try {
+    target = resolve_output(path);
+  } catch (const kj::error& e) {
+    KJ_THROW(error_kind::usage, "--json: {}", e.message());
+  }
+  if (target.how == output_target::kind::descriptor) return;  // open for writing: checked
+  if (target.how == output_target::kind::direct) {
+    if (::access(target.path.c_str(), W_OK) != 0)
+      KJ_THROW(error_kind::usage, "--json {}: cannot write to {}", path, target.path.string());
+    return;
+  }
+  const fs::path dir = fs::absolute(target.path).parent_path();
   if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
     KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
 }
@@ -225,6 +269,10 @@ bool use_pool(const eval_args& a) {
 }  // namespace
 
 int run_eval(const eval_args& a) {
+  // Ctrl-C, SIGTERM or SIGHUP kill the worker's process group (and what it left outside it) and
+  // exit with 128 + the signal; what a worker's descendants leave behind is killed once it ends.
+  runner::exit_on_interrupt("kjudge");
+  runner::set_orphan_cleanup(true);
   check_json_path(a.json_path);
   check_utf8("the problem's path", a.problem);
   check_utf8("the candidate's path", a.candidate);
@@ -285,11 +333,18 @@ int run_eval(const eval_args& a) {
     }
   }
   if (!a.json_path.empty()) {
-    // The report is already out; a failed write loses the file, not the verdict.
+    // The report is already out, with the verdict; the file the user asked for is not.
     try {
       report::write_json(result, a.json_path);
     } catch (const kj::error& e) {
-      std::fprintf(stderr, "kjudge: warning: %s\n", e.message().c_str());
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "kjudge: error: the result was NOT written to --json %s: %s (the evaluation "
+                   "ended %s, exit code %d; exiting with %d instead)\n",
+                   a.json_path.c_str(), e.message().c_str(),
+                   std::string(to_string(result.status)).c_str(), exit_code_for(result.status),
+                   exit_code::result_not_written);
+      return exit_code::result_not_written;
     }
   }
   return exit_code_for(result.status);

@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include <chrono>
 #include <cstring>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/exit_codes.hpp>
 #include <kjudge/eval/worker.hpp>
 #include <kjudge/python/bridge.hpp>
 #include <kjudge/runner/pool.hpp>
@@ -34,6 +36,15 @@ namespace {
 }  // namespace
 
 int run_worker_command() {
+  // Started by hand (no event channel), it would wait for a job on the terminal, then abort.
+  if (::fcntl(eval::channel_fd, F_GETFD) < 0) {
+    std::fprintf(stderr,
+                 "kjudge worker: not for direct use: it runs one evaluation for kjudge eval, "
+                 "reading the job on stdin and reporting on descriptor %d, which is not open "
+                 "here; run kjudge eval <problem.py> <candidate> instead\n",
+                 eval::channel_fd);
+    return exit_code::usage;
+  }
   // The job (with the held-out seed) arrives on stdin; read it all, then put /dev/null there so
   // nothing the candidate runs can read it.
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
@@ -42,7 +53,14 @@ int run_worker_command() {
     ::dup2(devnull, STDIN_FILENO);
     ::close(devnull);
   }
-  eval::event_writer events(eval::channel_fd);
+  std::optional<eval::event_writer> made;
+  try {
+    made.emplace(eval::channel_fd);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kjudge worker: %s\n", e.what());
+    return exit_code::usage;
+  }
+  eval::event_writer& events = *made;
   try {
     const auto j = eval::job_from_json(nlohmann::json::parse(text));
     eval::run_worker(j, events, [] { exit_without_teardown(0); });

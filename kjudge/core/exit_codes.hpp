@@ -29,6 +29,9 @@ inline constexpr int runtime_error = 4;  ///< runtime error or crash of the cand
 inline constexpr int timed_out = 5;
 inline constexpr int problem_error = 6;
 inline constexpr int internal_error = 7;
+/** The evaluation ran but its --json result could not be written: not the verdict's code, so
+ *  that a script never takes a missing result file for a verdict. */
+inline constexpr int result_not_written = 8;
 }  // namespace exit_code
 
 [[nodiscard]] int exit_code_for(eval_status s) noexcept;

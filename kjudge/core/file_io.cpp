@@ -1,5 +1,7 @@
 #include <kjudge/core/file_io.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -7,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -50,14 +53,103 @@ std::string unique_temp_suffix() {
                      counter.fetch_add(1));
 }
 
-void write_file_atomic(const fs::path& path, std::string_view text) {
+namespace {
+
+[[nodiscard]] std::string errno_message(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
+
+/** The number N where `path` is /proc/<this process>/fd/N (or a task's, or reached through
+ *  /proc/self, /proc/thread-self or /dev/fd): one of our own descriptors. */
+std::optional<int> own_descriptor(const fs::path& path) {
+  const std::string name = path.filename().string();
+  if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9)
+    return std::nullopt;
   std::error_code ec;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  const fs::path dir = fs::canonical(path.parent_path(), ec);
+  if (ec) return std::nullopt;
+  const std::string text = dir.string();
+  const std::string own = fmt::format("/proc/{}/", ::getpid());
+  if (!text.starts_with(own)) return std::nullopt;
+  const std::string_view rest = std::string_view(text).substr(own.size());  // "fd", "task/T/fd"
+  if (rest != "fd" && !(rest.starts_with("task/") && rest.ends_with("/fd"))) return std::nullopt;
+  return std::stoi(name);
+}
+
+void write_all(int fd, std::string_view text, const std::string& what) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      KJ_THROW(error_kind::io, "cannot write {}: {}", what,
+               n < 0 ? errno_message(errno) : std::string("nothing written"));
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+output_target resolve_output(const fs::path& path) {
+  fs::path at = path;
+  for (int hops = 0; hops <= 40; ++hops) {
+    if (const auto fd = own_descriptor(at)) {
+      const int flags = ::fcntl(*fd, F_GETFL);
+      const int mode = flags & O_ACCMODE;
+      if (flags < 0 || (mode != O_WRONLY && mode != O_RDWR))
+        KJ_THROW(error_kind::io, "cannot write {}: descriptor {} is not open for writing",
+                 path.string(), *fd);
+      return {output_target::kind::descriptor, at, *fd};
+    }
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) return {output_target::kind::file, at, -1};  // a new file
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      const fs::path link = fs::read_symlink(at, ec);
+      if (ec) KJ_THROW(error_kind::io, "cannot read the link {}: {}", at.string(), ec.message());
+      at = link.is_absolute() ? link : at.parent_path() / link;
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) return {output_target::kind::file, at, -1};
+    if (S_ISDIR(st.st_mode))
+      KJ_THROW(error_kind::io, "cannot write {}: {} is a directory", path.string(), at.string());
+    return {output_target::kind::direct, at, -1};
+  }
+  KJ_THROW(error_kind::io, "cannot write {}: too many levels of symbolic links", path.string());
+}
+
+void write_file_atomic(const fs::path& path, std::string_view text) {
+  const output_target target = resolve_output(path);
+  if (target.how == output_target::kind::descriptor) {
+    // What this process wrote through stdio comes first.
+    if (target.fd == STDOUT_FILENO) std::fflush(stdout);
+    if (target.fd == STDERR_FILENO) std::fflush(stderr);
+    write_all(target.fd, text, path.string());
+    return;
+  }
+  if (target.how == output_target::kind::direct) {
+    const int fd = ::open(target.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) KJ_THROW(error_kind::io, "cannot open {}: {}", path.string(), errno_message(errno));
+    try {
+      write_all(fd, text, path.string());
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0 && errno != EINTR)
+      KJ_THROW(error_kind::io, "cannot write {}: {}", path.string(), errno_message(errno));
+    return;
+  }
+  const fs::path& file = target.path;
+  std::error_code ec;
+  if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
   if (ec)
-    KJ_THROW(error_kind::io, "cannot create {}: {}", path.parent_path().string(), ec.message());
-  const fs::path tmp = path.string() + "." + unique_temp_suffix();
+    KJ_THROW(error_kind::io, "cannot create {}: {}", file.parent_path().string(), ec.message());
+  const fs::path tmp = file.string() + "." + unique_temp_suffix();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const int open_errno = errno;
+    if (!out)
+      KJ_THROW(error_kind::io, "cannot create {}: {}", tmp.string(), errno_message(open_errno));
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
     if (!out) {
@@ -65,18 +157,19 @@ void write_file_atomic(const fs::path& path, std::string_view text) {
       KJ_THROW(error_kind::io, "cannot write {}", tmp.string());
     }
   }
-  fs::rename(tmp, path, ec);
+  fs::rename(tmp, file, ec);
   if (ec) {
     const std::string why = ec.message();
     fs::remove(tmp, ec);
-    KJ_THROW(error_kind::io, "cannot move {} to {}: {}", tmp.string(), path.string(), why);
+    KJ_THROW(error_kind::io, "cannot move {} to {}: {}", tmp.string(), file.string(), why);
   }
 }
 
 void write_output(const fs::path& path, std::string_view text) {
   if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    const std::size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::fflush(stdout) != 0 || written != text.size())
+      KJ_THROW(error_kind::io, "cannot write to standard output: {}", errno_message(errno));
     return;
   }
   write_file_atomic(path, text);

@@ -15,11 +15,35 @@ namespace kj {
  *  moved into place with rename() (write_file_atomic, the build cache's libraries). */
 [[nodiscard]] std::string unique_temp_suffix();
 
+/** Where a write to a path lands (resolve_output). */
+struct output_target {
+  enum class kind {
+    file,        ///< a regular file, or none yet: replaced whole (temporary file, then rename())
+    direct,      ///< an existing file that is not a regular one (a character device, a FIFO):
+                 ///< opened and written in place
+    descriptor,  ///< one of this process's open descriptors (/dev/stdout, /dev/fd/N,
+                 ///< /proc/self/fd/N): written to it, where its offset is
+  };
+  kind how = kind::file;
+  /** file: the final target, every symbolic link on the way resolved (a dangling one names the
+   *  file to create); direct, descriptor: the last path on the way. */
+  std::filesystem::path path;
+  int fd = -1;  ///< descriptor: its number
+};
+
+/** Follows `path` through symbolic links (up to 40) to what a write would replace or write into.
+ *  Throws kj::error(io) for a folder, a loop of links, or a descriptor not open for writing. */
+[[nodiscard]] output_target resolve_output(const std::filesystem::path& path);
+
 /** Writes `text` to `path` through a temporary file in the same folder and rename(), so readers
- *  see the old file or the new one, never half of it; creates missing parent folders. The
- *  temporary name carries the process, the thread and a counter, so concurrent writers (two
- *  builds into one cache entry, two `kjudge roofline --refresh`) never share one. Throws
- *  kj::error(io); the temporary file is removed on failure. */
+ *  see the old file or the new one, never half of it; creates missing parent folders. A symbolic
+ *  link is written through, not replaced: the file it leads to is (its temporary file in that
+ *  file's folder); a path to something other than a regular file (a character device such as
+ *  /dev/null or a terminal, a FIFO) or to one of this process's descriptors (/dev/stdout) is
+ *  written directly, without rename (resolve_output). The temporary name carries the process,
+ *  the thread and a counter, so concurrent writers (two builds into one cache entry, two
+ *  `kjudge roofline --refresh`) never share one. Throws kj::error(io); the temporary file is
+ *  removed on failure. */
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
 /** A fresh folder under the system's temporary directory (mkdtemp), removed with everything in it
@@ -38,7 +62,7 @@ class temp_dir {
 };
 
 /** An output the user named (`--json <path>`): "-" is standard output, anything else a file
- *  written with write_file_atomic. Throws kj::error(io). */
+ *  written with write_file_atomic. Throws kj::error(io), also when standard output fails. */
 void write_output(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace kj

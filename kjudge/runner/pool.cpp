@@ -1,8 +1,10 @@
 // The worker pool's two ends. A request is one message on a fresh connection: a 4-byte length,
 // then that many bytes of JSON ({"argv", "env", "cwd", "channel_fd"}), with the child's stdin,
 // output and (optional) channel descriptors attached (SCM_RIGHTS). The server forks, answers
-// {"pid": N} once the child leads its own process group, and {"status": S, "max_rss_kb": K} when
-// it has reaped it. The requester supervises the child with the same loop as run_process.
+// {"pid": N} once the child leads its own process group, and {"status": S, "max_rss_kb": K,
+// "leftovers_killed": L} when it has reaped it (and killed what it left behind). The requester
+// supervises the child with the same loop as run_process; when the requester goes away (its
+// connection closes), the server kills the child's group.
 #include <kjudge/core/error.hpp>
 #include <kjudge/runner/pool.hpp>
 #include <kjudge/runner/process_detail.hpp>
@@ -160,7 +162,8 @@ pid_t parent_of(pid_t pid) {
  *  arrives (or the connection drops). */
 class pool_child final : public detail::child_handle {
  public:
-  pool_child(pid_t pid, unique_fd connection) : m_pid(pid), m_conn(std::move(connection)) {}
+  pool_child(pid_t pid, unique_fd connection)
+      : m_pid(pid), m_conn(std::move(connection)), m_registration(pid) {}
   [[nodiscard]] pid_t group() const noexcept override { return m_pid; }
   [[nodiscard]] bool ended() override {
     pollfd p{m_conn.get(), POLLIN, 0};
@@ -168,23 +171,27 @@ class pool_child final : public detail::child_handle {
   }
   [[nodiscard]] int wait_fd() const noexcept override { return m_conn.get(); }
   [[nodiscard]] bool may_go_unreported() const noexcept override { return true; }
-  std::string reap(int& status, rusage& usage) override {
+  std::string reap(int& status, rusage& usage, std::size_t& leftovers) override {
     const auto reply = read_line(m_conn.get());
     m_conn.reset();
     if (!reply || !reply->contains("status")) {
       // The pool is gone (its children die with it): end whatever is left of the group.
       ::killpg(m_pid, SIGKILL);
+      m_registration.release();
       return "the worker pool closed the connection without the child's exit status (the pool "
              "was stopped or died)";
     }
+    m_registration.release();  // reaped by the pool: the pid may be reused from now on
     status = reply->value("status", 0);
     usage.ru_maxrss = reply->value("max_rss_kb", 0L);
+    leftovers = reply->value("leftovers_killed", std::size_t{0});
     return {};
   }
 
  private:
   pid_t m_pid;
   unique_fd m_conn;
+  detail::child_registration m_registration;  ///< for exit_on_interrupt
 };
 
 [[nodiscard]] unique_fd connect_to(const std::string& address) {
@@ -289,8 +296,11 @@ struct served {
                                const std::vector<int>& server_fds, pid_t server) {
   // A child must not outlive the pool: nobody would report its end, and its requester has stopped
   // waiting for it. (The check closes the window before prctl.)
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != server) ::_exit(127);
+  if (!detail::die_with_parent(server)) ::_exit(127);
+  // What its descendants leave behind (a daemon that called setsid()) is reparented to it, not
+  // to the pool, while it runs: the pool then takes every other child it has for the leftovers
+  // of a child that ended (and kills them), never of one still running.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   detail::reset_child_process();
   for (int fd : server_fds) ::close(fd);
 
@@ -475,7 +485,7 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
   const auto server = peer_of(conn.get());
   const pid_t parent = pid > 1 ? parent_of(pid) : -2;
   if (!server || pid <= 1 || (parent != server->pid && parent != -1)) return std::nullopt;
-  pool_child child(pid, std::move(conn));
+  pool_child child(pid, std::move(conn));  // registered: an interrupt kills its group
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
                            options, start, pipe_guard, options.argv[0]);
 }
@@ -500,9 +510,19 @@ bool serve_pool(const pool_server_options& o) {
   const pid_t server_pid = ::getpid();
   ::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would make children reap themselves
   ::signal(SIGPIPE, SIG_IGN);
+  // Descendants of a child that outlive it outside its group (setsid) are reparented here, not to
+  // init, and killed when it is reaped. Children the server had before (none in kjudge) stay.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  const std::vector<pid_t> own_children = detail::children_of(server_pid);
+  const auto keep = [&](pid_t p) {
+    return std::find(own_children.begin(), own_children.end(), p) != own_children.end() ||
+           std::any_of(running.begin(), running.end(), [p](const served& s) { return s.pid == p; });
+  };
   while (true) {
     // Reap: a child that ended gets its group ended (descendants would hold the requester's
-    // pipes), then its status and peak memory go to its requester.
+    // pipes), and what it left outside the group too (every child of the server that it is not
+    // running: each child is a subreaper, so only an ended child's leftovers come here); then its
+    // status and peak memory go to its requester.
     for (auto it = running.begin(); it != running.end();) {
       siginfo_t info{};
       if (::waitid(P_PID, static_cast<id_t>(it->pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
@@ -515,8 +535,13 @@ bool serve_pool(const pool_server_options& o) {
       rusage usage{};
       while (::wait4(it->pid, &status, 0, &usage) < 0 && errno == EINTR) {
       }
+      const pid_t group = it->pid;
+      it->pid = -1;  // reaped: not kept
+      const std::size_t leftovers = detail::kill_adopted(group, keep);
       if (!it->requester_gone)
-        send_line(it->conn.get(), {{"status", status}, {"max_rss_kb", usage.ru_maxrss}});
+        send_line(
+            it->conn.get(),
+            {{"status", status}, {"max_rss_kb", usage.ru_maxrss}, {"leftovers_killed", leftovers}});
       it = running.erase(it);
       last_activity = steady::now();
     }

@@ -4,7 +4,10 @@
  *  child per request. Each child is a new process with its own address space, process group,
  *  descriptors, environment and working directory, supervised by the requester exactly like a
  *  child of run_process (timeouts signal its group; its output, channel, exit status and peak
- *  memory come back the same way). Linux only: an abstract unix socket, credentials checked. */
+ *  memory come back the same way). A child dies with the pool (PR_SET_PDEATHSIG) and with its
+ *  requester (the server kills its group when the requester's connection closes); what its
+ *  descendants leave running outside its group is killed when it ends (process_result::
+ *  leftovers_killed). Linux only: an abstract unix socket, credentials checked. */
 
 #include <chrono>
 #include <functional>

@@ -1,13 +1,17 @@
 // run_process: fork/exec one child in its own process group, feed its stdin, collect its output
-// and channel, and enforce the wall-clock limit on the whole group.
+// and channel, and enforce the wall-clock limit on the whole group. Also: the registry of running
+// children behind exit_on_interrupt, and the collection of what they leave behind
+// (set_orphan_cleanup).
 #include <kjudge/core/error.hpp>
 #include <kjudge/runner/process.hpp>
 #include <kjudge/runner/process_detail.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -15,15 +19,237 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <fstream>
+#include <mutex>
+#include <sstream>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 extern char** environ;  // NOLINT: POSIX global
 
 namespace kj::runner {
+namespace {
+
+/** Running children, by the group each leads (0: a free slot): read by the interrupt handler, so
+ *  lock-free and of fixed size. */
+constexpr std::size_t k_max_registered = 256;
+std::array<std::atomic<pid_t>, k_max_registered> g_registered{};
+/** The signal that interrupted this process (0: none yet); see exit_on_interrupt. */
+std::atomic<int> g_interrupt{0};
+/** A pipe the handler writes to, so a supervising loop in poll() wakes up. */
+std::atomic<int> g_wake_read{-1};
+std::atomic<int> g_wake_write{-1};
+/** The name the interrupt message starts with, written before the handlers are installed. */
+std::array<char, 64> g_program{'k', 'j', 'u', 'd', 'g', 'e', '\0'};
+std::atomic<bool> g_orphan_cleanup{false};
+/** How many run_process calls want this process to be a child subreaper right now. */
+std::mutex g_subreaper_mutex;
+int g_subreaper_users = 0;
+
+void write_stderr_raw(const char* text) noexcept {
+  std::size_t size = 0;
+  while (text[size] != '\0') ++size;
+  while (size > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, text, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+const char* interrupt_name(int sig) noexcept {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
+  }
+}
+
+extern "C" void on_interrupt(int sig) {
+  const int saved_errno = errno;
+  int first = 0;
+  // A second signal while the first is handled: exit at once (the groups were killed already).
+  if (!g_interrupt.compare_exchange_strong(first, sig)) detail::exit_interrupted(first);
+  bool running = false;
+  for (auto& slot : g_registered) {
+    const pid_t group = slot.load();
+    if (group <= 0) continue;
+    ::killpg(group, SIGKILL);
+    running = true;
+  }
+  // Nothing to reap: exit now. Otherwise the supervising loop reaps the child (and what it left
+  // behind) and exits; a child forked but not registered yet dies with us (PR_SET_PDEATHSIG).
+  if (!running) detail::exit_interrupted(sig);
+  if (const int fd = g_wake_write.load(); fd >= 0) {
+    const ssize_t ignored = ::write(fd, "!", 1);
+    (void)ignored;
+  }
+  errno = saved_errno;
+}
+
+/** /proc/PID/stat's state, parent and process group; state 0 where the process is gone. */
+struct proc_status {
+  char state = 0;
+  pid_t parent = -1;
+  pid_t group = -1;
+};
+
+proc_status status_of(pid_t pid) {
+  proc_status out;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return out;
+  const auto close_paren = line.rfind(')');
+  if (close_paren == std::string::npos) return out;
+  std::istringstream rest(line.substr(close_paren + 1));
+  std::string state;
+  long parent = -1, group = -1;
+  if (!(rest >> state >> parent >> group) || state.empty()) return out;
+  out.state = state[0];
+  out.parent = static_cast<pid_t>(parent);
+  out.group = static_cast<pid_t>(group);
+  return out;
+}
+
+[[nodiscard]] bool is_number(std::string_view name) {
+  return !name.empty() && name.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+/** Makes this process a child subreaper while an object lives (where `on`); nests. */
+class subreaper_scope {
+ public:
+  explicit subreaper_scope(bool on) : m_on(on) {
+    if (!m_on) return;
+    const std::lock_guard lock(g_subreaper_mutex);
+    if (g_subreaper_users++ == 0) ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  }
+  subreaper_scope(const subreaper_scope&) = delete;
+  subreaper_scope& operator=(const subreaper_scope&) = delete;
+  ~subreaper_scope() {
+    if (!m_on) return;
+    const std::lock_guard lock(g_subreaper_mutex);
+    if (--g_subreaper_users == 0) ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+  }
+
+ private:
+  bool m_on;
+};
+
+}  // namespace
+
 namespace detail {
+
+child_registration::child_registration(pid_t pid) noexcept {
+  for (std::size_t i = 0; i < g_registered.size(); ++i) {
+    pid_t free_slot = 0;
+    if (g_registered[i].compare_exchange_strong(free_slot, pid)) {
+      m_slot = static_cast<int>(i);
+      return;
+    }
+  }
+}
+
+void child_registration::release() noexcept {
+  if (m_slot >= 0) g_registered[static_cast<std::size_t>(m_slot)].store(0);
+  m_slot = -1;
+}
+
+bool registered_child(pid_t pid) noexcept {
+  return std::any_of(g_registered.begin(), g_registered.end(),
+                     [pid](const auto& slot) { return slot.load() == pid; });
+}
+
+int interrupt_signal() noexcept {
+  return g_interrupt.load();
+}
+
+int interrupt_fd() noexcept {
+  return g_wake_read.load();
+}
+
+void exit_interrupted(int sig) noexcept {
+  write_stderr_raw(g_program.data());
+  write_stderr_raw(": interrupted by ");
+  write_stderr_raw(interrupt_name(sig));
+  write_stderr_raw("; the evaluation was stopped and its processes killed\n");
+  ::_exit(128 + sig);
+}
+
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* tasks = ::opendir(task_dir.c_str());
+  if (tasks == nullptr) return out;  // gone
+  bool readable = false;
+  while (const dirent* e = ::readdir(tasks)) {
+    if (!is_number(e->d_name)) continue;
+    std::ifstream children(task_dir + "/" + e->d_name + "/children");
+    if (!children) continue;
+    readable = true;
+    for (long child = 0; children >> child;) out.push_back(static_cast<pid_t>(child));
+  }
+  ::closedir(tasks);
+  if (readable) return out;
+  // No children files (a kernel without CONFIG_PROC_CHILDREN): every process's parent.
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (const dirent* e = ::readdir(proc)) {
+    if (!is_number(e->d_name)) continue;
+    const auto other = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+    if (status_of(other).parent == pid) out.push_back(other);
+  }
+  ::closedir(proc);
+  return out;
+}
+
+std::size_t kill_adopted(pid_t group, const std::function<bool(pid_t)>& keep,
+                         std::chrono::milliseconds patience) {
+  const pid_t self = ::getpid();
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  std::vector<pid_t> counted;
+  while (true) {
+    std::vector<pid_t> adopted;
+    for (const pid_t c : children_of(self))
+      if (!keep(c)) adopted.push_back(c);
+    if (adopted.empty()) break;
+    // Each subtree, parents before their children (a child forked meanwhile is reparented here
+    // and found in the next round).
+    std::vector<pid_t> tree = adopted;
+    for (std::size_t i = 0; i < tree.size() && tree.size() < 100'000; ++i) {
+      const pid_t p = tree[i];
+      const auto st = status_of(p);
+      if (st.state == 0) continue;
+      if (st.state != 'Z' && st.state != 'X') {
+        if (st.group != group && std::find(counted.begin(), counted.end(), p) == counted.end())
+          counted.push_back(p);
+        ::kill(p, SIGKILL);
+      }
+      for (const pid_t c : children_of(p)) tree.push_back(c);
+    }
+    bool reaped = false;
+    for (const pid_t c : adopted) {
+      int status = 0;
+      const pid_t w = ::waitpid(c, &status, WNOHANG);
+      if (w == c || (w < 0 && errno == ECHILD)) reaped = true;
+    }
+    if (std::chrono::steady_clock::now() >= give_up) break;
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return counted.size();
+}
 
 std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
@@ -94,6 +320,13 @@ unique_fd open_pidfd(pid_t pid) {
 }
 
 void reset_child_process() noexcept {
+  // The parent's interrupt handler (exit_on_interrupt) is not the child's: it would signal the
+  // parent's other children.
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == &on_interrupt)
+      ::signal(sig, SIG_DFL);
+  }
   ::setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);
@@ -102,6 +335,14 @@ void reset_child_process() noexcept {
   ::signal(SIGPIPE, SIG_DFL);
   ::signal(SIGXFSZ, SIG_DFL);
   ::signal(SIGCHLD, SIG_DFL);
+}
+
+bool die_with_parent(pid_t parent) noexcept {
+  // The signal comes when the forking thread ends; a parent that died before prctl sent none,
+  // which getppid() shows (0: a parent outside our pid namespace, which we cannot check).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  const pid_t now = ::getppid();
+  return now == parent || now == 0;
 }
 
 int install_child_fds(int stdin_fd, int output_fd, int channel_src, int channel_target) noexcept {
@@ -197,6 +438,7 @@ struct child_plan {
   int channel_src = -1;
   int channel_target = -1;
   int error_fd = -1;
+  pid_t parent = -1;  // the process that forks (to check that it is still there)
 };
 
 [[noreturn]] void child_fail(int error_fd, child_stage stage, int err) noexcept {
@@ -208,6 +450,8 @@ struct child_plan {
 
 [[noreturn]] void run_child(const child_plan& plan) noexcept {
   detail::reset_child_process();
+  // Killed with the thread that started it, rather than left running without a limit.
+  if (!detail::die_with_parent(plan.parent)) ::_exit(127);
   // The error pipe goes above every target first, so no dup2 lands on it.
   const int error_fd =
       ::fcntl(plan.error_fd, F_DUPFD_CLOEXEC, std::max(3, plan.channel_target + 1));
@@ -270,11 +514,12 @@ struct reader {
  *  reserved until reap() has ended the rest of the group. */
 class forked_child final : public detail::child_handle {
  public:
-  explicit forked_child(pid_t pid) : m_pid(pid), m_pidfd(open_pidfd(pid)) {}
+  forked_child(pid_t pid, detail::child_registration registration)
+      : m_pid(pid), m_pidfd(open_pidfd(pid)), m_registration(std::move(registration)) {}
   [[nodiscard]] pid_t group() const noexcept override { return m_pid; }
   [[nodiscard]] bool ended() override { return child_exited(m_pid); }
   [[nodiscard]] int wait_fd() const noexcept override { return m_pidfd.get(); }
-  std::string reap(int& status, rusage& usage) override {
+  std::string reap(int& status, rusage& usage, std::size_t& leftovers) override {
     // The leader is a zombie, so the group id cannot be reused yet: end any descendants still
     // in the group (they would hold our pipes open), then reap with rusage.
     ::killpg(m_pid, SIGKILL);
@@ -282,13 +527,18 @@ class forked_child final : public detail::child_handle {
     do {
       w = ::wait4(m_pid, &status, 0, &usage);
     } while (w < 0 && errno == EINTR);
+    m_registration.release();  // the pid may be reused from now on
     m_pidfd.reset();
+    // What left the group (setsid) was reparented here (a subreaper meanwhile): end it too.
+    if (g_orphan_cleanup.load())
+      leftovers = detail::kill_adopted(m_pid, [](pid_t p) { return detail::registered_child(p); });
     return {};
   }
 
  private:
   pid_t m_pid;
   unique_fd m_pidfd;
+  detail::child_registration m_registration;
 };
 
 }  // namespace
@@ -320,19 +570,30 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
   bool timed_out = false;
   bool killed = false;
   bool reaped = false;
+  int interrupted = 0;  // the signal, once seen (exit_on_interrupt)
+  steady::time_point interrupted_give_up = steady::time_point::max();
   int status = 0;
   rusage usage{};
   std::vector<char> buffer(64 * 1024);
 
   while (true) {
     auto now = steady::now();
+    if (interrupted == 0 && interrupt_signal() != 0) {
+      // The handler has SIGKILLed the group: reap the child (a pool's may never be reported),
+      // then exit below.
+      interrupted = interrupt_signal();
+      if (!reaped) ::killpg(pid, SIGKILL);
+      interrupted_give_up = now + std::chrono::seconds(2);
+      stdin_fd.reset();
+    }
     if (!reaped && child.ended()) {
-      result.error = child.reap(status, usage);
+      result.error = child.reap(status, usage, result.leftovers_killed);
       result.wall = steady::now() - start;
       reaped = true;
       stdin_fd.reset();
       drain_until = now + k_drain_grace;
     }
+    if (interrupted != 0 && (reaped || now >= interrupted_give_up)) break;
     const bool pipes_open = readers[0].fd.open() || readers[1].fd.open();
     if (reaped && (!pipes_open || now >= drain_until)) break;
 
@@ -363,9 +624,10 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
       wait_ms = ms_until(kill_at, now);
     else if (child.may_go_unreported())
       wait_ms = ms_until(kill_at + k_unreported_grace, now);
+    if (interrupted != 0) wait_ms = std::min(wait_ms, ms_until(interrupted_give_up, now));
     const int child_fd = reaped ? -1 : child.wait_fd();
     if (!reaped && child_fd < 0) wait_ms = std::min(wait_ms, k_fallback_tick_ms);
-    std::array<pollfd, 4> fds{};
+    std::array<pollfd, 5> fds{};
     nfds_t count = 0;
     auto watch = [&](int fd, short events) {
       if (fd >= 0) fds[count++] = pollfd{fd, events, 0};
@@ -374,6 +636,7 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
     watch(readers[0].fd.get(), POLLIN);
     watch(readers[1].fd.get(), POLLIN);
     watch(child_fd, POLLIN);
+    if (interrupted == 0) watch(interrupt_fd(), POLLIN);
     if (::poll(fds.data(), count, wait_ms) < 0) {
       if (errno == EINTR) continue;
       KJ_THROW(error_kind::io, "poll failed while running '{}': {}", program, errno_text(errno));
@@ -412,6 +675,10 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
     }
   }
 
+  if (interrupted != 0) {
+    std::fflush(stdout);
+    exit_interrupted(interrupted);
+  }
   if (result.output_tail.size() > options.output_tail_bytes)
     result.output_tail.erase(0, result.output_tail.size() - options.output_tail_bytes);
   result.max_rss_kb = static_cast<std::size_t>(std::max<long>(usage.ru_maxrss, 0));
@@ -472,7 +739,10 @@ process_result run_process(const spawn_options& options) {
   plan.channel_src = want_channel ? chan.write.get() : -1;
   plan.channel_target = want_channel ? options.channel_fd : -1;
   plan.error_fd = err.write.get();
+  plan.parent = ::getpid();
 
+  // With orphan cleanup, what the child's descendants leave behind comes here, not to init.
+  const subreaper_scope subreaper(g_orphan_cleanup.load());
   detail::sigpipe_guard pipe_guard;
   const auto start = steady::now();
   const pid_t pid = ::fork();
@@ -482,6 +752,7 @@ process_result run_process(const spawn_options& options) {
   // Also set the group from the parent, so a kill right after fork reaches the child. EACCES
   // (the child already exec'd, having set it itself) is expected.
   ::setpgid(pid, pid);
+  detail::child_registration registration(pid);
   in.read.reset();
   out.write.reset();
   chan.write.reset();
@@ -497,6 +768,7 @@ process_result run_process(const spawn_options& options) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    registration.release();
     const std::string why = errno_text(report.err);
     switch (report.stage) {
       case child_stage::chdir:
@@ -514,9 +786,37 @@ process_result run_process(const spawn_options& options) {
   }
   err.read.reset();
 
-  forked_child child(pid);
+  forked_child child(pid, std::move(registration));
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
                            options, start, pipe_guard, program);
+}
+
+void set_orphan_cleanup(bool on) {
+  g_orphan_cleanup.store(on);
+}
+
+void exit_on_interrupt(const std::string& program) {
+  if (g_wake_write.load() < 0) {
+    std::array<int, 2> fds{};
+    if (::pipe2(fds.data(), O_CLOEXEC | O_NONBLOCK) != 0)
+      KJ_THROW(error_kind::io, "cannot create a pipe: {}", errno_text(errno));
+    g_wake_read.store(fds[0]);
+    g_wake_write.store(fds[1]);
+  }
+  const std::size_t size = std::min(program.size(), g_program.size() - 1);
+  std::memcpy(g_program.data(), program.data(), size);
+  g_program[size] = '\0';
+  struct sigaction action {};
+  action.sa_handler = &on_interrupt;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&action.sa_mask, sig);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    // A signal ignored by whoever started us (nohup, a background job's SIGINT) stays ignored.
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &action, nullptr);
+  }
 }
 
 bool is_executable_file(const std::filesystem::path& path) {

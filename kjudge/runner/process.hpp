@@ -2,7 +2,9 @@
 /** @file Child processes with a wall-clock limit. The orchestrator runs every evaluation in a
  *  fresh child (`kjudge worker`), and the worker runs nvcc the same way; a crash, hang, exit() or
  *  runaway output in the child ends only the child and comes back as a value, never an exception
- *  (only a failure to create pipes or to fork throws). POSIX only. */
+ *  (only a failure to create pipes or to fork throws). A child dies with the thread that started
+ *  it (PR_SET_PDEATHSIG, SIGKILL): a parent killed outright leaves no child running on. POSIX
+ *  (Linux) only. */
 
 #include <chrono>
 #include <cstddef>
@@ -56,14 +58,35 @@ struct process_result {
   std::chrono::duration<double> wall{0};
   std::size_t max_rss_kb = 0;  ///< peak resident set of the child, from wait4's rusage
   std::string error;           ///< spawn_failed, lost: why; timed_out: what failed after it
+  /** Processes the child's descendants left running outside its process group (a daemon that
+   *  called setsid()), killed once the child ended: counted where they are collected, by this
+   *  process with set_orphan_cleanup(true), or by the worker pool. */
+  std::size_t leftovers_killed = 0;
   [[nodiscard]] bool ok() const noexcept { return how == exit_kind::exited && exit_code == 0; }
-  /** "exited with code 3", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s", ... */
+  /** "exited with code 3", "killed by signal 11 (SIGSEGV)", "timed out after 30.0 s", ...; with
+   *  leftovers, "...; 2 processes it left behind (outside its process group) were killed". */
   [[nodiscard]] std::string describe() const;
 };
 
 /** Runs a child to completion (or to its limit). Thread-compatible; SIGPIPE is ignored while
  *  writing stdin. */
 [[nodiscard]] process_result run_process(const spawn_options& options);
+
+/** For a process whose only children are those run_process starts (kjudge eval): while one runs,
+ *  this process is a child subreaper (PR_SET_CHILD_SUBREAPER), so what the child's descendants
+ *  leave running outside its process group (a daemon that called setsid(), which killing the group
+ *  misses) is reparented here instead of to init; once the child has ended, each such process is
+ *  killed with its descendants and reaped (process_result::leftovers_killed counts them). Off by
+ *  default: in a process with children of its own (the worker, whose Python may start some) they
+ *  would be taken for leftovers. */
+void set_orphan_cleanup(bool on);
+
+/** Makes SIGINT, SIGTERM and SIGHUP end this process without leaving a child running: the handler
+ *  SIGKILLs the process group of every child that run_process or run_process_in_pool is running;
+ *  the loop supervising it reaps it (and its leftovers, see set_orphan_cleanup), writes
+ *  "<program>: interrupted by SIGINT; ..." to stderr and exits with 128 + the signal's number.
+ *  With no child running the process exits so at once; a second signal does too. */
+void exit_on_interrupt(const std::string& program);
 
 /** A regular file this process may execute. */
 [[nodiscard]] bool is_executable_file(const std::filesystem::path& path);

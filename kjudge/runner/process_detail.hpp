@@ -7,6 +7,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +76,61 @@ class sigpipe_guard {
  *  SIGCHLD at their defaults. Async-signal-safe. */
 void reset_child_process() noexcept;
 
+/** In a freshly forked child of `parent`: SIGKILL when the thread that forked it ends (with its
+ *  process, killed or not). False when `parent` is already gone (it died before prctl, so no
+ *  signal will come): the child must then exit. Async-signal-safe. */
+[[nodiscard]] bool die_with_parent(pid_t parent) noexcept;
+
+/** Marks a running child (the group it leads) for the interrupt handler (exit_on_interrupt) and
+ *  for orphan cleanup (set_orphan_cleanup: a registered pid is never taken for a leftover), from
+ *  construction until release(); release() once the child has been reaped, when its pid may be
+ *  reused. */
+class child_registration {
+ public:
+  child_registration() = default;
+  explicit child_registration(pid_t pid) noexcept;
+  child_registration(child_registration&& other) noexcept
+      : m_slot(std::exchange(other.m_slot, -1)) {}
+  child_registration& operator=(child_registration&& other) noexcept {
+    if (this != &other) {
+      release();
+      m_slot = std::exchange(other.m_slot, -1);
+    }
+    return *this;
+  }
+  child_registration(const child_registration&) = delete;
+  child_registration& operator=(const child_registration&) = delete;
+  ~child_registration() { release(); }
+  void release() noexcept;
+
+ private:
+  int m_slot = -1;
+};
+
+/** Whether `pid` is a child some run_process or run_process_in_pool of this process runs. */
+[[nodiscard]] bool registered_child(pid_t pid) noexcept;
+
+/** The signal that interrupted this process (exit_on_interrupt), or 0. */
+[[nodiscard]] int interrupt_signal() noexcept;
+
+/** Readable once an interrupt came (exit_on_interrupt); -1 where none is installed. */
+[[nodiscard]] int interrupt_fd() noexcept;
+
+/** Writes "<program>: interrupted by <signal>; ..." and exits with 128 + the signal. */
+[[noreturn]] void exit_interrupted(int sig) noexcept;
+
+/** The children of `pid` (every thread's), from /proc/PID/task/TID/children, or where the kernel
+ *  has no such file from the parent pid of every process in /proc. */
+[[nodiscard]] std::vector<pid_t> children_of(pid_t pid);
+
+/** Kills (SIGKILL) every child of this process for which `keep` is false, with all its
+ *  descendants, and reaps those children, round after round (the descendants of a killed child
+ *  are reparented here when this process is a child subreaper) until none is left or `patience`
+ *  has passed. Returns how many of the killed processes were running (not zombies) outside
+ *  process group `group`: the leftovers that killing the group missed. */
+std::size_t kill_adopted(pid_t group, const std::function<bool(pid_t)>& keep,
+                         std::chrono::milliseconds patience = std::chrono::seconds(2));
+
 /** In a freshly forked child: `stdin_fd` on 0, `output_fd` on 1 and 2, `channel_src` (when >= 0)
  *  on `channel_target`, every other descriptor from 3 up close-on-exec. The sources are copied
  *  above every target before any dup2 and stay open. Returns 0, or the errno of the call that
@@ -98,9 +155,10 @@ class child_handle {
   [[nodiscard]] virtual bool ended() = 0;
   /** A descriptor that becomes readable when the child may have ended; -1: poll on a tick. */
   [[nodiscard]] virtual int wait_fd() const noexcept = 0;
-  /** After ended(): ends what is left of the group and collects the wait status and usage.
-   *  Returns an empty string, or why no status could be had (the result then says so). */
-  virtual std::string reap(int& status, rusage& usage) = 0;
+  /** After ended(): ends what is left of the group (and the leftovers outside it, where they are
+   *  collected: `leftovers` counts them), collects the wait status and usage. Returns an empty
+   *  string, or why no status could be had (the result then says so). */
+  virtual std::string reap(int& status, rusage& usage, std::size_t& leftovers) = 0;
   /** Whether the loop may stop waiting for ended() a while after SIGKILL (a child someone else
    *  reaps, whose report may never come). SIGKILL follows the timeout, so the result is then
    *  `timed_out`, its error saying that no exit status came. */
@@ -109,7 +167,8 @@ class child_handle {
 
 /** Feeds stdin (then closes it), reads the output (tail) and the channel (whole) until the child
  *  ended and its pipes closed (or a grace period passed), and enforces options.timeout from
- *  `start` with SIGTERM, then SIGKILL, to the group. */
+ *  `start` with SIGTERM, then SIGKILL, to the group. After an interrupt (exit_on_interrupt) it
+ *  reaps the child (waiting at most 2 s for it) and exits the process. */
 [[nodiscard]] process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd output_fd,
                                        unique_fd channel_fd, const spawn_options& options,
                                        std::chrono::steady_clock::time_point start,

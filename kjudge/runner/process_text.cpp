@@ -9,23 +9,38 @@
 
 namespace kj::runner {
 
-std::string process_result::describe() const {
-  switch (how) {
-    case exit_kind::exited:
-      return fmt::format("exited with code {}", exit_code);
-    case exit_kind::signaled:
-      return fmt::format("killed by signal {} ({})", signal, signal_name(signal));
-    case exit_kind::timed_out:
+namespace {
+
+std::string describe_ending(const process_result& r) {
+  using enum exit_kind;
+  switch (r.how) {
+    case exited:
+      return fmt::format("exited with code {}", r.exit_code);
+    case signaled:
+      return fmt::format("killed by signal {} ({})", r.signal, signal_name(r.signal));
+    case timed_out:
       // error: what went wrong after the timeout (no exit status came after SIGKILL, or the
       // worker pool's report of the killed child failed).
-      return error.empty() ? fmt::format("timed out after {:.1f} s", wall.count())
-                           : fmt::format("timed out after {:.1f} s; {}", wall.count(), error);
-    case exit_kind::spawn_failed:
-      return fmt::format("failed to start: {}", error);
-    case exit_kind::lost:
-      return fmt::format("ended unobserved: {}", error);
+      return r.error.empty() ? fmt::format("timed out after {:.1f} s", r.wall.count())
+                             : fmt::format("timed out after {:.1f} s; {}", r.wall.count(), r.error);
+    case spawn_failed:
+      return fmt::format("failed to start: {}", r.error);
+    case lost:
+      return fmt::format("ended unobserved: {}", r.error);
   }
   return "in an unknown state";
+}
+
+}  // namespace
+
+std::string process_result::describe() const {
+  std::string text = describe_ending(*this);
+  if (leftovers_killed == 1)
+    text += "; 1 process it left behind (outside its process group) was killed";
+  else if (leftovers_killed > 1)
+    text += fmt::format("; {} processes it left behind (outside its process group) were killed",
+                        leftovers_killed);
+  return text;
 }
 
 std::filesystem::path self_executable() {

@@ -2,11 +2,20 @@
 // timing, worker isolation (crash, hang, exit, bad problem files) and JSON output, through the
 // real executable and a real PyTorch.
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "kjudge_runner.hpp"
@@ -143,6 +152,11 @@ TEST(EvalCpu, SegfaultBecomesACrashResult) {
   EXPECT_NE(r.result["message"].get<std::string>().find("SIGSEGV"), std::string::npos);
   EXPECT_NE(r.result["worker"]["last_phase"].get<std::string>().find("candidate"),
             std::string::npos);
+  // The report says where it stopped, not "(0/0 trials)".
+  EXPECT_EQ(r.output.find("0/0 trials"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("CRASHED  (no trial completed, stopped in trial 1 of 3)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(EvalCpu, ForgedVerdictIsNotBelieved) {
@@ -307,6 +321,223 @@ TEST(EvalCpu, HangBecomesATimeout) {
   EXPECT_LT(r.result["wall_s"].get<double>(), 40.0);
 }
 
+std::string text_of(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/** A scratch folder for one test, removed at its end. */
+struct scratch_dir {
+  std::filesystem::path path;
+  scratch_dir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = std::filesystem::temp_directory_path() /
+           (std::string("kjudge_e2e_") + info->name() + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~scratch_dir() { std::filesystem::remove_all(path); }
+};
+
+/** `kjudge <args>` started in the background without the pool, its output going to `log`. */
+pid_t start_kjudge(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  std::vector<std::string> strings = {KJ_KJUDGE_EXE};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings = {"KJUDGE_POOL=0"};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).rfind("KJUDGE_POOL=", 0) != 0) env_strings.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || in < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+/** The children of `pid`, from /proc. */
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(tasks.c_str());
+  if (dir == nullptr) return out;
+  while (const dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream children(tasks + "/" + e->d_name + "/children");
+    for (pid_t c = 0; children >> c;) out.push_back(c);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+/** The `kjudge worker` that `eval` started, once it runs; 0 if none within 60 s. */
+pid_t worker_of(pid_t eval) {
+  for (int i = 0; i < 6000; ++i) {
+    for (const pid_t c : children_of(eval))
+      if (text_of("/proc/" + std::to_string(c) + "/cmdline").find(std::string("\0worker", 7)) !=
+          std::string::npos)
+        return c;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
+}
+
+/** Gone or a zombie (killed, not reaped yet by its new parent). */
+bool process_gone(pid_t pid) {
+  const std::string stat = text_of("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return stat.empty() ||
+         (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+bool gone_within(pid_t pid, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!process_gone(pid)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+/** The wait status of `pid`, or -1 when it still runs after `limit`. */
+int wait_status_within(pid_t pid, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return status;
+}
+
+TEST(EvalCpu, StoppingTheEvaluationStopsItsWorker) {
+  // A hanging candidate under a long timeout; `kjudge eval` is then interrupted (Ctrl-C), or
+  // killed outright: its worker must not run on without a limit.
+  const scratch_dir dir;
+  const std::vector<std::string> args = {"eval",
+                                         (source_dir() / "problems/level1/softmax.py").string(),
+                                         (source_dir() / "examples/faulty/hang.py").string(),
+                                         "--device",
+                                         "cpu",
+                                         "--no-timing",
+                                         "--trials",
+                                         "1",
+                                         "--timeout",
+                                         "300",
+                                         "--no-pool"};
+  for (const int sig : {SIGINT, SIGTERM, SIGKILL}) {
+    const auto log = dir.path / ("eval-" + std::to_string(sig) + ".log");
+    const pid_t eval = start_kjudge(args, log);
+    ASSERT_GT(eval, 0);
+    const pid_t worker = worker_of(eval);
+    ASSERT_GT(worker, 0) << "no worker started; output:\n" << text_of(log);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ::kill(eval, sig);
+    const int status = wait_status_within(eval, std::chrono::seconds(10));
+    ASSERT_NE(status, -1) << "kjudge eval did not end on signal " << sig;
+    if (sig == SIGKILL) {
+      EXPECT_TRUE(WIFSIGNALED(status));
+    } else {
+      ASSERT_TRUE(WIFEXITED(status)) << status;
+      EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+      EXPECT_NE(text_of(log).find("interrupted by SIG"), std::string::npos) << text_of(log);
+    }
+    EXPECT_TRUE(gone_within(worker, std::chrono::seconds(5)))
+        << "worker " << worker << " outlived kjudge eval (signal " << sig << ")";
+    if (!process_gone(worker)) ::kill(worker, SIGKILL);
+  }
+}
+
+TEST(EvalCpu, ADaemonTheCandidateLeavesIsKilledWithTheWorker) {
+  // The candidate forks a process that leaves the worker's process group (setsid) and would
+  // sleep on, holding the worker's output pipe.
+  const scratch_dir dir;
+  const auto pid_file = dir.path / "daemon.pid";
+  const auto candidate = dir.path / "leaves_a_daemon.py";
+  std::ofstream(candidate) << "import os, time\n"
+                              "import torch\n"
+                              "import torch.nn as nn\n"
+                              "r, w = os.pipe()\n"
+                              "pid = os.fork()\n"
+                              "if pid == 0:\n"
+                              "    os.setsid()\n"
+                              "    os.write(w, b'1')\n"
+                              "    time.sleep(300)\n"
+                              "    os._exit(0)\n"
+                              "os.read(r, 1)\n"
+                              "with open('"
+                           << pid_file.string()
+                           << "', 'w') as f:\n"
+                              "    f.write(str(pid))\n"
+                              "class ModelNew(nn.Module):\n"
+                              "    def forward(self, x):\n"
+                              "        return torch.softmax(x, dim=-1)\n";
+  const auto r = run_eval("problems/level1/softmax.py", candidate.string(),
+                          {"--device", "cpu", "--no-timing", "--trials", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.result.is_object()) << r.output;
+  EXPECT_NE(r.result["worker"]["outcome"].get<std::string>().find(
+                "1 process it left behind (outside its process group) was killed"),
+            std::string::npos)
+      << r.result["worker"]["outcome"];
+  pid_t daemon = 0;
+  std::ifstream(pid_file) >> daemon;
+  ASSERT_GT(daemon, 0) << "the candidate wrote no pid";
+  EXPECT_TRUE(gone_within(daemon, std::chrono::seconds(3)))
+      << "daemon " << daemon << " outlived the evaluation";
+  if (!process_gone(daemon)) ::kill(daemon, SIGKILL);
+}
+
+TEST(EvalCpu, JsonIsWrittenThroughSymlinksAndAFailedWriteIsNotAVerdict) {
+  const scratch_dir dir;
+  const std::string problem = (source_dir() / "problems/level1/softmax.py").string();
+  const std::string candidate = (source_dir() / "examples/softmax/naive.py").string();
+  const std::vector<std::string> quick = {"--device", "cpu", "--no-timing",
+                                          "--trials", "1",   "--no-pool"};
+  // Through a symbolic link (to a file in another folder): the link stays, its target is written.
+  std::filesystem::create_directories(dir.path / "elsewhere");
+  const auto target = dir.path / "elsewhere" / "result.json";
+  std::ofstream(target) << "old";
+  const auto link = dir.path / "link.json";
+  std::filesystem::create_symlink(target, link);
+  std::vector<std::string> args = {"eval", problem, candidate, "--json", link.string()};
+  args.insert(args.end(), quick.begin(), quick.end());
+  const auto r = run_raw(args, std::chrono::seconds(240));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  const auto written = nlohmann::json::parse(text_of(target), nullptr, false);
+  ASSERT_TRUE(written.is_object()) << text_of(target);
+  EXPECT_EQ(written["status"], "correct");
+
+  // A write that fails after the evaluation (a full device): the report is printed, stderr says
+  // the file was not written, and the exit code is 8, not the verdict's.
+  args = {"eval", problem, candidate, "--json", "/dev/full"};
+  args.insert(args.end(), quick.begin(), quick.end());
+  const auto full = run_raw(args, std::chrono::seconds(240));
+  EXPECT_EQ(full.exit_code, 8) << full.output;
+  EXPECT_NE(full.output.find("status     CORRECT"), std::string::npos) << full.output;
+  EXPECT_NE(full.output.find("NOT written to --json /dev/full"), std::string::npos) << full.output;
+}
+
+TEST(EvalCpu, WorkerByHandIsAUsageError) {
+  const auto r = run_raw({"worker"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("not for direct use"), std::string::npos) << r.output;
+}
+
 TEST(EvalCpu, ExitInCandidateBecomesACrashResult) {
   const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/exits.py", cpu_fast);
   EXPECT_EQ(r.exit_code, 4) << r.output;
@@ -428,6 +659,8 @@ TEST(EvalCpu, UsageErrors) {
         {"--rtol", "-1"},
         {"--budget", "inf"},
         {"--target-rse", "0"},
+        {"--seed", "-1"},
+        {"--json", ""},
         {"--json", std::filesystem::temp_directory_path().string()}}) {
     std::vector<std::string> args = {"eval", problem, candidate, "--device", "cpu"};
     args.insert(args.end(), bad.begin(), bad.end());
@@ -443,6 +676,14 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(u.exit_code, 2) << u.output;
   EXPECT_NE(u.output.find("not valid UTF-8"), std::string::npos) << u.output;
   std::filesystem::remove(latin1);
+  // A folder is not a problem or candidate file, and is not called missing.
+  const std::string folder = std::filesystem::temp_directory_path().string();
+  for (const auto& [p, c] : {std::pair{folder, candidate}, std::pair{problem, folder}}) {
+    const auto d = run_raw({"eval", p, c, "--device", "cpu"});
+    EXPECT_EQ(d.exit_code, 2) << d.output;
+    EXPECT_NE(d.output.find("is a directory"), std::string::npos) << d.output;
+    EXPECT_EQ(d.output.find("no such file"), std::string::npos) << d.output;
+  }
 }
 
 TEST(EvalCpu, AskingForTheGpuWithoutOneSaysTheGpuIsNotUsable) {

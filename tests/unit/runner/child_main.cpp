@@ -14,8 +14,14 @@
 //   rss MIB            touch MIB mebibytes, then exit 0
 //   grandchild FILE    fork a child that writes its pid to FILE and sleeps; then sleep forever
 //   orphan             fork a child that holds stdout and sleeps; exit 0 at once
+//   pid FILE           write our pid to FILE, then sleep forever
+//   daemon FILE THEN   leave a daemon: a grandchild that calls setsid() (leaving our process
+//                      group) and sleeps holding stdout, its parent gone; write "<our pid>
+//                      <daemon pid>" to FILE, then THEN: "exit" (print "parent done", exit 0)
+//                      or "hang" (sleep forever)
 #include <dirent.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,6 +47,16 @@ void write_all(int fd, const char* data, std::size_t size) {
 
 void write_all(int fd, const std::string& text) {
   write_all(fd, text.data(), text.size());
+}
+
+/** Writes `text` to `path` whole (a temporary name, then rename): a reader never sees half. */
+void write_file(const char* path, const std::string& text) {
+  const std::string tmp = std::string(path) + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) ::_exit(7);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  if (std::rename(tmp.c_str(), path) != 0) ::_exit(8);
 }
 
 }  // namespace
@@ -134,6 +150,36 @@ int main(int argc, char** argv) {
       sleep_forever();
     }
     sleep_forever();
+  }
+  if (mode == "pid") {
+    write_file(arg, std::to_string(::getpid()) + "\n");
+    sleep_forever();
+  }
+  if (mode == "daemon") {
+    int ready[2];
+    if (::pipe(ready) != 0) return 9;
+    const pid_t middle = ::fork();
+    if (middle == 0) {
+      if (::fork() == 0) {
+        ::setsid();
+        ::close(ready[0]);
+        const std::string pid = std::to_string(::getpid());
+        write_all(ready[1], pid);
+        ::close(ready[1]);
+        sleep_forever();
+      }
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    int status = 0;
+    ::waitpid(middle, &status, 0);
+    char buf[32] = {};
+    const ssize_t n = ::read(ready[0], buf, sizeof buf - 1);
+    if (n <= 0) return 10;
+    write_file(arg, std::to_string(::getpid()) + " " + buf + "\n");
+    if (argc > 3 && std::string(argv[3]) == "hang") sleep_forever();
+    write_all(1, "parent done\n");
+    return 0;
   }
   if (mode == "orphan") {
     if (::fork() == 0) sleep_forever();

@@ -137,6 +137,85 @@ TEST_F(pool_test, timeouts_signal_the_childs_group) {
   if (!gone) ::kill(grandchild, SIGKILL);
 }
 
+/** The pids in `file` (written whole by the child), once it exists; empty after 10 s. */
+std::vector<pid_t> read_pids(const fs::path& file) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream in(file);
+    std::vector<pid_t> pids;
+    for (pid_t p = 0; in >> p;) pids.push_back(p);
+    if (!pids.empty()) return pids;
+    std::this_thread::sleep_for(10ms);
+  }
+  return {};
+}
+
+bool gone_within(pid_t pid, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!process_gone(pid)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+TEST_F(pool_test, a_requester_that_dies_takes_its_child_with_it) {
+  // The requester (kjudge eval) is killed outright: its connection closes, and the pool kills
+  // the child it was running for it, rather than leaving it to run without a limit.
+  const fs::path pid_file = m_dir / "child.pid";
+  fs::remove(pid_file);
+  const pid_t requester = ::fork();
+  ASSERT_GE(requester, 0);
+  if (requester == 0) {
+    auto o = child({"pid", pid_file.string()});
+    o.timeout = 600s;
+    (void)kj::runner::run_process_in_pool(s_address, o);
+    ::_exit(0);
+  }
+  const auto pids = read_pids(pid_file);
+  ::kill(requester, SIGKILL);
+  int status = 0;
+  ::waitpid(requester, &status, 0);
+  ASSERT_EQ(pids.size(), 1U) << "the child never started";
+  EXPECT_TRUE(gone_within(pids[0], 5s)) << "child " << pids[0] << " outlived its requester";
+  if (!process_gone(pids[0])) ::kill(pids[0], SIGKILL);
+}
+
+TEST_F(pool_test, leftovers_outside_the_group_are_killed_and_counted) {
+  // A daemon (setsid: out of the child's group) holding the output pipe, its parent gone.
+  const fs::path pid_file = m_dir / "daemon.pids";
+  fs::remove(pid_file);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run(child({"daemon", pid_file.string(), "exit"}));
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.output_tail, "parent done\n");
+  EXPECT_EQ(r.leftovers_killed, 1U) << r.describe();
+  EXPECT_LT(took.count(), 0.45) << "the daemon's pipe kept the requester waiting";
+  auto pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U);
+  EXPECT_TRUE(gone_within(pids[1], 2s)) << "daemon " << pids[1] << " outlived its child";
+  if (!process_gone(pids[1])) ::kill(pids[1], SIGKILL);
+
+  // A child still running keeps what its descendants leave (it is their subreaper): another
+  // child ending meanwhile does not take them for its leftovers.
+  fs::remove(pid_file);
+  auto running = std::async(std::launch::async, [&] {
+    auto o = child({"daemon", pid_file.string(), "hang"});
+    o.timeout = 3s;
+    return run(o);
+  });
+  pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U);
+  const auto other = run(child({"exit", "0"}));
+  EXPECT_EQ(other.leftovers_killed, 0U);
+  EXPECT_FALSE(process_gone(pids[1])) << "a running child's daemon was killed";
+  const auto ended = running.get();
+  EXPECT_EQ(ended.how, exit_kind::timed_out);
+  EXPECT_EQ(ended.leftovers_killed, 1U) << ended.describe();
+  EXPECT_TRUE(gone_within(pids[1], 2s));
+  if (!process_gone(pids[1])) ::kill(pids[1], SIGKILL);
+}
+
 TEST_F(pool_test, stdin_output_and_channel_flow_as_with_run_process) {
   std::string data;
   for (int i = 0; data.size() < (1U << 20); ++i) data += std::to_string(i) + ",";

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -128,6 +130,167 @@ TEST_F(process_test, descendant_holding_output_does_not_hold_us) {
   EXPECT_TRUE(r.ok()) << r.describe();
   EXPECT_EQ(r.output_tail, "parent done\n");
   EXPECT_LT(took.count(), 0.4);
+}
+
+/** Waits up to `limit` for `pid` to be gone. */
+bool gone_within(pid_t pid, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!process_gone(pid)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+/** The pids in `file` (written whole by the child), once it exists; empty after 10 s. */
+std::vector<pid_t> read_pids(const fs::path& file) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream in(file);
+    std::vector<pid_t> pids;
+    for (pid_t p = 0; in >> p;) pids.push_back(p);
+    if (!pids.empty()) return pids;
+    std::this_thread::sleep_for(10ms);
+  }
+  return {};
+}
+
+/** Forks a process that runs `body` and exits with what it returns, its stderr in `err`. */
+pid_t fork_process(const fs::path& err, const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) ::dup2(fd, 2);
+    int code = 99;
+    try {
+      code = body();
+    } catch (...) {
+      code = 98;
+    }
+    ::_exit(code);  // never back into the test framework
+  }
+  return pid;
+}
+
+/** The wait status of `pid`, or -1 when it is still running after `limit`. */
+int wait_status_within(pid_t pid, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) return -1;
+    std::this_thread::sleep_for(10ms);
+  }
+  return status;
+}
+
+TEST_F(process_test, a_child_dies_with_the_process_that_started_it) {
+  // The parent is killed outright (no handler runs): the child must not run on unlimited.
+  const fs::path pid_file = m_dir / "child.pid";
+  const pid_t parent = fork_process(m_dir / "parent.err", [&] {
+    auto options = child({"pid", pid_file.string()});
+    options.timeout = 600s;
+    (void)run_process(options);
+    return 0;
+  });
+  ASSERT_GT(parent, 0);
+  const auto pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 1U) << "the child never started";
+  ::kill(parent, SIGKILL);
+  EXPECT_NE(wait_status_within(parent, 5s), -1);
+  EXPECT_TRUE(gone_within(pids[0], 5s)) << "child " << pids[0] << " outlived its parent";
+  if (!process_gone(pids[0])) ::kill(pids[0], SIGKILL);
+}
+
+TEST_F(process_test, leftovers_outside_the_group_are_killed_with_orphan_cleanup) {
+  // A daemon (setsid, so killing the child's group misses it) holding the output pipe.
+  const fs::path pid_file = m_dir / "daemon.pids";
+  // Without orphan cleanup it outlives the child (as before), and the pipe it holds is given up
+  // after the drain grace.
+  auto plain = run_process(child({"daemon", pid_file.string(), "exit"}));
+  EXPECT_TRUE(plain.ok()) << plain.describe();
+  EXPECT_EQ(plain.leftovers_killed, 0U);
+  auto pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U);
+  EXPECT_FALSE(process_gone(pids[1]));
+  ::kill(pids[1], SIGKILL);
+  fs::remove(pid_file);
+
+  kj::runner::set_orphan_cleanup(true);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_process(child({"daemon", pid_file.string(), "exit"}));
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  kj::runner::set_orphan_cleanup(false);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.output_tail, "parent done\n");
+  EXPECT_EQ(r.leftovers_killed, 1U);
+  EXPECT_NE(r.describe().find("1 process it left behind (outside its process group) was killed"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_LT(took.count(), 0.45) << "the daemon's pipe kept us waiting out the drain grace";
+  pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U);
+  EXPECT_TRUE(gone_within(pids[1], 2s)) << "daemon " << pids[1] << " outlived the child";
+  if (!process_gone(pids[1])) ::kill(pids[1], SIGKILL);
+  // Leftovers of a timed-out child go the same way; the group (orphan mode) is not counted.
+  fs::remove(pid_file);
+  kj::runner::set_orphan_cleanup(true);
+  auto options = child({"daemon", pid_file.string(), "hang"});
+  options.timeout = 300ms;
+  auto t = run_process(options);
+  auto o = run_process(child({"orphan"}));
+  kj::runner::set_orphan_cleanup(false);
+  EXPECT_EQ(t.how, exit_kind::timed_out);
+  EXPECT_EQ(t.leftovers_killed, 1U);
+  EXPECT_TRUE(o.ok());
+  EXPECT_EQ(o.leftovers_killed, 0U) << "a process of the child's own group is no leftover";
+  pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U);
+  EXPECT_TRUE(gone_within(pids[1], 2s));
+  if (!process_gone(pids[1])) ::kill(pids[1], SIGKILL);
+}
+
+TEST_F(process_test, an_interrupt_kills_the_child_and_its_leftovers_then_exits) {
+  const fs::path pid_file = m_dir / "daemon.pids";
+  const fs::path err = m_dir / "parent.err";
+  const pid_t parent = fork_process(err, [&] {
+    kj::runner::exit_on_interrupt("kj-interrupt-test");
+    kj::runner::set_orphan_cleanup(true);
+    auto options = child({"daemon", pid_file.string(), "hang"});
+    options.timeout = 600s;
+    (void)run_process(options);
+    return 0;  // not reached: the interrupt exits
+  });
+  ASSERT_GT(parent, 0);
+  const auto pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U) << "the child never started";
+  ::kill(parent, SIGTERM);
+  const int status = wait_status_within(parent, 5s);
+  ASSERT_NE(status, -1) << "the interrupted parent did not exit";
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  for (const pid_t p : pids) {
+    EXPECT_TRUE(gone_within(p, 3s)) << p << " outlived the interrupted parent";
+    if (!process_gone(p)) ::kill(p, SIGKILL);
+  }
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("kj-interrupt-test: interrupted by SIGTERM"), std::string::npos)
+      << text.str();
+
+  // With no child running, an interrupt exits at once.
+  const fs::path ready = m_dir / "idle.ready";
+  const pid_t idle = fork_process(m_dir / "idle.err", [&] {
+    kj::runner::exit_on_interrupt("kj-interrupt-test");
+    std::ofstream(ready) << "1\n";
+    std::this_thread::sleep_for(60s);
+    return 0;
+  });
+  ASSERT_EQ(read_pids(ready).size(), 1U);
+  ::kill(idle, SIGINT);
+  const int idle_status = wait_status_within(idle, 5s);
+  ASSERT_NE(idle_status, -1);
+  ASSERT_TRUE(WIFEXITED(idle_status));
+  EXPECT_EQ(WEXITSTATUS(idle_status), 128 + SIGINT);
 }
 
 TEST_F(process_test, output_keeps_only_the_tail_in_bounded_memory) {
@@ -303,6 +466,13 @@ TEST(process_text, describe_formats) {
   EXPECT_EQ(r.describe(),
             "timed out after 30.0 s; no exit status came after SIGKILL (the worker pool is "
             "stopped or stalled)");
+  r.how = exit_kind::exited;
+  r.exit_code = 0;
+  r.leftovers_killed = 2;
+  EXPECT_EQ(r.describe(),
+            "exited with code 0; 2 processes it left behind (outside its process group) were "
+            "killed");
+  r.leftovers_killed = 0;
   r.how = exit_kind::spawn_failed;
   r.error = "cannot execute 'x': No such file or directory";
   EXPECT_EQ(r.describe(), "failed to start: cannot execute 'x': No such file or directory");
