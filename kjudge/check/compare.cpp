@@ -152,6 +152,54 @@ void compare_values(const host_tensor& expected, const host_tensor& actual,
   out.message = fmt::format("{}", fmt::join(parts, "; "));
 }
 
+/** Integer and bool outputs: every element must be equal, exactly (int64 values beyond 2^53
+ *  included, which doubles would round together). The error statistics are those of the float
+ *  path, from exact differences. */
+void compare_integers(const host_tensor& expected, const host_tensor& actual,
+                      std::size_t max_mismatches, output_comparison& out) {
+  double abs_sum = 0, rel_sum = 0;
+  std::size_t relative_pairs = 0;
+  std::optional<std::size_t> worst;
+  std::int64_t worst_e = 0, worst_a = 0;
+  for (std::size_t i = 0; i < out.numel; ++i) {
+    const std::int64_t e = load_as_int64(expected.data, expected.type, i);
+    const std::int64_t a = load_as_int64(actual.data, actual.type, i);
+    const long double diff = static_cast<long double>(a) - static_cast<long double>(e);
+    const double err = static_cast<double>(diff < 0 ? -diff : diff);
+    abs_sum += err;
+    if (e != 0) {
+      const double rel = err / std::abs(static_cast<double>(e));
+      ++relative_pairs;
+      rel_sum += rel;
+      out.max_rel_err = std::max(out.max_rel_err, rel);
+    }
+    if (a == e) continue;
+    if (!worst || err > out.max_abs_err) {
+      worst = i;
+      worst_e = e;
+      worst_a = a;
+    }
+    out.max_abs_err = std::max(out.max_abs_err, err);
+    ++out.mismatch_count;
+    if (out.mismatches.size() < max_mismatches)
+      out.mismatches.push_back(
+          {unravel(i, actual.shape), static_cast<double>(e), static_cast<double>(a), err});
+  }
+  if (out.numel > 0) out.mean_abs_err = abs_sum / static_cast<double>(out.numel);
+  if (relative_pairs > 0) out.mean_rel_err = rel_sum / static_cast<double>(relative_pairs);
+  out.worst_index = unravel(worst.value_or(0), actual.shape);
+  out.passed = out.mismatch_count == 0;
+  if (out.passed) return;
+  out.message = fmt::format(
+      "{} of {} elements differ ({} compares exactly; max abs err {:.6g}; worst at {}: expected "
+      "{}, got {})",
+      out.mismatch_count, out.numel, to_string(expected.type), out.max_abs_err,
+      shape_string(out.worst_index), worst_e, worst_a);
+  if (out.constant_output)
+    out.message +=
+        fmt::format("; every output element is {}", load_as_int64(actual.data, actual.type, 0));
+}
+
 }  // namespace
 
 tolerance default_tolerance(dtype t) noexcept {
@@ -207,7 +255,12 @@ output_comparison compare(const host_tensor& expected, const host_tensor& actual
     out.message = fmt::format("{}", fmt::join(parts, "; "));
     return out;
   }
-  compare_values(expected, actual, max_mismatches, out);
+  if (is_floating(expected.type)) {
+    compare_values(expected, actual, max_mismatches, out);
+  } else {
+    out.tol = {0.0, 0.0};  // integers and bool: exact, whatever tolerance was asked for
+    compare_integers(expected, actual, max_mismatches, out);
+  }
   return out;
 }
 

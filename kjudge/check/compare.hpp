@@ -63,7 +63,9 @@ struct output_comparison {
 };
 
 /** Compares the candidate's output with the reference's. Reference NaN/Inf at a position count as
- *  matching when the candidate has the same non-finite value there (torch's equal_nan=True). */
+ *  matching when the candidate has the same non-finite value there (torch's equal_nan=True).
+ *  Integer and bool outputs compare exactly (as int64, not through double), whatever `tol` says;
+ *  the result's `tol` is then {0, 0}. */
 [[nodiscard]] output_comparison compare(const host_tensor& expected, const host_tensor& actual,
                                         tolerance tol, std::size_t max_mismatches = 5);
 

@@ -105,6 +105,29 @@ bool is_floating(dtype t) noexcept {
   return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16 || t == dtype::f64;
 }
 
+std::int64_t load_as_int64(const void* data, dtype t, std::size_t i) noexcept {
+  switch (t) {
+    case dtype::i8:
+      return load<std::int8_t>(data, i);
+    case dtype::u8:
+      return load<std::uint8_t>(data, i);
+    case dtype::i16:
+      return load<std::int16_t>(data, i);
+    case dtype::i32:
+      return load<std::int32_t>(data, i);
+    case dtype::i64:
+      return load<std::int64_t>(data, i);
+    case dtype::boolean:
+      return load<std::uint8_t>(data, i) ? 1 : 0;
+    case dtype::f32:
+    case dtype::f64:
+    case dtype::f16:
+    case dtype::bf16:
+      return 0;
+  }
+  return 0;
+}
+
 double load_as_double(const void* data, dtype t, std::size_t i) noexcept {
   switch (t) {
     case dtype::f32:

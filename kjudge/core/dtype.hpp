@@ -29,7 +29,12 @@ enum class dtype : std::int32_t {
 [[nodiscard]] std::size_t element_size(dtype t) noexcept;
 [[nodiscard]] bool is_floating(dtype t) noexcept;
 
-/** Reads element i of a contiguous host array of type t as double (f16/bf16 decoded exactly). */
+/** Reads element i of a contiguous host array of type t as double (f16/bf16 decoded exactly;
+ *  int64 values beyond 2^53 rounded: compare those with load_as_int64). */
 [[nodiscard]] double load_as_double(const void* data, dtype t, std::size_t i) noexcept;
+
+/** Reads element i of a contiguous host array of an integer or bool type t exactly (0 for a
+ *  floating-point t). */
+[[nodiscard]] std::int64_t load_as_int64(const void* data, dtype t, std::size_t i) noexcept;
 
 }  // namespace kj

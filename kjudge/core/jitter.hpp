@@ -19,6 +19,10 @@ class jitter_table {
   /** The jittered value for nominal size n (n <= 0 is returned unchanged, unscaled). */
   [[nodiscard]] std::int64_t jitter_int(std::int64_t n);
 
+  /** Fixes the value of nominal size n for this table (a draw made while the models were built,
+   *  which every trial must repeat): later draws of n return `value`, unscaled. */
+  void pin(std::int64_t n, std::int64_t value) { m_draws.insert_or_assign(n, value); }
+
   /** Every draw so far: nominal -> value. */
   [[nodiscard]] const std::map<std::int64_t, std::int64_t>& draws() const noexcept {
     return m_draws;

@@ -51,14 +51,51 @@ bool reference_phase(const std::string& phase) {
   return phase == "load_problem" || phase.ends_with(" reference");
 }
 
-/** A "correct" verdict stands only with its evidence: every trial reported and passed, and the
- *  worker ending normally. The candidate runs inside the worker and could write to its event pipe;
- *  this turns a forged or truncated report into a failure instead of a pass. */
-void check_verdict(const job& j, const runner::process_result& p, eval_result& r) {
+/** Whether the reported trials are the ones the job asked for: each nominal trial once with its
+ *  seed, one held-out trial with the secret seed, each stress trial once with its seed. Empty, or
+ *  what is wrong. */
+std::string trials_mismatch(const job& j, const eval_result& r) {
+  std::vector<bool> nominal(static_cast<std::size_t>(std::max(j.trials, 0)), false);
+  std::vector<bool> stress(2, false);
+  int held_out = 0;
+  for (const auto& t : r.trials) {
+    const bool nominal_kind = t.kind == "nominal", stress_kind = t.kind == "stress";
+    if (t.kind == "held_out") {
+      if (t.seed != j.held_out_seed) return "the held-out trial's seed is not the held-out seed";
+      ++held_out;
+      continue;
+    }
+    auto& seen = nominal_kind ? nominal : stress;
+    const std::uint64_t base = nominal_kind ? j.base_seed : j.base_seed + 1;
+    if ((!nominal_kind && !stress_kind) || t.index < 0 ||
+        static_cast<std::size_t>(t.index) >= seen.size())
+      return fmt::format("a trial the job has none of ({} {})", t.kind, t.index);
+    if (t.seed != trial_seed(base, t.index))
+      return fmt::format("{} trial {} carries another seed than its own", t.kind, t.index);
+    if (seen[static_cast<std::size_t>(t.index)])
+      return fmt::format("{} trial {} was reported twice", t.kind, t.index);
+    seen[static_cast<std::size_t>(t.index)] = true;
+  }
+  if (held_out > 1) return "more than one held-out trial was reported";
+  return "";
+}
+
+/** A "correct" verdict stands only with its evidence: every trial reported and passed, each the
+ *  trial the job asked for (its seed, once), nothing sent after the final event, and the worker
+ *  ending normally. The candidate runs inside the worker and could write to its event pipe;
+ *  this turns a forged, repeated or truncated report into a failure instead of a pass. It raises
+ *  the bar, no more: code in the worker's process can read the worker's memory
+ * (docs/methodology.md, Processes). */
+void check_verdict(const job& j, const runner::process_result& p, const fold_state& state,
+                   eval_result& r) {
   if (r.status != eval_status::correct) return;
   const auto& c = r.correctness;  // summarize_correctness has counted the reported trials
   std::string missing;
-  if (c.trials != j.trials || c.trials_passed != j.trials)
+  if (state.lines_after_final > 0)
+    missing = fmt::format("{} event line(s) followed the final verdict", state.lines_after_final);
+  else if (auto wrong = trials_mismatch(j, r); !wrong.empty())
+    missing = wrong;
+  else if (c.trials != j.trials || c.trials_passed != j.trials)
     missing = fmt::format("{} of {} nominal trials reported passed", c.trials_passed, j.trials);
   else if (!c.held_out_passed)
     missing = "no passed held-out trial was reported";
@@ -119,10 +156,18 @@ eval_result evaluate(const job& j, const run_options& options) {
   const std::string address = pool ? pool_address(exe, j.python) : "";
   std::optional<runner::process_result> pooled;
   bool pool_started = false;
+  // --timeout covers the whole evaluation: the wait for a starting pool too.
+  const auto deadline = start + options.timeout;
+  const auto time_left = [&] {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  };
   if (pool) {
     // A pool still importing torch is waited for: it is further along than a worker exec'd now.
-    const auto w = runner::wait_for_pool(address, options.pool_start_wait);
+    const auto w = runner::wait_for_pool(address, std::min(options.pool_start_wait, time_left()));
     r.worker.pool_wait_s = w.waited.count();
+    so.timeout = time_left();
     pooled = runner::run_process_in_pool(address, so);
     // None there (or the one there went away before it took the request): one is started now,
     // so that it imports torch while this evaluation's own worker does, and serves the next
@@ -133,6 +178,7 @@ eval_result evaluate(const job& j, const run_options& options) {
       pool_started = start_pool(exe, address, j.python, options.pool_idle_exit,
                                 j.cache_dir / "worker-pool.log");
   }
+  if (!pooled) so.timeout = time_left();
   const auto p = pooled ? *pooled : runner::run_process(so);
   r.worker.started_by = pooled ? "pool" : (pool_started ? "exec+pool_started" : "exec");
 
@@ -166,19 +212,33 @@ eval_result evaluate(const job& j, const run_options& options) {
     } else if (p.how == runner::exit_kind::timed_out) {
       r.status = eval_status::timed_out;
       // The phase belongs to the timeout; what the pool failed to report after it comes last.
-      r.message = fmt::format("evaluation timed out after {:.1f} s{}{}{}", p.wall.count(), during,
-                              ended_waiting_for_gpu
-                                  ? fmt::format(" ({:.1f} s of it waiting for other evaluations' "
-                                                "work on the GPU to end)",
-                                                r.worker.gpu_lock_wait_s)
-                                  : std::string(),
-                              p.error.empty() ? std::string() : "; " + p.error);
+      r.message = fmt::format(
+          "evaluation timed out after {:.1f} s{}{}{}",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), during,
+          ended_waiting_for_gpu ? fmt::format(" ({:.1f} s of it waiting for other evaluations' "
+                                              "work on the GPU to end)",
+                                              r.worker.gpu_lock_wait_s)
+                                : std::string(),
+          p.error.empty() ? std::string() : "; " + p.error);
     } else {
-      r.status =
-          reference_phase(state.last_phase) ? eval_status::problem_error : eval_status::crashed;
-      r.message = fmt::format("the worker {}{}", p.describe(), during);
+      // In a reference phase before any candidate forward the crash is the problem's; after
+      // one, the candidate's code (a thread it left, memory it corrupted) may have caused it.
+      const bool in_reference = reference_phase(state.last_phase);
+      r.status = in_reference && !state.candidate_forward_seen ? eval_status::problem_error
+                                                               : eval_status::crashed;
+      r.message = fmt::format("the worker {}{}{}", p.describe(), during,
+                              in_reference && state.candidate_forward_seen
+                                  ? " (the reference's part of a trial, after the candidate's "
+                                    "code had run a forward: counted as the candidate's crash)"
+                                  : "");
     }
   }
+  if (p.leftovers_killed > 0)
+    r.add_flag("leftover_processes", "warning",
+               fmt::format("{} process(es) the worker left behind outside its process group "
+                           "(started with setsid, say) were still running when it ended, and "
+                           "were killed",
+                           p.leftovers_killed));
   if (p.channel_overflow)
     r.add_flag("event_channel_overflow", "error",
                fmt::format("the worker's event channel carried more than {} MiB; the rest was "
@@ -189,7 +249,7 @@ eval_result evaluate(const job& j, const run_options& options) {
         "malformed_events", "warning",
         fmt::format("{} malformed line(s) on the worker's event channel", state.malformed_lines));
   summarize_correctness(r);
-  if (state.final_seen) check_verdict(j, p, r);
+  if (state.final_seen) check_verdict(j, p, state, r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

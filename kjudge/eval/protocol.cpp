@@ -50,7 +50,11 @@ void event_writer::final(eval_status status, std::string_view message) {
 
 void apply_event_line(eval_result& r, const std::string& line, fold_state& state) {
   // The worker ends with its final event; anything after it is not the worker's.
-  if (line.empty() || state.final_seen) return;
+  if (line.empty()) return;
+  if (state.final_seen) {
+    ++state.lines_after_final;
+    return;
+  }
   nlohmann::json e;
   try {
     e = nlohmann::json::parse(line);
@@ -65,6 +69,8 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
   try {
     if (auto it = e.find("phase"); it != e.end()) {
       state.last_phase = it->get<std::string>();
+      if (state.last_phase.starts_with("trial ") && state.last_phase.ends_with(" candidate"))
+        state.candidate_forward_seen = true;
       r.worker.phases.push_back({state.last_phase, e.value("t_s", 0.0)});
     }
     if (auto it = e.find("provenance"); it != e.end()) {

@@ -45,11 +45,15 @@ struct fold_state {
   std::string last_phase;
   bool final_seen = false;
   bool gpu_lock_seen = false;  ///< the worker reported its wait for the GPU's lock
+  /** A phase of a candidate's forward in a trial ("trial nominal 0 candidate") began: from then
+   *  on a crash in a reference phase may be the candidate's doing. */
+  bool candidate_forward_seen = false;
   std::size_t malformed_lines = 0;
+  std::size_t lines_after_final = 0;  ///< the worker sends nothing after its final event
 };
 
 /** Applies one event line to the result. Malformed lines are counted, never fatal; lines after
- *  the final event are ignored. */
+ *  the final event are counted and otherwise ignored. */
 void apply_event_line(eval_result& result, const std::string& line, fold_state& state);
 
 /** Recomputes result.correctness (counts, precision) from result.trials. */

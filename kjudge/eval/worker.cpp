@@ -15,6 +15,7 @@
 #include <optional>
 #include <string_view>
 
+#include <fmt/ranges.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <kjudge/check/compare.hpp>
@@ -251,18 +252,26 @@ class pipeline {
     return nl == std::string::npos ? s : s.substr(0, nl);
   }
 
+  /** The floating-point outputs' tolerance: the dtype's default, the problem's KJUDGE_ATOL /
+   *  KJUDGE_RTOL, the command line's --atol / --rtol, later ones winning, each of atol and rtol
+   *  on its own; the source says where each came from when they differ. */
   void resolve_tolerance() {
     const auto pt = m_session->tolerance();
-    std::string source = "dtype-default";
-    if (pt.has_atol) m_atol = pt.atol, source = "problem";
-    if (pt.has_rtol) m_rtol = pt.rtol, source = "problem";
-    if (m_job.atol) m_atol = *m_job.atol, source = "command line";
-    if (m_job.rtol) m_rtol = *m_job.rtol, source = "command line";
-    m_events.send({{"tolerance_source", source}});
+    std::string atol_source = "dtype-default", rtol_source = "dtype-default";
+    if (pt.has_atol) m_atol = pt.atol, atol_source = "problem";
+    if (pt.has_rtol) m_rtol = pt.rtol, rtol_source = "problem";
+    if (m_job.atol) m_atol = *m_job.atol, atol_source = "command line";
+    if (m_job.rtol) m_rtol = *m_job.rtol, rtol_source = "command line";
+    m_events.send(
+        {{"tolerance_source", atol_source == rtol_source
+                                  ? atol_source
+                                  : fmt::format("atol: {}, rtol: {}", atol_source, rtol_source)}});
   }
 
+  /** Integer and bool outputs compare exactly: no override loosens them. */
   check::tolerance tolerance_for(dtype t) const {
     auto tol = check::default_tolerance(t);
+    if (!is_floating(t)) return tol;
     if (m_atol) tol.atol = *m_atol;
     if (m_rtol) tol.rtol = *m_rtol;
     return tol;
@@ -299,6 +308,27 @@ class pipeline {
     }
   }
 
+  /** The failed check of a candidate output whose dtype kjudge does not compare. */
+  output_check unsupported_output(int index, const python::tensor_view& ref,
+                                  const python::tensor_view& cand) const {
+    output_check o;
+    o.index = index;
+    o.expected_shape = ref.shape;
+    o.actual_shape = cand.shape;
+    o.expected_dtype = std::string(to_string(ref.type));
+    o.actual_dtype = cand.unsupported_dtype;
+    const auto tol = tolerance_for(ref.type);
+    o.atol = tol.atol;
+    o.rtol = tol.rtol;
+    o.numel = ref.numel();
+    o.message =
+        fmt::format("dtype mismatch: expected {}, got {}", o.expected_dtype, o.actual_dtype);
+    if (ref.shape != cand.shape)
+      o.message = fmt::format("shape mismatch: expected [{}], got [{}]; {}",
+                              fmt::join(ref.shape, ", "), fmt::join(cand.shape, ", "), o.message);
+    return o;
+  }
+
   /** Compares every output pair; returns whether all passed. `error` says why when the counts
    *  differ, naming the compared side `other` (what gave out.candidate). */
   bool compare_outputs(const python::trial_outputs& out, std::vector<output_check>& checks,
@@ -312,6 +342,11 @@ class pipeline {
     const auto n = std::min(out.reference.size(), out.candidate.size());
     for (std::size_t i = 0; i < n; ++i) {
       const auto& ref = out.reference[i];
+      if (!out.candidate[i].unsupported_dtype.empty()) {
+        checks.push_back(unsupported_output(static_cast<int>(i), ref, out.candidate[i]));
+        passed = false;
+        continue;
+      }
       const auto c =
           check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
       auto o = to_output_check(static_cast<int>(i), c);
@@ -334,6 +369,9 @@ class pipeline {
     t.seed = seed;
     t.shape_scale = static_cast<double>(scale);
     t.jitter = info.jitter;
+    if (kind == "stress")
+      for (const auto& [nominal, drawn] : info.jitter)
+        if (std::to_string(drawn) != nominal) m_stress_scaled = true;
     t.input_shapes = info.shapes;
     t.input_dtypes = info.dtypes;
     m_events.phase(fmt::format("trial {} {} candidate", kind, index));
@@ -393,13 +431,16 @@ class pipeline {
       m_events.flag("input_modified", "warning",
                     "the candidate changed input(s) " + which + " in place");
     }
+    // Both flags explain a failed output: one that passed is within tolerance of the reference's
+    // however it was made (a constant ones where the reference's softmax rows sum to 1 within
+    // rounding, say), so it raises neither.
     for (const auto& o : t.outputs) {
-      if (o.constant_output && !o.reference_constant)
+      if (o.constant_output && !o.reference_constant && !o.passed)
         m_events.flag("constant_output", "error",
                       fmt::format("output {} is constant while the reference's is not", o.index));
       // Identical candidate output for different inputs (different reference outputs).
       for (const auto& [ref_hash, cand_hash] : m_seen_outputs[static_cast<std::size_t>(o.index)])
-        if (cand_hash == o.actual_hash && ref_hash != o.expected_hash)
+        if (!o.passed && cand_hash == o.actual_hash && ref_hash != o.expected_hash)
           m_events.flag("output_repeats", "error",
                         fmt::format("output {} is identical for different inputs (a cached or "
                                     "input-independent result)",
@@ -418,11 +459,18 @@ class pipeline {
         passed += run_trial("nominal", i, trial_seed(m_job.base_seed, i), 1) ? 1 : 0;
       const bool held_out = run_trial("held_out", 0, m_job.held_out_seed, 1);
       int stress_failed = 0;
-      if (m_job.stress)
+      if (m_job.stress) {
         for (int i = 0; i < 2; ++i)
           stress_failed +=
               run_trial("stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale) ? 0
                                                                                              : 1;
+        if (!m_stress_scaled)
+          m_events.flag("stress_not_scaled", "warning",
+                        "--shapes stress scaled no size: only sizes the problem's get_inputs() "
+                        "draws with popcorn_pri.jitter_int are scaled, and it draws none (sizes "
+                        "drawn while the models are built stay nominal), so the stress trials "
+                        "repeated the nominal shapes");
+      }
       note_candidate_changes(false);
       if (passed < m_job.trials) {
         m_events.final(eval_status::incorrect,
@@ -814,6 +862,7 @@ class pipeline {
   std::optional<cuda::device_buffer> m_workspace;
   std::optional<double> m_atol, m_rtol;
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> m_seen_outputs;
+  bool m_stress_scaled = false;  ///< a stress trial drew a size that its scale changed
   bool m_candidate_ran = false;
   std::string m_timing_failed;            ///< why the post-timing output check failed, if it did
   std::filesystem::path m_gpu_lock_path;  ///< empty until take_gpu_turn

@@ -26,9 +26,10 @@ extern const std::string_view harness_py;
 
 namespace {
 
-/** `popcorn_pri` as problems see it: one jitter table per trial, reset by the harness. */
+/** `popcorn_pri` as problems see it: one jitter table per trial, reset by the harness. Outside
+ *  a trial (the problem's import, the models' construction) sizes are nominal. */
 struct popcorn_pri {
-  kj::jitter_table table{0, 1};
+  kj::jitter_table table{0, 1, false};
 };
 
 }  // namespace
@@ -44,6 +45,8 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
           "One jittered value (+-15%) per distinct nominal size per trial.")
       .def("reset", [](popcorn_pri& self, std::uint64_t seed, std::int64_t scale,
                        bool jitter) { self.table = kj::jitter_table(seed, scale, jitter); })
+      .def("pin",
+           [](popcorn_pri& self, std::int64_t n, std::int64_t value) { self.table.pin(n, value); })
       .def("draws", [](const popcorn_pri& self) { return self.table.draws(); });
   m.attr("popcorn_pri") = py::cast(popcorn_pri{}, py::return_value_policy::move);
 }
@@ -58,25 +61,32 @@ std::size_t tensor_view::numel() const noexcept {
 
 namespace {
 
-/** `owner` is who produced the tensor: an unsupported dtype is that side's problem. */
-tensor_view to_view(const py::handle& d, error_kind owner) {
+/** `owner` is who produced the tensor: an unsupported dtype is that side's problem, unless
+ *  `compared` (a candidate's output, which then fails its comparison as a dtype mismatch). */
+tensor_view to_view(const py::handle& d, error_kind owner, bool compared) {
   tensor_view v;
   v.data = reinterpret_cast<void*>(d["data"].cast<std::uintptr_t>());
   const auto name = d["dtype"].cast<std::string>();
   const auto t = dtype_from_string(name);
+  v.shape = d["shape"].cast<std::vector<std::int64_t>>();
+  v.strides = d["strides"].cast<std::vector<std::int64_t>>();
+  v.name = d["name"].cast<std::string>();
+  if (!t && compared) {
+    v.unsupported_dtype = name;
+    v.data = nullptr;
+    return v;
+  }
   if (!t)
     KJ_THROW(owner, "kjudge cannot compare or pass tensors of dtype '{}' ({} side)", name,
              owner == error_kind::candidate ? "candidate" : "reference");
   v.type = *t;
-  v.shape = d["shape"].cast<std::vector<std::int64_t>>();
-  v.strides = d["strides"].cast<std::vector<std::int64_t>>();
-  v.name = d["name"].cast<std::string>();
   return v;
 }
 
-std::vector<tensor_view> to_views(const py::handle& list, error_kind owner = error_kind::problem) {
+std::vector<tensor_view> to_views(const py::handle& list, error_kind owner = error_kind::problem,
+                                  bool compared = false) {
   std::vector<tensor_view> out;
-  for (const auto& d : list) out.push_back(to_view(d, owner));
+  for (const auto& d : list) out.push_back(to_view(d, owner, compared));
   return out;
 }
 
@@ -352,7 +362,7 @@ namespace {
 trial_outputs to_trial_outputs(const py::dict& d) {
   trial_outputs out;
   out.reference = to_views(d["reference"]);
-  out.candidate = to_views(d["candidate"], error_kind::candidate);
+  out.candidate = to_views(d["candidate"], error_kind::candidate, /*compared=*/true);
   out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
   out.reference_ms = d["reference_ms"].cast<double>();
   out.candidate_ms = d["candidate_ms"].cast<double>();

@@ -57,6 +57,10 @@ struct tensor_view {
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> strides;  ///< in elements
   std::string name;
+  /** A candidate output of a dtype kjudge does not compare (complex, float8, uint16 ...): its
+   *  torch name; `data` is then null and `type` meaningless. The comparison fails it as a dtype
+   *  mismatch. */
+  std::string unsupported_dtype;
   [[nodiscard]] std::size_t numel() const noexcept;
 };
 

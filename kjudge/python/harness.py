@@ -10,6 +10,7 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 """
 
 import builtins
+import copy
 import importlib.util
 import math
 import os
@@ -188,7 +189,20 @@ def _to_device(x):
     return x
 
 
+_SEED_MASK = (1 << 64) - 1
+
+
+def _deep_copy(x):
+    """A deep copy of constructor arguments, or x itself where something in it cannot be copied
+    (a handle, a module object): then both models share those objects, as in KernelBench."""
+    try:
+        return copy.deepcopy(x)
+    except Exception:
+        return x
+
+
 def _seed(seed):
+    seed &= _SEED_MASK  # derived seeds (base + k) wrap as the C++ side's do
     torch.manual_seed(seed)  # seeds every device too
     random.seed(seed)  # for get_inputs() that draw with Python's random or NumPy's
     numpy = sys.modules.get("numpy")
@@ -196,11 +210,23 @@ def _seed(seed):
         numpy.random.seed(seed % (1 << 32))
 
 
+def _weights(model):
+    """A model's parameters and buffers by name: its state_dict (parameters and persistent
+    buffers, in state_dict order), then the non-persistent buffers state_dict leaves out (in
+    named_buffers order): they hold values the forward uses as much as persistent ones do."""
+    out = model.state_dict(keep_vars=False)
+    for name, buf in model.named_buffers():
+        if name not in out and buf is not None:
+            out[name] = buf.detach()
+    return out
+
+
 def _copy_weights(ref, cand):
-    """Copies the reference's state_dict into the candidate: by name when every reference entry
-    has a same-shaped namesake, else by order and shape. Returns the method that held."""
-    rs = ref.state_dict()
-    cs = cand.state_dict()
+    """Copies the reference's parameters and buffers (_weights) into the candidate: by name when
+    every reference entry has a same-shaped namesake, else by order and shape. Returns the method
+    that held."""
+    rs = _weights(ref)
+    cs = _weights(cand)
     if not rs:
         return "none"
     with torch.no_grad():
@@ -228,22 +254,26 @@ def _copy_weights(ref, cand):
 
 def build_reference(seed):
     """Model(*get_init_inputs()) under the seed (KernelBench: seed, init inputs, seed, Model)."""
-    global _ref, _params, _init
+    global _ref, _params, _init, _init_pristine
     try:
         _seed(seed)
         got = _problem.get_init_inputs()
     except BaseException as exc:
         raise ProblemError("get_init_inputs() failed:\n%s" % _format_exception(exc))
     _init = _to_device(_input_list(got, "get_init_inputs()", flat=False))
+    _init_pristine = _deep_copy(_init)
     try:
         with torch.no_grad():
             _seed(seed)
-            _ref = _problem.Model(*_init).to(DEVICE).eval()
+            # Left in training mode, as KernelBench leaves both models (BatchNorm normalises by
+            # the batch's statistics; Dropout is active): the function judged is KernelBench's.
+            _ref = _problem.Model(*_init).to(DEVICE)
     except BaseException as exc:
         raise ProblemError("Model(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
     # Native candidates get copies: writing through kj_call.params must not touch the reference.
-    state = _ref.state_dict()
+    state = _weights(_ref)
     _params = [v.detach().clone(memory_format=torch.contiguous_format) for v in state.values()]
+    _build_draws.update(_kjudge.popcorn_pri.draws())
     _param_names.clear()
     _param_names.extend(state.keys())
     _reach.watch_reference()
@@ -261,18 +291,23 @@ def build_candidate(seed):
     def construct():
         with torch.no_grad():
             _seed(seed)
-            return _candidate.ModelNew(*_init).to(DEVICE).eval()
+            # Its own copy of the constructor arguments: a list the reference's constructor
+            # changed in place (or a tensor it wrote to) must not reach the candidate's.
+            return _candidate.ModelNew(*_deep_copy(_init_pristine)).to(DEVICE)
 
     _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
                                  "ModelNew(*get_init_inputs()) failed")
     method = _blamed_on_candidate(lambda: _as_candidate(lambda: _copy_weights(_ref, _cand)),
                                   "copying the reference's weights into ModelNew failed")
     _reach.seal()
+    _build_draws.update(_kjudge.popcorn_pri.draws())
     return method
 
 
 _param_names = []
+_build_draws = {}  # nominal -> value of every popcorn_pri size drawn while the models were built
 _init = []
+_init_pristine = []
 
 
 def parameters():
@@ -297,7 +332,13 @@ def _input_list(got, what, flat=True):
 
 
 def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
+    """get_inputs() under a fresh jitter table. Sizes drawn while the models were built (at the
+    problem's import, in get_init_inputs or a constructor) were nominal and keep that value in
+    every trial, stress trials included: the models are built once, and their sizes must agree
+    with the inputs'. Only sizes drawn first in get_inputs jitter."""
     _kjudge.popcorn_pri.reset(jitter_seed, scale, jitter)
+    for n, v in _build_draws.items():
+        _kjudge.popcorn_pri.pin(n, v)
     try:
         _seed(data_seed)
         got = _problem.get_inputs()
@@ -1040,7 +1081,11 @@ def trial_begin(seed, scale):
     (its output buffers take the reference's shapes). For a Python candidate, only the
     candidate's copy and a pristine one: trial_run_reference draws the reference's inputs again
     after the candidate ran, so nothing the candidate's code did to objects it could reach (the
-    reference's inputs or outputs among them) reaches the reference."""
+    reference's inputs or outputs among them) reaches the reference. Before a Python candidate's
+    first forward the reference also runs here once, so that a problem whose forward fails (or
+    crashes the worker) says so before any candidate code has run a forward: on inputs of the
+    trial's shapes drawn from another seed, its outputs dropped at once, so nothing the candidate
+    could find is an answer to its own inputs."""
     _trial.clear()
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
@@ -1050,7 +1095,16 @@ def trial_begin(seed, scale):
     _trial["cand_ms"] = 0.0
     if _candidate is None:
         _run_reference([_clone(x) for x in inputs])
+    elif not _progress["reference_ran"]:
+        _run_reference(_make_inputs((seed ^ 0x9E3779B97F4A7C15) & _SEED_MASK, seed, scale))
+        _progress["reference_ran"] = True
+        del _trial["ref_out"], _trial["ref_ms"]
     return info
+
+
+# Changed in place, not rebound: the harness's module bindings are part of what the candidate's
+# reach checks (_Reach) hold constant once the candidate is loaded.
+_progress = {"reference_ran": False}
 
 
 def trial_run_reference(seed, scale):
@@ -1121,10 +1175,23 @@ def _candidate_outputs(call, who):
 
     def run():
         out, ms = _blamed_on_candidate(timed_call, "%s raised" % who)
-        return _hosts(_normalise(out, who, CandidateError), CandidateError, "the candidate's"), ms
+        outs = _normalise(out, who, CandidateError)
+        _trial["cand_devices"] = [t.device.type for t in outs]
+        return _hosts(outs, CandidateError, "the candidate's"), ms
 
     hosts, ms = _as_candidate(run)
     return _plain_hosts(hosts, who), ms
+
+
+def _check_output_devices():
+    """A Python candidate's outputs must be where the reference's are: one computed or copied to
+    the host while the reference's stay on the GPU is not the function judged (and KernelBench's
+    comparison of the two raises)."""
+    for i, (r, c) in enumerate(zip(_trial["ref_out"], _trial.get("cand_devices", []))):
+        if r.device.type != "cpu" and r.device.type != c:
+            raise CandidateError("ModelNew.forward output %d is on the %s, the reference's on the "
+                                 "%s: kjudge compares outputs where the reference leaves them"
+                                 % (i, c, r.device.type))
 
 
 def trial_run_candidate():
@@ -1162,14 +1229,14 @@ def synchronize_candidate():
 
 
 def _same(a, b):
-    """Whether input `a` still equals its pristine copy `b`. One that changed device, layout or
-    anything torch.equal cannot compare counts as modified."""
+    """Whether input `a` still equals its pristine copy `b` (NaN where the copy has NaN counts as
+    unchanged). One that changed device, layout or anything torch cannot compare counts as
+    modified."""
     if type(a) is not type(b) and (isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)):
         return False  # a tensor put in a copy's place, or a subclass: torch is not called on it
     if type(a) is torch.Tensor:
         try:
-            return (a.shape == b.shape and a.dtype == b.dtype and a.device == b.device
-                    and bool(torch.equal(a, b)))
+            return _identical(a, b)
         except BaseException:
             return False
     return True
@@ -1186,6 +1253,8 @@ def _hosts(outs, error_type, whose):
 def trial_finish():
     modified = [i for i, (a, b) in enumerate(zip(_trial["cand_in"], _trial["pristine"]))
                 if not _same(a, b)]
+    if "cand_host" in _trial:
+        _check_output_devices()
     ref_host = _hosts(_trial["ref_out"], ProblemError, "the reference's")
     cand_host = (_trial["cand_host"] if "cand_host" in _trial
                  else _hosts(_trial["cand_out"], CandidateError, "the candidate's"))
@@ -1235,7 +1304,8 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     count = max_sets if set_bytes == 0 else max(2, min(max_sets, byte_budget // (3 * set_bytes)))
     _timing_base.append(first)
     for i in range(1, count):
-        _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
+        _timing_base.append(_make_inputs((data_seed + 7919 * i) & _SEED_MASK, data_seed, 1,
+                                         jitter=False))
     for side in ("reference", "candidate"):
         _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
     _timing_made.clear()

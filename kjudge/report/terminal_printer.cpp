@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include <kjudge/core/dtype.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/profile/format.hpp>
 #include <kjudge/profile/forward_json.hpp>
@@ -54,17 +57,54 @@ std::string status_banner(eval_status s) {
   return "?";
 }
 
+/** "trial 2 of 5", "the held-out trial", "stress trial 1" where the worker's last phase was in a
+ *  trial ("trial nominal 1 candidate"); empty otherwise. */
+std::string trial_of_phase(const std::string& phase, std::size_t nominal_trials) {
+  constexpr std::string_view prefix = "trial ";
+  if (!phase.starts_with(prefix)) return {};
+  const auto kind_end = phase.find(' ', prefix.size());
+  if (kind_end == std::string::npos) return {};
+  const std::string kind = phase.substr(prefix.size(), kind_end - prefix.size());
+  const auto index_end = phase.find(' ', kind_end + 1);
+  int index = 0;
+  try {
+    index = std::stoi(phase.substr(kind_end + 1, index_end - kind_end - 1));
+  } catch (const std::exception&) {
+    return {};
+  }
+  if (kind == "held_out") return "the held-out trial";
+  if (kind == "stress") return fmt::format("stress trial {}", index + 1);
+  if (kind != "nominal") return {};
+  return nominal_trials > 0 ? fmt::format("trial {} of {}", index + 1, nominal_trials)
+                            : fmt::format("trial {}", index + 1);
+}
+
+/** The trials part of the status line: what passed of what completed, and, when the evaluation
+ *  ended inside a trial, which one; nothing when no trial ran (no "0/0 trials"). */
+std::string trials_summary(const eval_result& r) {
+  const auto& c = r.correctness;
+  const bool verdict = r.status == eval_status::correct || r.status == eval_status::incorrect;
+  const std::string stopped =
+      verdict ? std::string() : trial_of_phase(r.worker.last_phase, r.prov.trial_seeds.size());
+  std::string trials;
+  if (c.trials > 0) {
+    trials = fmt::format("{}/{} trials", c.trials_passed, c.trials);
+    if (c.held_out_ran) trials += c.held_out_passed ? ", held-out passed" : ", held-out FAILED";
+    if (c.stress_trials > 0)
+      trials += fmt::format(", stress {}/{}", c.stress_passed, c.stress_trials);
+  } else if (!stopped.empty()) {
+    trials = "no trial completed";
+  }
+  if (!stopped.empty()) trials += ", stopped in " + stopped;
+  return trials;
+}
+
 void print_header(const eval_result& r, std::string& out) {
   out += fmt::format("kjudge {}  {}  vs  {} ({})\n", r.kjudge_version, r.problem.path,
                      r.candidate.path, r.candidate.kind);
-  std::string trials =
-      fmt::format("{}/{} trials", r.correctness.trials_passed, r.correctness.trials);
-  if (r.correctness.held_out_ran)
-    trials += r.correctness.held_out_passed ? ", held-out passed" : ", held-out FAILED";
-  if (r.correctness.stress_trials > 0)
-    trials +=
-        fmt::format(", stress {}/{}", r.correctness.stress_passed, r.correctness.stress_trials);
-  out += fmt::format("status     {}  ({})\n", status_banner(r.status), trials);
+  const std::string trials = trials_summary(r);
+  out += trials.empty() ? fmt::format("status     {}\n", status_banner(r.status))
+                        : fmt::format("status     {}  ({})\n", status_banner(r.status), trials);
   if (!r.message.empty()) {
     const auto nl = r.message.find('\n');
     out += fmt::format("           {}\n",
@@ -86,14 +126,24 @@ void print_header(const eval_result& r, std::string& out) {
                     r.build.ok ? (r.build.cached ? "cached," : "ok,") : "FAILED,", r.build.build_s);
 }
 
+/** Whether a dtype name (as results carry it) is a floating-point type. */
+bool is_float_name(const std::string& name) {
+  const auto t = dtype_from_string(name);
+  return t && is_floating(*t);
+}
+
 void print_trials(const eval_result& r, std::string& out) {
   if (r.trials.empty()) return;
   const auto& c = r.correctness;
+  // Each distinct tolerance of the first trial's outputs (integer and bool outputs are exact).
   std::string tol;
-  if (!r.trials.front().outputs.empty()) {
-    const auto& o = r.trials.front().outputs.front();
-    tol = fmt::format("atol={:g} rtol={:g} ({})", o.atol, o.rtol, c.tolerance_source);
+  for (const auto& o : r.trials.front().outputs) {
+    const auto part = is_float_name(o.expected_dtype)
+                          ? fmt::format("atol={:g} rtol={:g}", o.atol, o.rtol)
+                          : fmt::format("{} exact", o.expected_dtype);
+    if (tol.find(part) == std::string::npos) tol += (tol.empty() ? "" : ", ") + part;
   }
+  if (!tol.empty()) tol += fmt::format(" ({})", c.tolerance_source);
   out += fmt::format("\ncorrectness  {}  weights: {}\n", tol, c.weight_copy);
   out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", "trial", "seed", "inputs",
                      "max_abs", "mean_abs", "max_rel", "result");
@@ -120,9 +170,15 @@ void print_trials(const eval_result& r, std::string& out) {
     for (const auto& o : t.outputs) {
       if (o.passed) continue;
       out += fmt::format("             output {}: {}\n", o.index, o.message);
+      // Integers print as integers while a double holds them exactly (below 2^53).
+      const bool integral = !is_float_name(o.expected_dtype);
+      const auto value = [&](double v) {
+        return integral && std::abs(v) < 0x1p53 ? fmt::format("{:.0f}", v)
+                                                : fmt::format("{:.6g}", v);
+      };
       for (const auto& m : o.mismatches)
-        out += fmt::format("               at {} expected {:.6g} got {:.6g} (abs err {:.3g})\n",
-                           shape_str(m.index), m.expected, m.actual, m.abs_err);
+        out += fmt::format("               at {} expected {} got {} (abs err {:.3g})\n",
+                           shape_str(m.index), value(m.expected), value(m.actual), m.abs_err);
     }
   }
   if (c.trials > 0)

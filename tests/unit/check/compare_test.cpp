@@ -303,10 +303,27 @@ TEST(compare, integer_outputs_are_exact_by_default) {
   const auto r = compare(view(e, dtype::i64, {3}), view(off_by_one, dtype::i64, {3}), exact);
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.worst_index, (shape_t{1}));
-  EXPECT_TRUE(contains(r.message, "atol=0 rtol=0")) << r.message;
-  // A tolerance the caller gives applies to integers too.
-  EXPECT_TRUE(
-      compare(view(e, dtype::i64, {3}), view(off_by_one, dtype::i64, {3}), {1.0, 0.0}).passed);
+  EXPECT_TRUE(contains(r.message, "int64 compares exactly")) << r.message;
+  EXPECT_TRUE(contains(r.message, "expected -7, got -6")) << r.message;
+  // No tolerance loosens integers (a problem's KJUDGE_RTOL meant for its float outputs must not
+  // pass an off-by-one index).
+  const auto loose =
+      compare(view(e, dtype::i64, {3}), view(off_by_one, dtype::i64, {3}), {1.0, 0.5});
+  EXPECT_FALSE(loose.passed);
+  EXPECT_EQ(loose.tol.atol, 0.0);
+  EXPECT_EQ(loose.tol.rtol, 0.0);
+
+  // Beyond 2^53 doubles round neighbours together; the comparison must not.
+  const std::int64_t big = (std::int64_t{1} << 60) + 3;
+  const std::vector<std::int64_t> be = {big, big * 2 / 2};
+  const std::vector<std::int64_t> ba = {big + 1, big};
+  const auto x = compare(view(be, dtype::i64, {2}), view(ba, dtype::i64, {2}), exact);
+  EXPECT_FALSE(x.passed);
+  EXPECT_EQ(x.mismatch_count, 1u);
+  EXPECT_EQ(x.max_abs_err, 1.0);
+  EXPECT_EQ(x.worst_index, (shape_t{0}));
+  EXPECT_TRUE(contains(x.message, "expected 1152921504606846979, got 1152921504606846980"))
+      << x.message;
 
   const std::vector<std::uint8_t> mask = {1, 0, 1};
   const std::vector<std::uint8_t> wrong_mask = {1, 1, 1};

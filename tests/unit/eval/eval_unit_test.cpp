@@ -57,6 +57,15 @@ TEST(Jitter, SeedsDrawDifferentValuesAndStressScales) {
   EXPECT_EQ(jitter_table(7, 4, false).jitter_int(100), 400);
 }
 
+TEST(Jitter, PinnedSizesKeepTheirValueUnscaled) {
+  // A size drawn while the models were built keeps its (nominal) value in every trial.
+  jitter_table t(99, 4);
+  t.pin(64, 64);
+  EXPECT_EQ(t.jitter_int(64), 64);
+  EXPECT_NE(t.jitter_int(8), 8) << "an unpinned size is still jittered and scaled";
+  EXPECT_EQ(t.draws().at(64), 64);
+}
+
 TEST(Job, RoundTripsThroughJson) {
   eval::job j;
   j.problem = "/p.py";
@@ -114,6 +123,22 @@ TEST(Protocol, FoldsEventsAndSurvivesGarbage) {
   EXPECT_FALSE(r.correctness.held_out_passed);
   EXPECT_DOUBLE_EQ(r.correctness.precision.max_abs_err, 0.5);
   EXPECT_TRUE(r.has_flag("x"));
+  // After the final event nothing is applied, but every line is counted.
+  eval::apply_event_line(r, R"({"trial":{"kind":"nominal","index":1,"passed":true}})", st);
+  eval::apply_event_line(r, R"({"final":{"status":"correct","message":""}})", st);
+  EXPECT_EQ(st.lines_after_final, 2u);
+  EXPECT_EQ(r.status, eval_status::incorrect);
+  EXPECT_EQ(r.trials.size(), 2u);
+}
+
+TEST(Protocol, OnlyATrialsCandidatePhaseCountsAsACandidateForward) {
+  eval_result r;
+  eval::fold_state st;
+  eval::apply_event_line(r, R"({"phase":"build_models candidate"})", st);
+  eval::apply_event_line(r, R"({"phase":"trial nominal 0 reference"})", st);
+  EXPECT_FALSE(st.candidate_forward_seen);
+  eval::apply_event_line(r, R"({"phase":"trial nominal 0 candidate"})", st);
+  EXPECT_TRUE(st.candidate_forward_seen);
 }
 
 TEST(Protocol, GpuLockWaitIsTheReportedOne) {

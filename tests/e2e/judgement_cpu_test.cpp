@@ -1,0 +1,334 @@
+// End-to-end tests of what the judgement means, on the CPU, each with a small problem and
+// candidate written for it: integer outputs compare exactly, NaN inputs are not "modified",
+// models stay in training mode as in KernelBench, non-persistent buffers are copied, sizes drawn
+// while the models are built agree with the trials', unsupported output dtypes are a mismatch,
+// a passing constant output is not flagged, stress shapes that scale nothing say so, and a
+// forged report of trials is not believed.
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "kjudge_runner.hpp"
+
+namespace kj::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> quick = {"--device", "cpu", "--no-timing", "--trials", "2"};
+
+/** A file under this test's own temporary folder, written with `text`; returns its path. */
+std::string write_case(const std::string& name, const std::string& text) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto dir = fs::temp_directory_path() / (std::string("kjudge_judgement_") + info->name() +
+                                                "_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::vector<std::string> with(std::vector<std::string> extra) {
+  auto v = quick;
+  v.insert(v.end(), extra.begin(), extra.end());
+  return v;
+}
+
+const char* const int64_problem = R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 3
+def get_inputs():
+    return [torch.randint(0, 1000, (64,), dtype=torch.int64) + 2**60]
+def get_init_inputs():
+    return []
+)";
+
+TEST(JudgementCpu, Int64OutputsCompareExactlyBeyondTwoToThe53) {
+  const auto p = write_case("p.py", int64_problem);
+  const auto off = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * 3 + 1
+)");
+  const auto r = run_eval(p, off, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  const auto& o = r.result["trials"][0]["outputs"][0];
+  EXPECT_EQ(o["mismatch_count"], 64);
+  EXPECT_EQ(o["max_abs_err"], 1.0);
+  EXPECT_NE(o["message"].get<std::string>().find("int64 compares exactly"), std::string::npos)
+      << o["message"];
+}
+
+TEST(JudgementCpu, IntegerOutputsStayExactUnderAProblemsTolerance) {
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+KJUDGE_RTOL = 1e-2
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.max(x, dim=-1)
+def get_inputs():
+    return [torch.randn(16, 300)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        v, i = torch.max(x, dim=-1)
+        return v, torch.clamp(i + 1, max=299)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto& outs = r.result["trials"][0]["outputs"];
+  ASSERT_EQ(outs.size(), 2u) << r.result.dump(1);
+  EXPECT_TRUE(outs[0]["passed"].get<bool>());
+  EXPECT_EQ(outs[0]["rtol"], 1e-2);
+  EXPECT_FALSE(outs[1]["passed"].get<bool>());
+  EXPECT_EQ(outs[1]["atol"], 0.0);
+  EXPECT_EQ(outs[1]["rtol"], 0.0);
+}
+
+TEST(JudgementCpu, NanInAnInputIsNotAChangeAndTrainingModeIsKernelBenchs) {
+  // Two checks in one evaluation: a NaN the candidate did not write is no in-place change, and
+  // BatchNorm normalises by the batch's statistics (training mode, as KernelBench leaves it).
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(8)
+    def forward(self, x, m):
+        return self.bn(torch.nan_to_num(x)) + m.sum()
+def get_inputs():
+    x = torch.randn(32, 8) * 3 + 5
+    x[0, 0] = float("nan")
+    return [x, torch.ones(2)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(8)
+    def forward(self, x, m):
+        y = torch.where(torch.isnan(x), torch.zeros_like(x), x)
+        mean = y.mean(0)
+        var = y.var(0, unbiased=False)
+        out = (y - mean) / torch.sqrt(var + self.bn.eps) * self.bn.weight + self.bn.bias
+        return out + m.sum()
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_FALSE(has_flag(r.result, "input_modified")) << r.result.dump(1);
+}
+
+TEST(JudgementCpu, NonPersistentBuffersAreCopied) {
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+        self.register_buffer("scale", torch.randn(16), persistent=False)
+    def forward(self, x):
+        return self.lin(x) * self.scale
+def get_inputs():
+    return [torch.randn(4, 16)]
+def get_init_inputs():
+    return []
+)");
+  // Its buffer is drawn first, so under the same seed its values differ from the reference's.
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.randn(16), persistent=False)
+        self.lin = nn.Linear(16, 16)
+    def forward(self, x):
+        return self.lin(x) * self.scale
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_name");
+}
+
+TEST(JudgementCpu, SizesDrawnWhileBuildingStayNominalInEveryTrial) {
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(h))
+    def forward(self, x):
+        return x * self.w
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(8), popcorn_pri.jitter_int(64))]
+def get_init_inputs():
+    return [popcorn_pri.jitter_int(64)]
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(h))
+    def forward(self, x):
+        return x * self.w
+)");
+  const auto r = run_eval(p, c, with({"--shapes", "stress"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& t : r.result["trials"]) {
+    EXPECT_EQ(t["input_shapes"][0][1], 64) << t.dump();
+    EXPECT_EQ(t["jitter"]["64"], 64) << t.dump();
+  }
+  // The batch size was drawn in get_inputs only: it jitters, and stress trials scale it.
+  EXPECT_FALSE(has_flag(r.result, "stress_not_scaled"));
+}
+
+TEST(JudgementCpu, StressThatScalesNothingSaysSo) {
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(16, 64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        assert x.shape == (16, 64)
+        return x.clamp_min(0)
+)");
+  const auto r = run_eval(p, c, with({"--shapes", "stress"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_flag(r.result, "stress_not_scaled")) << r.result.dump(1);
+}
+
+TEST(JudgementCpu, AnOutputDtypeKjudgeCannotCompareIsADtypeMismatch) {
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8, 8)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return (x * 2).to(torch.complex64)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  const auto& o = r.result["trials"][0]["outputs"][0];
+  EXPECT_EQ(o["actual_dtype"], "complex64");
+  EXPECT_NE(o["message"].get<std::string>().find("dtype mismatch"), std::string::npos) << o;
+}
+
+TEST(JudgementCpu, AConstantOutputThatPassesIsNotFlagged) {
+  // softmax rows sum to 1 within rounding: all ones is a correct answer, not a cached one.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1).sum(-1)
+def get_inputs():
+    return [torch.randn(32, 100)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.ones(x.shape[0])
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has_flag(r.result, "constant_output")) << r.result.dump(1);
+  EXPECT_FALSE(has_flag(r.result, "output_repeats")) << r.result.dump(1);
+}
+
+TEST(JudgementCpu, AForgedReportOfEveryTrialIsNotBelieved) {
+  // At import the candidate writes a whole "correct" report into every pipe it holds (the
+  // event channel among them), each trial passed but with seed 0, then ends the worker.
+  const auto c = write_case("c.py", R"(import json, os
+import torch
+import torch.nn as nn
+events = [{"trial": {"kind": "nominal", "index": i, "passed": True}} for i in range(2)]
+events += [{"trial": {"kind": "held_out", "index": 0, "passed": True}},
+           {"final": {"status": "correct", "message": ""}}]
+data = "".join(json.dumps(e) + "\n" for e in events).encode()
+for name in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + name).startswith("pipe:"):
+            os.write(int(name), data)
+    except OSError:
+        pass
+os._exit(0)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.zeros_like(x)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.result["status"], "correct");
+  EXPECT_TRUE(has_flag(r.result, "unverified_verdict")) << r.result.dump(1);
+  EXPECT_NE(flag_message(r.result, "unverified_verdict").find("seed"), std::string::npos)
+      << flag_message(r.result, "unverified_verdict");
+}
+
+TEST(JudgementCpu, ACrashInTheReferencesForwardAfterTheCandidatesIsTheCandidates) {
+  // The candidate's forward leaves a thread that waits for the reference's forward to run on
+  // the main thread, then crashes the worker: a "problem error" would blame the problem.
+  const auto c = write_case("c.py", R"(import ctypes, sys, threading, time
+import torch
+import torch.nn as nn
+main = threading.main_thread().ident
+def crash_in_reference():
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        frame = sys._current_frames().get(main)
+        while frame is not None:
+            if frame.f_code.co_name == "forward" and "softmax" in frame.f_code.co_filename:
+                ctypes.string_at(0)
+            frame = frame.f_back
+        time.sleep(0.0005)
+class ModelNew(nn.Module):
+    started = False
+    def forward(self, x):
+        if not ModelNew.started:
+            ModelNew.started = True
+            threading.Thread(target=crash_in_reference, daemon=True).start()
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "crashed") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("counted as the candidate's crash"),
+            std::string::npos)
+      << r.result["message"];
+}
+
+}  // namespace
+}  // namespace kj::test
