@@ -37,7 +37,7 @@ struct job {
   int trials = 5;
   std::uint64_t base_seed = 42;
   std::uint64_t held_out_seed = 0;
-  bool stress = false;
+  bool stress = false;  ///< stress_trials more trials with jittered sizes times stress_scale
   std::int64_t stress_scale = 4;
   std::optional<double> atol, rtol;
   bool timing = true;
@@ -61,6 +61,9 @@ struct job {
 [[nodiscard]] job job_from_json(const nlohmann::json& j);
 
 /** Seed of nominal trial i (0-based), derived from the base seed. */
+/** How many stress trials --shapes stress adds. */
+inline constexpr int stress_trials = 2;
+
 [[nodiscard]] std::uint64_t trial_seed(std::uint64_t base_seed, int i) noexcept;
 /** Held-out seed from the orchestrator's secret and the base seed. */
 [[nodiscard]] std::uint64_t held_out_seed(std::uint64_t secret, std::uint64_t base_seed) noexcept;

@@ -56,7 +56,7 @@ bool reference_phase(const std::string& phase) {
  *  what is wrong. */
 std::string trials_mismatch(const job& j, const eval_result& r) {
   std::vector<bool> nominal(static_cast<std::size_t>(std::max(j.trials, 0)), false);
-  std::vector<bool> stress(2, false);
+  std::vector<bool> stress(static_cast<std::size_t>(stress_trials), false);
   int held_out = 0;
   for (const auto& t : r.trials) {
     const bool nominal_kind = t.kind == "nominal", stress_kind = t.kind == "stress";
@@ -99,7 +99,7 @@ void check_verdict(const job& j, const runner::process_result& p, const fold_sta
     missing = fmt::format("{} of {} nominal trials reported passed", c.trials_passed, j.trials);
   else if (!c.held_out_passed)
     missing = "no passed held-out trial was reported";
-  else if (j.stress && (c.stress_trials == 0 || c.stress_passed != c.stress_trials))
+  else if (j.stress && (c.stress_trials != stress_trials || c.stress_passed != c.stress_trials))
     missing = "the stress trials were not all reported passed";
   else if (j.timing && !r.timing)
     missing = "no timing was reported";
@@ -168,6 +168,10 @@ eval_result evaluate(const job& j, const run_options& options) {
     const auto w = runner::wait_for_pool(address, std::min(options.pool_start_wait, time_left()));
     r.worker.pool_wait_s = w.waited.count();
     so.timeout = time_left();
+    // The worker sizes its wait for the GPU's lock by what is left of the limit.
+    job left = j;
+    left.timeout_s = std::chrono::duration<double>(so.timeout).count();
+    so.stdin_data = to_json(left).dump();
     pooled = runner::run_process_in_pool(address, so);
     // None there (or the one there went away before it took the request): one is started now,
     // so that it imports torch while this evaluation's own worker does, and serves the next

@@ -460,7 +460,7 @@ class pipeline {
       const bool held_out = run_trial("held_out", 0, m_job.held_out_seed, 1);
       int stress_failed = 0;
       if (m_job.stress) {
-        for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < stress_trials; ++i)
           stress_failed +=
               run_trial("stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale) ? 0
                                                                                              : 1;

@@ -146,6 +146,7 @@ def load_problem(path):
         raise ProblemError("problem file %s does not define %s (KernelBench format needs Model, "
                            "get_inputs and get_init_inputs)" % (path, ", ".join(missing)))
     _problem = module
+    _build_draws.update(_kjudge.popcorn_pri.draws())  # sizes drawn at the problem's import
 
 
 def tolerance():
@@ -210,23 +211,33 @@ def _seed(seed):
         numpy.random.seed(seed % (1 << 32))
 
 
-def _weights(model):
-    """A model's parameters and buffers by name: its state_dict (parameters and persistent
-    buffers, in state_dict order), then the non-persistent buffers state_dict leaves out (in
-    named_buffers order): they hold values the forward uses as much as persistent ones do."""
-    out = model.state_dict(keep_vars=False)
-    for name, buf in model.named_buffers():
-        if name not in out and buf is not None:
-            out[name] = buf.detach()
-    return out
+def _non_persistent_buffers(model):
+    """The buffers a model's state_dict leaves out (registered with persistent=False), by name in
+    named_buffers order: they hold values the forward uses as much as persistent ones do."""
+    kept = model.state_dict(keep_vars=False)
+    return {name: buf.detach() for name, buf in model.named_buffers()
+            if buf is not None and name not in kept}
+
+
+# The dtypes kjudge passes to a native candidate (kjudge/core/dtype.hpp).
+_ABI_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
+               torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool)
 
 
 def _copy_weights(ref, cand):
-    """Copies the reference's parameters and buffers (_weights) into the candidate: by name when
-    every reference entry has a same-shaped namesake, else by order and shape. Returns the method
-    that held."""
-    rs = _weights(ref)
-    cs = _weights(cand)
+    """Copies the reference's state_dict into the candidate: by name when every reference entry
+    has a same-shaped namesake, else by order and shape; then each of the reference's
+    non-persistent buffers into the candidate's buffer of that name and shape, where it has one
+    (no condition of the match: a candidate may compute such a value itself). Returns the method
+    that held for the state_dict."""
+    with torch.no_grad():
+        cand_buffers = dict(cand.named_buffers())
+        for name, buf in _non_persistent_buffers(ref).items():
+            mine = cand_buffers.get(name)
+            if mine is not None and mine.shape == buf.shape:
+                mine.copy_(buf)
+    rs = ref.state_dict()
+    cs = cand.state_dict()
     if not rs:
         return "none"
     with torch.no_grad():
@@ -255,6 +266,11 @@ def _copy_weights(ref, cand):
 def build_reference(seed):
     """Model(*get_init_inputs()) under the seed (KernelBench: seed, init inputs, seed, Model)."""
     global _ref, _params, _init, _init_pristine
+    # A fresh table with the problem's import-time draws: the candidate's own draws (at its import)
+    # must not fix a size of the problem's.
+    _kjudge.popcorn_pri.reset(0, 1, False)
+    for n, v in _build_draws.items():
+        _kjudge.popcorn_pri.pin(n, v)
     try:
         _seed(seed)
         got = _problem.get_init_inputs()
@@ -271,7 +287,10 @@ def build_reference(seed):
     except BaseException as exc:
         raise ProblemError("Model(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
     # Native candidates get copies: writing through kj_call.params must not touch the reference.
-    state = _weights(_ref)
+    # The state_dict, then the non-persistent buffers of a dtype the ABI passes.
+    state = _ref.state_dict()
+    state.update((name, buf) for name, buf in _non_persistent_buffers(_ref).items()
+                 if buf.dtype in _ABI_DTYPES)
     _params = [v.detach().clone(memory_format=torch.contiguous_format) for v in state.values()]
     _build_draws.update(_kjudge.popcorn_pri.draws())
     _param_names.clear()
@@ -300,7 +319,6 @@ def build_candidate(seed):
     method = _blamed_on_candidate(lambda: _as_candidate(lambda: _copy_weights(_ref, _cand)),
                                   "copying the reference's weights into ModelNew failed")
     _reach.seal()
-    _build_draws.update(_kjudge.popcorn_pri.draws())
     return method
 
 
@@ -1081,11 +1099,7 @@ def trial_begin(seed, scale):
     (its output buffers take the reference's shapes). For a Python candidate, only the
     candidate's copy and a pristine one: trial_run_reference draws the reference's inputs again
     after the candidate ran, so nothing the candidate's code did to objects it could reach (the
-    reference's inputs or outputs among them) reaches the reference. Before a Python candidate's
-    first forward the reference also runs here once, so that a problem whose forward fails (or
-    crashes the worker) says so before any candidate code has run a forward: on inputs of the
-    trial's shapes drawn from another seed, its outputs dropped at once, so nothing the candidate
-    could find is an answer to its own inputs."""
+    reference's inputs or outputs among them) reaches the reference."""
     _trial.clear()
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
@@ -1095,16 +1109,7 @@ def trial_begin(seed, scale):
     _trial["cand_ms"] = 0.0
     if _candidate is None:
         _run_reference([_clone(x) for x in inputs])
-    elif not _progress["reference_ran"]:
-        _run_reference(_make_inputs((seed ^ 0x9E3779B97F4A7C15) & _SEED_MASK, seed, scale))
-        _progress["reference_ran"] = True
-        del _trial["ref_out"], _trial["ref_ms"]
     return info
-
-
-# Changed in place, not rebound: the harness's module bindings are part of what the candidate's
-# reach checks (_Reach) hold constant once the candidate is loaded.
-_progress = {"reference_ran": False}
 
 
 def trial_run_reference(seed, scale):
@@ -1236,7 +1241,7 @@ def _same(a, b):
         return False  # a tensor put in a copy's place, or a subclass: torch is not called on it
     if type(a) is torch.Tensor:
         try:
-            return _identical(a, b)
+            return _identical(a, b)  # equal values (torch.equal: -0.0 equals 0.0), NaN equal NaN
         except BaseException:
             return False
     return True

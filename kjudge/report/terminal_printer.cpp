@@ -5,8 +5,10 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <kjudge/core/dtype.hpp>
 #include <kjudge/core/error.hpp>
@@ -136,14 +138,17 @@ void print_trials(const eval_result& r, std::string& out) {
   if (r.trials.empty()) return;
   const auto& c = r.correctness;
   // Each distinct tolerance of the first trial's outputs (integer and bool outputs are exact).
-  std::string tol;
+  std::vector<std::string> parts;
+  bool any_float = false;
   for (const auto& o : r.trials.front().outputs) {
-    const auto part = is_float_name(o.expected_dtype)
-                          ? fmt::format("atol={:g} rtol={:g}", o.atol, o.rtol)
-                          : fmt::format("{} exact", o.expected_dtype);
-    if (tol.find(part) == std::string::npos) tol += (tol.empty() ? "" : ", ") + part;
+    const bool is_float = is_float_name(o.expected_dtype);
+    any_float = any_float || is_float;
+    auto part = is_float ? fmt::format("atol={:g} rtol={:g}", o.atol, o.rtol)
+                         : fmt::format("{} exact", o.expected_dtype);
+    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
-  if (!tol.empty()) tol += fmt::format(" ({})", c.tolerance_source);
+  std::string tol = fmt::format("{}", fmt::join(parts, ", "));
+  if (any_float) tol += fmt::format(" ({})", c.tolerance_source);
   out += fmt::format("\ncorrectness  {}  weights: {}\n", tol, c.weight_copy);
   out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", "trial", "seed", "inputs",
                      "max_abs", "mean_abs", "max_rel", "result");

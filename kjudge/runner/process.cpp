@@ -675,6 +675,9 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
     }
   }
 
+  // An interrupt that came after the loop's last look (the handler then saw the child still
+  // registered and left the exit to this loop) must not be lost.
+  if (interrupted == 0) interrupted = interrupt_signal();
   if (interrupted != 0) {
     std::fflush(stdout);
     exit_interrupted(interrupted);
@@ -782,6 +785,7 @@ process_result run_process(const spawn_options& options) {
         break;
     }
     result.wall = steady::now() - start;
+    if (const int sig = detail::interrupt_signal(); sig != 0) detail::exit_interrupted(sig);
     return result;
   }
   err.read.reset();
@@ -800,6 +804,14 @@ void exit_on_interrupt(const std::string& program) {
     std::array<int, 2> fds{};
     if (::pipe2(fds.data(), O_CLOEXEC | O_NONBLOCK) != 0)
       KJ_THROW(error_kind::io, "cannot create a pipe: {}", errno_text(errno));
+    // Far from the low descriptors a user may name (--json /dev/fd/4 must not be this pipe).
+    for (int& fd : fds) {
+      const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 200);
+      if (high >= 0) {
+        ::close(fd);
+        fd = high;
+      }
+    }
     g_wake_read.store(fds[0]);
     g_wake_write.store(fds[1]);
   }

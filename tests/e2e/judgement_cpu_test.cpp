@@ -162,6 +162,20 @@ class ModelNew(nn.Module):
   const auto r = run_eval(p, c, quick);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_name");
+  // A candidate without the buffer still has its state_dict copied (by order: other names).
+  const auto fixed = write_case("fixed.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(16, 16))
+        self.b = nn.Parameter(torch.empty(16))
+        self.register_buffer("unused", torch.zeros(1), persistent=False)
+    def forward(self, x):
+        return x
+)");
+  const auto f = run_eval(p, fixed, quick);
+  EXPECT_EQ(f.result["correctness"]["weight_copy"], "by_order") << f.output;
 }
 
 TEST(JudgementCpu, SizesDrawnWhileBuildingStayNominalInEveryTrial) {
@@ -178,8 +192,11 @@ def get_inputs():
 def get_init_inputs():
     return [popcorn_pri.jitter_int(64)]
 )");
+  // The candidate's own draws at its import pin nothing (else a candidate could switch
+  // jitter off for the sizes it was written for).
   const auto c = write_case("c.py", R"(import torch
 import torch.nn as nn
+popcorn_pri.jitter_int(8)
 class ModelNew(nn.Module):
     def __init__(self, h):
         super().__init__()
@@ -192,6 +209,7 @@ class ModelNew(nn.Module):
   for (const auto& t : r.result["trials"]) {
     EXPECT_EQ(t["input_shapes"][0][1], 64) << t.dump();
     EXPECT_EQ(t["jitter"]["64"], 64) << t.dump();
+    if (t["kind"] == "stress") EXPECT_NE(t["input_shapes"][0][0], 8) << t.dump();
   }
   // The batch size was drawn in get_inputs only: it jitters, and stress trials scale it.
   EXPECT_FALSE(has_flag(r.result, "stress_not_scaled"));

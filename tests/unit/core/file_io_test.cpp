@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -118,6 +119,16 @@ TEST(FileIo, DevicesFifosAndOwnDescriptorsAreWrittenInPlace) {
   reader.join();
   EXPECT_EQ(got, "through the fifo");
   EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
+  // A pipe whose reader is gone: an error (EPIPE), not death by SIGPIPE.
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  ::close(ends[0]);
+  EXPECT_THROW(write_file_atomic("/dev/fd/" + std::to_string(ends[1]), "nobody reads"), kj::error);
+  ::close(ends[1]);
+  // Nobody reading: an error after a short wait, not a hang.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(write_file_atomic(fifo, "lost"), kj::error);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   // One of our descriptors (a regular file behind it, as with `--json /dev/stdout > out.txt`):
   // written where its offset is, not replaced by rename (which would lose what it held).
   const fs::path file = dir / "out.txt";
