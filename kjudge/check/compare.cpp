@@ -245,14 +245,8 @@ output_comparison compare(const host_tensor& expected, const host_tensor& actual
   out.constant_output = is_constant(actual);
 
   if (!out.shape_ok || !out.dtype_ok) {
-    std::vector<std::string> parts;
-    if (!out.shape_ok)
-      parts.push_back(fmt::format("shape mismatch: expected {}, got {}",
-                                  shape_string(expected.shape), shape_string(actual.shape)));
-    if (!out.dtype_ok)
-      parts.push_back(fmt::format("dtype mismatch: expected {}, got {}", to_string(expected.type),
-                                  to_string(actual.type)));
-    out.message = fmt::format("{}", fmt::join(parts, "; "));
+    out.message = layout_mismatch(expected.shape, actual.shape, to_string(expected.type),
+                                  to_string(actual.type));
     return out;
   }
   if (is_floating(expected.type)) {
@@ -262,6 +256,19 @@ output_comparison compare(const host_tensor& expected, const host_tensor& actual
     compare_integers(expected, actual, max_mismatches, out);
   }
   return out;
+}
+
+std::string layout_mismatch(const std::vector<std::int64_t>& expected_shape,
+                            const std::vector<std::int64_t>& actual_shape,
+                            std::string_view expected_dtype, std::string_view actual_dtype) {
+  std::vector<std::string> parts;
+  if (expected_shape != actual_shape)
+    parts.push_back(fmt::format("shape mismatch: expected {}, got {}", shape_string(expected_shape),
+                                shape_string(actual_shape)));
+  if (expected_dtype != actual_dtype)
+    parts.push_back(
+        fmt::format("dtype mismatch: expected {}, got {}", expected_dtype, actual_dtype));
+  return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 std::uint64_t fnv1a64(const void* data, std::size_t bytes) noexcept {

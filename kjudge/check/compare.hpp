@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <kjudge/core/dtype.hpp>
@@ -68,6 +69,14 @@ struct output_comparison {
  *  the result's `tol` is then {0, 0}. */
 [[nodiscard]] output_comparison compare(const host_tensor& expected, const host_tensor& actual,
                                         tolerance tol, std::size_t max_mismatches = 5);
+
+/** "shape mismatch: expected [..], got [..]; dtype mismatch: expected .., got .." for what
+ *  differs (dtypes by torch's names, which may name one kjudge does not compare); empty when
+ *  neither does. */
+[[nodiscard]] std::string layout_mismatch(const std::vector<std::int64_t>& expected_shape,
+                                          const std::vector<std::int64_t>& actual_shape,
+                                          std::string_view expected_dtype,
+                                          std::string_view actual_dtype);
 
 /** Every element has the same bits (and there are at least two). */
 [[nodiscard]] bool is_constant(const host_tensor& t) noexcept;

@@ -1,8 +1,6 @@
 #include <kjudge/core/file_io.hpp>
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/sigpipe.hpp>
 
 namespace kj {
 
@@ -90,37 +89,6 @@ void write_all(int fd, std::string_view text, const std::string& what) {
   }
 }
 
-/** Blocks SIGPIPE for this thread while it lives, so that a write to a pipe nobody reads fails
- *  with EPIPE (an error kjudge reports) instead of killing the process; a SIGPIPE raised
- *  meanwhile is taken off before the old mask returns. */
-class no_sigpipe {
- public:
-  no_sigpipe() noexcept {
-    sigemptyset(&m_pipe);
-    sigaddset(&m_pipe, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    m_was_pending = sigismember(&pending, SIGPIPE) == 1;
-    m_blocked = pthread_sigmask(SIG_BLOCK, &m_pipe, &m_old) == 0;
-  }
-  no_sigpipe(const no_sigpipe&) = delete;
-  no_sigpipe& operator=(const no_sigpipe&) = delete;
-  ~no_sigpipe() {
-    if (!m_blocked) return;
-    if (!m_was_pending) {
-      const timespec zero{0, 0};
-      while (sigtimedwait(&m_pipe, nullptr, &zero) == SIGPIPE) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
-  }
-
- private:
-  sigset_t m_pipe{}, m_old{};
-  bool m_was_pending = false;
-  bool m_blocked = false;
-};
-
 }  // namespace
 
 output_target resolve_output(const fs::path& path) {
@@ -152,7 +120,7 @@ output_target resolve_output(const fs::path& path) {
 }
 
 void write_file_atomic(const fs::path& path, std::string_view text) {
-  const no_sigpipe guard;
+  const sigpipe_guard guard;
   const output_target target = resolve_output(path);
   if (target.how == output_target::kind::descriptor) {
     // What this process wrote through stdio comes first.
@@ -213,7 +181,7 @@ void write_file_atomic(const fs::path& path, std::string_view text) {
 
 void write_output(const fs::path& path, std::string_view text) {
   if (path == "-") {
-    const no_sigpipe guard;
+    const sigpipe_guard guard;
     const std::size_t written = std::fwrite(text.data(), 1, text.size(), stdout);
     if (std::fflush(stdout) != 0 || written != text.size())
       KJ_THROW(error_kind::io, "cannot write to standard output: {}", errno_message(errno));

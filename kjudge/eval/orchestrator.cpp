@@ -144,8 +144,6 @@ eval_result evaluate(const job& j, const run_options& options) {
   so.argv = options.wrapper;
   so.argv.push_back(exe.string());
   so.argv.push_back("worker");
-  so.stdin_data = to_json(j).dump();
-  so.timeout = options.timeout;
   so.channel_fd = channel_fd;
   so.echo_output = options.echo_output;
   so.output_tail_bytes = 64 * 1024;
@@ -163,15 +161,20 @@ eval_result evaluate(const job& j, const run_options& options) {
                     std::chrono::duration_cast<std::chrono::milliseconds>(
                         deadline - std::chrono::steady_clock::now()));
   };
+  // The worker's limit and job as the worker starts: what is left of the limit (the worker sizes
+  // its wait for the GPU's lock by it).
+  const auto limit_worker = [&] {
+    so.timeout = time_left();
+    job left = j;
+    if (left.timeout_s > 0)
+      left.timeout_s = std::min(left.timeout_s, std::chrono::duration<double>(so.timeout).count());
+    so.stdin_data = to_json(left).dump();
+  };
   if (pool) {
     // A pool still importing torch is waited for: it is further along than a worker exec'd now.
     const auto w = runner::wait_for_pool(address, std::min(options.pool_start_wait, time_left()));
     r.worker.pool_wait_s = w.waited.count();
-    so.timeout = time_left();
-    // The worker sizes its wait for the GPU's lock by what is left of the limit.
-    job left = j;
-    left.timeout_s = std::chrono::duration<double>(so.timeout).count();
-    so.stdin_data = to_json(left).dump();
+    limit_worker();
     pooled = runner::run_process_in_pool(address, so);
     // None there (or the one there went away before it took the request): one is started now,
     // so that it imports torch while this evaluation's own worker does, and serves the next
@@ -182,7 +185,7 @@ eval_result evaluate(const job& j, const run_options& options) {
       pool_started = start_pool(exe, address, j.python, options.pool_idle_exit,
                                 j.cache_dir / "worker-pool.log");
   }
-  if (!pooled) so.timeout = time_left();
+  if (!pooled) limit_worker();
   const auto p = pooled ? *pooled : runner::run_process(so);
   r.worker.started_by = pooled ? "pool" : (pool_started ? "exec+pool_started" : "exec");
 

@@ -15,7 +15,6 @@
 #include <optional>
 #include <string_view>
 
-#include <fmt/ranges.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <kjudge/check/compare.hpp>
@@ -322,10 +321,7 @@ class pipeline {
     o.rtol = tol.rtol;
     o.numel = ref.numel();
     o.message =
-        fmt::format("dtype mismatch: expected {}, got {}", o.expected_dtype, o.actual_dtype);
-    if (ref.shape != cand.shape)
-      o.message = fmt::format("shape mismatch: expected [{}], got [{}]; {}",
-                              fmt::join(ref.shape, ", "), fmt::join(cand.shape, ", "), o.message);
+        check::layout_mismatch(o.expected_shape, o.actual_shape, o.expected_dtype, o.actual_dtype);
     return o;
   }
 

@@ -203,7 +203,7 @@ def _deep_copy(x):
 
 
 def _seed(seed):
-    seed &= _SEED_MASK  # derived seeds (base + k) wrap as the C++ side's do
+    seed &= _SEED_MASK  # derived seeds (base + k) wrap, as the C++ side's do
     torch.manual_seed(seed)  # seeds every device too
     random.seed(seed)  # for get_inputs() that draw with Python's random or NumPy's
     numpy = sys.modules.get("numpy")
@@ -265,25 +265,24 @@ def _copy_weights(ref, cand):
 
 def build_reference(seed):
     """Model(*get_init_inputs()) under the seed (KernelBench: seed, init inputs, seed, Model)."""
-    global _ref, _params, _init, _init_pristine
-    # A fresh table with the problem's import-time draws: the candidate's own draws (at its import)
-    # must not fix a size of the problem's.
-    _kjudge.popcorn_pri.reset(0, 1, False)
-    for n, v in _build_draws.items():
-        _kjudge.popcorn_pri.pin(n, v)
+    global _ref, _params, _cand_init
+    # A fresh (nominal) table: the candidate's own draws at its import must not fix a size.
+    _fresh_jitter(0, 1, False)
     try:
         _seed(seed)
         got = _problem.get_init_inputs()
     except BaseException as exc:
         raise ProblemError("get_init_inputs() failed:\n%s" % _format_exception(exc))
-    _init = _to_device(_input_list(got, "get_init_inputs()", flat=False))
-    _init_pristine = _deep_copy(_init)
+    init = _to_device(_input_list(got, "get_init_inputs()", flat=False))
+    # The candidate's own copy of the constructor arguments: a list the reference's constructor
+    # changes in place (or a tensor it writes to) must not reach the candidate's.
+    _cand_init = _deep_copy(init)
     try:
         with torch.no_grad():
             _seed(seed)
             # Left in training mode, as KernelBench leaves both models (BatchNorm normalises by
             # the batch's statistics; Dropout is active): the function judged is KernelBench's.
-            _ref = _problem.Model(*_init).to(DEVICE)
+            _ref = _problem.Model(*init).to(DEVICE)
     except BaseException as exc:
         raise ProblemError("Model(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
     # Native candidates get copies: writing through kj_call.params must not touch the reference.
@@ -310,9 +309,7 @@ def build_candidate(seed):
     def construct():
         with torch.no_grad():
             _seed(seed)
-            # Its own copy of the constructor arguments: a list the reference's constructor
-            # changed in place (or a tensor it wrote to) must not reach the candidate's.
-            return _candidate.ModelNew(*_deep_copy(_init_pristine)).to(DEVICE)
+            return _candidate.ModelNew(*_cand_init).to(DEVICE)
 
     _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
                                  "ModelNew(*get_init_inputs()) failed")
@@ -323,9 +320,8 @@ def build_candidate(seed):
 
 
 _param_names = []
-_build_draws = {}  # nominal -> value of every popcorn_pri size drawn while the models were built
-_init = []
-_init_pristine = []
+_build_draws = {}  # nominal -> value of each popcorn_pri size drawn at import or by the reference
+_cand_init = []  # ModelNew's constructor arguments (build_reference's copy)
 
 
 def parameters():
@@ -349,14 +345,19 @@ def _input_list(got, what, flat=True):
     return list(got)
 
 
-def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
-    """get_inputs() under a fresh jitter table. Sizes drawn while the models were built (at the
-    problem's import, in get_init_inputs or a constructor) were nominal and keep that value in
-    every trial, stress trials included: the models are built once, and their sizes must agree
-    with the inputs'. Only sizes drawn first in get_inputs jitter."""
-    _kjudge.popcorn_pri.reset(jitter_seed, scale, jitter)
+def _fresh_jitter(seed, scale, jitter):
+    """A new popcorn_pri table, with the sizes drawn at the problem's import or while the reference
+    was built (get_init_inputs, Model's constructor) pinned: those were nominal and keep that
+    value in every trial, stress trials included, since the models are built once and their
+    sizes must agree with the inputs'. Only sizes drawn first in get_inputs jitter."""
+    _kjudge.popcorn_pri.reset(seed, scale, jitter)
     for n, v in _build_draws.items():
         _kjudge.popcorn_pri.pin(n, v)
+
+
+def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
+    """get_inputs() under a fresh jitter table (_fresh_jitter)."""
+    _fresh_jitter(jitter_seed, scale, jitter)
     try:
         _seed(data_seed)
         got = _problem.get_inputs()
@@ -1309,8 +1310,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     count = max_sets if set_bytes == 0 else max(2, min(max_sets, byte_budget // (3 * set_bytes)))
     _timing_base.append(first)
     for i in range(1, count):
-        _timing_base.append(_make_inputs((data_seed + 7919 * i) & _SEED_MASK, data_seed, 1,
-                                         jitter=False))
+        _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
     for side in ("reference", "candidate"):
         _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
     _timing_made.clear()

@@ -6,6 +6,7 @@
 // supervises the child with the same loop as run_process; when the requester goes away (its
 // connection closes), the server kills the child's group.
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/sigpipe.hpp>
 #include <kjudge/runner/pool.hpp>
 #include <kjudge/runner/process_detail.hpp>
 
@@ -472,7 +473,7 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
   }
   std::vector<int> fds = {in.read.get(), out.write.get()};
   if (want_channel) fds.push_back(chan.write.get());
-  detail::sigpipe_guard pipe_guard;
+  const sigpipe_guard pipe_guard;
   if (!send_request(conn.get(), body, fds)) return std::nullopt;
   in.read.reset();
   out.write.reset();
@@ -487,7 +488,7 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
   if (!server || pid <= 1 || (parent != server->pid && parent != -1)) return std::nullopt;
   pool_child child(pid, std::move(conn));  // registered: an interrupt kills its group
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
-                           options, start, pipe_guard, options.argv[0]);
+                           options, start, options.argv[0]);
 }
 
 bool serve_pool(const pool_server_options& o) {

@@ -3,6 +3,7 @@
 // children behind exit_on_interrupt, and the collection of what they leave behind
 // (set_orphan_cleanup).
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/sigpipe.hpp>
 #include <kjudge/runner/process.hpp>
 #include <kjudge/runner/process_detail.hpp>
 
@@ -273,25 +274,6 @@ void set_nonblocking(int fd) {
     KJ_THROW(error_kind::io, "cannot make a pipe non-blocking: {}", errno_text(errno));
 }
 
-sigpipe_guard::sigpipe_guard() noexcept {
-  sigemptyset(&m_pipe);
-  sigaddset(&m_pipe, SIGPIPE);
-  ::pthread_sigmask(SIG_BLOCK, &m_pipe, &m_old);
-  sigset_t pending;
-  sigemptyset(&pending);
-  ::sigpending(&pending);
-  m_was_pending = sigismember(&pending, SIGPIPE) == 1;
-}
-
-sigpipe_guard::~sigpipe_guard() {
-  if (m_raised && !m_was_pending) {
-    timespec zero{};
-    while (::sigtimedwait(&m_pipe, nullptr, &zero) < 0 && errno == EINTR) {
-    }
-  }
-  ::pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
-}
-
 std::vector<std::string> build_environment(
     const std::vector<std::pair<std::string, std::string>>& overrides) {
   std::vector<std::string> out;
@@ -547,8 +529,7 @@ namespace detail {
 
 process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd output_fd,
                          unique_fd channel_fd, const spawn_options& options,
-                         steady::time_point start, sigpipe_guard& pipe_guard,
-                         const std::string& program) {
+                         steady::time_point start, const std::string& program) {
   process_result result;
   const pid_t pid = child.group();
   std::size_t stdin_offset = 0;
@@ -649,7 +630,6 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
         const std::string& data = options.stdin_data;
         ssize_t n = ::write(p.fd, data.data() + stdin_offset, data.size() - stdin_offset);
         if (n > 0) stdin_offset += static_cast<std::size_t>(n);
-        if (n < 0 && errno == EPIPE) pipe_guard.note_epipe();
         const bool failed = n < 0 && errno != EAGAIN && errno != EINTR;
         if (failed || stdin_offset == data.size()) stdin_fd.reset();
         continue;
@@ -746,7 +726,8 @@ process_result run_process(const spawn_options& options) {
 
   // With orphan cleanup, what the child's descendants leave behind comes here, not to init.
   const subreaper_scope subreaper(g_orphan_cleanup.load());
-  detail::sigpipe_guard pipe_guard;
+  // Blocked while the child's stdin is written (a child that exits without reading gives EPIPE).
+  const sigpipe_guard pipe_guard;
   const auto start = steady::now();
   const pid_t pid = ::fork();
   if (pid < 0) KJ_THROW(error_kind::io, "cannot fork: {}", errno_text(errno));
@@ -792,7 +773,7 @@ process_result run_process(const spawn_options& options) {
 
   forked_child child(pid, std::move(registration));
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
-                           options, start, pipe_guard, program);
+                           options, start, program);
 }
 
 void set_orphan_cleanup(bool on) {

@@ -55,23 +55,6 @@ struct pipe_ends {
 
 void set_nonblocking(int fd);
 
-/** Blocks SIGPIPE in the calling thread while we write the child's stdin, so a child that exits
- *  without reading gives us EPIPE instead of killing us; a SIGPIPE raised meanwhile is consumed. */
-class sigpipe_guard {
- public:
-  sigpipe_guard() noexcept;
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-  ~sigpipe_guard();
-  void note_epipe() noexcept { m_raised = true; }
-
- private:
-  sigset_t m_pipe{};
-  sigset_t m_old{};
-  bool m_was_pending = false;
-  bool m_raised = false;
-};
-
 /** In a freshly forked child: a process group of its own, no blocked signals, SIGPIPE, SIGXFSZ and
  *  SIGCHLD at their defaults. Async-signal-safe. */
 void reset_child_process() noexcept;
@@ -172,6 +155,6 @@ class child_handle {
 [[nodiscard]] process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd output_fd,
                                        unique_fd channel_fd, const spawn_options& options,
                                        std::chrono::steady_clock::time_point start,
-                                       sigpipe_guard& pipe_guard, const std::string& program);
+                                       const std::string& program);
 
 }  // namespace kj::runner::detail
