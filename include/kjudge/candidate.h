@@ -3,10 +3,10 @@
  * A native candidate is one .cu file that kjudge compiles with nvcc into a shared library for the
  * GPU that is present, loads with dlopen, and calls through the functions declared here. kjudge
  * owns every allocation: inputs, the reference model's parameters and buffers, the outputs (filled
- * with NaN, or 0x5A bytes for integer types, before each correctness call) and a scratch workspace
- * whose contents are unspecified at every call (kjudge overwrites it with 0xFF bytes between
- * correctness trials: initialise what you read). All pointers are device pointers of the current
- * CUDA device.
+ * with NaN, 0x5A bytes for integer types, or true for bool, before each correctness call) and a
+ * scratch workspace whose contents are unspecified at every call (kjudge overwrites it with 0xFF
+ * bytes between correctness trials: initialise what you read). All pointers are device pointers of
+ * the current CUDA device.
  *
  * The candidate must enqueue all its work on `call->stream` and must not synchronise with the host
  * (no cudaDeviceSynchronize, cudaStreamSynchronize or blocking copies): kjudge times it by queueing
@@ -59,8 +59,9 @@ typedef struct kj_tensor {
 } kj_tensor;
 
 /** One forward call. Order of `params`: the reference model's state_dict order (parameters and
- *  buffers as PyTorch lists them). Non-tensor inputs of get_inputs() arrive as 0-dim tensors
- *  (float64 for Python floats, int64 for ints, bool for bools). */
+ *  buffers as PyTorch lists them), then its non-persistent buffers (which state_dict leaves out)
+ *  of a dtype this ABI passes, in named_buffers() order. Non-tensor inputs of get_inputs() arrive
+ * as 0-dim tensors (float64 for Python floats, int64 for ints, bool for bools). */
 typedef struct kj_call {
   uint32_t abi_version; /* KJ_ABI_VERSION */
   uint32_t flags;       /* reserved, 0 */

@@ -9,6 +9,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -34,7 +36,13 @@ using steady = std::chrono::steady_clock;
 /** Large enough that no real compiler log is cut; the runner never holds more than twice this. */
 constexpr std::size_t k_log_limit = std::size_t{16} << 20;
 /** Bumped when the layout of the cache or the meaning of a key changes. */
-constexpr std::string_view k_cache_version = "kjudge-native-cache-v1";
+constexpr std::string_view k_cache_version = "kjudge-native-cache-v2";
+/** Environment variables that nvcc or its host compiler read: they change what a build makes. */
+constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS",
+                                                    "NVCC_CCBIN",         "CPATH",
+                                                    "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"};
+/** A build folder (<key>/.build.*) older than this was left by a build that was killed. */
+constexpr auto k_stale_build = std::chrono::hours(6);
 
 [[nodiscard]] std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -74,22 +82,29 @@ constexpr std::string_view k_cache_version = "kjudge-native-cache-v1";
 }
 
 /** kjudge's own flags; they and extra_flags (but not the include, source and output paths, which
- *  vary between machines and checkouts) go into the cache key. */
+ *  vary between machines and checkouts) go into the cache key. `--no-undefined`: a symbol that
+ *  nothing provides fails the link, with the linker's message, not the dlopen later. */
 [[nodiscard]] std::vector<std::string> base_flags(const std::string& arch) {
-  return {"-O3",   "-std=c++17", "-shared",  "-Xcompiler",
-          "-fPIC", "-lineinfo",  "-gencode", fmt::format("arch=compute_{0},code=sm_{0}", arch)};
+  return {"-O3",      "-std=c++17",
+          "-shared",  "-Xcompiler",
+          "-fPIC",    "-lineinfo",
+          "-Xlinker", "--no-undefined",
+          "-gencode", fmt::format("arch=compute_{0},code=sm_{0}", arch)};
 }
 
+/** The command for a build into `dir`: the library and, from nvcc's preprocessor, the list of
+ *  files the source included (-MMD: not the system's headers). */
 [[nodiscard]] std::vector<std::string> make_command(const fs::path& nvcc,
                                                     const nvcc_request& request,
-                                                    const fs::path& output) {
+                                                    const fs::path& dir) {
   std::vector<std::string> command{nvcc.empty() ? std::string("nvcc") : nvcc.string()};
   for (auto& flag : base_flags(request.arch)) command.push_back(std::move(flag));
   if (!request.include_dir.empty()) command.push_back("-I" + request.include_dir.string());
   command.insert(command.end(), request.extra_flags.begin(), request.extra_flags.end());
+  command.insert(command.end(), {"-MMD", "-MF", (dir / "deps.d").string()});
   command.push_back(request.source.string());
   command.push_back("-o");
-  command.push_back(output.string());
+  command.push_back((dir / "candidate.so").string());
   return command;
 }
 
@@ -99,8 +114,13 @@ void hash_field(sha256& hash, std::string_view bytes) {
   hash.update(bytes);
 }
 
-[[nodiscard]] std::string cache_key(const nvcc_request& request, std::string_view source,
-                                    std::string_view version, std::string_view abi_header) {
+/** The key of everything known before nvcc runs: the source's bytes, the flags, which nvcc and
+ *  its release, the ABI header, the build environment, and (with extra flags, whose relative
+ *  paths resolve there) the working folder. The headers the source includes are checked after:
+ *  see dependency. */
+[[nodiscard]] std::string cache_key(const nvcc_request& request, const fs::path& nvcc,
+                                    std::string_view source, std::string_view version,
+                                    std::string_view abi_header) {
   sha256 hash;
   hash_field(hash, k_cache_version);
   hash_field(hash, source);
@@ -109,7 +129,156 @@ void hash_field(sha256& hash, std::string_view bytes) {
   for (const auto& flag : request.extra_flags) hash_field(hash, flag);
   hash_field(hash, version);
   hash_field(hash, abi_header);
+  std::error_code ec;
+  const fs::path nvcc_real = fs::weakly_canonical(nvcc, ec);
+  hash_field(hash, ec ? nvcc.string() : nvcc_real.string());
+  for (const char* name : k_build_env) {
+    const char* value = std::getenv(name);
+    hash_field(hash, value == nullptr ? std::string_view("<unset>") : std::string_view(value));
+  }
+  if (!request.extra_flags.empty()) hash_field(hash, fs::current_path(ec).string());
   return hash.hex();
+}
+
+/** One file the source included, as the cache checks it: a file in the source's folder (or
+ *  below) by its path from there, so that the same source in another folder is checked against
+ *  its own neighbours; any other by its absolute path. */
+struct dependency {
+  std::string path;  ///< relative to the source's folder when `relative`, else absolute
+  bool relative = false;
+  std::string sha256;
+
+  [[nodiscard]] fs::path resolve(const fs::path& source_dir) const {
+    return relative ? source_dir / path : fs::path(path);
+  }
+  friend bool operator==(const dependency&, const dependency&) = default;
+};
+
+[[nodiscard]] fs::path canonical_or_absolute(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? fs::absolute(p, ec) : c;
+}
+
+/** The prerequisites of a make rule as nvcc -MF writes it ("target : a b", lines continued by
+ *  a backslash, spaces in names escaped with one). */
+[[nodiscard]] std::vector<std::string> parse_depfile(std::string_view text) {
+  std::vector<std::string> out;
+  const std::size_t colon = text.find(": ");
+  if (colon == std::string_view::npos) return out;
+  std::string word;
+  for (std::size_t i = colon + 2; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
+      ++i;  // a line continuation
+    } else if (c == '\\' && i + 1 < text.size() && text[i + 1] == ' ') {
+      word += ' ';
+      ++i;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (!word.empty()) out.push_back(std::move(word));
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  if (!word.empty()) out.push_back(std::move(word));
+  return out;
+}
+
+/** The files of a finished build's depfile that the key does not cover: not the source itself
+ *  and not the toolkit's headers (its release is in the key). False with `why` when one cannot
+ *  be read. */
+[[nodiscard]] bool read_dependencies(const fs::path& depfile, const fs::path& source,
+                                     const fs::path& nvcc, std::vector<dependency>& out,
+                                     std::string& why) {
+  std::string text;
+  if (!read_file(depfile, text, why)) return false;
+  const fs::path source_real = canonical_or_absolute(source);
+  const fs::path source_dir = source_real.parent_path();
+  const fs::path toolkit = canonical_or_absolute(nvcc).parent_path().parent_path();
+  const auto under = [](const fs::path& p, const fs::path& dir) {
+    const fs::path rel = p.lexically_relative(dir);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  for (const std::string& name : parse_depfile(text)) {
+    const fs::path p = canonical_or_absolute(name);
+    if (p == source_real || (!toolkit.empty() && toolkit != "/" && under(p, toolkit))) continue;
+    dependency d;
+    d.relative = under(p, source_dir);
+    d.path = d.relative ? p.lexically_relative(source_dir).string() : p.string();
+    try {
+      d.sha256 = kj::sha256_file(p);
+    } catch (const kj::error& e) {
+      why = e.message();
+      return false;
+    }
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(std::move(d));
+  }
+  return true;
+}
+
+/** True when every recorded dependency has, next to this source, the bytes it had at the build. */
+[[nodiscard]] bool dependencies_match(const nlohmann::json& recorded, const fs::path& source_dir) {
+  if (!recorded.is_array()) return false;
+  for (const auto& d : recorded) {
+    dependency dep;
+    dep.path = d.value("path", "");
+    dep.relative = d.value("relative_to_source", false);
+    try {
+      if (kj::sha256_file(dep.resolve(source_dir)) != d.value("sha256", "")) return false;
+    } catch (const kj::error&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+[[nodiscard]] nlohmann::json to_json(const std::vector<dependency>& deps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : deps)
+    out.push_back({{"path", d.path}, {"relative_to_source", d.relative}, {"sha256", d.sha256}});
+  return out;
+}
+
+/** The folder of one build under a key: named by its dependencies' hashes, so that a source
+ *  whose headers differ (edited, or the same source in another folder) gets a build of its own. */
+[[nodiscard]] std::string variant_name(const std::vector<dependency>& deps) {
+  sha256 hash;
+  for (const auto& d : deps) {
+    hash_field(hash, d.relative ? "rel" : "abs");
+    hash_field(hash, d.path);
+    hash_field(hash, d.sha256);
+  }
+  return hash.hex().substr(0, 16);
+}
+
+/** A build under `entry` whose recorded headers match this source's: its folder, or empty. */
+[[nodiscard]] fs::path find_variant(const fs::path& entry, const fs::path& source_dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path dir = it->path();
+    if (dir.filename().string().starts_with(".") || !fs::is_regular_file(dir / "candidate.so", ec))
+      continue;
+    std::string text, why;
+    if (!read_file(dir / "build.json", text, why)) continue;
+    const auto info = nlohmann::json::parse(text, nullptr, false);
+    if (info.is_object() && info.contains("dependencies") &&
+        dependencies_match(info["dependencies"], source_dir))
+      return dir;
+  }
+  return {};
+}
+
+/** Removes build folders under `entry` that a killed build left (older than k_stale_build). */
+void remove_stale_builds(const fs::path& entry) {
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->path().filename().string().starts_with(".build.")) continue;
+    const auto when = fs::last_write_time(it->path(), e2);
+    if (!e2 && now - when > k_stale_build) fs::remove_all(it->path(), e2);
+  }
 }
 
 /** Parses "Cuda compilation tools, release 13.0, V13.0.88" into "13.0.88" (or "13.0"). */
@@ -194,10 +363,11 @@ fs::path default_cache_dir() {
 build_result build_native(const nvcc_request& request) {
   const auto start = steady::now();
   build_result out;
+  out.failure = build_failure::tool;  // until nvcc has run (or the cache has answered)
   const fs::path nvcc = request.nvcc.empty() ? find_nvcc() : request.nvcc;
   const fs::path cache_dir =
       request.cache_dir.empty() ? default_cache_dir() / "native" : request.cache_dir;
-  out.command = make_command(nvcc, request, cache_dir / "<key>" / "candidate.so");
+  out.command = make_command(nvcc, request, cache_dir / "<key>" / "<build>");
 
   if (!valid_arch(request.arch)) {
     out.error = fmt::format("invalid arch '{}': expected a compute capability such as 90 or 90a",
@@ -225,19 +395,20 @@ build_result build_native(const nvcc_request& request) {
     if (read_file(request.include_dir / "kjudge" / "candidate.h", header, why)) abi_header = header;
   }
 
-  out.key = cache_key(request, source, out.nvcc_version, abi_header);
+  out.key = cache_key(request, nvcc, source, out.nvcc_version, abi_header);
   const fs::path entry = cache_dir / out.key;
-  out.library = entry / "candidate.so";
-  // Reported with the final library path; nvcc itself writes to a temporary name beside it.
-  out.command = make_command(nvcc, request, out.library);
+  const fs::path source_dir = canonical_or_absolute(request.source).parent_path();
 
   std::error_code ec;
-  if (fs::is_regular_file(out.library, ec)) {
-    // build.log is renamed into place before the library, so a hit always has it.
+  if (const fs::path hit = find_variant(entry, source_dir); !hit.empty()) {
+    // build.log and build.json are renamed into place with the library, so a hit has them.
+    out.library = hit / "candidate.so";
+    out.command = make_command(nvcc, request, hit);
     std::string log;
-    if (read_file(entry / "build.log", log, why)) out.log = std::move(log);
+    if (read_file(hit / "build.log", log, why)) out.log = std::move(log);
     out.ok = true;
     out.cached = true;
+    out.failure = build_failure::none;
     out.build_time = since(start);
     return out;
   }
@@ -247,9 +418,23 @@ build_result build_native(const nvcc_request& request) {
     out.error = fmt::format("cannot create cache directory {}: {}", entry.string(), ec.message());
     return out;
   }
-  const fs::path tmp_library = entry / ("candidate.so." + kj::unique_temp_suffix());
+  remove_stale_builds(entry);
+  // The whole build happens in a folder of its own, renamed into place once complete.
+  const fs::path work = entry / (".build." + kj::unique_temp_suffix());
+  auto fail = [&](build_failure kind, std::string message) {
+    out.failure = kind;
+    out.error = std::move(message);
+    fs::remove_all(work, ec);
+    fs::remove(entry, ec);  // only if empty: no other build of this key
+    return out;
+  };
+  fs::create_directory(work, ec);
+  if (ec)
+    return fail(build_failure::tool,
+                fmt::format("cannot create build directory {}: {}", work.string(), ec.message()));
   runner::spawn_options options;
-  options.argv = make_command(nvcc, request, tmp_library);
+  options.argv = make_command(nvcc, request, work);
+  out.command = options.argv;
   options.timeout = request.timeout;
   options.output_tail_bytes = k_log_limit;
   const runner::process_result run = runner::run_process(options);
@@ -259,31 +444,46 @@ build_result build_native(const nvcc_request& request) {
                                   run.output_bytes - run.output_tail.size()));
   out.build_time = since(start);
 
-  auto fail = [&](std::string message) {
-    out.error = std::move(message);
-    fs::remove(tmp_library, ec);
-    return out;
-  };
-  if (!run.ok()) return fail("nvcc " + run.describe());
-  if (!fs::is_regular_file(tmp_library, ec)) return fail("nvcc succeeded but wrote no library");
+  // nvcc that ran to the end and said no has rejected the source; anything else (a signal, the
+  // time limit, a spawn failure) is the tool's failure, not the candidate's.
+  if (!run.ok()) {
+    const bool rejected = run.how == runner::exit_kind::exited &&
+                          out.log.find("died due to signal") == std::string::npos;
+    return fail(rejected ? build_failure::rejected : build_failure::tool, "nvcc " + run.describe());
+  }
+  if (!fs::is_regular_file(work / "candidate.so", ec))
+    return fail(build_failure::tool, "nvcc succeeded but wrote no library");
+  std::vector<dependency> deps;
+  if (!read_dependencies(work / "deps.d", request.source, nvcc, deps, why))
+    return fail(build_failure::tool, "cannot read the build's list of included files: " + why);
 
+  const fs::path final_dir = entry / variant_name(deps);
+  out.command = make_command(nvcc, request, final_dir);
   const nlohmann::json info = {
       {"command", out.command},
       {"nvcc", nvcc.string()},
       {"nvcc_version", out.nvcc_version},
       {"arch", request.arch},
       {"source", request.source.string()},
+      {"dependencies", to_json(deps)},
       {"build_seconds", out.build_time.count()},
       {"key", out.key},
   };
-  if (!write_file_atomic(entry, "build.log", out.log, why) ||
-      !write_file_atomic(entry, "build.json", info.dump(2) + "\n", why))
-    return fail(why);
-  fs::rename(tmp_library, out.library, ec);
-  if (ec)
-    return fail(
-        fmt::format("cannot move the library into {}: {}", out.library.string(), ec.message()));
+  if (!write_file_atomic(work, "build.log", out.log, why) ||
+      !write_file_atomic(work, "build.json", info.dump(2) + "\n", why))
+    return fail(build_failure::tool, why);
+  fs::rename(work, final_dir, ec);
+  if (ec) {
+    // Another build of the same key and headers finished first (the target folder exists and is
+    // not empty): the same bytes, so its library serves.
+    if (!fs::is_regular_file(final_dir / "candidate.so"))
+      return fail(build_failure::tool, fmt::format("cannot move the build into {}: {}",
+                                                   final_dir.string(), ec.message()));
+    fs::remove_all(work, ec);
+  }
+  out.library = final_dir / "candidate.so";
   out.ok = true;
+  out.failure = build_failure::none;
   return out;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 /** @file Building native candidates: one .cu file -> a shared library for the GPU that is present,
- *  with nvcc, cached by a content hash of (source bytes, flags, nvcc version, ABI header). */
+ *  with nvcc, cached by a content hash of (source bytes, flags, nvcc and its release, ABI header,
+ *  the build environment), each build under a key checked against the bytes of the headers the
+ *  source included. */
 
 #include <chrono>
 #include <filesystem>
@@ -20,13 +22,23 @@ struct nvcc_request {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 
+/** Why a build failed: the compiler rejected the source (a compile error: nvcc ran to the end
+ *  and exited non-zero, the link included), or the tool did (nvcc missing or killed, the time
+ *  limit, the cache folder not writable: not the candidate's fault). */
+enum class build_failure { none, rejected, tool };
+
 struct build_result {
   bool ok = false;
-  bool cached = false;               ///< the library came from the cache; no compiler ran
-  std::filesystem::path library;     ///< the .so to dlopen, when ok
-  std::string key;                   ///< cache key (sha256 hex)
-  std::vector<std::string> command;  ///< the nvcc command line that ran (or would have)
-  std::string log;                   ///< the compiler's complete stdout+stderr (never truncated)
+  build_failure failure = build_failure::none;
+  bool cached = false;            ///< the library came from the cache; no compiler ran
+  std::filesystem::path library;  ///< the .so to dlopen, when ok
+  std::string key;                ///< cache key (sha256 hex)
+  /** The nvcc command line, with the paths of the cache folder the build lives in (nvcc itself
+   *  wrote to a temporary folder beside it, renamed into place). */
+  std::vector<std::string> command;
+  /** The compiler's stdout+stderr, complete up to 16 MiB (beyond that the first bytes are
+   *  dropped, after a line saying how many). */
+  std::string log;
   std::chrono::duration<double> build_time{0};
   std::string nvcc_version;  ///< "13.0.88" (from nvcc --version)
   std::string error;  ///< one line when !ok: "nvcc exited with code 1", "nvcc not found", ...
@@ -39,9 +51,11 @@ struct build_result {
 /** Release string of an nvcc binary ("13.0.88"); cached per path for the process. */
 [[nodiscard]] std::string nvcc_version(const std::filesystem::path& nvcc);
 
-/** Builds (or finds in the cache) the candidate library. Concurrent builds of the same key are
- *  safe: the library is written to a temporary name and renamed into place. A compile failure is
- *  a value (ok = false, log = full compiler output), not an exception. */
+/** Builds (or finds in the cache) the candidate library. A cache hit needs the same key and, for
+ *  every file the source included outside the toolkit (quoted headers next to it by their path
+ *  from its folder, others by absolute path), the bytes the build saw. Concurrent builds of the
+ *  same key are safe: each builds in a folder of its own and renames it into place. A failure
+ *  is a value (ok = false, failure says whose, log = the compiler's output), not an exception. */
 [[nodiscard]] build_result build_native(const nvcc_request& request);
 
 /** The user's cache root: $KJUDGE_CACHE_DIR, else $XDG_CACHE_HOME/kjudge, else ~/.cache/kjudge. */

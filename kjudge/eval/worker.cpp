@@ -29,6 +29,7 @@
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
 #include <kjudge/profile/forward_json.hpp>
+#include <kjudge/profile/invariants.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/python/bridge.hpp>
 #include <kjudge/runner/file_lock.hpp>
@@ -225,7 +226,11 @@ class pipeline {
     if (!r.ok) {
       b.log = r.log;
       m_events.send({{"build", b}});
-      m_events.final(eval_status::compile_error, r.error.empty() ? "nvcc failed" : r.error);
+      // Only nvcc's verdict on the source is a compile error; a missing or killed compiler, the
+      // time limit or an unwritable cache is kjudge's side.
+      m_events.final(r.failure == compile::build_failure::rejected ? eval_status::compile_error
+                                                                   : eval_status::internal_error,
+                     r.error.empty() ? "nvcc failed" : r.error);
       return false;
     }
     m_events.send({{"build", b}});
@@ -243,6 +248,9 @@ class pipeline {
     req.extra_flags = m_job.nvcc_flags;
     req.cache_dir = m_job.cache_dir / "native";
     req.include_dir = m_job.include_dir;
+    // The build may take what --timeout leaves (the evaluation's own limit ends it in any case).
+    if (m_job.timeout_s > 0)
+      req.timeout = std::chrono::milliseconds(static_cast<long long>(m_job.timeout_s * 1e3));
     return req;
   }
 

@@ -26,7 +26,10 @@ void candidate_library::forward(const kj_call& call) const {
   if (call.error && call.error_capacity) call.error[0] = '\0';
   const int rc = m_forward(&call);
   if (rc != 0) {
-    std::string message = call.error && call.error[0] ? std::string(call.error) : "no message";
+    // The candidate may fill the buffer to its end without a terminating NUL.
+    std::string message = call.error && call.error[0]
+                              ? std::string(call.error, ::strnlen(call.error, call.error_capacity))
+                              : "no message";
     KJ_THROW(error_kind::candidate, "kj_forward returned {}: {}", rc, message);
   }
 }

@@ -49,7 +49,7 @@ class call_record {
   call_record(call_record&&) = delete;
 
   void set_workspace(void* data, std::uint64_t bytes) noexcept;
-  /** The same record with data pointers and workspace nulled, for kj_workspace_bytes. */
+  /** The same record with the workspace nulled (tensors as they are), for kj_workspace_bytes. */
   [[nodiscard]] kj_call shape_only() const noexcept;
   [[nodiscard]] const kj_call& call() noexcept;
 

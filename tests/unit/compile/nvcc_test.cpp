@@ -101,7 +101,9 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
   ASSERT_TRUE(first.ok) << first.error << "\n" << first.log;
   EXPECT_FALSE(first.cached);
   EXPECT_EQ(first.key.size(), 64U);
-  EXPECT_EQ(first.library, m_dir / "cache" / first.key / "candidate.so");
+  EXPECT_EQ(first.library.parent_path().parent_path(), m_dir / "cache" / first.key);
+  EXPECT_EQ(first.library.filename(), "candidate.so");
+  EXPECT_EQ(first.failure, kj::compile::build_failure::none);
   EXPECT_TRUE(fs::is_regular_file(first.library));
   EXPECT_TRUE(fs::is_regular_file(first.library.parent_path() / "build.log"));
   EXPECT_TRUE(first.error.empty());
@@ -112,11 +114,22 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
   EXPECT_EQ(info.at("command"), first.command);
   EXPECT_GT(info.at("build_seconds").get<double>(), 0.0);
 
-  // Exactly one leftover-free entry: no temporary files remain beside the library.
+  // The included files outside the toolkit, with their hashes: here only the ABI header.
+  ASSERT_EQ(info.at("dependencies").size(), 1U) << info.dump(2);
+  EXPECT_EQ(info.at("dependencies")[0].at("path"),
+            fs::weakly_canonical(fs::path(KJ_SOURCE_DIR_FOR_TESTS) / "include/kjudge/candidate.h")
+                .string());
+  EXPECT_EQ(info.at("dependencies")[0].at("relative_to_source"), false);
+
+  // Exactly one leftover-free entry: no temporary files remain beside the library, and the key
+  // holds one build and no build folder.
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(first.library.parent_path()))
     names.insert(e.path().filename());
-  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so"}));
+  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so", "deps.d"}));
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(m_dir / "cache" / first.key), fs::directory_iterator()),
+      1);
 
   // The command is the documented one.
   const std::string joined = [&] {
@@ -124,8 +137,8 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
     for (const auto& a : first.command) s += a + " ";
     return s;
   }();
-  EXPECT_NE(joined.find("-O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -gencode "
-                        "arch=compute_90,code=sm_90 -I"),
+  EXPECT_NE(joined.find("-O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -Xlinker "
+                        "--no-undefined -gencode arch=compute_90,code=sm_90 -I"),
             std::string::npos)
       << joined;
 
@@ -159,7 +172,10 @@ TEST_F(nvcc_test, concurrent_builds_of_one_key_are_safe) {
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(a.library.parent_path()))
     names.insert(e.path().filename());
-  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so"}));
+  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so", "deps.d"}));
+  // The build that lost the race left nothing behind.
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(m_dir / "cache" / a.key), fs::directory_iterator()), 1);
   void* handle = ::dlopen(a.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << ::dlerror();
   ::dlclose(handle);
@@ -172,9 +188,10 @@ TEST_F(nvcc_test, compile_error_is_a_value_with_the_full_log) {
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.cached);
   EXPECT_EQ(r.error.rfind("nvcc exited with code ", 0), 0U) << r.error;
+  EXPECT_EQ(r.failure, kj::compile::build_failure::rejected);
   EXPECT_NE(r.log.find("broken.cu(3): error"), std::string::npos) << r.log;
   EXPECT_NE(r.log.find("kj_undeclared_name"), std::string::npos) << r.log;
-  EXPECT_FALSE(fs::exists(m_dir / "cache" / r.key / "candidate.so"));
+  EXPECT_FALSE(fs::exists(m_dir / "cache" / r.key));  // nothing left of the failed build
   // Failures are not cached: a second attempt runs the compiler again.
   const build_result again = build_native(request(source));
   EXPECT_FALSE(again.ok);
@@ -214,12 +231,85 @@ TEST_F(nvcc_test, cache_key_follows_source_flags_arch_and_abi_header) {
   EXPECT_TRUE(has_arch_flag);
 }
 
+TEST_F(nvcc_test, included_headers_are_checked_on_every_hit) {
+  require_nvcc();
+  constexpr const char* source_text = R"(#include <kjudge/candidate.h>
+#include "tile config.cuh"
+extern "C" int kj_test_answer() { return KJ_TILE; }
+)";
+  const auto source = write("a/fused.cu", source_text);
+  write("a/tile config.cuh", "#define KJ_TILE 16\n");
+  const build_result first = build_native(request(source));
+  ASSERT_TRUE(first.ok) << first.error << "\n" << first.log;
+  EXPECT_FALSE(first.cached);
+  const build_result hit = build_native(request(source));
+  EXPECT_TRUE(hit.cached);
+  EXPECT_EQ(hit.library, first.library);
+
+  // The header edited: the same key, another build.
+  write("a/tile config.cuh", "#define KJ_TILE 32\n");
+  const build_result edited = build_native(request(source));
+  ASSERT_TRUE(edited.ok) << edited.error;
+  EXPECT_FALSE(edited.cached);
+  EXPECT_EQ(edited.key, first.key);
+  EXPECT_NE(edited.library, first.library);
+  void* handle = ::dlopen(edited.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))(), 32);
+  ::dlclose(handle);
+
+  // Back to the first bytes: the first build serves again.
+  write("a/tile config.cuh", "#define KJ_TILE 16\n");
+  EXPECT_EQ(build_native(request(source)).library, first.library);
+
+  // The same source in another folder: checked against its own neighbour, by relative path.
+  const auto copy = write("b/fused.cu", source_text);
+  write("b/tile config.cuh", "#define KJ_TILE 32\n");
+  const build_result other = build_native(request(copy));
+  EXPECT_TRUE(other.cached);
+  EXPECT_EQ(other.library, edited.library);
+  write("b/tile config.cuh", "#define KJ_TILE 64\n");
+  EXPECT_FALSE(build_native(request(copy)).cached);
+  // A neighbour gone: not a hit, and nvcc says why.
+  fs::remove(m_dir / "b/tile config.cuh");
+  const build_result gone = build_native(request(copy));
+  EXPECT_FALSE(gone.ok);
+  EXPECT_EQ(gone.failure, kj::compile::build_failure::rejected);
+}
+
+TEST_F(nvcc_test, build_environment_is_in_the_key) {
+  require_nvcc();
+  const auto source = write("a.cu", "#error stop\n");
+  const std::string base = build_native(request(source)).key;
+  ASSERT_EQ(base.size(), 64U);
+  std::string appended;
+  {
+    scoped_env flags("NVCC_APPEND_FLAGS", "-DKJ_FROM_ENV=1");
+    appended = build_native(request(source)).key;
+  }
+  EXPECT_NE(appended, base);
+  EXPECT_EQ(build_native(request(source)).key, base);
+}
+
+TEST_F(nvcc_test, link_errors_are_compile_errors) {
+  require_nvcc();
+  const auto source = write("undefined.cu", R"(#include <kjudge/candidate.h>
+extern "C" int kj_nowhere_defined(int);
+extern "C" int kj_test_answer() { return kj_nowhere_defined(1); }
+)");
+  const build_result r = build_native(request(source));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.failure, kj::compile::build_failure::rejected);
+  EXPECT_NE(r.log.find("kj_nowhere_defined"), std::string::npos) << r.log;
+}
+
 TEST_F(nvcc_test, missing_or_broken_nvcc_is_a_clean_error) {
   const auto source = write("ok.cu", k_valid_source);
   auto r = request(source);
   r.nvcc = m_dir / "no-such-nvcc";
   const auto missing = build_native(r);
   EXPECT_FALSE(missing.ok);
+  EXPECT_EQ(missing.failure, kj::compile::build_failure::tool);
   EXPECT_NE(missing.error.find("no-such-nvcc"), std::string::npos) << missing.error;
 
   r.nvcc = write("fake-nvcc", "#!/bin/sh\necho 'not a compiler'\n", true);
