@@ -152,10 +152,17 @@ figure_kind figure_kind_from(const std::string& s) {
   if (s == "host_wall") return figure_kind::host_wall;
   KJ_THROW(error_kind::protocol, "unknown figure kind '{}'", s);
 }
+
+/** A figure's statistic or a speedup's number: null where the figure is not valid (not taken,
+ *  withheld, or failed a check), so that no reader can take it for a measurement. */
+nlohmann::json number_if(bool valid, double value) {
+  return valid ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
 }  // namespace
 
 void to_json(nlohmann::json& j, const figure& v) {
   const auto& s = v.summary;
+  const bool ok = v.valid;
   j = {{"kind", to_string(v.kind)},
        {"method", v.method},
        {"cold", v.cold},
@@ -163,14 +170,14 @@ void to_json(nlohmann::json& j, const figure& v) {
        {"note", v.note},
        {"noisy", v.noisy},
        {"n", s.n},
-       {"median_us", s.median},
-       {"q1_us", s.q1},
-       {"q3_us", s.q3},
-       {"mean_us", s.mean},
-       {"stddev_us", s.stddev},
-       {"min_us", s.min},
-       {"max_us", s.max},
-       {"rse_pct", s.rse_pct},
+       {"median_us", number_if(ok, s.median)},
+       {"q1_us", number_if(ok, s.q1)},
+       {"q3_us", number_if(ok, s.q3)},
+       {"mean_us", number_if(ok, s.mean)},
+       {"stddev_us", number_if(ok, s.stddev)},
+       {"min_us", number_if(ok, s.min)},
+       {"max_us", number_if(ok, s.max)},
+       {"rse_pct", number_if(ok, s.rse_pct)},
        {"discarded_throttled", v.discarded_throttled},
        {"samples_us", v.samples_us},
        {"samples_set", v.samples_set},
@@ -220,9 +227,9 @@ void to_json(nlohmann::json& j, const comparison& v) {
   for (const auto& s : v.speedups)
     sp.push_back({{"kind", to_string(s.kind)},
                   {"valid", s.valid},
-                  {"ratio", s.ci.ratio},
-                  {"ci_lo", s.ci.lo},
-                  {"ci_hi", s.ci.hi},
+                  {"ratio", number_if(s.valid, s.ci.ratio)},
+                  {"ci_lo", number_if(s.valid, s.ci.lo)},
+                  {"ci_hi", number_if(s.valid, s.ci.hi)},
                   {"confidence", s.ci.confidence},
                   {"resamples", s.ci.resamples},
                   {"resampled", s.ci.by_group ? "input_sets" : "samples"}});

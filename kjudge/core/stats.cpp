@@ -33,7 +33,8 @@ double sample_stddev(std::span<const double> v, double mean) noexcept {
 /** rse_pct from the sorted samples and their median. */
 double rse_pct_sorted(std::span<const double> sorted, double med) {
   const std::size_t n = sorted.size();
-  if (n < 2) return 0.0;
+  // One sample (or none) says nothing of the spread: not "0% error".
+  if (n < 2) return std::numeric_limits<double>::infinity();
   std::vector<double> dev(n);
   std::transform(sorted.begin(), sorted.end(), dev.begin(),
                  [med](double x) { return std::abs(x - med); });
@@ -260,7 +261,10 @@ double median(std::span<const double> values) {
 
 summary summarize(std::span<const double> samples) {
   summary s;
-  if (samples.empty()) return s;
+  if (samples.empty()) {
+    s.rse_pct = std::numeric_limits<double>::infinity();
+    return s;
+  }
   std::vector<double> sorted(samples.begin(), samples.end());
   std::sort(sorted.begin(), sorted.end());
   s.n = sorted.size();
@@ -276,7 +280,7 @@ summary summarize(std::span<const double> samples) {
 }
 
 double median_rse_pct(std::span<const double> samples) {
-  if (samples.size() < 2) return 0.0;
+  if (samples.size() < 2) return std::numeric_limits<double>::infinity();
   std::vector<double> sorted(samples.begin(), samples.end());
   std::sort(sorted.begin(), sorted.end());
   return rse_pct_sorted(sorted, quantile_sorted(sorted, 0.5));

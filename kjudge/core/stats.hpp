@@ -21,8 +21,8 @@ struct summary {
   double min = 0;
   double max = 0;
   /** Relative standard error of the median, in percent: 1.2533 * sigma / sqrt(n) / median, with
-   *  sigma estimated robustly as 1.4826 * MAD (falls back to stddev when MAD is 0). 0 when n < 2.
-   */
+   *  sigma estimated robustly as 1.4826 * MAD (falls back to stddev when MAD is 0). Infinite
+   *  when n < 2 (nothing is known of the spread). */
   double rse_pct = 0;
 };
 

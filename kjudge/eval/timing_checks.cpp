@@ -67,17 +67,21 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
            out);
   if (s.host_sync_detected)
     out.push_back({"host_sync_in_forward", "warning",
-                   fmt::format("the {} forward waits for the host (.item(), a synchronize or a "
-                               "device-to-host copy): no device figure; stream and host-wall "
-                               "figures include the wait",
+                   fmt::format("the {} forward could not be queued while its stream was held: "
+                               "it waits for the host (.item(), a synchronize or a device-to-host "
+                               "copy), or issues more launches than the launch queue holds, or "
+                               "took longer than the hold's limit to issue: no device figure; "
+                               "stream and host-wall figures include the wait",
                                s.name)});
   for (const auto* f : {&s.device, &s.stream, &s.host_wall}) {
     if (f->valid && f->noisy)
       out.push_back(
           {"noisy_timing", "warning",
-           fmt::format("{} {} figure is noisy: relative standard error {:.2f}% after {} "
-                       "samples (budget exhausted)",
-                       s.name, measure::to_string(f->kind), f->summary.rse_pct, f->summary.n)});
+           fmt::format("{} {} figure is noisy: {}", s.name, measure::to_string(f->kind),
+                       f->note.empty() ? fmt::format("relative standard error {:.2f}% after {} "
+                                                     "samples",
+                                                     f->summary.rse_pct, f->summary.n)
+                                       : f->note)});
     if (f->discarded_throttled > 0)
       out.push_back({"throttled_samples", "info",
                      fmt::format("{} {}: {} samples discarded (SM clock under 75% of default)",

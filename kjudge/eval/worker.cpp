@@ -645,6 +645,20 @@ class pipeline {
       for (auto& s : cmp.speedups)
         if (s.kind == measure::figure_kind::device) s.valid = false;
     }
+    // After timing, one cold-L2 forward per side under CUPTI (launches, durations, peak memory).
+    // Before the timing is sent: a side whose kernels ran outside the events (work on a stream
+    // the timed one never waited for) has stream and device figures that do not cover it.
+    if (gpu && replay.empty()) {
+      const auto escaped = record_launches(*reference, *candidate, ti.output_bytes);
+      for (const auto& [side, why] : {std::pair{&cmp.reference, escaped.reference},
+                                      std::pair{&cmp.candidate, escaped.candidate}}) {
+        if (why.empty()) continue;
+        for (auto* f : {&side->device, &side->stream})
+          if (f->valid) f->valid = false, f->note = "withheld: " + why;
+        for (auto& s : cmp.speedups)
+          if (s.kind != measure::figure_kind::host_wall) s.valid = false;
+      }
+    }
     // Then the invariants, on the figures that stand: one that fails is sent as invalid, never
     // as a number (a withheld figure raises no flag of its own besides why it was withheld).
     const auto flags =
@@ -658,10 +672,14 @@ class pipeline {
       m_timing_failed = replay;
       return;
     }
-    // After timing, one cold-L2 forward per side under CUPTI (launches, durations, peak memory).
-    if (gpu) record_launches(*reference, *candidate, ti.output_bytes);
     if (gpu) check_gpu_shared(false);
   }
+
+  /** Per side, why its forward's kernels were not all inside its events; empty when they were
+   *  (or CUPTI could not say). */
+  struct escaped_work {
+    std::string reference, candidate;
+  };
 
   /** A native call on timing set k: its inputs, parameters and outputs (no workspace yet). */
   std::unique_ptr<native::call_record> timing_call(std::size_t k) {
@@ -691,8 +709,8 @@ class pipeline {
   }
 
   /** One cold-L2 forward per side under CUPTI; sends {"launches": ...} and the checks' flags. */
-  void record_launches(measure::target& reference, measure::target& candidate,
-                       std::uint64_t output_bytes) {
+  escaped_work record_launches(measure::target& reference, measure::target& candidate,
+                               std::uint64_t output_bytes) {
     m_events.phase("launches");
     profile::activity_collector collector;
     forward_context ctx;
@@ -710,18 +728,23 @@ class pipeline {
     if (!ref || !cand) {
       m_events.flag("cupti_unavailable", "info",
                     "launch counts, kernel durations and peak memory were not recorded: " + why);
-      return;
+      return {};
     }
     nlohmann::json out = {{"reference", profile::to_json(*ref)},
                           {"candidate", profile::to_json(*cand)}};
     out["fusion_ratio"] = profile::fusion_ratio(ref->launches, cand->launches);
     m_events.send({{"launches", out}});
+    escaped_work escaped;
     for (const auto& [side, f] : {std::pair{"reference", &*ref}, std::pair{"candidate", &*cand}}) {
       for (const auto* flags : {&f->launches.flags(), &f->memory.flags()})
-        for (const auto& fl : *flags)
-          if (fl.code != profile::no_data_code)
-            m_events.flag(fl.code, fl.severity, fmt::format("{}: {}", side, fl.message));
+        for (const auto& fl : *flags) {
+          if (fl.code == profile::no_data_code) continue;
+          m_events.flag(fl.code, fl.severity, fmt::format("{}: {}", side, fl.message));
+          if (fl.code == profile::kernels_outside_timed_region_code)
+            (f == &*ref ? escaped.reference : escaped.candidate) = fl.message;
+        }
     }
+    return escaped;
   }
 
   /** Under Nsight Compute: each side twice unprofiled (warm-up: lazy loading, autotuning,

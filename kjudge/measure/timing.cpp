@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -180,6 +181,11 @@ comparison time_pair(target& reference, target& candidate, void* stream, const d
                                                       c->samples_set, options.bootstrap_resamples,
                                                       options.confidence);
     s.valid = s.ci.ratio > 0;
+    if (std::min(r->samples_us.size(), c->samples_us.size()) < 2) {
+      // A side of one sample (a forward longer than the budget): a ratio, but no interval.
+      s.ci.lo = s.ci.hi = std::numeric_limits<double>::quiet_NaN();
+      s.ci.resamples = 0;
+    }
     out.speedups.push_back(s);
   }
   return out;

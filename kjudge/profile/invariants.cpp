@@ -246,7 +246,7 @@ std::vector<flag> check_event_time(nanoseconds event_time, nanoseconds kernel_bu
   if (event_time.count() > 0 && kernel_busy_time.count() > 0 &&
       event_time.count() < event_covers_kernels_fraction * kernel_busy_time.count())
     out.push_back(error_flag(
-        "kernels_outside_timed_region",
+        kernels_outside_timed_region_code,
         fmt::format("event time {:.2f} us is under {:.1f} x the {:.2f} us its kernels ran: work "
                     "ran outside the timed stream or region (side streams escape the events)",
                     microseconds(event_time).count(), event_covers_kernels_fraction,

@@ -113,6 +113,9 @@ inline constexpr double dense_peak_tolerance = 1.05;
 [[nodiscard]] std::vector<flag> check_forward_time(std::string_view figure, nanoseconds time,
                                                    std::uint64_t launches, bool eager);
 
+/** The code of invariant 2's lower bound: kernels that the events around the forward missed. */
+inline constexpr const char* kernels_outside_timed_region_code = "kernels_outside_timed_region";
+
 /** Invariant 2: event time >= 0.9 x the time the forward's kernels ran (their busy time, the
  *  union of their intervals, so that concurrent kernels are not counted twice), and <= host wall.
  *  Each comparison is skipped when one side is 0 (not measured). */

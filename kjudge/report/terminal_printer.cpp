@@ -268,7 +268,10 @@ void print_timing(const eval_result& r, std::string& out) {
     out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI{}):",
                        first.confidence * 100.0, first.by_group ? " over input sets" : "");
     for (const auto& s : t.speedups)
-      if (s.valid)
+      if (s.valid && !(std::isfinite(s.ci.lo) && std::isfinite(s.ci.hi)))
+        out += fmt::format("  {} {:.2f}x (no interval: one sample on a side)",
+                           measure::to_string(s.kind), s.ci.ratio);
+      else if (s.valid)
         out += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]{}", measure::to_string(s.kind),
                            s.ci.ratio, s.ci.lo, s.ci.hi,
                            s.ci.by_group == first.by_group

@@ -361,6 +361,22 @@ TEST_F(EvalGpu, HostSyncInForwardIsDetected) {
   EXPECT_TRUE(g.result["timing"]["reference"]["device"]["valid"].get<bool>()) << g.output;
 }
 
+TEST_F(EvalGpu, WorkOnAStreamTheEventsMissIsWithheld) {
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/side_stream.py");
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // correct, but its device time is not measured
+  EXPECT_TRUE(has_flag(r.result, "kernels_outside_timed_region")) << r.result["flags"];
+  const auto& cand = r.result["timing"]["candidate"];
+  for (const char* figure : {"device", "stream"}) {
+    EXPECT_FALSE(cand[figure]["valid"].get<bool>()) << cand[figure].dump();
+    EXPECT_EQ(cand[figure]["note"].get<std::string>().rfind("withheld: ", 0), 0U)
+        << cand[figure].dump();
+  }
+  EXPECT_TRUE(cand["host_wall"]["valid"].get<bool>()) << cand["host_wall"].dump();
+  for (const auto& s : r.result["timing"]["speedups"])
+    EXPECT_EQ(s["valid"].get<bool>(), s["kind"] == "host_wall") << s.dump();
+  EXPECT_TRUE(r.result["timing"]["reference"]["device"]["valid"].get<bool>());
+}
+
 TEST_F(EvalGpu, PythonCudaCandidates) {
   const auto li =
       run_eval(quantvla, "examples/quantvla/load_inline.py", {}, std::chrono::seconds(400));

@@ -56,14 +56,14 @@ TEST(stats_summarize, empty_and_single_samples) {
   const st::summary empty = st::summarize({});
   EXPECT_EQ(empty.n, 0u);
   EXPECT_EQ(empty.median, 0.0);
-  EXPECT_EQ(empty.rse_pct, 0.0);
+  EXPECT_TRUE(std::isinf(empty.rse_pct));
   const st::summary one = st::summarize(std::vector<double>{3.5});
   EXPECT_EQ(one.n, 1u);
   EXPECT_EQ(one.median, 3.5);
   EXPECT_EQ(one.min, 3.5);
   EXPECT_EQ(one.max, 3.5);
   EXPECT_EQ(one.stddev, 0.0);
-  EXPECT_EQ(one.rse_pct, 0.0);
+  EXPECT_TRUE(std::isinf(one.rse_pct));  // one sample: no spread known
 }
 
 TEST(stats_rse, uses_scaled_mad) {
@@ -78,10 +78,10 @@ TEST(stats_rse, falls_back_to_stddev_when_mad_is_zero) {
   EXPECT_NEAR(st::median_rse_pct(v), 100 * 1.2533 * std::sqrt(0.8) / std::sqrt(5.0) / 10, 1e-12);
 }
 
-TEST(stats_rse, zero_for_identical_or_too_few_samples) {
+TEST(stats_rse, zero_for_identical_infinite_for_too_few_samples) {
   EXPECT_EQ(st::median_rse_pct(std::vector<double>{4, 4, 4, 4}), 0.0);
-  EXPECT_EQ(st::median_rse_pct(std::vector<double>{4}), 0.0);
-  EXPECT_EQ(st::median_rse_pct({}), 0.0);
+  EXPECT_TRUE(std::isinf(st::median_rse_pct(std::vector<double>{4})));
+  EXPECT_TRUE(std::isinf(st::median_rse_pct({})));
 }
 
 TEST(stats_rse, shrinks_with_more_samples_like_one_over_sqrt_n) {
