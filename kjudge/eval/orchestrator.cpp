@@ -46,6 +46,16 @@ std::string hash_or_empty(const fs::path& p) {
   }
 }
 
+/** <cache>/torch_extensions/<16 hex digits of the candidate's bytes and the interpreter>. */
+fs::path torch_extensions_dir(const job& j) {
+  std::error_code ec;
+  const fs::path python = fs::weakly_canonical(j.python, ec);
+  const std::string content = hash_or_empty(j.candidate);
+  const std::string key = sha256_hex(fmt::format("{}\n{}", content.empty() ? "unreadable" : content,
+                                                 ec ? j.python.string() : python.string()));
+  return j.cache_dir / "torch_extensions" / key.substr(0, 16);
+}
+
 /** Phases in which a crash is the problem's fault rather than the candidate's. */
 bool reference_phase(const std::string& phase) {
   return phase == "load_problem" || phase.ends_with(" reference");
@@ -147,8 +157,12 @@ eval_result evaluate(const job& j, const run_options& options) {
   so.channel_fd = channel_fd;
   so.echo_output = options.echo_output;
   so.output_tail_bytes = 64 * 1024;
-  // Where load_inline builds go, in the environment from the start (the worker never sets it).
-  so.env.emplace_back("TORCH_EXTENSIONS_DIR", (j.cache_dir / "torch_extensions").string());
+  // Where load_inline builds go, in the environment from the start (the worker never sets it):
+  // a folder per candidate file's bytes and interpreter. torch builds an extension in a folder
+  // named only by the name given to load_inline, writing the sources there before it takes its
+  // lock, and without its own per-Python subfolder once this variable is set: two candidates
+  // that use one name, evaluated at once, or under two interpreters, would build each other's.
+  so.env.emplace_back("TORCH_EXTENSIONS_DIR", torch_extensions_dir(j).string());
   const bool pool =
       options.use_pool && options.wrapper.empty() && options.worker_executable.empty();
   const std::string address = pool ? pool_address(exe, j.python) : "";

@@ -78,11 +78,18 @@ def _blamed_on_candidate(fn, what, limit=12):
         raise CandidateError("%s:\n%s" % (what, _format_exception(exc, limit=limit)))
 
 
+_MESSAGE_LIMIT = 16 << 20
+
+
 def _format_exception(exc, limit=12):
-    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    text = "".join(lines)
-    tail = text.splitlines()[-limit * 3:]
-    return "\n".join(tail)
+    """The exception's traceback, each traceback in the chain cut to its last `limit` frames, and
+    its message whole (a load_inline build failure carries the compiler's complete output in it),
+    up to 16 MiB: beyond that the first characters are dropped, after a line saying how many."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit))
+    if len(text) > _MESSAGE_LIMIT:
+        dropped = len(text) - _MESSAGE_LIMIT
+        text = "[kjudge: the first %d characters were dropped]\n%s" % (dropped, text[dropped:])
+    return text.rstrip("\n")
 
 
 # --- environment -------------------------------------------------------------------------------
