@@ -52,27 +52,20 @@ CLI::Validator finite_in(double min, double max, bool open_min) {
       "NUMBER in " + range, "finite_in");
 }
 
-/** CLI11 reads "-1" into the unsigned --seed as 2^64 - 1: a negative seed is refused instead. */
-CLI::Validator not_negative() {
+/** --seed: an integer from 0 to 2^64 - 1, nothing else. CLI11 alone reads "-1" as 2^64 - 1 and
+ *  saturates a larger number to it, so that two different seeds would run the same trials. */
+CLI::Validator seed_value() {
   return CLI::Validator(
       [](const std::string& text) -> std::string {
-        const auto first = text.find_first_not_of(" \t");
-        if (first != std::string::npos && text[first] == '-')
-          return fmt::format("{} is negative: a seed is an integer from 0 to {}", text,
+        std::uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || ptr != end || text.empty())
+          return fmt::format("{} is not a seed: an integer from 0 to {}", text,
                              std::numeric_limits<std::uint64_t>::max());
         return {};
       },
-      "UINT", "not_negative");
-}
-
-/** `--json ''` named no file: it wrote nothing and said nothing. */
-CLI::Validator not_empty_path() {
-  return CLI::Validator(
-      [](const std::string& text) -> std::string {
-        return text.empty() ? "an empty path: name a file, or - for standard output"
-                            : std::string();
-      },
-      "PATH", "not_empty_path");
+      "UINT", "seed_value");
 }
 
 /** The options `eval` and `profile` share. */
@@ -82,7 +75,7 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("candidate", a.candidate)->required();
   cmd->add_option("--device", a.device)->check(CLI::IsMember({"auto", "cuda", "cpu"}));
   cmd->add_option("--trials", a.trials)->check(CLI::Range(1, 100));
-  cmd->add_option("--seed", a.seed)->check(not_negative());
+  cmd->add_option("--seed", a.seed)->check(seed_value());
   cmd->add_option("--shapes", a.shapes)->check(CLI::IsMember({"nominal", "stress"}));
   cmd->add_option("--atol", a.atol)->check(finite_in(0, 1e30, false));
   cmd->add_option("--rtol", a.rtol)->check(finite_in(0, 1e30, false));
@@ -100,11 +93,11 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--cache-dir", a.cache_dir);
   cmd->add_option("--nvcc-flag", a.nvcc_flags)->allow_extra_args(false);
   cmd->add_flag("-v,--verbose", a.verbose);
-  cmd->add_flag("-q,--quiet", a.quiet);
+  auto* quiet = cmd->add_flag("-q,--quiet", a.quiet);
   auto* pool = cmd->add_flag("--pool", a.pool);
   cmd->add_flag("--no-pool", a.no_pool)->excludes(pool);
   cmd->add_option("--baseline", a.baseline_path);
-  cmd->add_flag("--summary", a.summary_only);
+  cmd->add_flag("--summary", a.summary_only)->excludes(quiet);  // -q would print nothing
   cmd->add_flag("--no-counters", a.no_counters);
   cmd->add_option("--ncu", a.ncu_path);
   cmd->add_option("--ncu-cache-control", a.ncu_cache_control)
@@ -113,10 +106,51 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
 
 }  // namespace
 
+/** `--json ''` named no file: it wrote nothing and said nothing. */
+CLI::Validator not_empty_path() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        return text.empty() ? "an empty path: name a file, or - for standard output"
+                            : std::string();
+      },
+      "PATH", "not_empty_path");
+}
+
+/** Fails early (usage) when --json cannot be written, rather than after the evaluation. The
+ *  file checked is the one written: a symbolic link's target (write_file_atomic). */
+void check_json_path(const std::string& path) {
+  if (path.empty() || path == "-") return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    KJ_THROW(error_kind::usage, "--json {}: is a directory (name a file in it)", path);
+  output_target target;
+  try {
+    target = resolve_output(path);
+  } catch (const kj::error& e) {
+    KJ_THROW(error_kind::usage, "--json: {}", e.message());
+  }
+  if (target.how == output_target::kind::descriptor) return;  // open for writing: checked
+  if (target.how == output_target::kind::direct) {
+    if (::access(target.path.c_str(), W_OK) != 0)
+      KJ_THROW(error_kind::usage, "--json {}: cannot write to {}", path, target.path.string());
+    return;
+  }
+  const fs::path dir = fs::absolute(target.path).parent_path();
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+    KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
+}
+
 CLI::App* add_eval_command(CLI::App& app, eval_args& a) {
   auto* cmd = app.add_subcommand("eval", "judge a candidate against a problem");
   add_shared_options(cmd, a);
   cmd->add_flag("--profile", a.profile);
+  // Given at all, not only away from their defaults: `--ncu-cache-control all` without
+  // --profile is as much a mistake as `none`.
+  cmd->parse_complete_callback([cmd, &a] {
+    for (const char* name :
+         {"--baseline", "--summary", "--no-counters", "--ncu", "--ncu-cache-control"})
+      if (cmd->count(name) > 0) a.profile_options_given = true;
+  });
   return cmd;
 }
 
@@ -173,30 +207,6 @@ eval::job make_job(const eval_args& a) {
   j.gpu_lock_wait_s = a.timeout_s / 3;
   j.timeout_s = a.timeout_s;
   return j;
-}
-
-/** Fails early (usage) when --json cannot be written, rather than after the evaluation. The
- *  file checked is the one written: a symbolic link's target (write_file_atomic). */
-void check_json_path(const std::string& path) {
-  if (path.empty() || path == "-") return;
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    KJ_THROW(error_kind::usage, "--json {}: is a directory (name a file in it)", path);
-  output_target target;
-  try {
-    target = resolve_output(path);
-  } catch (const kj::error& e) {
-    KJ_THROW(error_kind::usage, "--json: {}", e.message());
-  }
-  if (target.how == output_target::kind::descriptor) return;  // open for writing: checked
-  if (target.how == output_target::kind::direct) {
-    if (::access(target.path.c_str(), W_OK) != 0)
-      KJ_THROW(error_kind::usage, "--json {}: cannot write to {}", path, target.path.string());
-    return;
-  }
-  const fs::path dir = fs::absolute(target.path).parent_path();
-  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
-    KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
 }
 
 /** The job travels to the worker as JSON, which holds only UTF-8 text: a path or flag that is
@@ -279,8 +289,7 @@ int run_eval(const eval_args& a) {
   check_utf8("--python", a.python);
   check_utf8("--cache-dir", a.cache_dir);
   for (const auto& flag : a.nvcc_flags) check_utf8("--nvcc-flag", flag);
-  if (!a.profile && (!a.baseline_path.empty() || a.summary_only || a.no_counters ||
-                     !a.ncu_path.empty() || a.ncu_cache_control != "all"))
+  if (!a.profile && a.profile_options_given)
     KJ_THROW(error_kind::usage,
              "--baseline, --summary, --no-counters, --ncu and --ncu-cache-control apply to a "
              "profile: add --profile (or use kjudge profile)");

@@ -23,7 +23,7 @@ CLI::App* add_roofline_command(CLI::App& app, roofline_args& a) {
   auto* cmd = app.add_subcommand("roofline", "measured ceilings of the GPU, cached per GPU");
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
   cmd->add_flag("--refresh", a.refresh);
-  cmd->add_option("--json", a.json_path);
+  cmd->add_option("--json", a.json_path)->check(not_empty_path());
   cmd->add_option("--from", a.from_path);
   cmd->add_option("--device", a.device)->check(CLI::NonNegativeNumber);
   cmd->add_option("--repetitions", a.repetitions)->check(CLI::Range(5, 100));
@@ -39,6 +39,7 @@ constexpr int no_gpu_exit_code = 1;
 }  // namespace
 
 int run_roofline(const roofline_args& a) {
+  check_json_path(a.json_path);
   roofline::roofline_result result;
   std::string origin;
   if (!a.from_path.empty()) {

@@ -16,12 +16,13 @@ namespace kj::app {
 CLI::App* add_specs_command(CLI::App& app, specs_args& a) {
   auto* cmd = app.add_subcommand("specs", "GPU properties and datasheet peaks");
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
-  cmd->add_option("--json", a.json_path);
+  cmd->add_option("--json", a.json_path)->check(not_empty_path());
   cmd->add_flag("--all", a.all);
   return cmd;
 }
 
 int run_specs(const specs_args& a) {
+  check_json_path(a.json_path);
   const auto report = device::collect_specs();
   // Without a GPU the table is all there is to show, so it is shown (and written) as with --all.
   const bool with_table = a.all || !report.gpu_available;

@@ -11,6 +11,12 @@
 
 namespace kj::app {
 
+/** `--json ''` names no file: refused (a usage error) by every command that writes JSON. */
+[[nodiscard]] CLI::Validator not_empty_path();
+/** Fails early (a usage error) when --json's file cannot be written, rather than after the
+ *  work. "-" (standard output) and "" (no file) pass. */
+void check_json_path(const std::string& path);
+
 struct eval_args {
   std::string problem, candidate;
   std::string device = "auto";
@@ -37,6 +43,8 @@ struct eval_args {
   bool no_pool = false;  ///< --no-pool: exec a fresh `kjudge worker` (also KJUDGE_POOL=0)
   // Profiling (`eval --profile`, and always for `kjudge profile`).
   bool profile = false;
+  /** One of the profile's own options was given (with any value, its default included). */
+  bool profile_options_given = false;
   std::string baseline_path;              ///< an earlier result (or profile) to show deltas against
   bool summary_only = false;              ///< print the agent summary instead of the full report
   bool no_counters = false;               ///< skip the Nsight Compute run

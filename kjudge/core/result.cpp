@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include <kjudge/core/error.hpp>
 
@@ -17,7 +18,15 @@ void put(nlohmann::json& j, const char* name, const T& value) {
 }
 template <class T>
 void get(const nlohmann::json& j, const char* name, T& value) {
-  if (auto it = j.find(name); it != j.end() && !it->is_null()) it->get_to(value);
+  const auto it = j.find(name);
+  if (it == j.end()) return;
+  if (!it->is_null()) {
+    it->get_to(value);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    // JSON has no NaN or infinity: nlohmann writes them as null, and null reads back as NaN (a
+    // NaN output's error stays NaN, not 0).
+    value = std::numeric_limits<T>::quiet_NaN();
+  }
 }
 
 #define KJ_PUT(field) put(j, #field, v.field);

@@ -208,7 +208,10 @@ class pipeline {
         if (e.kind() != error_kind::candidate) throw;
         b.log = e.message();
         m_events.send({{"build", b}});
-        m_events.final(eval_status::compile_error, first_line(e.message()));
+        // The headline and the error's own last line ("SyntaxError: invalid syntax").
+        const std::string head = first_line(e.message()), tail = last_line(e.message());
+        m_events.final(eval_status::compile_error,
+                       tail.empty() || tail == head ? head : head + " " + tail);
         return false;
       }
       m_events.send({{"build", b}});
@@ -252,6 +255,16 @@ class pipeline {
     if (m_job.timeout_s > 0)
       req.timeout = std::chrono::milliseconds(static_cast<long long>(m_job.timeout_s * 1e3));
     return req;
+  }
+
+  /** The last line that is not blank, without its surrounding blanks. */
+  static std::string last_line(const std::string& s) {
+    const std::size_t end = s.find_last_not_of(" \t\r\n");
+    if (end == std::string::npos) return {};
+    const std::size_t newline = s.rfind('\n', end);
+    const std::size_t begin =
+        s.find_first_not_of(" \t", newline == std::string::npos ? 0 : newline + 1);
+    return s.substr(begin, end + 1 - begin);
   }
 
   static std::string first_line(const std::string& s) {

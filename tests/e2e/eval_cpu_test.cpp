@@ -121,6 +121,12 @@ TEST(EvalCpu, NanOutputIsIncorrect) {
   const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/returns_nan.py", cpu_fast);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_GT(r.result["trials"][0]["outputs"][0]["nan_count"].get<int>(), 0);
+  // Element 0 is NaN: its mismatch says so (null in JSON, nan on the terminal), not 0.
+  const auto& mismatches = r.result["trials"][0]["outputs"][0]["mismatches"];
+  ASSERT_FALSE(mismatches.empty()) << r.result["trials"][0];
+  EXPECT_TRUE(mismatches[0]["actual"].is_null()) << mismatches.dump();
+  EXPECT_TRUE(mismatches[0]["abs_err"].is_null()) << mismatches.dump();
+  EXPECT_NE(r.output.find("got nan (abs err nan)"), std::string::npos) << r.output;
 }
 
 TEST(EvalCpu, ConstantOutputIsFlagged) {
@@ -557,6 +563,18 @@ TEST(EvalCpu, ExceptionInConstructorIsARuntimeError) {
   EXPECT_NE(r.result["message"].get<std::string>().find("ModelNew"), std::string::npos);
 }
 
+TEST(EvalCpu, ACandidateThatDoesNotImportIsACompileError) {
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/syntax_error.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(r.result["status"], "compile_error");
+  // The message names the error itself, not only that the import failed.
+  EXPECT_NE(r.result["message"].get<std::string>().find("SyntaxError"), std::string::npos)
+      << r.result["message"];
+  EXPECT_NE(r.result["build"]["log"].get<std::string>().find("syntax_error.py"), std::string::npos)
+      << r.result["build"];
+}
+
 TEST(EvalCpu, BrokenProblemsAreProblemErrors) {
   const std::pair<const char*, const char*> problems[] = {
       {"problems/broken/syntax_error.py", "SyntaxError"},
@@ -660,6 +678,8 @@ TEST(EvalCpu, UsageErrors) {
         {"--budget", "inf"},
         {"--target-rse", "0"},
         {"--seed", "-1"},
+        {"--seed", "18446744073709551616"},  // 2^64: was saturated to 2^64 - 1
+        {"--seed", "12x"},
         {"--json", ""},
         {"--json", std::filesystem::temp_directory_path().string()}}) {
     std::vector<std::string> args = {"eval", problem, candidate, "--device", "cpu"};
@@ -722,6 +742,18 @@ TEST(ProfileCpu, ProfileOptionsWithoutAProfileAreAUsageError) {
                           (source_dir() / "examples/softmax/naive.py").string(), "--summary"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--profile"), std::string::npos) << r.output;
+  // Their default values too: given, they say a profile was meant.
+  for (const std::vector<std::string>& given :
+       {std::vector<std::string>{"--ncu-cache-control", "all"},
+        {"--ncu", ""},
+        {"--baseline", ""}}) {
+    std::vector<std::string> args = {"eval", (source_dir() / "problems/level1/softmax.py").string(),
+                                     (source_dir() / "examples/softmax/naive.py").string()};
+    args.insert(args.end(), given.begin(), given.end());
+    const auto d = run_raw(args);
+    EXPECT_EQ(d.exit_code, 2) << given[0] << ": " << d.output;
+    EXPECT_NE(d.output.find("--profile"), std::string::npos) << d.output;
+  }
 }
 
 TEST(ProfileCpu, ABaselineThatIsNotAProfileIsAUsageError) {

@@ -81,6 +81,18 @@ TEST(SpecsCli, HelpComesFromTheDocsAndBadOptionsAreUsageErrors) {
   EXPECT_NE(help.output.find("kjudge specs [--all] [--json <path>]"), std::string::npos)
       << help.output;
   EXPECT_EQ(run_raw({"specs", "--no-such-option"}).exit_code, 2);
+  // --json is checked as eval's is: an empty path, a directory or a folder that does not exist
+  // is refused before anything is written (a missing folder was created).
+  const auto missing = std::filesystem::temp_directory_path() /
+                       ("kjudge_no_such_dir_" + std::to_string(::getpid())) / "x.json";
+  for (const std::string& bad :
+       {std::string(), std::filesystem::temp_directory_path().string(), missing.string()}) {
+    for (const char* command : {"specs", "roofline"}) {
+      const auto r = run_raw({command, "--json", bad});
+      EXPECT_EQ(r.exit_code, 2) << command << " --json '" << bad << "': " << r.output;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(missing.parent_path()));
 }
 
 }  // namespace
