@@ -10,7 +10,17 @@ def fig(side, kind):
     f = side[kind]
     if not f.get("valid"):
         return "-"
-    return "%.2f±%.2f%%(n=%d)" % (f["median_us"], f["rse_pct"], f["n"])
+    rse = f.get("rse_pct")  # null with a single sample
+    return "%.2f±%s(n=%d)" % (f["median_us"], "-" if rse is None else "%.2f%%" % rse, f["n"])
+
+
+def speedup(sp):
+    """A valid speedup with its interval (null when a side had one sample); "-" otherwise."""
+    if not sp or not sp.get("valid") or sp.get("ratio") is None:
+        return "-"
+    if sp.get("ci_lo") is None or sp.get("ci_hi") is None:
+        return "%.2fx" % sp["ratio"]
+    return "%.2fx [%.2f, %.2f]" % (sp["ratio"], sp["ci_lo"], sp["ci_hi"])
 
 
 def main(folder):
@@ -26,7 +36,7 @@ def main(folder):
             continue
         t = r.get("timing") or {}
         sp = next((s for s in t.get("speedups", []) if s["kind"] == "device"), None)
-        sp_s = "%.2fx [%.2f, %.2f]" % (sp["ratio"], sp["ci_lo"], sp["ci_hi"]) if sp else "-"
+        sp_s = speedup(sp)
         if t:
             row = (fig(t["reference"], "device"), fig(t["candidate"], "device"),
                    fig(t["reference"], "stream"), fig(t["candidate"], "stream"))

@@ -41,8 +41,6 @@ constexpr std::string_view k_cache_version = "kjudge-native-cache-v2";
 constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS",
                                                     "NVCC_CCBIN",         "CPATH",
                                                     "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"};
-/** A build folder (<key>/.build.*) older than this was left by a build that was killed. */
-constexpr auto k_stale_build = std::chrono::hours(6);
 
 [[nodiscard]] std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -92,17 +90,23 @@ constexpr auto k_stale_build = std::chrono::hours(6);
           "-gencode", fmt::format("arch=compute_{0},code=sm_{0}", arch)};
 }
 
-/** The command for a build into `dir`: the library and, from nvcc's preprocessor, the list of
- *  files the source included (-MMD: not the system's headers). */
-[[nodiscard]] std::vector<std::string> make_command(const fs::path& nvcc,
-                                                    const nvcc_request& request,
-                                                    const fs::path& dir) {
+/** kjudge's flags, the include folder and the extra flags: what every nvcc run of a request
+ *  shares (the build, the dependency scan, the canary). */
+[[nodiscard]] std::vector<std::string> shared_args(const fs::path& nvcc,
+                                                   const nvcc_request& request) {
   std::vector<std::string> command{nvcc.empty() ? std::string("nvcc") : nvcc.string()};
   for (auto& flag : base_flags(request.arch)) command.push_back(std::move(flag));
   if (!request.include_dir.empty()) command.push_back("-I" + request.include_dir.string());
   command.insert(command.end(), request.extra_flags.begin(), request.extra_flags.end());
-  command.insert(command.end(), {"-MMD", "-MF", (dir / "deps.d").string()});
-  command.push_back(request.source.string());
+  return command;
+}
+
+/** The command that builds `source` into `dir`/candidate.so. */
+[[nodiscard]] std::vector<std::string> make_command(const fs::path& nvcc,
+                                                    const nvcc_request& request,
+                                                    const fs::path& source, const fs::path& dir) {
+  std::vector<std::string> command = shared_args(nvcc, request);
+  command.push_back(source.string());
   command.push_back("-o");
   command.push_back((dir / "candidate.so").string());
   return command;
@@ -140,27 +144,7 @@ void hash_field(sha256& hash, std::string_view bytes) {
   return hash.hex();
 }
 
-/** One file the source included, as the cache checks it: a file in the source's folder (or
- *  below) by its path from there, so that the same source in another folder is checked against
- *  its own neighbours; any other by its absolute path. */
-struct dependency {
-  std::string path;  ///< relative to the source's folder when `relative`, else absolute
-  bool relative = false;
-  std::string sha256;
-
-  [[nodiscard]] fs::path resolve(const fs::path& source_dir) const {
-    return relative ? source_dir / path : fs::path(path);
-  }
-  friend bool operator==(const dependency&, const dependency&) = default;
-};
-
-[[nodiscard]] fs::path canonical_or_absolute(const fs::path& p) {
-  std::error_code ec;
-  fs::path c = fs::weakly_canonical(p, ec);
-  return ec ? fs::absolute(p, ec) : c;
-}
-
-/** The prerequisites of a make rule as nvcc -MF writes it ("target : a b", lines continued by
+/** The prerequisites of a make rule as nvcc -M writes it ("target : a b", lines continued by
  *  a backslash, spaces in names escaped with one). */
 [[nodiscard]] std::vector<std::string> parse_depfile(std::string_view text) {
   std::vector<std::string> out;
@@ -185,47 +169,51 @@ struct dependency {
   return out;
 }
 
-/** The files of a finished build's depfile that the key does not cover: not the source itself
- *  and not the toolkit's headers (its release is in the key). False with `why` when one cannot
- *  be read. */
-[[nodiscard]] bool read_dependencies(const fs::path& depfile, const fs::path& source,
-                                     const fs::path& nvcc, std::vector<dependency>& out,
-                                     std::string& why) {
-  std::string text;
-  if (!read_file(depfile, text, why)) return false;
-  const fs::path source_real = canonical_or_absolute(source);
-  const fs::path source_dir = source_real.parent_path();
-  const fs::path toolkit = canonical_or_absolute(nvcc).parent_path().parent_path();
-  const auto under = [](const fs::path& p, const fs::path& dir) {
-    const fs::path rel = p.lexically_relative(dir);
-    return !rel.empty() && *rel.begin() != "..";
-  };
-  for (const std::string& name : parse_depfile(text)) {
-    const fs::path p = canonical_or_absolute(name);
-    if (p == source_real || (!toolkit.empty() && toolkit != "/" && under(p, toolkit))) continue;
+/** Every file the source includes, as nvcc resolves them with these flags and this environment
+ *  (`nvcc -M`: search order, symbolic links, `__has_include`, system and toolkit headers
+ *  alike), in nvcc's order, with a SHA-256 of each. Empty with `why` when the scan fails (a
+ *  missing header: the build then says why) or a file cannot be read. */
+struct dependency {
+  std::string path;
+  std::string sha256;
+};
+
+[[nodiscard]] std::vector<dependency> scan_dependencies(const fs::path& nvcc,
+                                                        const nvcc_request& request,
+                                                        std::chrono::milliseconds timeout,
+                                                        std::string& why) {
+  runner::spawn_options options;
+  options.argv = shared_args(nvcc, request);
+  options.argv.push_back("-M");
+  options.argv.push_back(request.source.string());
+  options.timeout = timeout;
+  options.output_tail_bytes = k_log_limit;
+  const runner::process_result run = runner::run_process(options);
+  if (!run.ok()) {
+    why = "nvcc -M " + run.describe();
+    return {};
+  }
+  std::vector<dependency> out;
+  for (std::string& name : parse_depfile(run.output_tail)) {
     dependency d;
-    d.relative = under(p, source_dir);
-    d.path = d.relative ? p.lexically_relative(source_dir).string() : p.string();
     try {
-      d.sha256 = kj::sha256_file(p);
+      d.sha256 = kj::sha256_file(name);
     } catch (const kj::error& e) {
       why = e.message();
-      return false;
+      return {};
     }
-    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(std::move(d));
+    d.path = std::move(name);
+    out.push_back(std::move(d));
   }
-  return true;
+  if (out.empty()) why = "nvcc -M listed no files";
+  return out;
 }
 
-/** True when every recorded dependency has, next to this source, the bytes it had at the build. */
-[[nodiscard]] bool dependencies_match(const nlohmann::json& recorded, const fs::path& source_dir) {
-  if (!recorded.is_array()) return false;
-  for (const auto& d : recorded) {
-    dependency dep;
-    dep.path = d.value("path", "");
-    dep.relative = d.value("relative_to_source", false);
+/** True when every file still has the bytes it had at the scan. */
+[[nodiscard]] bool unchanged(const std::vector<dependency>& deps) {
+  for (const auto& d : deps) {
     try {
-      if (kj::sha256_file(dep.resolve(source_dir)) != d.value("sha256", "")) return false;
+      if (kj::sha256_file(d.path) != d.sha256) return false;
     } catch (const kj::error&) {
       return false;
     }
@@ -233,52 +221,59 @@ struct dependency {
   return true;
 }
 
-[[nodiscard]] nlohmann::json to_json(const std::vector<dependency>& deps) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& d : deps)
-    out.push_back({{"path", d.path}, {"relative_to_source", d.relative}, {"sha256", d.sha256}});
-  return out;
-}
-
-/** The folder of one build under a key: named by its dependencies' hashes, so that a source
- *  whose headers differ (edited, or the same source in another folder) gets a build of its own. */
+/** The folder of one build under a key: named by the bytes of the files nvcc resolves, in its
+ *  order (not their paths: the same headers in another checkout share the build; another header
+ *  found first, or an edited one, makes another build). */
 [[nodiscard]] std::string variant_name(const std::vector<dependency>& deps) {
   sha256 hash;
-  for (const auto& d : deps) {
-    hash_field(hash, d.relative ? "rel" : "abs");
-    hash_field(hash, d.path);
-    hash_field(hash, d.sha256);
-  }
+  for (const auto& d : deps) hash_field(hash, d.sha256);
   return hash.hex().substr(0, 16);
 }
 
-/** A build under `entry` whose recorded headers match this source's: its folder, or empty. */
-[[nodiscard]] fs::path find_variant(const fs::path& entry, const fs::path& source_dir) {
-  std::error_code ec;
-  for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
-    const fs::path dir = it->path();
-    if (dir.filename().string().starts_with(".") || !fs::is_regular_file(dir / "candidate.so", ec))
-      continue;
-    std::string text, why;
-    if (!read_file(dir / "build.json", text, why)) continue;
-    const auto info = nlohmann::json::parse(text, nullptr, false);
-    if (info.is_object() && info.contains("dependencies") &&
-        dependencies_match(info["dependencies"], source_dir))
-      return dir;
-  }
-  return {};
+[[nodiscard]] nlohmann::json to_json(const std::vector<dependency>& deps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : deps) out.push_back({{"path", d.path}, {"sha256", d.sha256}});
+  return out;
 }
 
-/** Removes build folders under `entry` that a killed build left (older than k_stale_build). */
-void remove_stale_builds(const fs::path& entry) {
-  std::error_code ec;
-  const auto now = fs::file_time_type::clock::now();
-  for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code e2;
-    if (!it->path().filename().string().starts_with(".build.")) continue;
-    const auto when = fs::last_write_time(it->path(), e2);
-    if (!e2 && now - when > k_stale_build) fs::remove_all(it->path(), e2);
+/** One build of an empty source with the request's flags and environment into `dir`. */
+[[nodiscard]] bool build_canary(const fs::path& nvcc, const nvcc_request& request,
+                                const fs::path& dir, std::string& why) {
+  const fs::path source = dir / "canary.cu";
+  if (!write_file_atomic(dir, "canary.cu", "extern \"C\" int kj_canary() { return 0; }\n", why))
+    return false;
+  runner::spawn_options options;
+  options.argv = shared_args(nvcc, request);
+  options.argv.insert(options.argv.end(), {source.string(), "-o", (dir / "canary.so").string()});
+  options.timeout = std::chrono::minutes(2);
+  options.output_tail_bytes = 64 * 1024;
+  const runner::process_result run = runner::run_process(options);
+  if (!run.ok()) why = fmt::format("{}\n{}", run.describe(), run.output_tail);
+  return run.ok();
+}
+
+/** Whether nvcc itself can build an empty source with the request's flags and environment; when
+ *  not, a failed build is the tool's (a broken host compiler, an architecture the toolkit does
+ *  not know, a full disk, bad flags), not the candidate's. `why`: the canary's output. */
+[[nodiscard]] bool nvcc_builds_a_canary(const fs::path& nvcc, const nvcc_request& request,
+                                        const fs::path& dir, std::string& why) {
+  // Remembered per command line and environment for the life of the process.
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<bool, std::string>> known;
+  std::string id;
+  for (const auto& a : shared_args(nvcc, request)) id += a + '\n';
+  for (const char* name : k_build_env) id += env_or_empty(name) + '\n';
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = known.find(id); it != known.end()) {
+      why = it->second.second;
+      return it->second.first;
+    }
   }
+  const bool ok = build_canary(nvcc, request, dir, why);
+  std::lock_guard lock(mutex);
+  known.emplace(id, std::pair{ok, why});
+  return ok;
 }
 
 /** Parses "Cuda compilation tools, release 13.0, V13.0.88" into "13.0.88" (or "13.0"). */
@@ -367,7 +362,7 @@ build_result build_native(const nvcc_request& request) {
   const fs::path nvcc = request.nvcc.empty() ? find_nvcc() : request.nvcc;
   const fs::path cache_dir =
       request.cache_dir.empty() ? default_cache_dir() / "native" : request.cache_dir;
-  out.command = make_command(nvcc, request, cache_dir / "<key>" / "<build>");
+  out.command = make_command(nvcc, request, request.source, cache_dir / "<key>" / "<build>");
 
   if (!valid_arch(request.arch)) {
     out.error = fmt::format("invalid arch '{}': expected a compute capability such as 90 or 90a",
@@ -397,13 +392,19 @@ build_result build_native(const nvcc_request& request) {
 
   out.key = cache_key(request, nvcc, source, out.nvcc_version, abi_header);
   const fs::path entry = cache_dir / out.key;
-  const fs::path source_dir = canonical_or_absolute(request.source).parent_path();
+  // What this build would include, now: the build under the key made from those same bytes
+  // serves. A scan that fails skips the cache (the build says what is wrong).
+  std::string scan_error;
+  const std::vector<dependency> deps =
+      scan_dependencies(nvcc, request, request.timeout, scan_error);
+  const std::string variant = deps.empty() ? std::string() : variant_name(deps);
 
   std::error_code ec;
-  if (const fs::path hit = find_variant(entry, source_dir); !hit.empty()) {
+  if (!variant.empty() && fs::is_regular_file(entry / variant / "candidate.so", ec)) {
     // build.log and build.json are renamed into place with the library, so a hit has them.
+    const fs::path hit = entry / variant;
     out.library = hit / "candidate.so";
-    out.command = make_command(nvcc, request, hit);
+    out.command = make_command(nvcc, request, request.source, hit);
     std::string log;
     if (read_file(hit / "build.log", log, why)) out.log = std::move(log);
     out.ok = true;
@@ -413,14 +414,14 @@ build_result build_native(const nvcc_request& request) {
     return out;
   }
 
-  fs::create_directories(entry, ec);
+  // The whole build happens in a folder of its own, renamed into place once complete. A build
+  // that is killed leaves its `.build.*` folder; nothing else uses it, and it may be deleted.
+  const fs::path work = entry / (".build." + kj::unique_temp_suffix());
+  fs::create_directories(work, ec);
   if (ec) {
-    out.error = fmt::format("cannot create cache directory {}: {}", entry.string(), ec.message());
+    out.error = fmt::format("cannot create build directory {}: {}", work.string(), ec.message());
     return out;
   }
-  remove_stale_builds(entry);
-  // The whole build happens in a folder of its own, renamed into place once complete.
-  const fs::path work = entry / (".build." + kj::unique_temp_suffix());
   auto fail = [&](build_failure kind, std::string message) {
     out.failure = kind;
     out.error = std::move(message);
@@ -428,12 +429,8 @@ build_result build_native(const nvcc_request& request) {
     fs::remove(entry, ec);  // only if empty: no other build of this key
     return out;
   };
-  fs::create_directory(work, ec);
-  if (ec)
-    return fail(build_failure::tool,
-                fmt::format("cannot create build directory {}: {}", work.string(), ec.message()));
   runner::spawn_options options;
-  options.argv = make_command(nvcc, request, work);
+  options.argv = make_command(nvcc, request, request.source, work);
   out.command = options.argv;
   options.timeout = request.timeout;
   options.output_tail_bytes = k_log_limit;
@@ -444,21 +441,37 @@ build_result build_native(const nvcc_request& request) {
                                   run.output_bytes - run.output_tail.size()));
   out.build_time = since(start);
 
-  // nvcc that ran to the end and said no has rejected the source; anything else (a signal, the
-  // time limit, a spawn failure) is the tool's failure, not the candidate's.
+  // nvcc that ran to the end and said no has rejected the source, unless it cannot build even
+  // an empty one with these flags and this environment; anything else (a signal, the time
+  // limit, a spawn failure) is the tool's failure, not the candidate's.
   if (!run.ok()) {
-    const bool rejected = run.how == runner::exit_kind::exited &&
-                          out.log.find("died due to signal") == std::string::npos;
-    return fail(rejected ? build_failure::rejected : build_failure::tool, "nvcc " + run.describe());
+    std::string canary_why;
+    if (run.how != runner::exit_kind::exited ||
+        out.log.find("died due to signal") != std::string::npos)
+      return fail(build_failure::tool, "nvcc " + run.describe());
+    if (!nvcc_builds_a_canary(nvcc, request, work, canary_why))
+      return fail(build_failure::tool,
+                  fmt::format("nvcc {}, and fails on an empty source with the same flags and "
+                              "environment too (not the candidate's fault): {}",
+                              run.describe(), canary_why));
+    return fail(build_failure::rejected, "nvcc " + run.describe());
   }
   if (!fs::is_regular_file(work / "candidate.so", ec))
     return fail(build_failure::tool, "nvcc succeeded but wrote no library");
-  std::vector<dependency> deps;
-  if (!read_dependencies(work / "deps.d", request.source, nvcc, deps, why))
-    return fail(build_failure::tool, "cannot read the build's list of included files: " + why);
-
-  const fs::path final_dir = entry / variant_name(deps);
-  out.command = make_command(nvcc, request, final_dir);
+  out.ok = true;
+  out.failure = build_failure::none;
+  out.library = work / "candidate.so";
+  // Published only when the files it included were scanned and did not change while nvcc ran
+  // (an edit during the build would file a library of the old bytes under the new ones). An
+  // unpublished build serves this evaluation from its own folder and is not kept for others.
+  if (variant.empty() || !unchanged(deps)) {
+    out.log += fmt::format("[kjudge: this build was not cached: {}]\n",
+                           variant.empty() ? "its includes could not be listed (" + scan_error + ")"
+                                           : std::string("an included file changed during it"));
+    return out;
+  }
+  const fs::path final_dir = entry / variant;
+  out.command = make_command(nvcc, request, request.source, final_dir);
   const nlohmann::json info = {
       {"command", out.command},
       {"nvcc", nvcc.string()},
@@ -474,7 +487,7 @@ build_result build_native(const nvcc_request& request) {
     return fail(build_failure::tool, why);
   fs::rename(work, final_dir, ec);
   if (ec) {
-    // Another build of the same key and headers finished first (the target folder exists and is
+    // Another build of the same key and bytes finished first (the target folder exists and is
     // not empty): the same bytes, so its library serves.
     if (!fs::is_regular_file(final_dir / "candidate.so"))
       return fail(build_failure::tool, fmt::format("cannot move the build into {}: {}",
@@ -482,8 +495,6 @@ build_result build_native(const nvcc_request& request) {
     fs::remove_all(work, ec);
   }
   out.library = final_dir / "candidate.so";
-  out.ok = true;
-  out.failure = build_failure::none;
   return out;
 }
 

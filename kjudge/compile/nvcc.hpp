@@ -1,8 +1,8 @@
 #pragma once
 /** @file Building native candidates: one .cu file -> a shared library for the GPU that is present,
  *  with nvcc, cached by a content hash of (source bytes, flags, nvcc and its release, ABI header,
- *  the build environment), each build under a key checked against the bytes of the headers the
- *  source included. */
+ *  the build environment), each build under a key named by the bytes of every file nvcc resolves
+ *  for the source's includes. */
 
 #include <chrono>
 #include <filesystem>
@@ -23,8 +23,9 @@ struct nvcc_request {
 };
 
 /** Why a build failed: the compiler rejected the source (a compile error: nvcc ran to the end
- *  and exited non-zero, the link included), or the tool did (nvcc missing or killed, the time
- *  limit, the cache folder not writable: not the candidate's fault). */
+ *  and exited non-zero, the link included, while it builds an empty source with the same flags
+ *  and environment), or the tool did (nvcc missing, killed or unable to build anything that way,
+ *  the time limit, the cache folder not writable: not the candidate's fault). */
 enum class build_failure { none, rejected, tool };
 
 struct build_result {
@@ -34,7 +35,8 @@ struct build_result {
   std::filesystem::path library;  ///< the .so to dlopen, when ok
   std::string key;                ///< cache key (sha256 hex)
   /** The nvcc command line, with the paths of the cache folder the build lives in (nvcc itself
-   *  wrote to a temporary folder beside it, renamed into place). */
+   *  wrote to a temporary folder beside it, renamed into place; an unpublished build stays in
+   *  that folder). */
   std::vector<std::string> command;
   /** The compiler's stdout+stderr, complete up to 16 MiB (beyond that the first bytes are
    *  dropped, after a line saying how many). */
@@ -51,11 +53,13 @@ struct build_result {
 /** Release string of an nvcc binary ("13.0.88"); cached per path for the process. */
 [[nodiscard]] std::string nvcc_version(const std::filesystem::path& nvcc);
 
-/** Builds (or finds in the cache) the candidate library. A cache hit needs the same key and, for
- *  every file the source included outside the toolkit (quoted headers next to it by their path
- *  from its folder, others by absolute path), the bytes the build saw. Concurrent builds of the
- *  same key are safe: each builds in a folder of its own and renames it into place. A failure
- *  is a value (ok = false, failure says whose, log = the compiler's output), not an exception. */
+/** Builds (or finds in the cache) the candidate library. Every call first lists the files the
+ *  source includes as nvcc resolves them (`nvcc -M` with the same flags and environment) and
+ *  hashes them; the build under the key made from those same bytes, in that order, serves. A
+ *  build is filed under them only when they did not change while nvcc ran. Concurrent builds of
+ *  the same key are safe: each builds in a folder of its own and renames it into place. A
+ *  failure is a value (ok = false, failure says whose, log = the compiler's output), not an
+ *  exception. */
 [[nodiscard]] build_result build_native(const nvcc_request& request);
 
 /** The user's cache root: $KJUDGE_CACHE_DIR, else $XDG_CACHE_HOME/kjudge, else ~/.cache/kjudge. */

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -100,6 +101,10 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
   }
   const auto cupti_stream = collector.stream_id(static_cast<CUstream_st*>(ctx.stream));
   blocker.hold(stream, forward_block_timeout);
+  // The host's clock from before the start event is issued to after the device is synchronised:
+  // the events lie inside it, so an event time above it means the clocks disagree (invariant 2's
+  // upper bound, a bound that holds easily: it includes issuing and CUPTI's flush).
+  const auto wall_start = std::chrono::steady_clock::now();
   {
     measure::detail::release_on_exit release(blocker);
     start.record(stream);
@@ -107,6 +112,7 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
     end.record(stream);
   }
   const bool complete = collector.stop();  // synchronises the device
+  const auto wall = std::chrono::steady_clock::now() - wall_start;
   mem.device_free_after_bytes = device_free_bytes();
   const auto after = ctx.session->allocator_stats(false);
   mem.allocator_peak_bytes = after.peak_allocated;
@@ -122,6 +128,7 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
   profile::timed_forward timing;
   timing.cuda_candidate = ctx.cuda_side;
   timing.event_time = nanoseconds(f.event_time_ns);
+  timing.host_wall = std::chrono::duration_cast<nanoseconds>(wall);
   timing.timed_stream = cupti_stream;
   f.launches = profile::checked_launches(records, timing);
   if (!complete)

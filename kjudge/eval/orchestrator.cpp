@@ -48,8 +48,10 @@ std::string hash_or_empty(const fs::path& p) {
 
 /** <cache>/torch_extensions/<16 hex digits of the candidate's bytes and the interpreter>. */
 fs::path torch_extensions_dir(const job& j) {
+  // The interpreter's path as given, links not followed: a venv's python3 is a link to the
+  // base interpreter, and two venvs hold two torch builds.
   std::error_code ec;
-  const fs::path python = fs::weakly_canonical(j.python, ec);
+  const fs::path python = fs::absolute(j.python, ec).lexically_normal();
   const std::string content = hash_or_empty(j.candidate);
   const std::string key = sha256_hex(fmt::format("{}\n{}", content.empty() ? "unreadable" : content,
                                                  ec ? j.python.string() : python.string()));

@@ -131,7 +131,9 @@ struct device_facts {
 [[nodiscard]] comparison time_pair(target& reference, target& candidate, void* stream,
                                    const device_facts& device, const timing_options& options);
 
-/** Times a single target (used by `kjudge eval` when there is no candidate to compare). */
+/** Times a single target by the same sampling loop (the tests' way of timing known kernels; no
+ *  command uses it). Its result is the side alone: no clock record, flush size or stopping
+ *  reason, which a comparison carries. */
 [[nodiscard]] side_result time_single(target& t, void* stream, const device_facts& device,
                                       const timing_options& options);
 

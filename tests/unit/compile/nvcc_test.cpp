@@ -114,19 +114,21 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
   EXPECT_EQ(info.at("command"), first.command);
   EXPECT_GT(info.at("build_seconds").get<double>(), 0.0);
 
-  // The included files outside the toolkit, with their hashes: here only the ABI header.
-  ASSERT_EQ(info.at("dependencies").size(), 1U) << info.dump(2);
-  EXPECT_EQ(info.at("dependencies")[0].at("path"),
-            fs::weakly_canonical(fs::path(KJ_SOURCE_DIR_FOR_TESTS) / "include/kjudge/candidate.h")
-                .string());
-  EXPECT_EQ(info.at("dependencies")[0].at("relative_to_source"), false);
+  // Every file nvcc resolved for the source, with its hash: the source and the ABI header among
+  // them (system and toolkit headers too).
+  std::set<std::string> listed;
+  for (const auto& d : info.at("dependencies")) listed.insert(d.at("path").get<std::string>());
+  EXPECT_TRUE(listed.count(source.string()) == 1) << info.dump(2);
+  EXPECT_TRUE(listed.count(
+                  (fs::path(KJ_SOURCE_DIR_FOR_TESTS) / "include/kjudge/candidate.h").string()) == 1)
+      << info.dump(2);
 
   // Exactly one leftover-free entry: no temporary files remain beside the library, and the key
   // holds one build and no build folder.
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(first.library.parent_path()))
     names.insert(e.path().filename());
-  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so", "deps.d"}));
+  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so"}));
   EXPECT_EQ(
       std::distance(fs::directory_iterator(m_dir / "cache" / first.key), fs::directory_iterator()),
       1);
@@ -172,7 +174,7 @@ TEST_F(nvcc_test, concurrent_builds_of_one_key_are_safe) {
   std::set<std::string> names;
   for (const auto& e : fs::directory_iterator(a.library.parent_path()))
     names.insert(e.path().filename());
-  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so", "deps.d"}));
+  EXPECT_EQ(names, (std::set<std::string>{"build.json", "build.log", "candidate.so"}));
   // The build that lost the race left nothing behind.
   EXPECT_EQ(
       std::distance(fs::directory_iterator(m_dir / "cache" / a.key), fs::directory_iterator()), 1);
@@ -270,6 +272,36 @@ extern "C" int kj_test_answer() { return KJ_TILE; }
   EXPECT_EQ(other.library, edited.library);
   write("b/tile config.cuh", "#define KJ_TILE 64\n");
   EXPECT_FALSE(build_native(request(copy)).cached);
+  // A header reached through a symbolic link: pointed elsewhere, another build.
+  write("c/v1.cuh", "#define KJ_TILE 101\n");
+  write("c/v2.cuh", "#define KJ_TILE 102\n");
+  const auto linked = write("c/fused.cu", source_text);
+  fs::create_symlink("v1.cuh", m_dir / "c/tile config.cuh");
+  const build_result via_v1 = build_native(request(linked));
+  ASSERT_TRUE(via_v1.ok) << via_v1.error;
+  fs::remove(m_dir / "c/tile config.cuh");
+  fs::create_symlink("v2.cuh", m_dir / "c/tile config.cuh");
+  const build_result via_v2 = build_native(request(linked));
+  ASSERT_TRUE(via_v2.ok) << via_v2.error;
+  EXPECT_FALSE(via_v2.cached);
+  void* h2 = ::dlopen(via_v2.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h2, nullptr) << ::dlerror();
+  EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(h2, "kj_test_answer"))(), 102);
+  ::dlclose(h2);
+
+  // A header found first elsewhere (an -I folder's, then one next to the source): another build.
+  write("d/inc/tile config.cuh", "#define KJ_TILE 201\n");
+  const auto shadowed = write("d/src/fused.cu", source_text);
+  auto with_include = request(shadowed);
+  with_include.extra_flags = {"-I" + (m_dir / "d/inc").string()};
+  const build_result from_include = build_native(with_include);
+  ASSERT_TRUE(from_include.ok) << from_include.error << from_include.log;
+  write("d/src/tile config.cuh", "#define KJ_TILE 202\n");
+  const build_result from_neighbour = build_native(with_include);
+  ASSERT_TRUE(from_neighbour.ok) << from_neighbour.error;
+  EXPECT_FALSE(from_neighbour.cached);
+  EXPECT_NE(from_neighbour.library, from_include.library);
+
   // A neighbour gone: not a hit, and nvcc says why.
   fs::remove(m_dir / "b/tile config.cuh");
   const build_result gone = build_native(request(copy));
@@ -289,6 +321,18 @@ TEST_F(nvcc_test, build_environment_is_in_the_key) {
   }
   EXPECT_NE(appended, base);
   EXPECT_EQ(build_native(request(source)).key, base);
+}
+
+TEST_F(nvcc_test, a_failure_of_the_tool_is_not_a_compile_error) {
+  require_nvcc();
+  // The source is fine; the host compiler nvcc is told to use does not exist, so an empty
+  // source fails as well.
+  const auto source = write("fine.cu", k_valid_source);
+  scoped_env ccbin("NVCC_CCBIN", "/nonexistent/g++");
+  const build_result r = build_native(request(source));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.failure, kj::compile::build_failure::tool) << r.error << "\n" << r.log;
+  EXPECT_NE(r.error.find("empty source"), std::string::npos) << r.error;
 }
 
 TEST_F(nvcc_test, link_errors_are_compile_errors) {
