@@ -7,6 +7,7 @@
 #include <kjudge/runner/process.hpp>
 
 #include <pwd.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -118,11 +120,75 @@ void hash_field(sha256& hash, std::string_view bytes) {
   hash.update(bytes);
 }
 
-/** The key of everything known before nvcc runs: the source's bytes, the flags, which nvcc and
- *  its release, the ABI header, the build environment, and (with extra flags, whose relative
- *  paths resolve there) the working folder. The headers the source includes are checked after:
- *  see dependency. */
-[[nodiscard]] std::string cache_key(const nvcc_request& request, const fs::path& nvcc,
+/** What every nvcc run of one build shares, taken once on the caller's thread: which nvcc, the
+ *  environment and the working folder (nvcc runs there; relative paths resolve there). */
+struct context {
+  fs::path nvcc;
+  std::vector<std::string> env;  ///< NAME=value
+  fs::path cwd;
+
+  [[nodiscard]] std::optional<std::string> value(std::string_view name) const {
+    for (const auto& entry : env)
+      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
+        return entry.substr(name.size() + 1);
+    return std::nullopt;
+  }
+  [[nodiscard]] runner::spawn_options spawn(std::vector<std::string> argv,
+                                            std::chrono::milliseconds timeout,
+                                            std::size_t tail_bytes) const {
+    runner::spawn_options o;
+    o.argv = std::move(argv);
+    o.base_environment = env;
+    o.cwd = cwd;
+    o.timeout = timeout;
+    o.output_tail_bytes = tail_bytes;
+    return o;
+  }
+  /** A path nvcc printed (relative to where it ran) as this process can open it. */
+  [[nodiscard]] fs::path resolve(const fs::path& p) const { return p.is_absolute() ? p : cwd / p; }
+};
+
+/** Runs a child, turning a failure to start it (an exception: no pipe, no fork) into a result. */
+[[nodiscard]] runner::process_result run(const runner::spawn_options& options) {
+  try {
+    return runner::run_process(options);
+  } catch (const std::exception& e) {
+    runner::process_result r;
+    r.how = runner::exit_kind::spawn_failed;
+    r.error = e.what();
+    return r;
+  }
+}
+
+/** Arguments of the extra flags that name existing files (an --options-file, an object, an
+ *  archive or a linker script given by path, `-Xlinker=script.ld`...): their bytes change what
+ *  nvcc makes, and nvcc -M does not list them. Libraries found by `-l` are not. */
+[[nodiscard]] std::vector<fs::path> flag_files(const nvcc_request& request, const context& ctx) {
+  std::vector<fs::path> out;
+  for (const auto& flag : request.extra_flags) {
+    std::vector<std::string> candidates{flag};
+    if (const auto eq = flag.find('='); eq != std::string::npos)
+      candidates.push_back(flag.substr(eq + 1));
+    for (std::string c : candidates) {
+      for (std::size_t start = 0;;) {  // comma-separated lists (-Xlinker a,b)
+        const std::size_t comma = c.find(',', start);
+        const std::string part = c.substr(start, comma - start);
+        std::error_code ec;
+        if (!part.empty() && fs::is_regular_file(ctx.resolve(part), ec))
+          out.push_back(ctx.resolve(part));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    }
+  }
+  return out;
+}
+
+/** The key of everything known before nvcc runs: the source's bytes, the flags (and the bytes of
+ *  files they name), which nvcc and its release, the ABI header, the build environment, and
+ *  (with extra flags, whose relative paths resolve there) the working folder. The headers the
+ *  source includes are checked after: see dependency. */
+[[nodiscard]] std::string cache_key(const nvcc_request& request, const context& ctx,
                                     std::string_view source, std::string_view version,
                                     std::string_view abi_header) {
   sha256 hash;
@@ -131,78 +197,100 @@ void hash_field(sha256& hash, std::string_view bytes) {
   for (const auto& flag : base_flags(request.arch)) hash_field(hash, flag);
   hash_field(hash, "extra");
   for (const auto& flag : request.extra_flags) hash_field(hash, flag);
+  for (const auto& file : flag_files(request, ctx)) {
+    hash_field(hash, file.string());
+    try {
+      hash_field(hash, kj::sha256_file(file));
+    } catch (const kj::error& e) {
+      hash_field(hash, e.message());
+    }
+  }
   hash_field(hash, version);
   hash_field(hash, abi_header);
   std::error_code ec;
-  const fs::path nvcc_real = fs::weakly_canonical(nvcc, ec);
-  hash_field(hash, ec ? nvcc.string() : nvcc_real.string());
-  for (const char* name : k_build_env) {
-    const char* value = std::getenv(name);
-    hash_field(hash, value == nullptr ? std::string_view("<unset>") : std::string_view(value));
-  }
-  if (!request.extra_flags.empty()) hash_field(hash, fs::current_path(ec).string());
+  const fs::path nvcc_real = fs::weakly_canonical(ctx.nvcc, ec);
+  hash_field(hash, ec ? ctx.nvcc.string() : nvcc_real.string());
+  for (const char* name : k_build_env) hash_field(hash, ctx.value(name).value_or("<unset>"));
+  if (!request.extra_flags.empty()) hash_field(hash, ctx.cwd.string());
   return hash.hex();
 }
 
-/** The prerequisites of a make rule as nvcc -M writes it ("target : a b", lines continued by
- *  a backslash, spaces in names escaped with one). */
+/** The prerequisites of the make rules nvcc -M writes ("target : a b", lines continued by a
+ *  backslash, spaces in names escaped with one), every rule's, targets left out. */
 [[nodiscard]] std::vector<std::string> parse_depfile(std::string_view text) {
-  std::vector<std::string> out;
-  const std::size_t colon = text.find(": ");
-  if (colon == std::string_view::npos) return out;
+  std::vector<std::string> words;
   std::string word;
-  for (std::size_t i = colon + 2; i < text.size(); ++i) {
+  const auto end_word = [&] {
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
       ++i;  // a line continuation
+      end_word();
     } else if (c == '\\' && i + 1 < text.size() && text[i + 1] == ' ') {
       word += ' ';
       ++i;
     } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      if (!word.empty()) out.push_back(std::move(word));
-      word.clear();
+      end_word();
     } else {
       word += c;
     }
   }
-  if (!word.empty()) out.push_back(std::move(word));
+  end_word();
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == ":") continue;
+    if (i + 1 < words.size() && words[i + 1] == ":") continue;  // a target
+    if (words[i].ends_with(":")) continue;                      // "target:"
+    out.push_back(std::move(words[i]));
+  }
   return out;
 }
 
 /** Every file the source includes, as nvcc resolves them with these flags and this environment
  *  (`nvcc -M`: search order, symbolic links, `__has_include`, system and toolkit headers
- *  alike), in nvcc's order, with a SHA-256 of each. Empty with `why` when the scan fails (a
- *  missing header: the build then says why) or a file cannot be read. */
+ *  alike), in nvcc's order, with a SHA-256 of each ("absent" for a file it names that does not
+ *  exist, as a `#line` directive can). Empty with `why` when the scan fails (a missing header:
+ *  the build then says why). */
 struct dependency {
   std::string path;
   std::string sha256;
 };
 
-[[nodiscard]] std::vector<dependency> scan_dependencies(const fs::path& nvcc,
-                                                        const nvcc_request& request,
+[[nodiscard]] std::string hash_or_absent(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return "absent";
+  return kj::sha256_file(p);
+}
+
+[[nodiscard]] std::vector<dependency> scan_dependencies(const nvcc_request& request,
+                                                        const context& ctx, const fs::path& depfile,
                                                         std::chrono::milliseconds timeout,
                                                         std::string& why) {
-  runner::spawn_options options;
-  options.argv = shared_args(nvcc, request);
-  options.argv.push_back("-M");
-  options.argv.push_back(request.source.string());
-  options.timeout = timeout;
-  options.output_tail_bytes = k_log_limit;
-  const runner::process_result run = runner::run_process(options);
-  if (!run.ok()) {
-    why = "nvcc -M " + run.describe();
-    return {};
+  std::vector<std::string> argv = shared_args(ctx.nvcc, request);
+  argv.insert(argv.end(), {"-M", "-MF", depfile.string(), request.source.string()});
+  const runner::process_result r = run(ctx.spawn(std::move(argv), timeout, 64 * 1024));
+  std::string text;
+  if (!r.ok()) {
+    why = "nvcc -M " + r.describe();
+  } else if (!read_file(depfile, text, why)) {
+    why = "nvcc -M wrote no list: " + why;
   }
+  std::error_code ec;
+  fs::remove(depfile, ec);
+  if (!why.empty()) return {};
   std::vector<dependency> out;
-  for (std::string& name : parse_depfile(run.output_tail)) {
+  for (std::string& name : parse_depfile(text)) {
     dependency d;
     try {
-      d.sha256 = kj::sha256_file(name);
+      d.sha256 = hash_or_absent(ctx.resolve(name));
     } catch (const kj::error& e) {
       why = e.message();
       return {};
     }
-    d.path = std::move(name);
+    d.path = ctx.resolve(name).string();
     out.push_back(std::move(d));
   }
   if (out.empty()) why = "nvcc -M listed no files";
@@ -213,7 +301,7 @@ struct dependency {
 [[nodiscard]] bool unchanged(const std::vector<dependency>& deps) {
   for (const auto& d : deps) {
     try {
-      if (kj::sha256_file(d.path) != d.sha256) return false;
+      if (hash_or_absent(d.path) != d.sha256) return false;
     } catch (const kj::error&) {
       return false;
     }
@@ -236,44 +324,34 @@ struct dependency {
   return out;
 }
 
-/** One build of an empty source with the request's flags and environment into `dir`. */
-[[nodiscard]] bool build_canary(const fs::path& nvcc, const nvcc_request& request,
-                                const fs::path& dir, std::string& why) {
+/** Whether nvcc itself can build an empty source with the request's flags and environment into
+ *  `dir`; when not, a failed build is the tool's (a broken host compiler, an architecture the
+ *  toolkit does not know, bad flags), not the candidate's. `why`: the canary's output. */
+[[nodiscard]] bool nvcc_builds_a_canary(const nvcc_request& request, const context& ctx,
+                                        const fs::path& dir, std::string& why) {
   const fs::path source = dir / "canary.cu";
   if (!write_file_atomic(dir, "canary.cu", "extern \"C\" int kj_canary() { return 0; }\n", why))
     return false;
-  runner::spawn_options options;
-  options.argv = shared_args(nvcc, request);
-  options.argv.insert(options.argv.end(), {source.string(), "-o", (dir / "canary.so").string()});
-  options.timeout = std::chrono::minutes(2);
-  options.output_tail_bytes = 64 * 1024;
-  const runner::process_result run = runner::run_process(options);
-  if (!run.ok()) why = fmt::format("{}\n{}", run.describe(), run.output_tail);
-  return run.ok();
+  std::vector<std::string> argv = shared_args(ctx.nvcc, request);
+  argv.insert(argv.end(), {source.string(), "-o", (dir / "canary.so").string()});
+  const runner::process_result r = run(ctx.spawn(
+      std::move(argv), std::min(request.timeout, std::chrono::milliseconds(120'000)), 64 * 1024));
+  if (!r.ok()) why = fmt::format("{}\n{}", r.describe(), r.output_tail);
+  return r.ok();
 }
 
-/** Whether nvcc itself can build an empty source with the request's flags and environment; when
- *  not, a failed build is the tool's (a broken host compiler, an architecture the toolkit does
- *  not know, a full disk, bad flags), not the candidate's. `why`: the canary's output. */
-[[nodiscard]] bool nvcc_builds_a_canary(const fs::path& nvcc, const nvcc_request& request,
-                                        const fs::path& dir, std::string& why) {
-  // Remembered per command line and environment for the life of the process.
-  static std::mutex mutex;
-  static std::map<std::string, std::pair<bool, std::string>> known;
-  std::string id;
-  for (const auto& a : shared_args(nvcc, request)) id += a + '\n';
-  for (const char* name : k_build_env) id += env_or_empty(name) + '\n';
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = known.find(id); it != known.end()) {
-      why = it->second.second;
-      return it->second.first;
-    }
+/** Output that says the compiler or the machine failed, not the source: nvcc's report of a
+ *  child killed by a signal (the OOM killer), the host compiler's, a full disk. */
+[[nodiscard]] bool tool_failure_in(const std::string& log) {
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
+      return true;
+    if (line.find("fatal error: Killed signal terminated program") != std::string::npos)
+      return true;
+    if (line.find("No space left on device") != std::string::npos) return true;
   }
-  const bool ok = build_canary(nvcc, request, dir, why);
-  std::lock_guard lock(mutex);
-  known.emplace(id, std::pair{ok, why});
-  return ok;
+  return false;
 }
 
 /** Parses "Cuda compilation tools, release 13.0, V13.0.88" into "13.0.88" (or "13.0"). */
@@ -290,7 +368,8 @@ struct dependency {
 }
 
 /** nvcc --version, remembered per path for the life of the process. Empty with `why` on failure. */
-[[nodiscard]] std::string query_version(const fs::path& nvcc, std::string& why) {
+[[nodiscard]] std::string query_version(const fs::path& nvcc, std::string& why,
+                                        const std::optional<std::vector<std::string>>& env = {}) {
   static std::mutex mutex;
   static std::map<std::string, std::string> known;
   {
@@ -300,12 +379,13 @@ struct dependency {
   runner::spawn_options options;
   options.argv = {nvcc.string(), "--version"};
   options.timeout = std::chrono::minutes(1);
-  const runner::process_result run = runner::run_process(options);
-  if (!run.ok()) {
-    why = fmt::format("cannot run {} --version: {}", nvcc.string(), run.describe());
+  options.base_environment = env;
+  const runner::process_result r = run(options);
+  if (!r.ok()) {
+    why = fmt::format("cannot run {} --version: {}", nvcc.string(), r.describe());
     return {};
   }
-  std::string version = parse_version(run.output_tail);
+  std::string version = parse_version(r.output_tail);
   if (version.empty()) {
     why = fmt::format("cannot find a release number in the output of {} --version", nvcc.string());
     return {};
@@ -313,6 +393,31 @@ struct dependency {
   std::lock_guard lock(mutex);
   known.emplace(nvcc.string(), version);
   return version;
+}
+
+[[nodiscard]] std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "host";
+  std::string name(buf);
+  std::replace(name.begin(), name.end(), '.', '_');  // the folder name's fields are dot-separated
+  return name.empty() ? "host" : name;
+}
+
+/** Removes `<entry>/.build.<this host>.tmp.<pid>.*` folders whose process has ended: builds
+ *  that were killed, and unfiled ones whose evaluation is over. A folder of a live process, or
+ *  of another host (a cache on a shared disk), is left alone. */
+void remove_dead_builds(const fs::path& entry) {
+  const std::string prefix = fmt::format(".build.{}.tmp.", host_name());
+  std::error_code ec;
+  for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code e2;
+    fs::remove_all(it->path(), e2);
+  }
 }
 
 [[nodiscard]] std::chrono::duration<double> since(steady::time_point start) {
@@ -359,7 +464,12 @@ build_result build_native(const nvcc_request& request) {
   const auto start = steady::now();
   build_result out;
   out.failure = build_failure::tool;  // until nvcc has run (or the cache has answered)
-  const fs::path nvcc = request.nvcc.empty() ? find_nvcc() : request.nvcc;
+  context ctx;
+  ctx.nvcc = request.nvcc.empty() ? find_nvcc() : request.nvcc;
+  ctx.env = request.environment ? *request.environment : runner::environment_snapshot();
+  std::error_code ec;
+  ctx.cwd = request.working_dir.empty() ? fs::current_path(ec) : request.working_dir;
+  const fs::path& nvcc = ctx.nvcc;
   const fs::path cache_dir =
       request.cache_dir.empty() ? default_cache_dir() / "native" : request.cache_dir;
   out.command = make_command(nvcc, request, request.source, cache_dir / "<key>" / "<build>");
@@ -379,7 +489,7 @@ build_result build_native(const nvcc_request& request) {
     out.error = "nvcc not found (set KJUDGE_NVCC or CUDA_HOME, or put nvcc on PATH)";
     return out;
   }
-  out.nvcc_version = query_version(nvcc, why);
+  out.nvcc_version = query_version(nvcc, why, ctx.env);
   if (out.nvcc_version.empty()) {
     out.error = why;
     return out;
@@ -390,16 +500,17 @@ build_result build_native(const nvcc_request& request) {
     if (read_file(request.include_dir / "kjudge" / "candidate.h", header, why)) abi_header = header;
   }
 
-  out.key = cache_key(request, nvcc, source, out.nvcc_version, abi_header);
+  out.key = cache_key(request, ctx, source, out.nvcc_version, abi_header);
   const fs::path entry = cache_dir / out.key;
   // What this build would include, now: the build under the key made from those same bytes
   // serves. A scan that fails skips the cache (the build says what is wrong).
   std::string scan_error;
+  const fs::path depfile =
+      fs::temp_directory_path(ec) / fmt::format("kjudge-deps-{}.d", kj::unique_temp_suffix());
   const std::vector<dependency> deps =
-      scan_dependencies(nvcc, request, request.timeout, scan_error);
+      scan_dependencies(request, ctx, depfile, request.timeout, scan_error);
   const std::string variant = deps.empty() ? std::string() : variant_name(deps);
 
-  std::error_code ec;
   if (!variant.empty() && fs::is_regular_file(entry / variant / "candidate.so", ec)) {
     // build.log and build.json are renamed into place with the library, so a hit has them.
     const fs::path hit = entry / variant;
@@ -414,10 +525,13 @@ build_result build_native(const nvcc_request& request) {
     return out;
   }
 
-  // The whole build happens in a folder of its own, renamed into place once complete. A build
-  // that is killed leaves its `.build.*` folder; nothing else uses it, and it may be deleted.
-  const fs::path work = entry / (".build." + kj::unique_temp_suffix());
+  // The whole build happens in a folder of its own, named by this host and process, renamed
+  // into place once complete; what builds of this host's processes that have ended left
+  // (killed, or not filed) goes first.
+  remove_dead_builds(entry);
+  const fs::path work = entry / fmt::format(".build.{}.{}", host_name(), kj::unique_temp_suffix());
   fs::create_directories(work, ec);
+  if (ec) fs::create_directories(work, ec);  // a failed build of this key removed `entry`
   if (ec) {
     out.error = fmt::format("cannot create build directory {}: {}", work.string(), ec.message());
     return out;
@@ -429,32 +543,27 @@ build_result build_native(const nvcc_request& request) {
     fs::remove(entry, ec);  // only if empty: no other build of this key
     return out;
   };
-  runner::spawn_options options;
-  options.argv = make_command(nvcc, request, request.source, work);
-  out.command = options.argv;
-  options.timeout = request.timeout;
-  options.output_tail_bytes = k_log_limit;
-  const runner::process_result run = runner::run_process(options);
-  out.log = run.output_tail;
-  if (run.output_bytes > run.output_tail.size())
+  out.command = make_command(nvcc, request, request.source, work);
+  const runner::process_result built = run(ctx.spawn(out.command, request.timeout, k_log_limit));
+  out.log = built.output_tail;
+  if (built.output_bytes > built.output_tail.size())
     out.log.insert(0, fmt::format("[kjudge: the first {} bytes of compiler output were dropped]\n",
-                                  run.output_bytes - run.output_tail.size()));
+                                  built.output_bytes - built.output_tail.size()));
   out.build_time = since(start);
 
   // nvcc that ran to the end and said no has rejected the source, unless it cannot build even
   // an empty one with these flags and this environment; anything else (a signal, the time
   // limit, a spawn failure) is the tool's failure, not the candidate's.
-  if (!run.ok()) {
+  if (!built.ok()) {
     std::string canary_why;
-    if (run.how != runner::exit_kind::exited ||
-        out.log.find("died due to signal") != std::string::npos)
-      return fail(build_failure::tool, "nvcc " + run.describe());
-    if (!nvcc_builds_a_canary(nvcc, request, work, canary_why))
+    if (built.how != runner::exit_kind::exited || tool_failure_in(out.log))
+      return fail(build_failure::tool, "nvcc " + built.describe());
+    if (!nvcc_builds_a_canary(request, ctx, work, canary_why))
       return fail(build_failure::tool,
                   fmt::format("nvcc {}, and fails on an empty source with the same flags and "
                               "environment too (not the candidate's fault): {}",
-                              run.describe(), canary_why));
-    return fail(build_failure::rejected, "nvcc " + run.describe());
+                              built.describe(), canary_why));
+    return fail(build_failure::rejected, "nvcc " + built.describe());
   }
   if (!fs::is_regular_file(work / "candidate.so", ec))
     return fail(build_failure::tool, "nvcc succeeded but wrote no library");
@@ -463,7 +572,8 @@ build_result build_native(const nvcc_request& request) {
   out.library = work / "candidate.so";
   // Published only when the files it included were scanned and did not change while nvcc ran
   // (an edit during the build would file a library of the old bytes under the new ones). An
-  // unpublished build serves this evaluation from its own folder and is not kept for others.
+  // unpublished build serves this evaluation from its own folder, which the next build of this
+  // key on this host removes once this process has ended.
   if (variant.empty() || !unchanged(deps)) {
     out.log += fmt::format("[kjudge: this build was not cached: {}]\n",
                            variant.empty() ? "its includes could not be listed (" + scan_error + ")"

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct nvcc_request {
   std::filesystem::path include_dir;     ///< holds kjudge/candidate.h
   std::filesystem::path nvcc;            ///< empty: find_nvcc()
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  /** The environment nvcc runs in, as NAME=value; none: this process's, read when called. A
+   *  caller that builds on another thread takes it first (runner::environment_snapshot), so
+   *  that no thread reads the environment while another may change it. */
+  std::optional<std::vector<std::string>> environment;
+  /** Where nvcc runs (relative paths resolve there); empty: the current folder when called. */
+  std::filesystem::path working_dir;
 };
 
 /** Why a build failed: the compiler rejected the source (a compile error: nvcc ran to the end

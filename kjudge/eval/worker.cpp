@@ -34,6 +34,7 @@
 #include <kjudge/python/bridge.hpp>
 #include <kjudge/runner/file_lock.hpp>
 #include <kjudge/runner/gpu_neighbours.hpp>
+#include <kjudge/runner/process.hpp>
 
 namespace kj::eval {
 
@@ -109,10 +110,15 @@ class pipeline {
     // architecture, so it starts once the query has it.
     if (m_job.kind == candidate_kind::native) {
       m_events.phase("compile_native_started");
-      m_build = std::async(std::launch::async, [this, query = m_device_query] {
-        return compile::build_native(
-            native_request(query.valid() ? std::optional(query.get().arch()) : std::nullopt));
-      });
+      // The request (the environment, the working folder, which nvcc) is taken here, before the
+      // build's thread starts: Python, on this thread, may change the environment (torch sets
+      // CUDA_MODULE_LOADING) while the build runs, and no thread may read it meanwhile.
+      m_build = std::async(
+          std::launch::async, [request = native_request(), query = m_device_query]() mutable {
+            request.arch =
+                native_arch(query.valid() ? std::optional(query.get().arch()) : std::nullopt);
+            return compile::build_native(request);
+          });
     }
     // The session reports its steps as phases: start_python, import_torch, torch_device_setup.
     python::session_options so;
@@ -242,12 +248,20 @@ class pipeline {
     return true;
   }
 
-  /** `arch`: the device's ("90"), none without a GPU. */
-  compile::nvcc_request native_request(const std::optional<std::string>& arch) const {
+  /** The architecture to build for from the device's ("90"; none without a GPU). */
+  static std::string native_arch(const std::optional<std::string>& arch) {
+    const std::string a = arch.value_or("90");
+    return a == "90" ? "90a" : a;  // wgmma and setmaxnreg need the arch-specific target
+  }
+
+  /** The build request but its architecture, with this process's environment and folder now. */
+  compile::nvcc_request native_request() const {
     compile::nvcc_request req;
     req.source = m_job.candidate;
-    req.arch = arch.value_or("90");
-    if (req.arch == "90") req.arch = "90a";  // wgmma and setmaxnreg need the arch-specific target
+    req.nvcc = compile::find_nvcc();
+    req.environment = runner::environment_snapshot();
+    std::error_code ec;
+    req.working_dir = std::filesystem::current_path(ec);
     req.extra_flags = m_job.nvcc_flags;
     req.cache_dir = m_job.cache_dir / "native";
     req.include_dir = m_job.include_dir;

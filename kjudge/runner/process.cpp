@@ -275,10 +275,12 @@ void set_nonblocking(int fd) {
 }
 
 std::vector<std::string> build_environment(
-    const std::vector<std::pair<std::string, std::string>>& overrides) {
+    const std::vector<std::pair<std::string, std::string>>& overrides,
+    const std::optional<std::vector<std::string>>& base) {
   std::vector<std::string> out;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    std::string_view text(*entry);
+  const std::vector<std::string> parent = base ? *base : environment_snapshot();
+  for (const std::string& entry : parent) {
+    std::string_view text(entry);
     std::string_view name = text.substr(0, text.find('='));
     bool replaced = std::any_of(overrides.begin(), overrides.end(),
                                 [&](const auto& kv) { return kv.first == name; });
@@ -681,6 +683,13 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
 
 }  // namespace detail
 
+std::vector<std::string> environment_snapshot() {
+  std::vector<std::string> out;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry)
+    out.emplace_back(*entry);
+  return out;
+}
+
 process_result run_process(const spawn_options& options) {
   process_result result;
   if (options.argv.empty()) {
@@ -693,8 +702,12 @@ process_result run_process(const spawn_options& options) {
   std::string search_path;
   for (const auto& [name, value] : options.env)
     if (name == "PATH") search_path = value;
-  if (search_path.empty())
+  if (search_path.empty() && options.base_environment) {
+    for (const auto& entry : *options.base_environment)
+      if (entry.starts_with("PATH=")) search_path = entry.substr(5);
+  } else if (search_path.empty()) {
     if (const char* p = std::getenv("PATH")) search_path = p;
+  }
   const std::string program = resolve_program(options.argv[0], search_path);
   if (program.empty()) {
     result.error = fmt::format("cannot execute '{}': not found on PATH", options.argv[0]);
@@ -702,7 +715,8 @@ process_result run_process(const spawn_options& options) {
   }
   std::vector<std::string> argv_strings = options.argv;
   std::vector<char*> argv = c_strings(argv_strings);
-  std::vector<std::string> env_strings = detail::build_environment(options.env);
+  std::vector<std::string> env_strings =
+      detail::build_environment(options.env, options.base_environment);
   std::vector<char*> envp = c_strings(env_strings);
   const std::string cwd = options.cwd.string();
 

@@ -33,6 +33,10 @@ struct spawn_options {
   std::size_t channel_limit_bytes = std::size_t{256} << 20;
   /** Extra environment variables (NAME, value) on top of the parent's environment. */
   std::vector<std::pair<std::string, std::string>> env;
+  /** "NAME=value" entries that stand for the parent's environment when set: a snapshot taken
+   *  by one thread for a child another starts, which must not read `environ` while the first
+   *  may change it (setenv). */
+  std::optional<std::vector<std::string>> base_environment;
   /** Working directory; empty keeps the parent's. */
   std::filesystem::path cwd;
   /** When true, the child's output is also copied to the parent's stderr as it arrives. */
@@ -67,6 +71,10 @@ struct process_result {
    *  leftovers, "...; 2 processes it left behind (outside its process group) were killed". */
   [[nodiscard]] std::string describe() const;
 };
+
+/** `environ` as NAME=value entries, for spawn_options::base_environment (take it on the thread
+ *  that may change the environment, or before others start). */
+[[nodiscard]] std::vector<std::string> environment_snapshot();
 
 /** Runs a child to completion (or to its limit). Thread-compatible; SIGPIPE is ignored while
  *  writing stdin. */

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,9 +124,11 @@ int install_child_fds(int stdin_fd, int output_fd, int channel_src, int channel_
 /** A pidfd for `pid` (readable once it exits), close-on-exec; not open where unsupported. */
 [[nodiscard]] unique_fd open_pidfd(pid_t pid);
 
-/** The parent's environment with `overrides` replacing (or adding) entries, as NAME=value. */
+/** The parent's environment (or `base`, when given) with `overrides` replacing (or adding)
+ *  entries, as NAME=value. */
 [[nodiscard]] std::vector<std::string> build_environment(
-    const std::vector<std::pair<std::string, std::string>>& overrides);
+    const std::vector<std::pair<std::string, std::string>>& overrides,
+    const std::optional<std::vector<std::string>>& base = std::nullopt);
 
 /** A running child as the supervising loop sees it: a process group to signal, a way to learn
  *  that it ended, and its exit status. */

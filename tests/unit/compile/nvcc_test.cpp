@@ -323,6 +323,42 @@ TEST_F(nvcc_test, build_environment_is_in_the_key) {
   EXPECT_EQ(build_native(request(source)).key, base);
 }
 
+TEST_F(nvcc_test, a_warning_from_nvcc_does_not_turn_the_cache_off) {
+  require_nvcc();
+  // -std=c++20 after kjudge's -std=c++17: nvcc warns of the redefinition on every run, the
+  // dependency scan included (the list is read from its own file, not from the output).
+  const auto source = write("warned.cu", k_valid_source);
+  auto r = request(source);
+  r.extra_flags = {"-std=c++20"};
+  const build_result first = build_native(r);
+  ASSERT_TRUE(first.ok) << first.error << first.log;
+  EXPECT_EQ(first.log.find("not cached"), std::string::npos) << first.log;
+  const build_result second = build_native(r);
+  EXPECT_TRUE(second.cached) << second.log;
+  for (const auto& e : fs::directory_iterator(m_dir / "cache" / first.key))
+    EXPECT_FALSE(e.path().filename().string().starts_with(".build")) << e.path();
+}
+
+TEST_F(nvcc_test, files_named_by_flags_are_in_the_key) {
+  require_nvcc();
+  const auto source = write("tiled.cu", R"(#include <kjudge/candidate.h>
+extern "C" int kj_test_answer() { return KJ_TILE; }
+)");
+  const auto options = write("flags.txt", "-DKJ_TILE=1\n");
+  auto r = request(source);
+  r.extra_flags = {"--options-file", options.string()};
+  const build_result one = build_native(r);
+  ASSERT_TRUE(one.ok) << one.error << one.log;
+  write("flags.txt", "-DKJ_TILE=2\n");
+  const build_result two = build_native(r);
+  ASSERT_TRUE(two.ok) << two.error << two.log;
+  EXPECT_FALSE(two.cached);
+  void* handle = ::dlopen(two.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))(), 2);
+  ::dlclose(handle);
+}
+
 TEST_F(nvcc_test, a_failure_of_the_tool_is_not_a_compile_error) {
   require_nvcc();
   // The source is fine; the host compiler nvcc is told to use does not exist, so an empty

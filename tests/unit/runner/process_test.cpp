@@ -412,6 +412,17 @@ TEST_F(process_test, environment_overrides_and_cwd) {
   options = child({"cwd"});
   options.cwd = m_dir;
   EXPECT_EQ(run_process(options).output_tail, fs::canonical(m_dir).string() + "\n");
+
+  // A snapshot stands for the parent's environment: what changes after it does not reach the
+  // child, and overrides still apply on top of it.
+  const std::vector<std::string> snapshot = kj::runner::environment_snapshot();
+  ::setenv("KJ_PROCESS_TEST_VAR", "set after the snapshot", 1);
+  options = child({"env", "KJ_PROCESS_TEST_VAR"});
+  options.base_environment = snapshot;
+  EXPECT_EQ(run_process(options).output_tail, "<unset>\n");
+  options.env = {{"KJ_PROCESS_TEST_VAR", "override"}};
+  EXPECT_EQ(run_process(options).output_tail, "override\n");
+  ::unsetenv("KJ_PROCESS_TEST_VAR");
 }
 
 TEST_F(process_test, programs_are_found_on_path) {
