@@ -103,12 +103,12 @@ constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_
   return command;
 }
 
-/** The command that builds `source` into `dir`/candidate.so. */
+/** The command that builds the request's source into `dir`/candidate.so. */
 [[nodiscard]] std::vector<std::string> make_command(const fs::path& nvcc,
                                                     const nvcc_request& request,
-                                                    const fs::path& source, const fs::path& dir) {
+                                                    const fs::path& dir) {
   std::vector<std::string> command = shared_args(nvcc, request);
-  command.push_back(source.string());
+  command.push_back(request.source.string());
   command.push_back("-o");
   command.push_back((dir / "candidate.so").string());
   return command;
@@ -266,19 +266,19 @@ struct dependency {
 }
 
 [[nodiscard]] std::vector<dependency> scan_dependencies(const nvcc_request& request,
-                                                        const context& ctx, const fs::path& depfile,
-                                                        std::chrono::milliseconds timeout,
-                                                        std::string& why) {
+                                                        const context& ctx, std::string& why) {
+  std::error_code ec;
+  const fs::path depfile =
+      fs::temp_directory_path(ec) / fmt::format("kjudge-deps-{}.d", kj::unique_temp_suffix());
   std::vector<std::string> argv = shared_args(ctx.nvcc, request);
   argv.insert(argv.end(), {"-M", "-MF", depfile.string(), request.source.string()});
-  const runner::process_result r = run(ctx.spawn(std::move(argv), timeout, 64 * 1024));
+  const runner::process_result r = run(ctx.spawn(std::move(argv), request.timeout, 64 * 1024));
   std::string text;
   if (!r.ok()) {
     why = "nvcc -M " + r.describe();
   } else if (!read_file(depfile, text, why)) {
     why = "nvcc -M wrote no list: " + why;
   }
-  std::error_code ec;
   fs::remove(depfile, ec);
   if (!why.empty()) return {};
   std::vector<dependency> out;
@@ -369,7 +369,7 @@ struct dependency {
 
 /** nvcc --version, remembered per path for the life of the process. Empty with `why` on failure. */
 [[nodiscard]] std::string query_version(const fs::path& nvcc, std::string& why,
-                                        const std::optional<std::vector<std::string>>& env = {}) {
+                                        const std::vector<std::string>* env = nullptr) {
   static std::mutex mutex;
   static std::map<std::string, std::string> known;
   {
@@ -379,7 +379,7 @@ struct dependency {
   runner::spawn_options options;
   options.argv = {nvcc.string(), "--version"};
   options.timeout = std::chrono::minutes(1);
-  options.base_environment = env;
+  if (env != nullptr) options.base_environment = *env;
   const runner::process_result r = run(options);
   if (!r.ok()) {
     why = fmt::format("cannot run {} --version: {}", nvcc.string(), r.describe());
@@ -395,19 +395,18 @@ struct dependency {
   return version;
 }
 
-[[nodiscard]] std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "host";
-  std::string name(buf);
-  std::replace(name.begin(), name.end(), '.', '_');  // the folder name's fields are dot-separated
+/** The host's name as a field of a build folder's name (whose fields are dot-separated). */
+[[nodiscard]] std::string build_host() {
+  std::string name = runner::host_name();
+  std::replace(name.begin(), name.end(), '.', '_');
   return name.empty() ? "host" : name;
 }
 
-/** Removes `<entry>/.build.<this host>.tmp.<pid>.*` folders whose process has ended: builds
- *  that were killed, and unfiled ones whose evaluation is over. A folder of a live process, or
- *  of another host (a cache on a shared disk), is left alone. */
-void remove_dead_builds(const fs::path& entry) {
-  const std::string prefix = fmt::format(".build.{}.tmp.", host_name());
+/** Removes `<entry>/.build.<host>.tmp.<pid>.*` folders whose process has ended: builds that
+ *  were killed, and unfiled ones whose evaluation is over. A folder of a live process, or of
+ *  another host (a cache on a shared disk), is left alone. */
+void remove_dead_builds(const fs::path& entry, const std::string& host) {
+  const std::string prefix = fmt::format(".build.{}.tmp.", host);
   std::error_code ec;
   for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -472,7 +471,7 @@ build_result build_native(const nvcc_request& request) {
   const fs::path& nvcc = ctx.nvcc;
   const fs::path cache_dir =
       request.cache_dir.empty() ? default_cache_dir() / "native" : request.cache_dir;
-  out.command = make_command(nvcc, request, request.source, cache_dir / "<key>" / "<build>");
+  out.command = make_command(nvcc, request, cache_dir / "<key>" / "<build>");
 
   if (!valid_arch(request.arch)) {
     out.error = fmt::format("invalid arch '{}': expected a compute capability such as 90 or 90a",
@@ -489,7 +488,7 @@ build_result build_native(const nvcc_request& request) {
     out.error = "nvcc not found (set KJUDGE_NVCC or CUDA_HOME, or put nvcc on PATH)";
     return out;
   }
-  out.nvcc_version = query_version(nvcc, why, ctx.env);
+  out.nvcc_version = query_version(nvcc, why, &ctx.env);
   if (out.nvcc_version.empty()) {
     out.error = why;
     return out;
@@ -505,17 +504,14 @@ build_result build_native(const nvcc_request& request) {
   // What this build would include, now: the build under the key made from those same bytes
   // serves. A scan that fails skips the cache (the build says what is wrong).
   std::string scan_error;
-  const fs::path depfile =
-      fs::temp_directory_path(ec) / fmt::format("kjudge-deps-{}.d", kj::unique_temp_suffix());
-  const std::vector<dependency> deps =
-      scan_dependencies(request, ctx, depfile, request.timeout, scan_error);
+  const std::vector<dependency> deps = scan_dependencies(request, ctx, scan_error);
   const std::string variant = deps.empty() ? std::string() : variant_name(deps);
 
   if (!variant.empty() && fs::is_regular_file(entry / variant / "candidate.so", ec)) {
     // build.log and build.json are renamed into place with the library, so a hit has them.
     const fs::path hit = entry / variant;
     out.library = hit / "candidate.so";
-    out.command = make_command(nvcc, request, request.source, hit);
+    out.command = make_command(nvcc, request, hit);
     std::string log;
     if (read_file(hit / "build.log", log, why)) out.log = std::move(log);
     out.ok = true;
@@ -528,8 +524,9 @@ build_result build_native(const nvcc_request& request) {
   // The whole build happens in a folder of its own, named by this host and process, renamed
   // into place once complete; what builds of this host's processes that have ended left
   // (killed, or not filed) goes first.
-  remove_dead_builds(entry);
-  const fs::path work = entry / fmt::format(".build.{}.{}", host_name(), kj::unique_temp_suffix());
+  const std::string host = build_host();
+  remove_dead_builds(entry, host);
+  const fs::path work = entry / fmt::format(".build.{}.{}", host, kj::unique_temp_suffix());
   fs::create_directories(work, ec);
   if (ec) fs::create_directories(work, ec);  // a failed build of this key removed `entry`
   if (ec) {
@@ -543,7 +540,7 @@ build_result build_native(const nvcc_request& request) {
     fs::remove(entry, ec);  // only if empty: no other build of this key
     return out;
   };
-  out.command = make_command(nvcc, request, request.source, work);
+  out.command = make_command(nvcc, request, work);
   const runner::process_result built = run(ctx.spawn(out.command, request.timeout, k_log_limit));
   out.log = built.output_tail;
   if (built.output_bytes > built.output_tail.size())
@@ -581,7 +578,7 @@ build_result build_native(const nvcc_request& request) {
     return out;
   }
   const fs::path final_dir = entry / variant;
-  out.command = make_command(nvcc, request, request.source, final_dir);
+  out.command = make_command(nvcc, request, final_dir);
   const nlohmann::json info = {
       {"command", out.command},
       {"nvcc", nvcc.string()},

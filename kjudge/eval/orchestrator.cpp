@@ -32,12 +32,6 @@ bool nvidia_driver_present() {
 
 namespace {
 
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
-}
-
 std::string hash_or_empty(const fs::path& p) {
   try {
     return sha256_file(p);
@@ -142,7 +136,7 @@ eval_result evaluate(const job& j, const run_options& options) {
   r.options.erase("held_out_seed");  // revealed in provenance once the run is over
   r.options.erase("schema");
   r.prov.kjudge_version = KJ_VERSION;
-  r.prov.hostname = host_name();
+  r.prov.hostname = runner::host_name();
   r.prov.started_at = utc_now();
   r.prov.device = j.device;
   r.prov.base_seed = j.base_seed;

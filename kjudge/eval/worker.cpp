@@ -660,31 +660,18 @@ class pipeline {
     reference->drop_graphs();
     candidate->drop_graphs();
     const std::string& replay = withheld.candidate;
-    if (!replay.empty()) {
-      for (auto* f : {&cmp.candidate.device, &cmp.candidate.stream, &cmp.candidate.host_wall})
-        if (f->valid) f->valid = false, f->note = "withheld: " + replay;
-      for (auto& s : cmp.speedups) s.valid = false;
-    }
-    if (!withheld.reference.empty()) {
-      if (cmp.reference.device.valid)
-        cmp.reference.device.valid = false,
-        cmp.reference.device.note = "withheld: " + withheld.reference;
-      for (auto& s : cmp.speedups)
-        if (s.kind == measure::figure_kind::device) s.valid = false;
-    }
+    if (!replay.empty())
+      withhold(cmp, {&cmp.candidate.device, &cmp.candidate.stream, &cmp.candidate.host_wall},
+               replay);
+    if (!withheld.reference.empty()) withhold(cmp, {&cmp.reference.device}, withheld.reference);
     // After timing, one cold-L2 forward per side under CUPTI (launches, durations, peak memory).
     // Before the timing is sent: a side whose kernels ran outside the events (work on a stream
     // the timed one never waited for) has stream and device figures that do not cover it.
     if (gpu && replay.empty()) {
       const auto escaped = record_launches(*reference, *candidate, ti.output_bytes);
       for (const auto& [side, why] : {std::pair{&cmp.reference, escaped.reference},
-                                      std::pair{&cmp.candidate, escaped.candidate}}) {
-        if (why.empty()) continue;
-        for (auto* f : {&side->device, &side->stream})
-          if (f->valid) f->valid = false, f->note = "withheld: " + why;
-        for (auto& s : cmp.speedups)
-          if (s.kind != measure::figure_kind::host_wall) s.valid = false;
-      }
+                                      std::pair{&cmp.candidate, escaped.candidate}})
+        if (!why.empty()) withhold(cmp, {&side->device, &side->stream}, why);
     }
     // Then the invariants, on the figures that stand: one that fails is sent as invalid, never
     // as a number (a withheld figure raises no flag of its own besides why it was withheld).
@@ -700,6 +687,17 @@ class pipeline {
       return;
     }
     if (gpu) check_gpu_shared(false);
+  }
+
+  /** Marks each of `figures` (of `cmp`'s sides) withheld for `why`, and the speedups of their
+   *  kinds invalid. */
+  static void withhold(measure::comparison& cmp, std::initializer_list<measure::figure*> figures,
+                       const std::string& why) {
+    for (auto* f : figures) {
+      if (f->valid) f->valid = false, f->note = "withheld: " + why;
+      for (auto& s : cmp.speedups)
+        if (s.kind == f->kind) s.valid = false;
+    }
   }
 
   /** Per side, why its forward's kernels were not all inside its events; empty when they were

@@ -1,4 +1,5 @@
 #include <kjudge/runner/file_lock.hpp>
+#include <kjudge/runner/process.hpp>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -44,9 +45,7 @@ std::string read_holder(int fd) {
 }
 
 bool write_holder(int fd) {
-  std::array<char, 256> host{};
-  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
-  const std::string line = fmt::format("pid {} on {}\n", ::getpid(), host.data());
+  const std::string line = fmt::format("pid {} on {}\n", ::getpid(), host_name());
   return ::ftruncate(fd, 0) == 0 &&
          ::pwrite(fd, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size());
 }

@@ -683,6 +683,12 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
 
 }  // namespace detail
 
+std::string host_name() {
+  std::array<char, 256> buf{};
+  if (::gethostname(buf.data(), buf.size() - 1) != 0) return {};
+  return buf.data();
+}
+
 std::vector<std::string> environment_snapshot() {
   std::vector<std::string> out;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry)

@@ -72,6 +72,9 @@ struct process_result {
   [[nodiscard]] std::string describe() const;
 };
 
+/** This machine's host name (gethostname); empty when it cannot be read. */
+[[nodiscard]] std::string host_name();
+
 /** `environ` as NAME=value entries, for spawn_options::base_environment (take it on the thread
  *  that may change the environment, or before others start). */
 [[nodiscard]] std::vector<std::string> environment_snapshot();
