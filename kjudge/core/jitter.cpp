@@ -1,7 +1,7 @@
 #include <kjudge/core/jitter.hpp>
 
 #include <algorithm>
-#include <cmath>
+#include <limits>
 
 namespace kj {
 
@@ -18,13 +18,15 @@ jitter_table::jitter_table(std::uint64_t seed, std::int64_t scale, bool jitter) 
 std::int64_t jitter_table::jitter_int(std::int64_t n) {
   if (n <= 0) return n;
   if (auto it = m_draws.find(n); it != m_draws.end()) return it->second;
-  // A uniform draw in [-max_fraction, +max_fraction] from (seed, n) alone, so the value does not
-  // depend on the order in which a problem asks for its sizes.
+  // A uniform draw among the integers within 15% of n, from (seed, n) alone, so the value does
+  // not depend on the order in which a problem asks for its sizes: n - d .. n + d with
+  // d = floor(0.15 n), in integers (rounding n (1 + f) could land 25% off at n = 4).
   const std::uint64_t h = mix64(m_seed ^ mix64(static_cast<std::uint64_t>(n)));
-  const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // [0, 1)
-  const double f = m_jitter ? (2.0 * u - 1.0) * max_fraction : 0.0;
-  const auto drawn = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(std::llround(static_cast<double>(n) * (1.0 + f))));
+  const std::int64_t d = m_jitter && n <= std::numeric_limits<std::int64_t>::max() / 2
+                             ? max_percent * (n / 100) + (max_percent * (n % 100)) / 100
+                             : 0;
+  const auto span = 2u * static_cast<std::uint64_t>(d) + 1u;  // d < n: n - d >= 1
+  const std::int64_t drawn = n - d + static_cast<std::int64_t>(h % span);
   const std::int64_t value = drawn * m_scale;
   m_draws.emplace(n, value);
   return value;

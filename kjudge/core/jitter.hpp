@@ -30,8 +30,8 @@ class jitter_table {
   [[nodiscard]] std::uint64_t seed() const noexcept { return m_seed; }
   [[nodiscard]] std::int64_t scale() const noexcept { return m_scale; }
 
-  /** Largest relative deviation from nominal before scaling. */
-  static constexpr double max_fraction = 0.15;
+  /** Largest deviation from nominal before scaling, in percent of n (rounded down). */
+  static constexpr std::int64_t max_percent = 15;
 
  private:
   std::uint64_t m_seed;

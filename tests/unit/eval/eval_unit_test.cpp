@@ -36,12 +36,28 @@ TEST(Jitter, MemoisedPerSizeAndWithinFifteenPercent) {
   jitter_table t(1234);
   const auto a = t.jitter_int(64);
   EXPECT_EQ(t.jitter_int(64), a) << "the same nominal size must give the same value in a trial";
-  for (std::int64_t n : {8, 64, 128, 1000, 4096}) {
-    const auto v = t.jitter_int(n);
-    EXPECT_GE(static_cast<double>(v), 0.85 * static_cast<double>(n) - 1.0);
-    EXPECT_LE(static_cast<double>(v), 1.15 * static_cast<double>(n) + 1.0);
-  }
+  for (std::int64_t n : {8, 64, 128, 1000, 4096}) (void)t.jitter_int(n);
   EXPECT_EQ(t.draws().size(), 5u);
+  // Every draw within 15% of n (d = floor(0.15 n)), and over seeds every value of that range.
+  for (std::int64_t n = 1; n <= 300; ++n) {
+    const std::int64_t d = 15 * n / 100;
+    std::set<std::int64_t> seen;
+    for (std::uint64_t s = 0; s < 400; ++s) {
+      const auto v = jitter_table(s).jitter_int(n);
+      ASSERT_GE(v, n - d) << "n = " << n << ", seed " << s;
+      ASSERT_LE(v, n + d) << "n = " << n << ", seed " << s;
+      ASSERT_LE(std::abs(static_cast<double>(v - n)), 0.15 * static_cast<double>(n));
+      seen.insert(v);
+    }
+    if (n <= 100) {
+      EXPECT_EQ(seen.size(), static_cast<std::size_t>(2 * d + 1)) << "n = " << n;
+    }
+  }
+  EXPECT_EQ(jitter_table(5).jitter_int(4), 4) << "no integer but 4 lies within 15% of 4";
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 4;
+  const auto v = jitter_table(5).jitter_int(huge);
+  EXPECT_GE(v, huge - 15 * (huge / 100) - 1);
+  EXPECT_LE(v, huge + 15 * (huge / 100) + 1);
 }
 
 TEST(Jitter, SeedsDrawDifferentValuesAndStressScales) {
