@@ -1,4 +1,4 @@
-# Faulty on purpose: returns a Python int far beyond any float64 (10**400) instead of a tensor.
+# Faulty on purpose: returns a Python int far beyond any int64 (10**400) instead of a tensor.
 import torch.nn as nn
 
 

@@ -1,4 +1,5 @@
-// Launches nothing and leaves the output as kjudge poisoned it (NaN).
+// Launches nothing and leaves the outputs as kjudge poisoned them (NaN; for integer and bool
+// outputs a fill that alternates between trials).
 #include <kjudge/candidate.h>
 
 extern "C" KJ_EXPORT int kj_forward(const kj_call*) {

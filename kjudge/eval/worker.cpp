@@ -871,7 +871,8 @@ class pipeline {
                   : fmt::format(
                         "after timing, on fresh (rescaled) inputs of set {}, the candidate's "
                         "output no longer matches the reference's ({}): it may replay results "
-                        "cached during timing, or fail on inputs of another magnitude",
+                        "cached during timing, or rely on values that scaling changes (targets of "
+                        "+-1, 0/1 masks; docs/methodology.md, Timing)",
                         i, e);
         return out;
       }

@@ -54,6 +54,7 @@ _timing_native_params = {}  # set -> its copies of the reference's parameters an
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 # Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
 _timing_native_own = [True]
+_timing_seed = [0]  # timing_setup's data seed: the timing check's generator seed derives from it
 # Parameters and outputs are copied per set up to this many bytes in all.
 _NATIVE_PER_SET_BYTES = 256 << 20
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
@@ -252,22 +253,41 @@ def _copy_weights(ref, cand):
             for k, v in rs.items():
                 cs[k].copy_(v)
             return "by_name"
-        # In order: each reference tensor takes the next candidate tensor of the same shape.
-        cand_items = list(cs.values())
+        # In order: each floating-point reference tensor takes the next floating-point candidate
+        # tensor of the same shape. Other entries (integer and bool buffers: BatchNorm's
+        # num_batches_tracked, index tables) take their namesake of the same shape and dtype,
+        # else the next unused candidate entry of that shape and dtype, and stay as the
+        # candidate built them where it has none: a candidate that keeps BatchNorm's parameters
+        # and running statistics as its own tensors has no counter, and lost every copy for it.
+        floats = [v for v in cs.values() if v.is_floating_point()]
         pairs, j = [], 0
         for v in rs.values():
-            while j < len(cand_items) and cand_items[j].shape != v.shape:
+            if not v.is_floating_point():
+                continue
+            while j < len(floats) and floats[j].shape != v.shape:
                 j += 1
-            if j == len(cand_items):
-                pairs = None
-                break
-            pairs.append((cand_items[j], v))
+            if j == len(floats):
+                return "seed_only"
+            pairs.append((floats[j], v))
             j += 1
-        if pairs is not None:
-            for dst, src in pairs:
-                dst.copy_(src)
-            return "by_order"
-    return "seed_only"
+        used = {id(dst) for dst, _ in pairs}
+        others = [v for v in cs.values() if not v.is_floating_point()]
+
+        def fits(c, v):
+            return c is not None and id(c) not in used and c.shape == v.shape and c.dtype == v.dtype
+
+        for name, v in rs.items():
+            if v.is_floating_point():
+                continue
+            mine = cs.get(name)
+            if not fits(mine, v):
+                mine = next((c for c in others if fits(c, v)), None)
+            if mine is not None:
+                pairs.append((mine, v))
+                used.add(id(mine))
+        for dst, src in pairs:
+            dst.copy_(src)
+        return "by_order"
 
 
 def build_reference(seed):
@@ -391,12 +411,16 @@ def _as_tensor_input(x):
 
 
 def _number(v, who, error_type):
-    """A Python number output as a float64 tensor (an int too large for one is `who`'s error)."""
+    """A Python number output as a 0-dim tensor of its kind: bool, int64 (compared exactly, as
+    integer outputs are) or float64 (an int that int64 does not hold is `who`'s error)."""
+    dtype = torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int) else \
+        torch.float64
     try:
-        return torch.tensor(v, dtype=torch.float64)
-    except (OverflowError, RuntimeError) as exc:
-        raise error_type("%s returned a Python %s that no float64 holds (%s)"
-                         % (who, type(v).__name__, _first_line(exc)))
+        return torch.tensor(v, dtype=dtype)
+    except (OverflowError, RuntimeError, ValueError) as exc:
+        raise error_type("%s returned a Python %s that no %s holds (%s)"
+                         % (who, type(v).__name__, str(dtype).replace("torch.", ""),
+                            _first_line(exc)))
 
 
 def _normalise(out, who, error_type):
@@ -434,14 +458,25 @@ def _host(t):
     return t.detach().to("cpu").contiguous()
 
 
+_poison_turn = [0]  # advanced by every trial and every timing check (_next_poison)
+
+
+def _next_poison():
+    _poison_turn[0] += 1
+
+
 def _poison(t):
-    """Fills t with what no honest output holds: NaN, True, or the byte 0x5A."""
+    """Fills t with what no honest output holds: NaN for floating point. Integer and bool outputs
+    have no such value, so their fill alternates from one trial (or timing check) to the next,
+    byte 0x5A or 0xA5, True or False: an element a native candidate leaves unwritten fails in
+    some trial, whatever the right answer is (an all-True answer matched a fill of True)."""
+    odd = _poison_turn[0] & 1
     if t.is_floating_point():
         t.fill_(float("nan"))
     elif t.dtype == torch.bool:
-        t.fill_(True)
+        t.fill_(not odd)
     else:
-        t.view(torch.uint8).fill_(0x5A)
+        t.view(torch.uint8).fill_(0xA5 if odd else 0x5A)
     return t
 
 
@@ -509,6 +544,7 @@ _dtype_of, _device_of = _TensorBase.dtype.__get__, _TensorBase.device.__get__
 _is_floating_point = _TensorBase.is_floating_point
 _storage_of, _offset_of, _set = (_TensorBase.untyped_storage, _TensorBase.storage_offset,
                                  _TensorBase.set_)
+_copy_into = _TensorBase.copy_
 _tuple = tuple
 
 
@@ -1109,6 +1145,7 @@ def trial_begin(seed, scale):
     after the candidate ran, so nothing the candidate's code did to objects it could reach (the
     reference's inputs or outputs among them) reaches the reference."""
     _trial.clear()
+    _next_poison()
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
     _trial["pristine"] = inputs
@@ -1315,6 +1352,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     info = _input_info(first)
     set_bytes = _bytes(first)
     count = max_sets if set_bytes == 0 else max(2, min(max_sets, byte_budget // (3 * set_bytes)))
+    _timing_seed[0] = data_seed
     _timing_base.append(first)
     for i in range(1, count):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
@@ -1354,8 +1392,10 @@ def _factor(sample):
 
 
 def refresh(which, sample):
-    """Rewrites `which`'s working copy of set sample % K from its base; returns the set index.
-    Arguments that are not tensors are set again from the base too. It calls only what the
+    """Rewrites `which`'s working copy of set sample % K from its base; returns the set index:
+    floating-point tensors scaled (_factor), the others (integers, booleans: indices, masks) and
+    arguments that are not tensors set again as the base has them, so a forward that changed them
+    in place (sorted its indices, say) is not timed on its own rewrite. It calls only what the
     harness bound when it loaded (_mul, ...): a candidate's rebinding of torch.mul could otherwise
     skip the rewrite and leave its inputs unchanged sample after sample, or run its code on the
     reference's copy."""
@@ -1383,6 +1423,8 @@ def refresh(which, sample):
                 _restore(work[i], made[i], k)
             if _is_floating_point(src):
                 _mul(src, f, out=work[i])
+            else:
+                _copy_into(work[i], src)
     return k
 
 
@@ -1579,7 +1621,11 @@ def timing_native_params(k):
 
 def timing_check_begin(sample):
     """Refreshes both sides' copies for `sample`; returns the set index. The reference's forward
-    runs later (timing_check_finish), after the candidate's, as in a trial."""
+    runs later (timing_check_finish), after the candidate's, as in a trial. Each side's check
+    forward starts from the same generator state (a seed of the check's own), as both sides'
+    forwards of a trial do: a forward that draws random numbers (dropout) matches only then."""
+    _next_poison()
+    _trial["check_seed"] = _timing_seed[0] + 7919 * (_len(_timing_base) + 1 + sample)
     k = refresh("reference", sample)
     refresh("candidate", sample)
     _trial["timing_set"] = k
@@ -1597,6 +1643,7 @@ def _timing_check_reference(sample):
     k = refresh("reference", sample)
     try:
         with torch.no_grad():
+            _seed(_trial["check_seed"])
             out = _ref(*_timing_work["reference"][k])
         return _normalise(out, "Model.forward", ProblemError)
     except ProblemError:
@@ -1605,9 +1652,16 @@ def _timing_check_reference(sample):
         raise ProblemError("the reference failed on the timing check:\n%s" % _format_exception(exc))
 
 
+def _seeded(call):
+    """call() from the check's generator state (timing_check_begin)."""
+    _seed(_trial["check_seed"])
+    return call()
+
+
 def timing_check_candidate(k):
     _trial["timing_cand_host"] = _candidate_outputs(
-        lambda: _cand(*_timing_work["candidate"][k]), "ModelNew.forward (timing check)")[0]
+        lambda: _seeded(lambda: _cand(*_timing_work["candidate"][k])),
+        "ModelNew.forward (timing check)")[0]
 
 
 def _replay_timing_graph(which, k):
@@ -1627,7 +1681,8 @@ def _replay_timing_graph(which, k):
 def timing_check_candidate_graph(k):
     """The candidate's graph of set k replayed (on inputs timing_check_begin rewrote)."""
     _trial["timing_cand_host"] = _candidate_outputs(
-        lambda: _replay_timing_graph("candidate", k), "ModelNew.forward (graph)")[0]
+        lambda: _seeded(lambda: _replay_timing_graph("candidate", k)),
+        "ModelNew.forward (graph)")[0]
 
 
 def timing_check_reference_graph(sample):
@@ -1636,8 +1691,8 @@ def timing_check_reference_graph(sample):
     timing_check_finish("reference_graph") compares the two. The eager outputs are copied first:
     one that is an input or a buffer of the model would otherwise be what the graph writes."""
     _trial["timing_ref_out"] = [t.clone() for t in _timing_check_reference(sample)]
-    _trial["timing_ref_graph_out"] = _replay_timing_graph("reference",
-                                                          refresh("reference", sample))
+    k = refresh("reference", sample)
+    _trial["timing_ref_graph_out"] = _seeded(lambda: _replay_timing_graph("reference", k))
 
 
 def timing_check_finish(source, sample):

@@ -594,12 +594,12 @@ TEST(EvalCpu, BrokenProblemsAreProblemErrors) {
   }
 }
 
-TEST(EvalCpu, ANumberNoFloatHoldsIsTheCandidatesError) {
+TEST(EvalCpu, ANumberNoInt64HoldsIsTheCandidatesError) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/returns_huge_int.py", cpu_fast);
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_EQ(r.result["status"], "runtime_error");
-  EXPECT_NE(r.result["message"].get<std::string>().find("no float64 holds"), std::string::npos)
+  EXPECT_NE(r.result["message"].get<std::string>().find("no int64 holds"), std::string::npos)
       << r.result["message"];
 }
 

@@ -156,6 +156,29 @@ TEST_F(EvalGpu, WrongNativeResultIsIncorrect) {
   EXPECT_GT(r.result["trials"][0]["outputs"][0]["nan_count"].get<int>(), 0);
 }
 
+TEST_F(EvalGpu, AnUnwrittenBoolOutputFailsWhenTheAnswerIsAllTrue) {
+  // Bool outputs were filled with True in every trial: a kernel that wrote nothing passed a
+  // problem whose answer is all True. The fill now alternates between trials.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kjudge_bool_poison_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto problem = (dir / "isfinite.py").string();
+  std::ofstream(problem) << R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.isfinite(x)
+def get_inputs():
+    return [torch.randn(4096)]
+def get_init_inputs():
+    return []
+)";
+  const auto r = run_eval(problem, "examples/faulty_native/no_write.cu", {"--no-timing"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(EvalGpu, NativeErrorReturnAndExit) {
   const auto e = run_eval(quantvla, "examples/faulty_native/returns_error.cu");
   EXPECT_EQ(e.exit_code, 4) << e.output;

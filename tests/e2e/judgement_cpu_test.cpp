@@ -2,8 +2,10 @@
 // candidate written for it: integer outputs compare exactly, NaN inputs are not "modified",
 // models stay in training mode as in KernelBench, non-persistent buffers are copied, sizes drawn
 // while the models are built agree with the trials', unsupported output dtypes are a mismatch,
-// a passing constant output is not flagged, stress shapes that scale nothing say so, and a
-// forged report of trials is not believed.
+// a passing constant output is not flagged, stress shapes that scale nothing say so, a forged
+// report of trials is not believed; dropout and integer inputs a forward sorts survive the
+// post-timing check, which says why a candidate relying on unscaled values fails it; BatchNorm's
+// counter does not stop a copy by order; Python numbers compare as their kind.
 
 #include <unistd.h>
 
@@ -346,6 +348,169 @@ class ModelNew(nn.Module):
   EXPECT_NE(r.result["message"].get<std::string>().find("counted as the candidate's crash"),
             std::string::npos)
       << r.result["message"];
+}
+
+// Timed briefly on the CPU, so the post-timing check runs.
+const std::vector<std::string> timed = {"--device", "cpu", "--trials",      "2",
+                                        "--budget", "0.2", "--min-samples", "4"};
+
+TEST(JudgementCpu, DropoutMatchesInTheTrialsAndInThePostTimingCheck) {
+  // Each side's forward starts from the same generator state in the trials and, since this
+  // test, in the check after timing (it compared two different dropout masks there).
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+    def forward(self, x):
+        return self.drop(x) * 2
+def get_inputs():
+    return [torch.randn(64, 64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.dropout(x, 0.5, True) * 2
+)");
+  const auto r = run_eval(p, c, timed);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_FALSE(has_flag(r.result, "timing_outputs_differ")) << r.result.dump(1);
+}
+
+TEST(JudgementCpu, ACandidateThatReliesOnUnscaledValuesIsToldWhyTheCheckFailed) {
+  // Targets are +-1 and the candidate takes them as signs: right in every trial, but the check
+  // after timing scales its inputs as the timed samples were (a known limit: methodology.md).
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, p, t):
+        return torch.clamp(1 - p * t, min=0)
+def get_inputs():
+    return [torch.randn(256), torch.randint(0, 2, (256,)).float() * 2 - 1]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, p, t):
+        return torch.clamp(torch.where(t > 0, 1 - p, 1 + p), min=0)
+)");
+  const auto r = run_eval(p, c, timed);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["correctness"]["trials_passed"], 2) << r.result.dump(1);
+  EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("rely on values that scaling changes"),
+            std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, IntegerTimingInputsAreCopiedBackBeforeEverySample) {
+  // The candidate sorts its indices in place (the sum does not change) and refuses sorted ones:
+  // timed on its own sorted copy, sample after sample, it raised.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, idx):
+        return x[idx].sum(0)
+def get_inputs():
+    return [torch.randn(512, 16), torch.randint(0, 512, (2048,))]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, idx):
+        if bool((idx[1:] >= idx[:-1]).all()):
+            raise RuntimeError("timed on indices this forward sorted before")
+        idx.copy_(torch.sort(idx).values)
+        return x[idx].sum(0)
+)");
+  const auto r = run_eval(p, c, timed);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_TRUE(has_flag(r.result, "input_modified")) << r.result.dump(1);
+}
+
+TEST(JudgementCpu, WeightsCopyByOrderWithoutTheBatchNormCounter) {
+  // The candidate keeps BatchNorm's parameters and running statistics as its own tensors, and
+  // has no num_batches_tracked: the floating-point tensors still copy by order.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+        self.bn = nn.BatchNorm1d(8)
+    def forward(self, x):
+        return self.bn(self.fc(x))
+def get_inputs():
+    return [torch.randn(32, 16)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 16))
+        self.b = nn.Parameter(torch.randn(8))
+        self.gamma = nn.Parameter(torch.randn(8))
+        self.beta = nn.Parameter(torch.randn(8))
+        self.register_buffer("rm", torch.zeros(8))
+        self.register_buffer("rv", torch.ones(8))
+    def forward(self, x):
+        y = x @ self.w.t() + self.b
+        return torch.nn.functional.batch_norm(y, self.rm, self.rv, self.gamma, self.beta, True,
+                                              0.1, 1e-5)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_order") << r.result.dump(1);
+}
+
+TEST(JudgementCpu, PythonIntegerAndBoolOutputsCompareExactly) {
+  // A count near 10^5 off by 7 passed fp64's relative tolerance (1e-4 x 10^5 = 10).
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return int((x > 0).sum()), bool((x > 0).any())
+def get_inputs():
+    return [torch.randn(200000)]
+def get_init_inputs():
+    return []
+)");
+  const auto off = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return int((x > 0).sum()) + 7, bool((x > 0).any())
+)");
+  const auto r = run_eval(p, off, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  const auto& outs = r.result["trials"][0]["outputs"];
+  EXPECT_EQ(outs[0]["expected_dtype"], "int64") << outs.dump(1);
+  EXPECT_EQ(outs[0]["max_abs_err"], 7.0);
+  EXPECT_EQ(outs[1]["expected_dtype"], "bool") << outs.dump(1);
+  EXPECT_TRUE(outs[1]["passed"].get<bool>());
+  const auto same = write_case("same.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return int((x > 0).sum()), bool((x > 0).any())
+)");
+  const auto ok = run_eval(p, same, quick);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
 }  // namespace
