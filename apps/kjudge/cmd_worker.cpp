@@ -4,13 +4,18 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <chrono>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/exit_codes.hpp>
@@ -21,6 +26,8 @@
 #include "commands.hpp"
 
 namespace kj::app {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -73,6 +80,7 @@ int run_worker_command() {
 int run_worker_pool_command(int argc, char** argv) {
   runner::pool_server_options o;
   python::session_options py;
+  std::vector<std::pair<fs::path, fs::file_time_type>> import_dirs;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* value = argv[i + 1];
@@ -109,7 +117,24 @@ int run_worker_pool_command(int argc, char** argv) {
     ::alarm(120);
     python::prewarm(py);
     ::alarm(0);
+    // What the interpreter imports from, as it was when torch was imported: a package installed,
+    // upgraded or removed since (pip changes these directories) makes the pool stale.
+    for (const auto& dir : python::prewarmed_import_dirs()) {
+      std::error_code ec;
+      import_dirs.emplace_back(dir, fs::last_write_time(dir, ec));
+    }
     std::fprintf(stderr, "kjudge worker-pool: pid %d ready\n", static_cast<int>(::getpid()));
+  };
+  o.stale = [&import_dirs]() -> std::string {
+    for (const auto& [dir, when] : import_dirs) {
+      std::error_code ec;
+      if (fs::last_write_time(dir, ec) != when)
+        return fmt::format(
+            "{} changed since the pool imported torch (a package installed, "
+            "upgraded or removed)",
+            dir.string());
+    }
+    return {};
   };
   o.before_fork = python::before_fork;
   o.after_fork_parent = python::after_fork_parent;

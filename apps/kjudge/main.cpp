@@ -1,6 +1,7 @@
 // kjudge's entry point: parses the command line, dispatches, and translates errors into exit
 // codes. Help text comes from docs/cli.md (help.cpp).
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -41,9 +42,16 @@ int print_help(const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Ignored dispositions survive exec: a parent that ignored SIGCHLD would have every child reaped
+  // by the kernel, and a worker's exit status (a segfault) lost.
+  std::signal(SIGCHLD, SIG_DFL);
   if (argc >= 2 && std::strcmp(argv[1], "worker") == 0) return kj::app::run_worker_command();
   if (argc >= 2 && std::strcmp(argv[1], "worker-pool") == 0)
     return kj::app::run_worker_pool_command(argc, argv);
+  // A reader of the report that went away (`kjudge eval ... | head`) must not end kjudge before
+  // it has written --json and reaped its worker: writes to it fail instead (children get the
+  // default back, runner::detail::reset_child_process).
+  std::signal(SIGPIPE, SIG_IGN);
 
   std::string command;
   if (wants_help(argc, argv, command)) return print_help(command);

@@ -261,6 +261,12 @@ eval_result evaluate(const job& j, const run_options& options) {
                fmt::format("the worker's event channel carried more than {} MiB; the rest was "
                            "dropped (only a candidate writing into it sends that much)",
                            so.channel_limit_bytes >> 20));
+  if (state.flags_dropped > 0)
+    r.add_flag("flags_dropped", "error",
+               fmt::format("{} more distinct flags came on the worker's event channel than the "
+                           "{} a result takes, and were dropped (only a candidate writing into "
+                           "the channel sends that many)",
+                           state.flags_dropped, k_max_event_flags));
   if (state.malformed_lines > 0)
     r.add_flag(
         "malformed_events", "warning",

@@ -56,9 +56,22 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
     return;
   }
   nlohmann::json e;
+  // No event nests deeper than a few levels; a line that does (a candidate writing into the
+  // channel) is malformed: copying or printing a value nested 10^5 deep recurses as deep and
+  // would end this process.
+  bool too_deep = false;
+  const nlohmann::json::parser_callback_t depth_limit =
+      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > k_max_event_depth) too_deep = true;
+        return !too_deep;
+      };
   try {
-    e = nlohmann::json::parse(line);
+    e = nlohmann::json::parse(line, depth_limit);
   } catch (const nlohmann::json::exception&) {
+    ++state.malformed_lines;
+    return;
+  }
+  if (too_deep) {
     ++state.malformed_lines;
     return;
   }
@@ -93,7 +106,10 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
     }
     if (auto it = e.find("flag"); it != e.end()) {
       const auto f = it->get<flag>();
-      r.add_flag(f.code, f.severity, f.message);
+      if (r.flags.size() < k_max_event_flags || r.has_flag(f.code, f.message))
+        r.add_flag(f.code, f.severity, f.message);
+      else
+        ++state.flags_dropped;
     }
     if (auto it = e.find("final"); it != e.end()) {
       r.status = eval_status_from_string(it->at("status").get<std::string>());

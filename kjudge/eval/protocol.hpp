@@ -50,7 +50,14 @@ struct fold_state {
   bool candidate_forward_seen = false;
   std::size_t malformed_lines = 0;
   std::size_t lines_after_final = 0;  ///< the worker sends nothing after its final event
+  std::size_t flags_dropped = 0;      ///< distinct flags beyond k_max_event_flags
 };
+
+/** Deepest nesting an event line may have (the worker's events nest a few levels). */
+inline constexpr int k_max_event_depth = 64;
+/** Most distinct flags a result takes from the channel (the worker raises a few dozen at most;
+ *  a candidate writing flags into the channel could send millions). */
+inline constexpr std::size_t k_max_event_flags = 256;
 
 /** Applies one event line to the result. Malformed lines are counted, never fatal; lines after
  *  the final event are counted and otherwise ignored. */

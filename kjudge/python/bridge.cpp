@@ -209,6 +209,19 @@ void prewarm(const session_options& options) {
   py::module_::import("gc").attr("freeze")();
 }
 
+std::vector<std::filesystem::path> prewarmed_import_dirs() {
+  std::vector<std::filesystem::path> out;
+  if (!prewarmed()) return out;
+  const py::gil_scoped_acquire gil;
+  for (const auto& entry : py::module_::import("sys").attr("path")) {
+    if (!py::isinstance<py::str>(entry)) continue;
+    const std::filesystem::path dir(entry.cast<std::string>());
+    std::error_code ec;
+    if (!dir.empty() && std::filesystem::is_directory(dir, ec)) out.push_back(dir);
+  }
+  return out;
+}
+
 void before_fork() {
   if (prewarmed()) PyOS_BeforeFork();
 }

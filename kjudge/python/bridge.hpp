@@ -40,6 +40,11 @@ struct session_options {
  *  paying 3-5 s again. Uses options.python_executable; throws kj::error(python) like session. */
 void prewarm(const session_options& options);
 
+/** After prewarm(): the directories on the interpreter's sys.path (site-packages, the
+ *  standard library, PYTHONPATH entries) that exist, where installing or removing a package
+ *  changes the directory. Empty before prewarm. */
+std::vector<std::filesystem::path> prewarmed_import_dirs();
+
 /** Python's fork protocol (PyOS_BeforeFork, PyOS_AfterFork_Parent, PyOS_AfterFork_Child), for a
  *  process that prewarmed and forks children that will use it. No-ops before prewarm. */
 void before_fork();

@@ -45,14 +45,16 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python) {
     std::error_code ec;
     if (!fs::exists(explicit_python, ec))
       KJ_THROW(error_kind::usage, "--python {}: no such file", explicit_python.string());
-    out.executable = explicit_python;
+    // Absolute, not resolved: a venv's python3 is a link whose venv must stay found, and the
+    // worker pool runs from / (a relative path would name nothing there).
+    out.executable = fs::absolute(explicit_python, ec);
     out.source = "--python";
     return out;
   }
   if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env) {
     std::error_code ec;
     if (!fs::exists(env, ec)) KJ_THROW(error_kind::usage, "$KJUDGE_PYTHON={}: no such file", env);
-    out.executable = env;
+    out.executable = fs::absolute(env, ec);
     out.source = "$KJUDGE_PYTHON";
     return out;
   }
@@ -69,7 +71,8 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python) {
   for (const auto& p : probes) {
     std::string why;
     if (has_torch(p.path, why)) {
-      out.executable = p.path;
+      std::error_code ec;
+      out.executable = fs::absolute(p.path, ec);
       out.source = p.source;
       return out;
     }

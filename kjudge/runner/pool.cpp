@@ -177,7 +177,7 @@ class pool_child final : public detail::child_handle {
     m_conn.reset();
     if (!reply || !reply->contains("status")) {
       // The pool is gone (its children die with it): end whatever is left of the group.
-      ::killpg(m_pid, SIGKILL);
+      ::killpg(m_pid, SIGKILL);  // not its pid: the pool may have reaped it
       m_registration.release();
       return "the worker pool closed the connection without the child's exit status (the pool "
              "was stopped or died)";
@@ -531,7 +531,7 @@ bool serve_pool(const pool_server_options& o) {
         ++it;
         continue;
       }
-      ::killpg(it->pid, SIGKILL);
+      detail::signal_group(it->pid, SIGKILL);
       int status = 0;
       rusage usage{};
       while (::wait4(it->pid, &status, 0, &usage) < 0 && errno == EINTR) {
@@ -547,7 +547,7 @@ bool serve_pool(const pool_server_options& o) {
       last_activity = steady::now();
     }
     const auto idle_left = o.idle_exit - (steady::now() - last_activity);
-    if (running.empty() && idle_left <= steady::duration::zero()) return true;
+    if (running.empty() && (idle_left <= steady::duration::zero() || !listener.open())) return true;
 
     std::vector<pollfd> fds;
     fds.push_back({listener.get(), POLLIN, 0});
@@ -576,7 +576,7 @@ bool serve_pool(const pool_server_options& o) {
         char c = 0;
         if (::recv(s.conn.get(), &c, 1, MSG_DONTWAIT) <= 0 || (fds[i].revents & POLLHUP) != 0) {
           s.requester_gone = true;
-          ::killpg(s.pid, SIGKILL);
+          detail::signal_group(s.pid, SIGKILL);
         }
       }
     }
@@ -594,6 +594,17 @@ bool serve_pool(const pool_server_options& o) {
       send_line(conn.get(), {{"error", "malformed request"}});
       continue;
     }
+    if (o.stale) {
+      if (const std::string why = o.stale(); !why.empty()) {
+        // Refused: the requester runs its worker itself. The address is given up now (a new pool
+        // may claim it) and the server ends once the children it runs have ended.
+        std::fprintf(stderr, "kjudge worker-pool: pid %d stops: %s\n", static_cast<int>(::getpid()),
+                     why.c_str());
+        send_line(conn.get(), {{"error", "stale pool: " + why}});
+        listener.reset();
+        continue;
+      }
+    }
     std::vector<int> server_fds = {listener.get(), conn.get()};
     for (auto& s : running) {  // another evaluation's connection or pidfd must not reach this one
       server_fds.push_back(s.conn.get());
@@ -607,9 +618,10 @@ bool serve_pool(const pool_server_options& o) {
       send_line(conn.get(), {{"error", "fork failed: " + errno_text(errno)}});
       continue;
     }
-    ::setpgid(pid, pid);  // before the requester learns the pid, so its signals reach the group
+    // The child makes its own session and group (reset_child_process); until it has, the
+    // requester's signals reach it by its pid (signal_group).
     request->fds.clear();
-    if (!send_line(conn.get(), {{"pid", pid}})) ::killpg(pid, SIGKILL);
+    if (!send_line(conn.get(), {{"pid", pid}})) detail::signal_group(pid, SIGKILL);
     running.push_back({std::move(conn), pid, detail::open_pidfd(pid), false});
   }
 }

@@ -73,6 +73,10 @@ struct pool_server_options {
   /** Around fork: in the server before it and after it (parent); in the child once descriptors,
    *  process group, working directory and environment are set up, before child_main. */
   std::function<void()> before_fork, after_fork_parent, after_fork_child;
+  /** Before each fork: why the server's state no longer serves (its interpreter's packages
+   *  changed), or "". A reason refuses the request (its sender runs the command itself), gives
+   *  up the address and ends the server once its running children have ended. */
+  std::function<std::string()> stale;
 };
 
 /** Claims `options.address` and serves until idle. Returns false at once when another server

@@ -88,7 +88,7 @@ extern "C" void on_interrupt(int sig) {
   for (auto& slot : g_registered) {
     const pid_t group = slot.load();
     if (group <= 0) continue;
-    ::killpg(group, SIGKILL);
+    detail::signal_group(group, SIGKILL);
     running = true;
   }
   // Nothing to reap: exit now. Otherwise the supervising loop reaps the child (and what it left
@@ -303,6 +303,12 @@ unique_fd open_pidfd(pid_t pid) {
   return {};
 }
 
+void signal_group(pid_t leader, int sig) noexcept {
+  if (leader <= 1) return;
+  ::killpg(leader, sig);
+  ::kill(leader, sig);
+}
+
 void reset_child_process() noexcept {
   // The parent's interrupt handler (exit_on_interrupt) is not the child's: it would signal the
   // parent's other children.
@@ -311,7 +317,7 @@ void reset_child_process() noexcept {
     if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == &on_interrupt)
       ::signal(sig, SIG_DFL);
   }
-  ::setpgid(0, 0);
+  ::setsid();
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -498,15 +504,18 @@ struct reader {
  *  reserved until reap() has ended the rest of the group. */
 class forked_child final : public detail::child_handle {
  public:
-  forked_child(pid_t pid, detail::child_registration registration)
-      : m_pid(pid), m_pidfd(open_pidfd(pid)), m_registration(std::move(registration)) {}
+  forked_child(pid_t pid, detail::child_registration registration, std::vector<pid_t> before)
+      : m_pid(pid),
+        m_pidfd(open_pidfd(pid)),
+        m_registration(std::move(registration)),
+        m_before(std::move(before)) {}
   [[nodiscard]] pid_t group() const noexcept override { return m_pid; }
   [[nodiscard]] bool ended() override { return child_exited(m_pid); }
   [[nodiscard]] int wait_fd() const noexcept override { return m_pidfd.get(); }
   std::string reap(int& status, rusage& usage, std::size_t& leftovers) override {
     // The leader is a zombie, so the group id cannot be reused yet: end any descendants still
     // in the group (they would hold our pipes open), then reap with rusage.
-    ::killpg(m_pid, SIGKILL);
+    detail::signal_group(m_pid, SIGKILL);
     pid_t w = 0;
     do {
       w = ::wait4(m_pid, &status, 0, &usage);
@@ -515,7 +524,10 @@ class forked_child final : public detail::child_handle {
     m_pidfd.reset();
     // What left the group (setsid) was reparented here (a subreaper meanwhile): end it too.
     if (g_orphan_cleanup.load())
-      leftovers = detail::kill_adopted(m_pid, [](pid_t p) { return detail::registered_child(p); });
+      leftovers = detail::kill_adopted(m_pid, [this](pid_t p) {
+        return detail::registered_child(p) ||
+               std::find(m_before.begin(), m_before.end(), p) != m_before.end();
+      });
     return {};
   }
 
@@ -523,6 +535,9 @@ class forked_child final : public detail::child_handle {
   pid_t m_pid;
   unique_fd m_pidfd;
   detail::child_registration m_registration;
+  /** This process's children before the fork (kjudge exec'd by a shell that had started others):
+   *  not the child's leftovers. */
+  std::vector<pid_t> m_before;
 };
 
 }  // namespace
@@ -565,7 +580,7 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
       // The handler has SIGKILLed the group: reap the child (a pool's may never be reported),
       // then exit below.
       interrupted = interrupt_signal();
-      if (!reaped) ::killpg(pid, SIGKILL);
+      if (!reaped) detail::signal_group(pid, SIGKILL);
       interrupted_give_up = now + std::chrono::seconds(2);
       stdin_fd.reset();
     }
@@ -582,13 +597,13 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
 
     if (!reaped && !timed_out && now >= deadline) {
       timed_out = true;
-      ::killpg(pid, SIGTERM);
+      detail::signal_group(pid, SIGTERM);
       kill_at = now + k_term_grace;
       stdin_fd.reset();
     }
     if (!reaped && !killed && now >= kill_at) {
       killed = true;
-      ::killpg(pid, SIGKILL);
+      detail::signal_group(pid, SIGKILL);
     }
     if (!reaped && killed && child.may_go_unreported() && now >= kill_at + k_unreported_grace) {
       result.error = "no exit status came after SIGKILL (the worker pool is stopped or stalled)";
@@ -748,14 +763,16 @@ process_result run_process(const spawn_options& options) {
   const subreaper_scope subreaper(g_orphan_cleanup.load());
   // Blocked while the child's stdin is written (a child that exits without reading gives EPIPE).
   const sigpipe_guard pipe_guard;
+  const std::vector<pid_t> children_before =
+      g_orphan_cleanup.load() ? detail::children_of(::getpid()) : std::vector<pid_t>{};
   const auto start = steady::now();
   const pid_t pid = ::fork();
   if (pid < 0) KJ_THROW(error_kind::io, "cannot fork: {}", errno_text(errno));
   if (pid == 0) run_child(plan);
 
-  // Also set the group from the parent, so a kill right after fork reaches the child. EACCES
-  // (the child already exec'd, having set it itself) is expected.
-  ::setpgid(pid, pid);
+  // The child makes its own session and group (reset_child_process); until it has, signals reach
+  // it by its pid (signal_group). The parent does not set the group: a child already made a group
+  // leader could no longer call setsid().
   detail::child_registration registration(pid);
   in.read.reset();
   out.write.reset();
@@ -791,7 +808,7 @@ process_result run_process(const spawn_options& options) {
   }
   err.read.reset();
 
-  forked_child child(pid, std::move(registration));
+  forked_child child(pid, std::move(registration), children_before);
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
                            options, start, program);
 }

@@ -56,9 +56,14 @@ struct pipe_ends {
 
 void set_nonblocking(int fd);
 
-/** In a freshly forked child: a process group of its own, no blocked signals, SIGPIPE, SIGXFSZ and
- *  SIGCHLD at their defaults. Async-signal-safe. */
+/** In a freshly forked child: a session and process group of its own (setsid: a session leader
+ *  cannot move to another group, so the child cannot leave the one it is killed by), no blocked
+ *  signals, SIGPIPE, SIGXFSZ and SIGCHLD at their defaults. Async-signal-safe. */
 void reset_child_process() noexcept;
+
+/** Sends `sig` to the group `leader` leads and to `leader` itself (which may not lead it yet: a
+ *  child forked but not yet past reset_child_process). Async-signal-safe. */
+void signal_group(pid_t leader, int sig) noexcept;
 
 /** In a freshly forked child of `parent`: SIGKILL when the thread that forked it ends (with its
  *  process, killed or not). False when `parent` is already gone (it died before prctl, so no

@@ -507,6 +507,87 @@ TEST(EvalCpu, ADaemonTheCandidateLeavesIsKilledWithTheWorker) {
   if (!process_gone(daemon)) ::kill(daemon, SIGKILL);
 }
 
+TEST(EvalCpu, AWorkerThatMovesToKjudgesProcessGroupStillTimesOut) {
+  // The forward tries to join kjudge's own process group (out of the one the timeout signals),
+  // then sleeps: the worker leads a session of its own now, so it cannot move. It used to, and
+  // kjudge waited for it forever.
+  const scratch_dir dir;
+  const auto candidate = dir.path / "moves_group.py";
+  std::ofstream(candidate) << "import os, time\n"
+                              "import torch\n"
+                              "import torch.nn as nn\n"
+                              "class ModelNew(nn.Module):\n"
+                              "    def forward(self, x):\n"
+                              "        try:\n"
+                              "            os.setpgid(0, os.getpgid(os.getppid()))\n"
+                              "        except OSError:\n"
+                              "            pass\n"
+                              "        time.sleep(1000)\n";
+  const auto r = run_eval("problems/level1/softmax.py", candidate.string(),
+                          {"--device", "cpu", "--no-timing", "--trials", "1", "--timeout", "15"},
+                          std::chrono::seconds(120));
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  ASSERT_TRUE(r.result.is_object()) << r.output;
+  EXPECT_EQ(r.result["status"], "timed_out");
+  EXPECT_LT(r.result["wall_s"].get<double>(), 40.0);
+}
+
+/** Runs `script` with /bin/sh (kjudge is $KJ, the repository the working folder); returns its
+ *  exit code, -1 when it did not exit. */
+int run_shell(const std::string& script, std::chrono::seconds limit = std::chrono::seconds(180)) {
+  runner::spawn_options o;
+  o.argv = {"/bin/sh", "-c", script};
+  o.env.emplace_back("KJ", KJ_KJUDGE_EXE);
+  o.env.emplace_back("KJUDGE_POOL", "0");
+  o.cwd = source_dir();
+  o.timeout = limit;
+  const auto p = runner::run_process(o);
+  return p.how == runner::exit_kind::exited ? p.exit_code : -1;
+}
+
+TEST(EvalCpu, AReaderThatGoesAwayDoesNotStopTheJsonAndOtherChildrenAreNotLeftovers) {
+  // `| true` closes the report's pipe at once: kjudge died of SIGPIPE at its first print,
+  // writing no --json. The shell's `sleep` becomes kjudge's child by exec: it was killed as the
+  // worker's leftover.
+  const scratch_dir dir;
+  const auto json = dir.path / "r.json";
+  const auto pid_file = dir.path / "sleep.pid";
+  const int rc =
+      run_shell("sleep 300 & echo $! > '" + pid_file.string() + "'; exec \"$KJ\" eval " +
+                "problems/level1/softmax.py examples/softmax/naive.py --device cpu --trials 1 " +
+                "--budget 0.2 --json '" + json.string() + "' | true");
+  EXPECT_EQ(rc, 0);
+  std::ifstream in(json);
+  ASSERT_TRUE(in.good()) << "no --json after the reader went away";
+  const auto result = nlohmann::json::parse(in, nullptr, false);
+  EXPECT_EQ(result.value("status", ""), "correct") << result.dump(1);
+  EXPECT_FALSE(has_flag(result, "leftover_processes")) << result.dump(1);
+  pid_t sleeper = 0;
+  std::ifstream(pid_file) >> sleeper;
+  ASSERT_GT(sleeper, 0);
+  EXPECT_FALSE(process_gone(sleeper)) << "kjudge killed a process it did not start";
+  ::kill(sleeper, SIGKILL);
+}
+
+TEST(EvalCpu, AnIgnoredSigchldDoesNotHideTheWorkersCrash) {
+  // SIGCHLD ignored by kjudge's parent (ignored dispositions survive exec) made the kernel reap
+  // the worker: its segfault read as "exited with code 0".
+  const scratch_dir dir;
+  const auto json = dir.path / "r.json";
+  const int rc = run_shell(
+      "exec \"$(command -v python3)\" -c 'import os, signal, sys; "
+      "signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])' "
+      "\"$KJ\" eval problems/level1/softmax.py examples/faulty/segfault.py --device cpu "
+      "--no-timing --trials 1 --json '" +
+      json.string() + "'");
+  EXPECT_EQ(rc, 4);
+  std::ifstream in(json);
+  ASSERT_TRUE(in.good());
+  const auto result = nlohmann::json::parse(in, nullptr, false);
+  EXPECT_EQ(result.value("status", ""), "crashed") << result.dump(1);
+  EXPECT_EQ(result["worker"].value("signal", 0), 11) << result.dump(1);
+}
+
 TEST(EvalCpu, JsonIsWrittenThroughSymlinksAndAFailedWriteIsNotAVerdict) {
   const scratch_dir dir;
   const std::string problem = (source_dir() / "problems/level1/softmax.py").string();

@@ -168,6 +168,53 @@ TEST_F(PoolCpu, AnEvaluationWaitsForAPoolThatIsStillStarting) {
       << second.output;
 }
 
+// A pool whose interpreter's import folders changed (a package installed, upgraded or removed)
+// refuses the next evaluation, which runs its own worker, and ends: it used to serve on with the
+// packages of its start (a `.pth` added since was never read). Its interpreter is given by a
+// relative path, which the pool (it runs from /) could not find before.
+TEST_F(PoolCpu, APoolWhoseImportFoldersChangedRefusesAndEnds) {
+  const auto probe = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+                              {"--device", "cpu", "--no-timing", "--trials", "1", "--no-pool"});
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  const fs::path python = probe.result["options"]["python"].get<std::string>();
+  const fs::path relative = python.lexically_relative(fs::current_path());  // not resolved
+  ASSERT_TRUE(relative.is_relative()) << relative;
+  const fs::path extra = s_cache / "extra_path";
+  fs::create_directories(extra);
+  ::setenv("KJ_POOL_TEST_MARKER", (std::to_string(::getpid()) + "-stale").c_str(), 1);
+  ::setenv("PYTHONPATH", extra.c_str(), 1);
+  auto args = cpu_pool;
+  args.insert(args.end(), {"--python", relative.string()});
+  const std::size_t before = pool_pids().size();
+  const auto first = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", args);
+  const bool ready = pool_ready(before);
+  const auto second = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", args);
+  std::this_thread::sleep_for(50ms);
+  std::ofstream(extra / "new_module.py") << "X = 1\n";  // the folder's mtime changes
+  const auto third = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", args);
+  ::unsetenv("PYTHONPATH");
+  ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_TRUE(ready) << "pool log:\n" << log();
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(second.result["worker"]["started_by"], "pool");
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_NE(third.result["worker"]["started_by"], "pool");
+  // The pool that refused says so (the third evaluation may have started the next pool).
+  std::smatch m;
+  const std::string text = log();
+  ASSERT_TRUE(std::regex_search(
+      text, m, std::regex("pid (\\d+) stops: .* changed since the pool imported torch")))
+      << text;
+  const pid_t stale = std::stoi(m[1]);
+  bool ended = false;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    ended = ::kill(stale, 0) != 0;
+    if (!ended) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(ended) << "the stale pool " << stale << " is still running";
+}
+
 // Without --pool or --no-pool, KJUDGE_POOL decides, and unset (or empty) means the pool.
 TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
   const std::vector<std::string> cpu = {"--device", "cpu", "--budget", "0.2", "--trials", "2"};

@@ -2,11 +2,13 @@
 // fold, the result schema, jitter, the CLI's documentation, and ncu's command line (against a
 // stand-in ncu).
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -145,6 +147,30 @@ TEST(Protocol, FoldsEventsAndSurvivesGarbage) {
   EXPECT_EQ(st.lines_after_final, 2u);
   EXPECT_EQ(r.status, eval_status::incorrect);
   EXPECT_EQ(r.trials.size(), 2u);
+}
+
+TEST(Protocol, DeepNestingIsMalformedAndFlagsAreCapped) {
+  eval_result r;
+  eval::fold_state st;
+  // 100 000 levels: copying such a value into the result recursed that deep and crashed kjudge.
+  std::string deep =
+      R"({"launches":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  eval::apply_event_line(r, deep, st);
+  EXPECT_EQ(st.malformed_lines, 1u);
+  EXPECT_TRUE(r.launches.is_null());
+  std::string ok = R"({"launches":)" + std::string(20, '[') + std::string(20, ']') + "}";
+  eval::apply_event_line(r, ok, st);
+  EXPECT_EQ(st.malformed_lines, 1u);
+  EXPECT_FALSE(r.launches.is_null());
+  // Distinct flags beyond the cap are counted, not kept; a flag already raised is not new.
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50'000; ++i)
+    eval::apply_event_line(
+        r, fmt::format(R"({{"flag":{{"code":"c{}","severity":"warning","message":"m"}}}})", i), st);
+  eval::apply_event_line(r, R"({"flag":{"code":"c3","severity":"warning","message":"m"}})", st);
+  EXPECT_EQ(r.flags.size(), eval::k_max_event_flags);
+  EXPECT_EQ(st.flags_dropped, 50'000u - eval::k_max_event_flags);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
 TEST(Protocol, OnlyATrialsCandidatePhaseCountsAsACandidateForward) {
