@@ -100,11 +100,6 @@ bool eval_result::has_flag(const std::string& code) const {
   return false;
 }
 
-bool eval_result::has_flag(const std::string& code, const std::string& message) const {
-  return std::any_of(flags.begin(), flags.end(),
-                     [&](const flag& f) { return f.code == code && f.message == message; });
-}
-
 void check_schema(const nlohmann::json& j) {
   const auto it = j.find("schema");
   if (it == j.end() || !it->is_string())

@@ -182,8 +182,6 @@ struct eval_result {
 
   void add_flag(std::string code, std::string severity, std::string message);
   [[nodiscard]] bool has_flag(const std::string& code) const;
-  /** Whether a flag with this code and message is already raised. */
-  [[nodiscard]] bool has_flag(const std::string& code, const std::string& message) const;
 };
 
 void to_json(nlohmann::json& j, const eval_result& r);

@@ -105,10 +105,12 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
       state.gpu_lock_seen = true;
     }
     if (auto it = e.find("flag"); it != e.end()) {
-      const auto f = it->get<flag>();
-      if (r.flags.size() < k_max_event_flags || r.has_flag(f.code, f.message))
-        r.add_flag(f.code, f.severity, f.message);
-      else
+      auto f = it->get<flag>();
+      const bool known = std::any_of(r.flags.begin(), r.flags.end(),
+                                     [&f](const flag& g) { return same_flag(f, g); });
+      if (!known && r.flags.size() < k_max_event_flags)
+        r.flags.push_back(std::move(f));
+      else if (!known)
         ++state.flags_dropped;
     }
     if (auto it = e.find("final"); it != e.end()) {

@@ -41,22 +41,24 @@ bool has_torch(const fs::path& python, std::string& why) {
 
 interpreter_choice choose_interpreter(const fs::path& explicit_python) {
   interpreter_choice out;
+  // Absolute, not resolved: a venv's python3 is a link whose venv must stay found, and the worker
+  // pool runs from / (a relative path would name nothing there).
+  const auto take = [&out](const fs::path& path, const char* source) {
+    std::error_code ec;
+    out.executable = fs::absolute(path, ec);
+    out.source = source;
+    return out;
+  };
   if (!explicit_python.empty()) {
     std::error_code ec;
     if (!fs::exists(explicit_python, ec))
       KJ_THROW(error_kind::usage, "--python {}: no such file", explicit_python.string());
-    // Absolute, not resolved: a venv's python3 is a link whose venv must stay found, and the
-    // worker pool runs from / (a relative path would name nothing there).
-    out.executable = fs::absolute(explicit_python, ec);
-    out.source = "--python";
-    return out;
+    return take(explicit_python, "--python");
   }
   if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env) {
     std::error_code ec;
     if (!fs::exists(env, ec)) KJ_THROW(error_kind::usage, "$KJUDGE_PYTHON={}: no such file", env);
-    out.executable = fs::absolute(env, ec);
-    out.source = "$KJUDGE_PYTHON";
-    return out;
+    return take(env, "$KJUDGE_PYTHON");
   }
   struct probe {
     fs::path path;
@@ -70,12 +72,7 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python) {
     probes.insert(probes.begin() + 1, {fs::path(venv) / "bin/python3", "probed"});
   for (const auto& p : probes) {
     std::string why;
-    if (has_torch(p.path, why)) {
-      std::error_code ec;
-      out.executable = fs::absolute(p.path, ec);
-      out.source = p.source;
-      return out;
-    }
+    if (has_torch(p.path, why)) return take(p.path, p.source);
     out.rejected.push_back(p.path.string() + ": " + why);
   }
   std::string tried;

@@ -531,7 +531,7 @@ bool serve_pool(const pool_server_options& o) {
         ++it;
         continue;
       }
-      detail::signal_group(it->pid, SIGKILL);
+      ::killpg(it->pid, SIGKILL);  // the group's rest: the child itself has ended
       int status = 0;
       rusage usage{};
       while (::wait4(it->pid, &status, 0, &usage) < 0 && errno == EINTR) {

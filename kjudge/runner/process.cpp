@@ -515,7 +515,7 @@ class forked_child final : public detail::child_handle {
   std::string reap(int& status, rusage& usage, std::size_t& leftovers) override {
     // The leader is a zombie, so the group id cannot be reused yet: end any descendants still
     // in the group (they would hold our pipes open), then reap with rusage.
-    detail::signal_group(m_pid, SIGKILL);
+    ::killpg(m_pid, SIGKILL);
     pid_t w = 0;
     do {
       w = ::wait4(m_pid, &status, 0, &usage);

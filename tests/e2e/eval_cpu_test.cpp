@@ -545,26 +545,47 @@ int run_shell(const std::string& script, std::chrono::seconds limit = std::chron
   return p.how == runner::exit_kind::exited ? p.exit_code : -1;
 }
 
-TEST(EvalCpu, AReaderThatGoesAwayDoesNotStopTheJsonAndOtherChildrenAreNotLeftovers) {
+TEST(EvalCpu, AReaderThatGoesAwayDoesNotStopTheJson) {
   // `| true` closes the report's pipe at once: kjudge died of SIGPIPE at its first print,
-  // writing no --json. The shell's `sleep` becomes kjudge's child by exec: it was killed as the
-  // worker's leftover.
+  // writing no --json.
   const scratch_dir dir;
   const auto json = dir.path / "r.json";
-  const auto pid_file = dir.path / "sleep.pid";
-  const int rc =
-      run_shell("sleep 300 & echo $! > '" + pid_file.string() + "'; exec \"$KJ\" eval " +
-                "problems/level1/softmax.py examples/softmax/naive.py --device cpu --trials 1 " +
-                "--budget 0.2 --json '" + json.string() + "' | true");
+  const int rc = run_shell(
+      "\"$KJ\" eval problems/level1/softmax.py examples/softmax/naive.py --device cpu "
+      "--trials 1 --budget 0.2 --json '" +
+      json.string() + "' | true");
   EXPECT_EQ(rc, 0);
   std::ifstream in(json);
   ASSERT_TRUE(in.good()) << "no --json after the reader went away";
   const auto result = nlohmann::json::parse(in, nullptr, false);
   EXPECT_EQ(result.value("status", ""), "correct") << result.dump(1);
-  EXPECT_FALSE(has_flag(result, "leftover_processes")) << result.dump(1);
+}
+
+TEST(EvalCpu, ChildrenKjudgeHadBeforeItsWorkerAreNotItsLeftovers) {
+  // A process that starts a child (in a session of its own, so that no process group the test
+  // or kjudge signals holds it) and then execs kjudge: the child is kjudge's from the start,
+  // and was killed as the worker's leftover.
+  const scratch_dir dir;
+  const auto json = dir.path / "r.json";
+  const auto pid_file = dir.path / "sleep.pid";
+  const int rc = run_shell(
+      "exec \"$(command -v python3)\" -c 'import os, subprocess, sys; "
+      "p = subprocess.Popen([\"sleep\", \"300\"], start_new_session=True); "
+      "open(sys.argv[1], \"w\").write(str(p.pid)); os.execv(sys.argv[2], sys.argv[2:])' '" +
+      pid_file.string() +
+      "' \"$KJ\" eval problems/level1/softmax.py examples/softmax/naive.py --device cpu "
+      "--no-timing --trials 1 --json '" +
+      json.string() + "'");
+  EXPECT_EQ(rc, 0);
   pid_t sleeper = 0;
   std::ifstream(pid_file) >> sleeper;
-  ASSERT_GT(sleeper, 0);
+  ASSERT_GT(sleeper, 0) << "the child's pid was not written";
+  std::ifstream in(json);
+  ASSERT_TRUE(in.good());
+  const auto result = nlohmann::json::parse(in, nullptr, false);
+  EXPECT_EQ(result.value("status", ""), "correct") << result.dump(1);
+  EXPECT_FALSE(has_flag(result, "leftover_processes")) << result.dump(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a SIGKILL would have landed
   EXPECT_FALSE(process_gone(sleeper)) << "kjudge killed a process it did not start";
   ::kill(sleeper, SIGKILL);
 }
