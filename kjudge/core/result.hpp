@@ -152,6 +152,9 @@ struct worker_info {
    *  for, did not serve (none ran, or it did not take the request), and a pool start was
    *  launched for the next evaluation. */
   std::string started_by = "exec";
+  /** Why the pool there did not serve this evaluation ("no pool of this user listens at the
+   *  address", "the pool refused it: stale pool: ..."); empty when it served or none was asked. */
+  std::string pool_refused;
   /** Seconds this evaluation waited for a pool that was still starting (0: it did not wait). */
   double pool_wait_s = 0;
   /** Seconds the worker waited, on a GPU, for another evaluation's work on it (trials, timing)

@@ -185,7 +185,11 @@ eval_result evaluate(const job& j, const run_options& options) {
     const auto w = runner::wait_for_pool(address, std::min(options.pool_start_wait, time_left()));
     r.worker.pool_wait_s = w.waited.count();
     limit_worker();
-    pooled = runner::run_process_in_pool(address, so);
+    pooled = runner::run_process_in_pool(address, so, &r.worker.pool_refused);
+    if (!pooled && w.state == runner::pool_state::starting)
+      r.worker.pool_refused = "the pool there was still starting";
+    else if (!pooled && w.state == runner::pool_state::foreign)
+      r.worker.pool_refused = "another user's process holds the pool's address";
     // None there (or the one there went away before it took the request): one is started now,
     // so that it imports torch while this evaluation's own worker does, and serves the next
     // evaluation (which waits for it if it must). Where a pool is there after all, the new one

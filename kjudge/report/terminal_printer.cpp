@@ -394,6 +394,10 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
                      "; {:.2f} s spent waiting for a starting worker pool that did not "
                      "serve it",
                      r.worker.pool_wait_s);
+  // Why a pool that was there did not serve (none there is the usual first evaluation: unsaid).
+  if (r.worker.started_by != "pool" && !r.worker.pool_refused.empty() &&
+      r.worker.pool_refused.rfind("no pool", 0) != 0)
+    how += "; worker pool not used: " + r.worker.pool_refused;
   if (r.worker.gpu_lock_wait_s > 0)
     how += fmt::format("; {:.2f} s waiting for another evaluation's work on the GPU",
                        r.worker.gpu_lock_wait_s);

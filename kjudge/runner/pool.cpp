@@ -38,6 +38,7 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace kj::runner {
@@ -123,6 +124,17 @@ std::optional<nlohmann::json> read_line(int fd) {
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   return j;
+}
+
+/** Whether the other end of `fd` closes it, with nothing left to read, within `limit`. */
+bool hangs_up_within(int fd, std::chrono::milliseconds limit) {
+  if (!readable_by(fd, steady::now() + limit)) return false;
+  char c = 0;
+  ssize_t n = 0;
+  do {
+    n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  return n == 0;
 }
 
 bool send_line(int fd, const nlohmann::json& j) {
@@ -445,11 +457,16 @@ pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds li
 }
 
 std::optional<process_result> run_process_in_pool(const std::string& address,
-                                                  const spawn_options& options) {
-  if (options.argv.empty()) return std::nullopt;
+                                                  const spawn_options& options,
+                                                  std::string* refused) {
+  const auto refuse = [refused](std::string why) -> std::optional<process_result> {
+    if (refused != nullptr) *refused = std::move(why);
+    return std::nullopt;
+  };
+  if (options.argv.empty()) return refuse("nothing to run");
   const auto start = steady::now();
   unique_fd conn = connect_to(address);
-  if (!conn.open()) return std::nullopt;
+  if (!conn.open()) return refuse("no pool of this user listens at the address");
 
   const bool want_channel = options.channel_fd >= 3;
   detail::pipe_ends in = detail::make_pipe();
@@ -469,23 +486,42 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
                           {"channel_fd", want_channel ? options.channel_fd : -1}}
                .dump();
   } catch (const nlohmann::json::exception&) {
-    return std::nullopt;
+    return refuse("the request is not UTF-8 (argv, environment or directory)");
   }
   std::vector<int> fds = {in.read.get(), out.write.get()};
   if (want_channel) fds.push_back(chan.write.get());
   const sigpipe_guard pipe_guard;
-  if (!send_request(conn.get(), body, fds)) return std::nullopt;
+  if (!send_request(conn.get(), body, fds))
+    return refuse("the request could not be sent: " + errno_text(errno));
   in.read.reset();
   out.write.reset();
   chan.write.reset();
   const auto reply = read_line(conn.get());
-  if (!reply || !reply->contains("pid")) return std::nullopt;
+  if (!reply) return refuse("the pool closed the connection (or took 10 s) without an answer");
+  if (!reply->contains("pid"))
+    return refuse("the pool refused it: " + reply->value("error", reply->dump()));
   const auto pid = static_cast<pid_t>(reply->value("pid", -1));
   // Only a child of the pool we talk to is ever signalled (a child that already ended and was
   // reaped has no /proc entry: nothing to signal either way).
   const auto server = peer_of(conn.get());
-  const pid_t parent = pid > 1 ? parent_of(pid) : -2;
-  if (!server || pid <= 1 || (parent != server->pid && parent != -1)) return std::nullopt;
+  if (!server || pid <= 1) return refuse("the pool's answer names no process: " + reply->dump());
+  const pid_t parent = parent_of(pid);
+  if (parent != server->pid && parent != -1) {
+    // Where the connection closes too, the pool died after its fork and its child, just
+    // started, was reparented: it was ours, and its group is ended (the caller runs the command
+    // itself). A pool still there has answered with a pid not its child's: nothing is signalled.
+    if (hangs_up_within(conn.get(), std::chrono::milliseconds(1000))) {
+      detail::signal_group(pid, SIGKILL);
+      return refuse(
+          fmt::format("the pool (pid {}) died after it started the child (pid {}), "
+                      "which was ended",
+                      server->pid, pid));
+    }
+    return refuse(
+        fmt::format("the pool (pid {}) answered with pid {}, which is not its child "
+                    "(its parent is {})",
+                    server->pid, pid, parent));
+  }
   pool_child child(pid, std::move(conn));  // registered: an interrupt kills its group
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
                            options, start, options.argv[0]);

@@ -200,6 +200,13 @@ TEST_F(PoolCpu, APoolWhoseImportFoldersChangedRefusesAndEnds) {
   EXPECT_EQ(second.result["worker"]["started_by"], "pool");
   ASSERT_EQ(third.exit_code, 0) << third.output;
   EXPECT_NE(third.result["worker"]["started_by"], "pool");
+  // The evaluation says why it was not forked, in its result and on the terminal.
+  const std::string refused = third.result["worker"].value("pool_refused", "");
+  EXPECT_EQ(refused.rfind("the pool refused it: stale pool: ", 0), 0U) << third.result.dump(1);
+  EXPECT_NE(third.output.find("worker pool not used: the pool refused it: stale pool"),
+            std::string::npos)
+      << third.output;
+  EXPECT_EQ(second.result["worker"].value("pool_refused", "?"), "");
   // The pool that refused says so (the third evaluation may have started the next pool).
   std::smatch m;
   const std::string text = log();
@@ -227,8 +234,10 @@ TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
   const auto first = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_EQ(first.result["worker"]["started_by"], "exec+pool_started");
+  EXPECT_EQ(first.result["worker"]["pool_refused"], "no pool of this user listens at the address");
   EXPECT_NE(first.output.find("worker pool started for the next evaluation"), std::string::npos)
       << first.output;
+  EXPECT_EQ(first.output.find("worker pool not used"), std::string::npos) << first.output;
   ASSERT_TRUE(pool_ready(before)) << "pool log:\n" << log();
 
   const auto pooled = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu);

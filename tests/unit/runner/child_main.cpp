@@ -138,6 +138,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "grandchild") {
+    // "after-stdin": once a byte has come on stdin (a requester writes its stdin only once it
+    // supervises the child).
+    if (argc > 3 && std::string(argv[3]) == "after-stdin") {
+      char c = 0;
+      if (::read(0, &c, 1) != 1) return 9;
+    }
     pid_t pid = ::fork();
     if (pid == 0) {
       // Written whole under a temporary name, then renamed: the test never reads half a pid.

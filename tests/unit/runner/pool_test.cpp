@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -87,8 +88,9 @@ class pool_test : public ::testing::Test {
   void TearDown() override { fs::remove_all(m_dir); }
 
   static process_result run(const spawn_options& o) {
-    auto r = kj::runner::run_process_in_pool(s_address, o);
-    EXPECT_TRUE(r.has_value()) << "the pool refused the request";
+    std::string why;
+    auto r = kj::runner::run_process_in_pool(s_address, o, &why);
+    EXPECT_TRUE(r.has_value()) << "the pool refused the request: " << why;
     return r.value_or(process_result{});
   }
 
@@ -287,13 +289,19 @@ TEST_F(pool_test, concurrent_requests_each_get_their_own_child) {
   }
 }
 
-TEST_F(pool_test, a_malformed_or_stalled_request_does_not_stop_the_server) {
-  // A client that connects and sends half a request, and one that sends garbage.
+/** The abstract socket address `name` (sun_path starts with NUL), and its length. */
+sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, s_address.data(), s_address.size());
-  const auto length =
-      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + s_address.size());
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return addr;
+}
+
+TEST_F(pool_test, a_malformed_or_stalled_request_does_not_stop_the_server) {
+  // A client that connects and sends half a request, and one that sends garbage.
+  socklen_t length = 0;
+  const sockaddr_un addr = abstract_address(s_address, length);
   const int stalled = ::socket(AF_UNIX, SOCK_STREAM, 0);
   ASSERT_EQ(::connect(stalled, reinterpret_cast<const sockaddr*>(&addr), length), 0);
   ASSERT_EQ(::send(stalled, "\x10", 1, 0), 1);
@@ -352,11 +360,12 @@ class dedicated_server {
   }
   /** Runs through this server once it listens. */
   process_result run(const spawn_options& o) {
+    std::string why;
     for (int i = 0; i < 200; ++i) {
-      if (auto r = kj::runner::run_process_in_pool(m_address, o)) return *r;
+      if (auto r = kj::runner::run_process_in_pool(m_address, o, &why)) return *r;
       std::this_thread::sleep_for(10ms);
     }
-    ADD_FAILURE() << "the dedicated pool server never answered";
+    ADD_FAILURE() << "the dedicated pool server never answered: " << why;
     return {};
   }
   /** Waits (up to 5 s) until the address is claimed: the server has bound it. */
@@ -433,7 +442,10 @@ TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
   });
   server.run(child({"exit", "0"}));  // listening now
   auto result = std::async(std::launch::async, [&] {
-    auto o = child({"grandchild", pid_file.string()});
+    // The grandchild starts once the requester supervises the child: the pool is killed after
+    // the request was answered, not between its fork and its answer.
+    auto o = child({"grandchild", pid_file.string(), "after-stdin"});
+    o.stdin_data = "go";
     o.timeout = 60s;
     return server.run(o);
   });
@@ -460,6 +472,74 @@ TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
   EXPECT_TRUE(gone) << "grandchild " << grandchild << " outlived the pool";
   if (!gone) ::kill(grandchild, SIGKILL);
   fs::remove(pid_file);
+}
+
+TEST(pool, a_pool_that_dies_right_after_its_answer_has_its_child_ended) {
+  // A server that forks its child and dies at once, the child sending the server's answer (its
+  // own pid) once it has been reparented: the requester finds the child's parent is no longer
+  // the server it talks to, and the server gone. The request is refused (the caller runs the
+  // command itself), and the child, which was the request's, is ended with its group rather
+  // than left running beside the command.
+  const std::string address = "kjudge-pool-test-orphan-" + std::to_string(::getpid());
+  socklen_t length = 0;
+  const sockaddr_un addr = abstract_address(address, length);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t server = ::fork();
+  ASSERT_GE(server, 0);
+  if (server == 0) {
+    ::close(ready[0]);
+    const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    if (listener < 0 || ::bind(listener, reinterpret_cast<const sockaddr*>(&addr), length) != 0 ||
+        ::listen(listener, 4) != 0 || ::write(ready[1], "r", 1) != 1)
+      ::_exit(2);
+    const int conn = ::accept(listener, nullptr, nullptr);
+    if (conn < 0) ::_exit(3);
+    // The whole request (a 4-byte size, then that many bytes), as a pool reads it before its
+    // fork; the descriptors that came with it are dropped.
+    std::string request;
+    char buffer[4096];
+    std::uint32_t size = 0;
+    while (request.size() < 4 || request.size() < 4 + size) {
+      const ssize_t n = ::recv(conn, buffer, sizeof buffer, 0);
+      if (n <= 0) ::_exit(6);
+      request.append(buffer, static_cast<std::size_t>(n));
+      if (request.size() >= 4) std::memcpy(&size, request.data(), sizeof size);
+    }
+    const pid_t me = ::getpid();
+    if (::fork() == 0) {
+      ::setsid();
+      ::close(listener);
+      while (::getppid() == me) ::usleep(1000);
+      const pid_t self = ::getpid();
+      if (::write(ready[1], &self, sizeof self) != sizeof self) ::_exit(5);
+      const std::string line = "{\"pid\": " + std::to_string(self) + "}\n";
+      if (::write(conn, line.data(), line.size()) != static_cast<ssize_t>(line.size())) ::_exit(4);
+      ::close(conn);
+      while (true) ::pause();
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1) << "the server never listened";
+  auto o = child({"hang"});
+  o.timeout = 30s;
+  const auto start = std::chrono::steady_clock::now();
+  std::string why;
+  const auto r = kj::runner::run_process_in_pool(address, o, &why);
+  int status = 0;
+  ::waitpid(server, &status, 0);
+  EXPECT_FALSE(r.has_value()) << r->describe();
+  EXPECT_NE(why.find("died after it started the child"), std::string::npos) << why;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  // The orphan, in a session of its own, was ended with its group.
+  pid_t orphan = 0;
+  const bool told = ::read(ready[0], &orphan, sizeof orphan) == sizeof orphan;
+  ::close(ready[0]);
+  ASSERT_TRUE(told && orphan > 1) << "the orphan never said its pid";
+  EXPECT_TRUE(gone_within(orphan, 5s)) << "child " << orphan << " outlived its refused request";
+  if (!process_gone(orphan)) ::kill(orphan, SIGKILL);
 }
 
 TEST_F(pool_test, a_listening_server_is_seen_accepting_and_not_waited_for) {
@@ -521,9 +601,12 @@ TEST(pool, a_server_that_dies_in_prepare_ends_the_wait) {
 }
 
 TEST(pool, no_server_means_no_result) {
-  EXPECT_FALSE(kj::runner::run_process_in_pool(
-                   "kjudge-pool-test-nobody-" + std::to_string(::getpid()), child({"exit", "0"}))
-                   .has_value());
+  std::string why;
+  EXPECT_FALSE(
+      kj::runner::run_process_in_pool("kjudge-pool-test-nobody-" + std::to_string(::getpid()),
+                                      child({"exit", "0"}), &why)
+          .has_value());
+  EXPECT_EQ(why, "no pool of this user listens at the address");
 }
 
 }  // namespace
