@@ -1,10 +1,12 @@
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -52,30 +54,17 @@ CLI::Validator finite_in(double min, double max, bool open_min) {
       "NUMBER in " + range, "finite_in");
 }
 
-/** --seed: an integer from 0 to 2^64 - 1, nothing else. CLI11 alone reads "-1" as 2^64 - 1 and
- *  saturates a larger number to it, so that two different seeds would run the same trials. */
-CLI::Validator seed_value() {
-  return CLI::Validator(
-      [](const std::string& text) -> std::string {
-        std::uint64_t v = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (ec != std::errc() || ptr != end || text.empty())
-          return fmt::format("{} is not a seed: an integer from 0 to {}", text,
-                             std::numeric_limits<std::uint64_t>::max());
-        return {};
-      },
-      "UINT", "seed_value");
-}
-
 /** The options `eval` and `profile` share. */
 void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
   cmd->add_option("problem", a.problem)->required();
   cmd->add_option("candidate", a.candidate)->required();
   cmd->add_option("--device", a.device)->check(CLI::IsMember({"auto", "cuda", "cpu"}));
-  cmd->add_option("--trials", a.trials)->check(CLI::Range(1, 100));
-  cmd->add_option("--seed", a.seed)->check(seed_value());
+  cmd->add_option("--trials", a.trials)->transform(decimal_in(1, 100));
+  // Any 64-bit seed: CLI11 alone reads "-1" as 2^64 - 1 and saturates a larger number to it,
+  // so that two different seeds would run the same trials.
+  cmd->add_option("--seed", a.seed)
+      ->transform(decimal_in(0, std::numeric_limits<std::uint64_t>::max()));
   cmd->add_option("--shapes", a.shapes)->check(CLI::IsMember({"nominal", "stress"}));
   cmd->add_option("--atol", a.atol)->check(finite_in(0, 1e30, false));
   cmd->add_option("--rtol", a.rtol)->check(finite_in(0, 1e30, false));
@@ -83,7 +72,7 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_flag("--precise", a.precise);
   cmd->add_option("--budget", a.budget_s)->check(finite_in(0, 86'400, true));
   cmd->add_option("--target-rse", a.target_rse_pct)->check(finite_in(0, 100, true));
-  cmd->add_option("--min-samples", a.min_samples)->check(CLI::Range(2, 1000000));
+  cmd->add_option("--min-samples", a.min_samples)->transform(decimal_in(10, 100000));
   cmd->add_flag("--warm", a.warm);
   auto* graph = cmd->add_flag("--graph", a.graph)->disable_flag_override();
   cmd->add_flag("--no-graph", a.no_graph)->excludes(graph)->disable_flag_override();
@@ -105,6 +94,22 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
 }
 
 }  // namespace
+
+CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max) {
+  const std::string range = fmt::format("{} to {}", min, max);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        std::uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        // from_chars takes decimal digits only: no sign, no space, no 0x, no exponent.
+        if (text.empty() || ec != std::errc() || ptr != end || v < min || v > max)
+          return fmt::format("{} is not an integer from {}", text, range);
+        text = std::to_string(v);  // "010" is ten: CLI11 would read a leading 0 as octal
+        return {};
+      },
+      "INT in " + range, "decimal_in");
+}
 
 /** `--json ''` named no file: it wrote nothing and said nothing. */
 CLI::Validator not_empty_path() {
@@ -168,7 +173,11 @@ eval::job make_job(const eval_args& a) {
        {std::pair{"problem", a.problem}, std::pair{"candidate", a.candidate}}) {
     std::error_code ec;
     const auto st = fs::status(p, ec);
-    if (fs::is_regular_file(st)) continue;
+    if (fs::is_regular_file(st)) {
+      if (::access(p.c_str(), R_OK) != 0)
+        KJ_THROW(error_kind::usage, "{} {}: cannot be read: {}", what, p, std::strerror(errno));
+      continue;
+    }
     if (fs::is_directory(st))
       KJ_THROW(error_kind::usage, "{} {}: is a directory, not a file", what, p);
     if (fs::exists(st)) KJ_THROW(error_kind::usage, "{} {}: not a regular file", what, p);
@@ -295,6 +304,16 @@ int run_eval(const eval_args& a) {
              "profile: add --profile (or use kjudge profile)");
   const auto baseline = read_baseline(a.baseline_path);
   const auto j = make_job(a);
+  // Kept ncu reports (docs/cli.md) go to a folder checked now, not once the evaluation is over.
+  fs::path ncu_keep;
+  if (const char* keep = std::getenv("KJUDGE_NCU_KEEP"); a.profile && keep && *keep) {
+    std::error_code ec;
+    ncu_keep = keep;
+    fs::create_directories(ncu_keep, ec);
+    if (ec || !fs::is_directory(ncu_keep) || ::access(ncu_keep.c_str(), W_OK) != 0)
+      KJ_THROW(error_kind::usage, "KJUDGE_NCU_KEEP={}: not a folder kjudge can write into{}", keep,
+               ec ? ": " + ec.message() : std::string());
+  }
   eval::run_options ro;
   ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   ro.echo_output = a.verbose;
@@ -319,10 +338,7 @@ int run_eval(const eval_args& a) {
     po.counters.echo_output = a.verbose;
     po.cache_root = j.cache_dir;
     // Keep ncu's raw report (for fixtures and for reading it by hand), documented in docs/cli.md.
-    if (const char* keep = std::getenv("KJUDGE_NCU_KEEP"); keep != nullptr && *keep != '\0') {
-      po.counters.work_dir = keep;
-      fs::create_directories(po.counters.work_dir);
-    }
+    if (!ncu_keep.empty()) po.counters.work_dir = ncu_keep;
     if (!a.quiet && show)
       po.progress = [](std::string_view s) {
         std::fprintf(stderr, "kjudge profile: %.*s\n", static_cast<int>(s.size()), s.data());
@@ -334,7 +350,10 @@ int run_eval(const eval_args& a) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (show && !a.quiet) {
       if (a.summary_only) {
-        print(profile::agent_summary(rep, baseline ? &*baseline : nullptr));
+        // The verdict first: a summary of counters alone read as a normal profile of a
+        // candidate that did not compile.
+        print(report::render_status(result) +
+              profile::agent_summary(rep, baseline ? &*baseline : nullptr));
       } else {
         print("\n" + profile::render_report(rep));
         if (baseline) print("\n" + profile::agent_summary(rep, &*baseline));

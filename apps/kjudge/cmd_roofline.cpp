@@ -25,8 +25,8 @@ CLI::App* add_roofline_command(CLI::App& app, roofline_args& a) {
   cmd->add_flag("--refresh", a.refresh);
   cmd->add_option("--json", a.json_path)->check(not_empty_path());
   cmd->add_option("--from", a.from_path);
-  cmd->add_option("--device", a.device)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--repetitions", a.repetitions)->check(CLI::Range(5, 100));
+  cmd->add_option("--device", a.device)->transform(decimal_in(0, 1023));
+  cmd->add_option("--repetitions", a.repetitions)->transform(decimal_in(5, 100));
   cmd->add_option("--cache-dir", a.cache_dir);
   return cmd;
 }

@@ -2,6 +2,7 @@
 /** @file The subcommands. Each registers its options on a CLI11 app and runs from the parsed
  *  values; main() only dispatches. */
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -13,6 +14,9 @@ namespace kj::app {
 
 /** `--json ''` names no file: refused (a usage error) by every command that writes JSON. */
 [[nodiscard]] CLI::Validator not_empty_path();
+/** An integer in [min, max] written in decimal digits only, rewritten without leading zeros; for
+ *  ->transform(). CLI11 alone reads "010" as octal 8 and "0x10" as 16. */
+[[nodiscard]] CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max);
 /** Fails early (a usage error) when --json's file cannot be written, rather than after the
  *  work. "-" (standard output) and "" (no file) pass. */
 void check_json_path(const std::string& path);

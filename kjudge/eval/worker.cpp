@@ -81,6 +81,29 @@ struct finally_call {
   }
 };
 
+std::string last_line(const std::string& s) {
+  const std::size_t end = s.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) return {};
+  const std::size_t newline = s.rfind('\n', end);
+  const std::size_t begin =
+      s.find_first_not_of(" \t", newline == std::string::npos ? 0 : newline + 1);
+  return s.substr(begin, end + 1 - begin);
+}
+
+std::string first_line(const std::string& s) {
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+/** An error's message whose first line (the result's summary) says what happened: a headline
+ *  that ends in ':' ("ModelNew.forward raised:") gets the error's own last line after it
+ *  ("RuntimeError: CUDA out of memory ..."); the whole message follows, unchanged. */
+std::string summarised(const std::string& message) {
+  const std::string head = first_line(message), tail = last_line(message);
+  if (!head.ends_with(':') || tail.empty() || tail == head) return message;
+  return head + " " + tail + message.substr(head.size());
+}
+
 class pipeline {
  public:
   pipeline(const job& j, event_writer& events) : m_job(j), m_events(events) {}
@@ -272,20 +295,6 @@ class pipeline {
   }
 
   /** The last line that is not blank, without its surrounding blanks. */
-  static std::string last_line(const std::string& s) {
-    const std::size_t end = s.find_last_not_of(" \t\r\n");
-    if (end == std::string::npos) return {};
-    const std::size_t newline = s.rfind('\n', end);
-    const std::size_t begin =
-        s.find_first_not_of(" \t", newline == std::string::npos ? 0 : newline + 1);
-    return s.substr(begin, end + 1 - begin);
-  }
-
-  static std::string first_line(const std::string& s) {
-    const auto nl = s.find('\n');
-    return nl == std::string::npos ? s : s.substr(0, nl);
-  }
-
   /** The floating-point outputs' tolerance: the dtype's default, the problem's KJUDGE_ATOL /
    *  KJUDGE_RTOL, the command line's --atol / --rtol, later ones winning, each of atol and rtol
    *  on its own; the source says where each came from when they differ. */
@@ -338,7 +347,15 @@ class pipeline {
     const auto bytes = std::max<std::uint64_t>(m_library->workspace_bytes(shape_only), 256);
     if (!m_workspace || m_workspace->size() < bytes) {
       m_workspace.reset();
-      m_workspace.emplace(static_cast<std::size_t>(bytes));
+      try {
+        m_workspace.emplace(static_cast<std::size_t>(bytes));
+      } catch (const kj::error& e) {
+        // Named for what asked: a bare "cudaMalloc: out of memory" did not say.
+        KJ_THROW(error_kind::candidate,
+                 "the workspace kj_workspace_bytes asked for ({} bytes) "
+                 "could not be allocated: {}",
+                 bytes, e.message());
+      }
     }
   }
 
@@ -418,7 +435,7 @@ class pipeline {
       out = m_session->trial_finish();
     } catch (const kj::error& e) {
       // The trial is reported whatever ended it, with the reason.
-      t.error = e.message();
+      t.error = summarised(e.message());
       m_events.send({{"trial", t}});
       throw;
     }
@@ -522,7 +539,7 @@ class pipeline {
       }
     } catch (const kj::error& e) {
       if (e.kind() != error_kind::candidate) throw;
-      m_events.final(eval_status::runtime_error, e.message());
+      m_events.final(eval_status::runtime_error, summarised(e.message()));
       return false;
     }
     return true;
@@ -943,10 +960,10 @@ void run_worker(const job& j, event_writer& events, const std::function<void()>&
   } catch (const kj::error& e) {
     switch (e.kind()) {
       case error_kind::problem:
-        events.final(eval_status::problem_error, e.message());
+        events.final(eval_status::problem_error, summarised(e.message()));
         break;
       case error_kind::candidate:
-        events.final(eval_status::runtime_error, e.message());
+        events.final(eval_status::runtime_error, summarised(e.message()));
         break;
       case error_kind::cuda:
         if (p.candidate_ran()) {

@@ -1,5 +1,7 @@
 #include <kjudge/python/interpreter.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <system_error>
 
@@ -49,15 +51,21 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python) {
     out.source = source;
     return out;
   };
-  if (!explicit_python.empty()) {
+  // An interpreter named by the user must be a file that can be run (a folder passed this and
+  // ended as an internal error, with a worker pool started for it).
+  const auto check = [](const fs::path& path, const std::string& what) {
     std::error_code ec;
-    if (!fs::exists(explicit_python, ec))
-      KJ_THROW(error_kind::usage, "--python {}: no such file", explicit_python.string());
+    const auto st = fs::status(path, ec);
+    if (!fs::exists(st)) KJ_THROW(error_kind::usage, "{}: no such file", what);
+    if (!fs::is_regular_file(st)) KJ_THROW(error_kind::usage, "{}: not a file", what);
+    if (::access(path.c_str(), X_OK) != 0) KJ_THROW(error_kind::usage, "{}: not executable", what);
+  };
+  if (!explicit_python.empty()) {
+    check(explicit_python, "--python " + explicit_python.string());
     return take(explicit_python, "--python");
   }
   if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env) {
-    std::error_code ec;
-    if (!fs::exists(env, ec)) KJ_THROW(error_kind::usage, "$KJUDGE_PYTHON={}: no such file", env);
+    check(env, std::string("$KJUDGE_PYTHON=") + env);
     return take(env, "$KJUDGE_PYTHON");
   }
   struct probe {

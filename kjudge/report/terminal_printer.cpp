@@ -104,14 +104,7 @@ std::string trials_summary(const eval_result& r) {
 void print_header(const eval_result& r, std::string& out) {
   out += fmt::format("kjudge {}  {}  vs  {} ({})\n", r.kjudge_version, r.problem.path,
                      r.candidate.path, r.candidate.kind);
-  const std::string trials = trials_summary(r);
-  out += trials.empty() ? fmt::format("status     {}\n", status_banner(r.status))
-                        : fmt::format("status     {}  ({})\n", status_banner(r.status), trials);
-  if (!r.message.empty()) {
-    const auto nl = r.message.find('\n');
-    out += fmt::format("           {}\n",
-                       nl == std::string::npos ? r.message : r.message.substr(0, nl));
-  }
+  out += render_status(r);
   const auto& p = r.prov;
   if (p.gpu)
     out += fmt::format("device     {} (sm_{}, {} SMs, {:.0f} MiB L2) · driver CUDA {} · torch {}\n",
@@ -165,8 +158,12 @@ void print_trials(const eval_result& r, std::string& out) {
     const std::string label = t.kind == "nominal"    ? fmt::format("{}", t.index + 1)
                               : t.kind == "held_out" ? std::string("held-out")
                                                      : fmt::format("{} {}", t.kind, t.index + 1);
+    // A trial that ended before any output was compared has no errors to show (zeros said it
+    // matched).
+    const bool compared = !t.outputs.empty();
     out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", label, t.seed, inputs,
-                       sci(max_abs), sci(mean_abs), sci(max_rel), t.passed ? "ok" : "FAIL");
+                       compared ? sci(max_abs) : "n/a", compared ? sci(mean_abs) : "n/a",
+                       compared ? sci(max_rel) : "n/a", t.passed ? "ok" : "FAIL");
     if (!t.error.empty()) {
       const auto nl = t.error.find('\n');
       out += fmt::format("             {}\n",
@@ -186,7 +183,12 @@ void print_trials(const eval_result& r, std::string& out) {
                            shape_str(m.index), value(m.expected), value(m.actual), m.abs_err);
     }
   }
-  if (c.trials > 0)
+  const bool any_compared = std::any_of(r.trials.begin(), r.trials.end(), [](const auto& t) {
+    return t.kind == "nominal" && !t.outputs.empty();
+  });
+  if (c.trials > 0 && !any_compared)
+    out += "  precision over nominal trials: n/a (no output was compared)\n";
+  else if (c.trials > 0)
     out += fmt::format(
         "  precision over nominal trials: max abs {}  mean abs {}  max rel {}  mean rel {}\n",
         sci(c.precision.max_abs_err), sci(c.precision.mean_abs_err), sci(c.precision.max_rel_err),
@@ -367,6 +369,19 @@ void print_failure_detail(const eval_result& r, std::string& out, const terminal
 }
 
 }  // namespace
+
+std::string render_status(const eval_result& r) {
+  std::string out;
+  const std::string trials = trials_summary(r);
+  out += trials.empty() ? fmt::format("status     {}\n", status_banner(r.status))
+                        : fmt::format("status     {}  ({})\n", status_banner(r.status), trials);
+  if (!r.message.empty()) {
+    const auto nl = r.message.find('\n');
+    out += fmt::format("           {}\n",
+                       nl == std::string::npos ? r.message : r.message.substr(0, nl));
+  }
+  return out;
+}
 
 std::string render_terminal(const eval_result& r, const terminal_options& options) {
   std::string out;

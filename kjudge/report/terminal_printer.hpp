@@ -13,5 +13,7 @@ struct terminal_options {
 
 [[nodiscard]] std::string render_terminal(const eval_result& r,
                                           const terminal_options& options = {});
+/** The report's status line and, for any status but correct, the message's first line. */
+[[nodiscard]] std::string render_status(const eval_result& r);
 
 }  // namespace kj::report

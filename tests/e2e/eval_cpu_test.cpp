@@ -782,6 +782,11 @@ TEST(EvalCpu, UsageErrors) {
         {"--seed", "-1"},
         {"--seed", "18446744073709551616"},  // 2^64: was saturated to 2^64 - 1
         {"--seed", "12x"},
+        {"--seed", "0x10"},  // hexadecimal: CLI11 alone read it as 16
+        {"--trials", "0b11"},
+        {"--min-samples", "4"},       // fewer than the 10 the noise rule needs
+        {"--min-samples", "200000"},  // more than any figure takes
+        {"--python", std::filesystem::temp_directory_path().string()},  // a folder
         {"--json", ""},
         {"--json", std::filesystem::temp_directory_path().string()}}) {
     std::vector<std::string> args = {"eval", problem, candidate, "--device", "cpu"};
@@ -798,6 +803,33 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(u.exit_code, 2) << u.output;
   EXPECT_NE(u.output.find("not valid UTF-8"), std::string::npos) << u.output;
   std::filesystem::remove(latin1);
+  // Integers are decimal: a leading zero does not make an octal number (010 ran as seed 8).
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kjudge_decimal_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto zero =
+      run_raw({"eval", problem, candidate, "--device", "cpu", "--no-timing", "--trials", "02",
+               "--seed", "010", "--json", (dir / "r.json").string()});
+  EXPECT_EQ(zero.exit_code, 0) << zero.output;
+  std::ifstream zero_json(dir / "r.json");
+  const auto zr = nlohmann::json::parse(zero_json, nullptr, false);
+  ASSERT_TRUE(zr.is_object()) << zero.output;
+  EXPECT_EQ(zr["options"]["base_seed"], 10) << zr["options"].dump();
+  EXPECT_EQ(zr["options"]["trials"], 2) << zr["options"].dump();
+  // A file that cannot be read is a usage error, before any worker starts (it was a
+  // problem_error, or a compile_error for the candidate). Root reads anything: not checked.
+  if (::geteuid() != 0) {
+    const auto locked = dir / "locked.py";
+    std::filesystem::copy_file(problem, locked, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::permissions(locked, std::filesystem::perms::none);
+    for (const auto& [p, c] :
+         {std::pair{locked.string(), candidate}, std::pair{problem, locked.string()}}) {
+      const auto unread = run_raw({"eval", p, c, "--device", "cpu"});
+      EXPECT_EQ(unread.exit_code, 2) << unread.output;
+      EXPECT_NE(unread.output.find("cannot be read"), std::string::npos) << unread.output;
+    }
+  }
+  std::filesystem::remove_all(dir);
   // A folder is not a problem or candidate file, and is not called missing.
   const std::string folder = std::filesystem::temp_directory_path().string();
   for (const auto& [p, c] : {std::pair{folder, candidate}, std::pair{problem, folder}}) {
@@ -856,6 +888,30 @@ TEST(ProfileCpu, ProfileOptionsWithoutAProfileAreAUsageError) {
     EXPECT_EQ(d.exit_code, 2) << given[0] << ": " << d.output;
     EXPECT_NE(d.output.find("--profile"), std::string::npos) << d.output;
   }
+}
+
+TEST(ProfileCpu, TheSummarySaysTheVerdictAndAnUnusableKeepFolderIsRefusedFirst) {
+  const std::string problem = (source_dir() / "problems/level1/softmax.py").string();
+  // --summary alone read as a normal profile of a candidate that did not compile.
+  const auto broken =
+      run_raw({"profile", problem, (source_dir() / "examples/faulty/syntax_error.py").string(),
+               "--device", "cpu", "--summary"});
+  EXPECT_EQ(broken.exit_code, 3) << broken.output;
+  EXPECT_NE(broken.output.find("COMPILE ERROR"), std::string::npos) << broken.output;
+  // KJUDGE_NCU_KEEP naming a file: refused before the evaluation (it failed after it, with a
+  // C++ exception and no --json).
+  const auto file =
+      std::filesystem::temp_directory_path() / ("kjudge_keep_file_" + std::to_string(::getpid()));
+  std::ofstream(file) << "x";
+  ::setenv("KJUDGE_NCU_KEEP", file.c_str(), 1);
+  const auto keep =
+      run_raw({"profile", problem, (source_dir() / "examples/softmax/naive.py").string(),
+               "--device", "cpu", "--no-timing", "--trials", "1"});
+  ::unsetenv("KJUDGE_NCU_KEEP");
+  std::filesystem::remove(file);
+  EXPECT_EQ(keep.exit_code, 2) << keep.output;
+  EXPECT_NE(keep.output.find("KJUDGE_NCU_KEEP"), std::string::npos) << keep.output;
+  EXPECT_EQ(keep.output.find("status"), std::string::npos) << keep.output;
 }
 
 TEST(ProfileCpu, ABaselineThatIsNotAProfileIsAUsageError) {

@@ -211,7 +211,9 @@ class ModelNew(nn.Module):
   for (const auto& t : r.result["trials"]) {
     EXPECT_EQ(t["input_shapes"][0][1], 64) << t.dump();
     EXPECT_EQ(t["jitter"]["64"], 64) << t.dump();
-    if (t["kind"] == "stress") EXPECT_NE(t["input_shapes"][0][0], 8) << t.dump();
+    if (t["kind"] == "stress") {
+      EXPECT_NE(t["input_shapes"][0][0], 8) << t.dump();
+    }
   }
   // The batch size was drawn in get_inputs only: it jitters, and stress trials scale it.
   EXPECT_FALSE(has_flag(r.result, "stress_not_scaled"));
@@ -352,7 +354,7 @@ class ModelNew(nn.Module):
 
 // Timed briefly on the CPU, so the post-timing check runs.
 const std::vector<std::string> timed = {"--device", "cpu", "--trials",      "2",
-                                        "--budget", "0.2", "--min-samples", "4"};
+                                        "--budget", "0.2", "--min-samples", "10"};
 
 TEST(JudgementCpu, DropoutMatchesInTheTrialsAndInThePostTimingCheck) {
   // Each side's forward starts from the same generator state in the trials and, since this
