@@ -3,7 +3,8 @@
  * A native candidate is one .cu file that kjudge compiles with nvcc into a shared library for the
  * GPU that is present, loads with dlopen, and calls through the functions declared here. kjudge
  * owns every allocation: inputs, the reference model's parameters and buffers, the outputs (filled
- * with NaN, 0x5A bytes for integer types, or true for bool, before each correctness call) and a
+ * before each correctness call with NaN, or for integer types 0x5A and 0xA5 bytes and for bool
+ * true and false, alternating from call to call) and a
  * scratch workspace whose contents are unspecified at every call (kjudge overwrites it with 0xFF
  * bytes between correctness trials: initialise what you read). All pointers are device pointers of
  * the current CUDA device.

@@ -341,10 +341,24 @@ struct dependency {
 }
 
 /** Output that says the compiler or the machine failed, not the source: nvcc's report of a
- *  child killed by a signal (the OOM killer), the host compiler's, a full disk. */
-[[nodiscard]] bool tool_failure_in(const std::string& log) {
+ *  child killed by a signal (the OOM killer), the host compiler's, a full disk. Only the tools'
+ *  own lines count: a diagnostic about a source line ("c.cu(1): error: ...", "c.cu:1:2: error:
+ *  #error No space left on device") and the source text the compilers echo (indented) are the
+ *  candidate's words, which must not pass its failure off as the tool's. */
+[[nodiscard]] bool tool_failure_in(const std::string& log, const fs::path& source) {
+  const std::string path = source.string(), name = source.filename().string();
+  const auto about_source = [&](const std::string& line) {
+    for (const std::string& s : {path, name})
+      if (!s.empty() && line.starts_with(s) && line.size() > s.size() &&
+          (line[s.size()] == ':' || line[s.size()] == '('))
+        return true;
+    return line.starts_with("\"" + path + "\"") || line.starts_with("\"" + name + "\"");
+  };
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == ' ' || line[0] == '\t' || about_source(line) ||
+        line.find("#error") != std::string::npos || line.find("#warning") != std::string::npos)
+      continue;
     if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
       return true;
     if (line.find("fatal error: Killed signal terminated program") != std::string::npos)
@@ -553,7 +567,7 @@ build_result build_native(const nvcc_request& request) {
   // limit, a spawn failure) is the tool's failure, not the candidate's.
   if (!built.ok()) {
     std::string canary_why;
-    if (built.how != runner::exit_kind::exited || tool_failure_in(out.log))
+    if (built.how != runner::exit_kind::exited || tool_failure_in(out.log, request.source))
       return fail(build_failure::tool, "nvcc " + built.describe());
     if (!nvcc_builds_a_canary(request, ctx, work, canary_why))
       return fail(build_failure::tool,

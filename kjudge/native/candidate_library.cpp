@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <utility>
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/cuda/stream.hpp>
@@ -13,6 +14,20 @@ candidate_library::candidate_library(const std::filesystem::path& path) : m_path
   // RTLD_LOCAL: two candidates' symbols never mix; RTLD_NOW: missing symbols fail here, not later.
   void* handle = ::dlopen(m_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) KJ_THROW(error_kind::candidate, "cannot load {}: {}", m_path, ::dlerror());
+  // The names a C++ definition gets without extern "C" (the header's declarations give C
+  // linkage to a source that includes it): found, they are a mistake to name, not to miss (a
+  // kj_workspace_bytes taken for absent gave the default 16 MiB, and a fault in its place).
+  const auto cxx_only = [handle](const char* c_name, const char* mangled) {
+    return ::dlsym(handle, c_name) == nullptr && ::dlsym(handle, mangled) != nullptr;
+  };
+  for (const auto& [name, mangled] :
+       {std::pair{"kj_forward", "_Z10kj_forwardPK7kj_call"},
+        std::pair{"kj_workspace_bytes", "_Z18kj_workspace_bytesPK7kj_call"}})
+    if (cxx_only(name, mangled))
+      KJ_THROW(error_kind::candidate,
+               "{} exports {} with C++ linkage ({}): declare it extern \"C\" KJ_EXPORT, or "
+               "include kjudge/candidate.h before defining it",
+               m_path, name, mangled);
   m_forward = reinterpret_cast<forward_fn>(::dlsym(handle, "kj_forward"));
   if (!m_forward)
     KJ_THROW(error_kind::candidate,
@@ -41,8 +56,11 @@ std::uint64_t candidate_library::workspace_bytes(const kj_call& shape_only_call)
 namespace {
 
 kj_tensor to_abi(const python::tensor_view& v, const std::string& name) {
+  // The problem's tensor, not the candidate's doing: a native candidate cannot take this
+  // problem at all.
   if (v.shape.size() > KJ_MAX_DIMS)
-    KJ_THROW(error_kind::candidate, "tensor '{}' has {} dimensions; the ABI allows {}", name,
+    KJ_THROW(error_kind::problem,
+             "tensor '{}' has {} dimensions; the native candidate ABI passes at most {}", name,
              v.shape.size(), KJ_MAX_DIMS);
   kj_tensor t{};
   t.data = v.data;

@@ -371,6 +371,21 @@ TEST_F(nvcc_test, a_failure_of_the_tool_is_not_a_compile_error) {
   EXPECT_NE(r.error.find("empty source"), std::string::npos) << r.error;
 }
 
+TEST_F(nvcc_test, a_source_that_quotes_a_tool_failure_is_still_a_compile_error) {
+  require_nvcc();
+  // The words kjudge reads as a full disk or a killed compiler, in the candidate's own
+  // diagnostics (device and host pass) and in the source text the compilers echo.
+  for (const std::string& body :
+       {std::string("#error No space left on device\n"),
+        std::string("static_assert(sizeof(int) == 3, \"No space left on device\");\n"),
+        std::string("#error fatal error: Killed signal terminated program cc1plus\n")}) {
+    const auto source = write("quoting.cu", "#include <kjudge/candidate.h>\n" + body);
+    const build_result r = build_native(request(source));
+    EXPECT_FALSE(r.ok) << body;
+    EXPECT_EQ(r.failure, kj::compile::build_failure::rejected) << body << r.error << "\n" << r.log;
+  }
+}
+
 TEST_F(nvcc_test, link_errors_are_compile_errors) {
   require_nvcc();
   const auto source = write("undefined.cu", R"(#include <kjudge/candidate.h>
