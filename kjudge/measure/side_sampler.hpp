@@ -94,7 +94,7 @@ class side_sampler {
   void prepare_next();
   /** Waits for the stream; a CUDA error (e.g. a fault in the target's kernels) is rethrown
    *  naming the side and the call `after` which it surfaced. */
-  void synchronize(const char* after);
+  void synchronize(const char* after, bool whole_device = false);
   /** t.run() (t.run_graph() when `graph`) with a failure wrapped in kj::error naming the side. */
   void run_target(bool graph = false);
   /** The input sets the samples rotate through (a target that reports none has one). */
