@@ -38,7 +38,7 @@ using steady = std::chrono::steady_clock;
 /** Large enough that no real compiler log is cut; the runner never holds more than twice this. */
 constexpr std::size_t k_log_limit = std::size_t{16} << 20;
 /** Bumped when the layout of the cache or the meaning of a key changes. */
-constexpr std::string_view k_cache_version = "kjudge-native-cache-v2";
+constexpr std::string_view k_cache_version = "kjudge-native-cache-v3";  // v3: launch probe
 /** Environment variables that nvcc or its host compiler read: they change what a build makes. */
 constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS",
                                                     "NVCC_CCBIN",         "CPATH",
@@ -98,7 +98,14 @@ constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_
                                                    const nvcc_request& request) {
   std::vector<std::string> command{nvcc.empty() ? std::string("nvcc") : nvcc.string()};
   for (auto& flag : base_flags(request.arch)) command.push_back(std::move(flag));
-  if (!request.include_dir.empty()) command.push_back("-I" + request.include_dir.string());
+  if (!request.include_dir.empty()) {
+    command.push_back("-I" + request.include_dir.string());
+    // The probe kjudge calls after kj_forward to read the candidate's own CUDA runtime's last
+    // error (include/kjudge/detail/launch_probe.h); where it is missing, there is no probe.
+    const fs::path probe = request.include_dir / "kjudge" / "detail" / "launch_probe.h";
+    std::error_code ec;
+    if (fs::is_regular_file(probe, ec)) command.insert(command.end(), {"-include", probe.string()});
+  }
   command.insert(command.end(), request.extra_flags.begin(), request.extra_flags.end());
   return command;
 }

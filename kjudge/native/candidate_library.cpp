@@ -35,6 +35,13 @@ candidate_library::candidate_library(const std::filesystem::path& path) : m_path
              "include/kjudge/candidate.h)",
              m_path);
   m_workspace = reinterpret_cast<workspace_fn>(::dlsym(handle, "kj_workspace_bytes"));
+  m_probe = reinterpret_cast<probe_fn>(::dlsym(handle, "kjudge_launch_probe_v1"));
+  // What the library's runtime recorded while it loaded (its constructors' launches) is not a
+  // forward's: cleared, so the first call does not take the blame for it.
+  if (m_probe) {
+    char ignored[8];
+    m_probe(ignored, sizeof ignored);
+  }
 }
 
 void candidate_library::forward(const kj_call& call) const {
@@ -46,6 +53,17 @@ void candidate_library::forward(const kj_call& call) const {
                               ? std::string(call.error, ::strnlen(call.error, call.error_capacity))
                               : "no message";
     KJ_THROW(error_kind::candidate, "kj_forward returned {}: {}", rc, message);
+  }
+  // A launch its runtime refused returns nothing to kjudge's runtime and leaves the outputs
+  // unwritten: said as the CUDA error it is, not as wrong values.
+  if (m_probe) {
+    char what[512] = {};
+    if (m_probe(what, sizeof what) != 0)
+      KJ_THROW(error_kind::candidate,
+               "kj_forward returned 0, but the CUDA runtime it links recorded an error during the "
+               "call: {} (a launch or CUDA call failed; check each with cudaGetLastError and "
+               "return non-zero)",
+               what);
   }
 }
 

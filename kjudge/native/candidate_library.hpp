@@ -23,7 +23,8 @@ class candidate_library {
   /** Throws kj::error(candidate) when the library cannot be loaded or lacks kj_forward. */
   explicit candidate_library(const std::filesystem::path& path);
 
-  /** Calls kj_forward; throws kj::error(candidate) with the candidate's message on non-zero. */
+  /** Calls kj_forward; throws kj::error(candidate) with the candidate's message on non-zero,
+   *  or with the CUDA error its own runtime recorded during the call (a refused launch). */
   void forward(const kj_call& call) const;
   /** kj_workspace_bytes when exported, else default_workspace_bytes. */
   [[nodiscard]] std::uint64_t workspace_bytes(const kj_call& shape_only_call) const;
@@ -33,8 +34,10 @@ class candidate_library {
  private:
   using forward_fn = int (*)(const kj_call*);
   using workspace_fn = std::uint64_t (*)(const kj_call*);
+  using probe_fn = int (*)(char*, unsigned long);
   forward_fn m_forward = nullptr;
   workspace_fn m_workspace = nullptr;
+  probe_fn m_probe = nullptr;  ///< include/kjudge/detail/launch_probe.h, built in by kjudge
   std::string m_path;
 };
 

@@ -179,6 +179,17 @@ def get_init_inputs():
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(EvalGpu, ARefusedLaunchIsARuntimeErrorNamingTheCudaError) {
+  // The candidate's static CUDA runtime refused the launch and kj_forward returned 0: it was
+  // an incorrect result with NaN outputs, the CUDA error nowhere.
+  const auto r = run_eval(quantvla, "examples/faulty_native/bad_launch.cu", {"--no-timing"});
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("cudaErrorInvalidConfiguration"),
+            std::string::npos)
+      << r.result["message"];
+}
+
 TEST_F(EvalGpu, NativeErrorReturnAndExit) {
   const auto e = run_eval(quantvla, "examples/faulty_native/returns_error.cu");
   EXPECT_EQ(e.exit_code, 4) << e.output;

@@ -386,6 +386,18 @@ TEST_F(nvcc_test, a_source_that_quotes_a_tool_failure_is_still_a_compile_error) 
   }
 }
 
+TEST_F(nvcc_test, every_library_carries_the_launch_probe) {
+  require_nvcc();
+  // kjudge reads the candidate's own CUDA runtime's last error through it after kj_forward.
+  const auto source = write("probed.cu", k_valid_source);
+  const build_result r = build_native(request(source));
+  ASSERT_TRUE(r.ok) << r.error << r.log;
+  void* handle = ::dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  EXPECT_NE(::dlsym(handle, "kjudge_launch_probe_v1"), nullptr);
+  ::dlclose(handle);
+}
+
 TEST_F(nvcc_test, link_errors_are_compile_errors) {
   require_nvcc();
   const auto source = write("undefined.cu", R"(#include <kjudge/candidate.h>
