@@ -411,6 +411,22 @@ TEST_F(EvalGpu, WorkOnAStreamTheEventsMissIsWithheld) {
   EXPECT_TRUE(r.result["timing"]["reference"]["device"]["valid"].get<bool>());
 }
 
+TEST_F(EvalGpu, HostWallHoldsWorkOnAStreamNothingWaitsFor) {
+  // Host-wall samples waited for the timing stream only: milliseconds of matrix products on a
+  // side stream the forward never joins were left out of the one figure that stands.
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/unjoined_stream.py");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_flag(r.result, "kernels_outside_timed_region")) << r.result["flags"];
+  const auto& cand = r.result["timing"]["candidate"];
+  ASSERT_TRUE(cand["host_wall"]["valid"].get<bool>()) << cand["host_wall"].dump();
+  const auto& launches = r.result["launches"]["candidate"]["launches"]["value"];
+  ASSERT_TRUE(launches.is_object()) << r.result["launches"].dump();
+  const double busy_us = launches["kernel_busy_time_ns"].get<double>() / 1e3;
+  const double wall_us = cand["host_wall"]["median_us"].get<double>();
+  EXPECT_GT(busy_us, 1000.0) << r.result["launches"].dump();  // the products ran
+  EXPECT_GE(wall_us, 0.8 * busy_us) << cand["host_wall"].dump();
+}
+
 TEST_F(EvalGpu, PythonCudaCandidates) {
   const auto li =
       run_eval(quantvla, "examples/quantvla/load_inline.py", {}, std::chrono::seconds(400));
