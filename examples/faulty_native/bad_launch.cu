@@ -1,7 +1,7 @@
 // Launches with 2048 threads a block, more than any NVIDIA GPU allows, and does not check the
-// launch: the runtime refuses it (cudaErrorInvalidConfiguration) and nothing runs. kj_forward
-// returns 0 all the same, so only the error its own CUDA runtime recorded tells the refused
-// launch from wrong values.
+// launch: the runtime refuses it (cudaErrorInvalidValue with CUDA 13.0) and nothing runs.
+// kj_forward returns 0 all the same, so only the error its own CUDA runtime recorded tells the
+// refused launch from wrong values.
 #include <cuda_runtime.h>
 #include <kjudge/candidate.h>
 

@@ -184,7 +184,10 @@ void side_sampler::prepare_next() {
   if (m_gpu == nullptr) return;
   // After prepare(): its input writes would otherwise sit warm in L2.
   if (m_gpu->cold) m_gpu->flusher.flush(m_gpu->stream);
-  synchronize("prepare()");
+  // The whole device idle, not only the timing stream: work a forward left on a stream nothing
+  // waits for would otherwise run under the next samples, of either side (and a host-wall
+  // sample, which waits for the device, would take all of it that had piled up).
+  synchronize("prepare()", true);
 }
 
 void side_sampler::warm_up() {

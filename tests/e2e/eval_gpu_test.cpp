@@ -181,13 +181,15 @@ def get_init_inputs():
 
 TEST_F(EvalGpu, ARefusedLaunchIsARuntimeErrorNamingTheCudaError) {
   // The candidate's static CUDA runtime refused the launch and kj_forward returned 0: it was
-  // an incorrect result with NaN outputs, the CUDA error nowhere.
+  // an incorrect result with NaN outputs, the CUDA error nowhere. (CUDA 13.0 on the H200 names
+  // 2048 threads a block cudaErrorInvalidValue.)
   const auto r = run_eval(quantvla, "examples/faulty_native/bad_launch.cu", {"--no-timing"});
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
-  EXPECT_NE(r.result["message"].get<std::string>().find("cudaErrorInvalidConfiguration"),
-            std::string::npos)
-      << r.result["message"];
+  const auto message = r.result["message"].get<std::string>();
+  EXPECT_NE(message.find("the CUDA runtime it links recorded an error"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(": cudaError"), std::string::npos) << message;
 }
 
 TEST_F(EvalGpu, NativeErrorReturnAndExit) {
@@ -412,18 +414,20 @@ TEST_F(EvalGpu, WorkOnAStreamTheEventsMissIsWithheld) {
 }
 
 TEST_F(EvalGpu, HostWallHoldsWorkOnAStreamNothingWaitsFor) {
-  // Host-wall samples waited for the timing stream only: milliseconds of matrix products on a
-  // side stream the forward never joins were left out of the one figure that stands.
+  // Host-wall samples waited for the timing stream only: a 10 ms kernel on a side stream the
+  // forward never joins was left out of the one figure that stands.
   const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/unjoined_stream.py");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_flag(r.result, "kernels_outside_timed_region")) << r.result["flags"];
   const auto& cand = r.result["timing"]["candidate"];
   ASSERT_TRUE(cand["host_wall"]["valid"].get<bool>()) << cand["host_wall"].dump();
-  const auto& launches = r.result["launches"]["candidate"]["launches"]["value"];
-  ASSERT_TRUE(launches.is_object()) << r.result["launches"].dump();
-  const double busy_us = launches["kernel_busy_time_ns"].get<double>() / 1e3;
+  // The CUPTI forward's kernels (its summary is null: the escape fails its checks), all on the
+  // side stream, one after another.
+  double busy_us = 0;
+  for (const auto& k : r.result["launches"]["candidate"]["kernels"])
+    busy_us += k["duration_ns"].get<double>() / 1e3;
   const double wall_us = cand["host_wall"]["median_us"].get<double>();
-  EXPECT_GT(busy_us, 1000.0) << r.result["launches"].dump();  // the products ran
+  EXPECT_GT(busy_us, 5000.0) << r.result["launches"].dump();  // the spin ran
   EXPECT_GE(wall_us, 0.8 * busy_us) << cand["host_wall"].dump();
 }
 
