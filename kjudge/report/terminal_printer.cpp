@@ -271,13 +271,17 @@ void print_timing(const eval_result& r, std::string& out) {
     const auto& first = (shown != t.speedups.end() ? *shown : t.speedups.front()).ci;
     out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI{}):",
                        first.confidence * 100.0, first.by_group ? " over input sets" : "");
+    // Two decimals, or three significant digits below 0.1 (a slowdown of 400x read 0.00x).
+    const auto ratio = [](double v) {
+      return std::abs(v) >= 0.1 || v == 0 ? fmt::format("{:.2f}", v) : fmt::format("{:.3g}", v);
+    };
     for (const auto& s : t.speedups)
       if (s.valid && !(std::isfinite(s.ci.lo) && std::isfinite(s.ci.hi)))
-        out += fmt::format("  {} {:.2f}x (no interval: one sample on a side)",
-                           measure::to_string(s.kind), s.ci.ratio);
+        out += fmt::format("  {} {}x (no interval: one sample on a side)",
+                           measure::to_string(s.kind), ratio(s.ci.ratio));
       else if (s.valid)
-        out += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]{}", measure::to_string(s.kind),
-                           s.ci.ratio, s.ci.lo, s.ci.hi,
+        out += fmt::format("  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio),
+                           ratio(s.ci.lo), ratio(s.ci.hi),
                            s.ci.by_group == first.by_group
                                ? ""
                                : (s.ci.by_group ? " (over input sets)" : " (over samples)"));

@@ -80,6 +80,29 @@ TEST(TerminalPrinter, TimingShowsTheSetRangesAndHowEachIntervalWasResampled) {
   r.timing->reference.device.summary.median = 0;
   text = render_terminal(r);
   EXPECT_EQ(text.find("device median by input set"), std::string::npos) << text;
+  // A slowdown of hundreds of times keeps three significant digits (it read 0.00x [0.00, 0.00]).
+  r.timing->speedups = {
+      {measure::figure_kind::host_wall, true, {0.00266, 0.00265, 0.00268, 0.95, 2000, true}}};
+  text = render_terminal(r);
+  EXPECT_NE(text.find("host_wall 0.00266x [0.00265, 0.00268]"), std::string::npos) << text;
+}
+
+TEST(TerminalPrinter, ATrialThatComparedNothingShowsNoErrors) {
+  eval_result r;
+  r.status = eval_status::runtime_error;
+  r.message = "ModelNew.forward raised: RuntimeError: boom";
+  r.correctness.trials = 1;
+  trial_result t;
+  t.kind = "nominal";
+  t.seed = 7;
+  t.error = r.message;
+  r.trials.push_back(t);
+  const std::string text = render_terminal(r);
+  EXPECT_NE(text.find("n/a       n/a       n/a  FAIL"), std::string::npos) << text;
+  EXPECT_NE(text.find("precision over nominal trials: n/a (no output was compared)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("0.00e+00"), std::string::npos) << text;
 }
 
 }  // namespace
