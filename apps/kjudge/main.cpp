@@ -1,10 +1,13 @@
 // kjudge's entry point: parses the command line, dispatches, and translates errors into exit
 // codes. Help text comes from docs/cli.md (help.cpp).
 
+#include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -58,6 +61,21 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     print_help("");
     return kj::exit_code::usage;
+  }
+
+  // A word that names no command: said as such (CLI11 asks for a subcommand and points at
+  // "kjudge <word> --help", which fails too).
+  if (argv[1][0] != '-') {
+    static constexpr std::array<std::string_view, 5> k_commands = {"eval", "profile", "specs",
+                                                                   "roofline", "version"};
+    if (std::find(k_commands.begin(), k_commands.end(), std::string_view(argv[1])) ==
+        k_commands.end()) {
+      std::fprintf(stderr,
+                   "kjudge: unknown command '%s' (commands: eval, profile, specs, roofline, "
+                   "version; see kjudge --help)\n",
+                   argv[1]);
+      return kj::exit_code::usage;
+    }
   }
 
   CLI::App app{"kjudge"};

@@ -25,6 +25,10 @@ namespace kj {
 namespace fs = std::filesystem;
 
 std::string read_file(const fs::path& path) {
+  // A folder opens as a stream that reads nothing: it read as an empty file ("not JSON").
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    KJ_THROW(error_kind::io, "cannot read {}: is a directory", path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in)
     KJ_THROW(error_kind::io, "cannot read {}: {}", path.string(),

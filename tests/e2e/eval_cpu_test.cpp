@@ -803,6 +803,10 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(u.exit_code, 2) << u.output;
   EXPECT_NE(u.output.find("not valid UTF-8"), std::string::npos) << u.output;
   std::filesystem::remove(latin1);
+  // A word that names no command says so (it pointed at "kjudge bogus --help", which failed).
+  const auto bogus = run_raw({"bogus"});
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.output;
+  EXPECT_NE(bogus.output.find("unknown command 'bogus'"), std::string::npos) << bogus.output;
   // Integers are decimal: a leading zero does not make an octal number (010 ran as seed 8).
   const auto dir =
       std::filesystem::temp_directory_path() / ("kjudge_decimal_" + std::to_string(::getpid()));
