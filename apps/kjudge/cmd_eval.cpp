@@ -111,6 +111,19 @@ CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max) {
       "INT in " + range, "decimal_in");
 }
 
+int write_json_last(const std::string& path, const std::string& document, const char* command) {
+  if (path.empty()) return 0;
+  try {
+    write_output(path, document);
+  } catch (const kj::error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "kjudge %s: error: the result was NOT written to --json %s: %s\n", command,
+                 path.c_str(), e.message().c_str());
+    return exit_code::result_not_written;
+  }
+  return 0;
+}
+
 /** `--json ''` named no file: it wrote nothing and said nothing. */
 CLI::Validator not_empty_path() {
   return CLI::Validator(

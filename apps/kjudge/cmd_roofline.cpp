@@ -71,13 +71,13 @@ int run_roofline(const roofline_args& a) {
     origin = std::move(got.origin);
   }
   const auto checked = roofline::check_roofline(result);
-  if (!a.json_path.empty()) {
-    write_output(a.json_path, roofline::to_document(result, checked).dump(2) + "\n");
-    if (a.json_path == "-") return 0;
+  // The text first: a --json that cannot be written then loses nothing of what was measured.
+  if (a.json_path != "-") {
+    const std::string text = roofline::render_text(result, checked, origin);
+    std::fwrite(text.data(), 1, text.size(), stdout);
   }
-  const std::string text = roofline::render_text(result, checked, origin);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return 0;
+  return write_json_last(a.json_path, roofline::to_document(result, checked).dump(2) + "\n",
+                         "roofline");
 }
 
 }  // namespace kj::app

@@ -29,13 +29,13 @@ int run_specs(const specs_args& a) {
   if (!report.gpu_available)
     std::fprintf(stderr, "kjudge specs: no GPU (%s); showing the datasheet table only\n",
                  report.gpu_unavailable_reason.c_str());
-  if (!a.json_path.empty())
-    write_output(a.json_path, device::to_json(report, with_table).dump(2) + "\n");
-  if (a.json_path == "-") return 0;
-  std::string text = device::render_specs_text(report);
-  if (with_table) text += device::render_datasheet_table();
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  return 0;
+  // The text first: a --json that cannot be written then loses nothing of what was measured.
+  if (a.json_path != "-") {
+    std::string text = device::render_specs_text(report);
+    if (with_table) text += device::render_datasheet_table();
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return write_json_last(a.json_path, device::to_json(report, with_table).dump(2) + "\n", "specs");
 }
 
 }  // namespace kj::app

@@ -20,6 +20,10 @@ namespace kj::app {
 /** Fails early (a usage error) when --json's file cannot be written, rather than after the
  *  work. "-" (standard output) and "" (no file) pass. */
 void check_json_path(const std::string& path);
+/** Writes --json's document (nothing for an empty path) once the report is out: 0, or
+ *  exit_code::result_not_written with the reason on stderr when the file cannot be written. */
+[[nodiscard]] int write_json_last(const std::string& path, const std::string& document,
+                                  const char* command);
 
 struct eval_args {
   std::string problem, candidate;

@@ -64,6 +64,14 @@ TEST(SpecsCli, WithoutAGpuStillShowsTheTableAndExitsZero) {
   EXPECT_NE(r.output.find("rtx_4090"), std::string::npos) << r.output;
 }
 
+TEST(SpecsCli, AJsonThatCannotBeWrittenKeepsTheTextAndExitsEight) {
+  // The document was written before the text: a failed write exited 7 with nothing shown.
+  const auto r = run_raw({"specs", "--all", "--json", "/dev/full"});
+  EXPECT_EQ(r.exit_code, 8) << r.output;
+  EXPECT_NE(r.output.find("NOT written to --json /dev/full"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("H200"), std::string::npos) << r.output;  // the table was printed
+}
+
 TEST(SpecsCli, JsonToStdoutIsOnlyJson) {
   const auto r = run_raw({"specs", "--all", "--json", "-"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
