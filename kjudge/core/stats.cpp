@@ -39,13 +39,24 @@ double rse_pct_sorted(std::span<const double> sorted, double med) {
   std::transform(sorted.begin(), sorted.end(), dev.begin(),
                  [med](double x) { return std::abs(x - med); });
   std::sort(dev.begin(), dev.end());
-  double sigma = mad_to_sigma * quantile_sorted(dev, 0.5);
-  if (sigma == 0.0) sigma = sample_stddev(sorted, mean_of(sorted));
-  if (sigma == 0.0) return 0.0;
+  const double sigma = mad_to_sigma * quantile_sorted(dev, 0.5);
+  double se = median_se_factor * sigma / std::sqrt(static_cast<double>(n));
+  if (sigma == 0.0) {
+    // More than half the samples tie (timer ticks): MAD is 0. The standard deviation, which one
+    // outlier dominates, called a pinned median noisy; the median's distribution-free 95%
+    // interval (order statistics l and u, 1-based, around n/2) says how far it can move.
+    constexpr double z = 1.96;
+    const double nd = static_cast<double>(n);
+    const double reach = z * std::sqrt(nd) / 2.0;
+    const auto l = static_cast<std::size_t>(std::max(1.0, std::floor(nd / 2.0 - reach)));
+    const auto u = static_cast<std::size_t>(std::min(nd, std::ceil(1.0 + nd / 2.0 + reach)));
+    se = (sorted[u - 1] - sorted[l - 1]) / (2.0 * z);
+  }
+  if (se == 0.0) return 0.0;
   // A zero centre with a non-zero spread has no finite relative error; saying "infinitely noisy"
   // keeps a stopping rule sampling instead of stopping on a meaningless 0.
   if (med == 0.0) return std::numeric_limits<double>::infinity();
-  return 100.0 * median_se_factor * sigma / std::sqrt(static_cast<double>(n)) / std::abs(med);
+  return 100.0 * se / std::abs(med);
 }
 
 // --- Bootstrap sampling -------------------------------------------------------------------------

@@ -21,8 +21,9 @@ struct summary {
   double min = 0;
   double max = 0;
   /** Relative standard error of the median, in percent: 1.2533 * sigma / sqrt(n) / median, with
-   *  sigma estimated robustly as 1.4826 * MAD (falls back to stddev when MAD is 0). Infinite
-   *  when n < 2 (nothing is known of the spread). */
+   *  sigma estimated robustly as 1.4826 * MAD; when MAD is 0 (more than half the samples tie),
+   *  the half-width of the median's distribution-free 95% interval over 1.96. Infinite when
+   *  n < 2 (nothing is known of the spread). */
   double rse_pct = 0;
 };
 

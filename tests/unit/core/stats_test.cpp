@@ -72,10 +72,19 @@ TEST(stats_rse, uses_scaled_mad) {
   EXPECT_NEAR(st::median_rse_pct(v), 100 * 1.2533 * 1.4826 / std::sqrt(3.0) / 10, 1e-12);
 }
 
-TEST(stats_rse, falls_back_to_stddev_when_mad_is_zero) {
-  // median 10, MAD 0; sample stddev = sqrt(3.2 / 4).
+TEST(stats_rse, falls_back_to_the_medians_interval_when_mad_is_zero) {
+  // median 10, MAD 0; n = 5: order statistics 1 and 5 (10 and 12) bound the median's 95%
+  // interval, so its standard error is 2 / (2 * 1.96).
   const std::vector<double> v = {10, 10, 12, 10, 10};
-  EXPECT_NEAR(st::median_rse_pct(v), 100 * 1.2533 * std::sqrt(0.8) / std::sqrt(5.0) / 10, 1e-12);
+  EXPECT_NEAR(st::median_rse_pct(v), 100 * (2.0 / 3.92) / 10, 1e-12);
+  // Event ticks: 12 of 20 samples at 6.016 us, 7 at 6.048, one outlier at 12. The median is
+  // pinned to within a tick; the standard deviation (the old fallback) read 6.2%.
+  std::vector<double> ticks(12, 6.016);
+  ticks.insert(ticks.end(), 7, 6.048);
+  ticks.push_back(12.0);
+  const double rse = st::median_rse_pct(ticks);
+  EXPECT_NEAR(rse, 100 * (0.032 / 3.92) / 6.016, 1e-9);
+  EXPECT_LT(rse, 0.5);
 }
 
 TEST(stats_rse, zero_for_identical_infinite_for_too_few_samples) {
