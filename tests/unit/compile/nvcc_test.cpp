@@ -157,7 +157,9 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
   EXPECT_EQ(second.key, first.key);
   EXPECT_EQ(second.library, first.library);
   EXPECT_EQ(second.log, first.log);
-  EXPECT_LT(second.build_time.count(), first.build_time.count() / 4);
+  // A hit lists the includes (nvcc -M) and hashes them, no compile: well under a build, which
+  // does that and compiles too (a quarter failed under a loaded 2-core CI: 0.33 against 0.92 s).
+  EXPECT_LT(second.build_time.count(), first.build_time.count() / 2);
 }
 
 TEST_F(nvcc_test, concurrent_builds_of_one_key_are_safe) {
