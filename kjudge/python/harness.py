@@ -1332,6 +1332,23 @@ def _bytes(inputs):
     return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
 
 
+def _distinct_bytes(tensors):
+    """The fewest bytes the tensors' elements can occupy: a view returned twice counts once, and
+    an expanded one (stride 0) counts the elements its strides reach, not its logical size (both
+    were counted whole, so a floor on the bytes moved could call an honest kernel impossible)."""
+    seen, total = set(), 0
+    for x in tensors:
+        if not isinstance(x, torch.Tensor) or x.numel() == 0:
+            continue
+        key = (x.data_ptr(), tuple(x.shape), tuple(x.stride()), x.dtype)
+        if key in seen:
+            continue
+        seen.add(key)
+        reach = 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape, x.stride()))
+        total += min(x.numel(), reach) * x.element_size()
+    return total
+
+
 def _contiguous_clone(x):
     return x.clone(memory_format=torch.contiguous_format) if isinstance(x, torch.Tensor) else x
 
@@ -1376,11 +1393,12 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
         raise ProblemError("the reference Model failed on the timing inputs:\n%s"
                            % _format_exception(exc))
     _timing_ref_out[:] = out
-    info["output_bytes"] = _bytes(out)
+    info["output_bytes"] = _distinct_bytes(out)
     # A native candidate's parameters and outputs rotate with the inputs when they fit: the
     # memory a short kernel reads and writes cold lands on other channels and L2 slices in every
     # process, and a single copy of each made some processes' medians read 5% above others'.
-    _timing_native_own[0] = bool(native_per_set) and ((_bytes(_params) + info["output_bytes"])
+    # (kjudge allocates those outputs whole: their logical bytes count here.)
+    _timing_native_own[0] = bool(native_per_set) and ((_bytes(_params) + _bytes(out))
                                                       * count <= _NATIVE_PER_SET_BYTES)
     info["native_buffers_per_set"] = _timing_native_own[0]
     return info

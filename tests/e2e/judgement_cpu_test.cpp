@@ -356,6 +356,34 @@ class ModelNew(nn.Module):
 const std::vector<std::string> timed = {"--device", "cpu", "--trials",      "2",
                                         "--budget", "0.2", "--min-samples", "10"};
 
+TEST(JudgementCpu, OutputBytesCountEachViewOnceAndAnExpandedOneByItsElements) {
+  // The floor on bytes moved (faster_than_memory) took a tensor returned twice twice and an
+  // expanded one at its logical size.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        y = x * 2.0
+        return y, y, x.sum(dim=1, keepdim=True).expand(-1, 4096)
+def get_inputs():
+    return [torch.randn(64, 256)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = x * 2.0
+        return y, y, x.sum(dim=1, keepdim=True).expand(-1, 4096)
+)");
+  const auto r = run_eval(p, c, timed);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // y once (64 x 256 floats) and the expanded sums by their 64 elements.
+  EXPECT_EQ(r.result["options"]["timing_inputs"]["output_bytes"], 64 * 256 * 4 + 64 * 4)
+      << r.result["options"]["timing_inputs"].dump();
+}
+
 TEST(JudgementCpu, DropoutMatchesInTheTrialsAndInThePostTimingCheck) {
   // Each side's forward starts from the same generator state in the trials and, since this
   // test, in the check after timing (it compared two different dropout masks there).
