@@ -111,14 +111,15 @@ CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max) {
       "INT in " + range, "decimal_in");
 }
 
-int write_json_last(const std::string& path, const std::string& document, const char* command) {
+int write_json_last(const std::string& path, const std::string& document, const char* command,
+                    const std::string& ended) {
   if (path.empty()) return 0;
   try {
     write_output(path, document);
   } catch (const kj::error& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "kjudge %s: error: the result was NOT written to --json %s: %s\n", command,
-                 path.c_str(), e.message().c_str());
+    std::fprintf(stderr, "kjudge %s: error: the result was NOT written to --json %s: %s%s\n",
+                 command, path.c_str(), e.message().c_str(), ended.c_str());
     return exit_code::result_not_written;
   }
   return 0;
@@ -373,21 +374,13 @@ int run_eval(const eval_args& a) {
       }
     }
   }
-  if (!a.json_path.empty()) {
-    // The report is already out, with the verdict; the file the user asked for is not.
-    try {
-      report::write_json(result, a.json_path);
-    } catch (const kj::error& e) {
-      std::fflush(stdout);
-      std::fprintf(stderr,
-                   "kjudge: error: the result was NOT written to --json %s: %s (the evaluation "
-                   "ended %s, exit code %d; exiting with %d instead)\n",
-                   a.json_path.c_str(), e.message().c_str(),
-                   std::string(to_string(result.status)).c_str(), exit_code_for(result.status),
-                   exit_code::result_not_written);
-      return exit_code::result_not_written;
-    }
-  }
+  // The report is already out, with the verdict; the file the user asked for is not.
+  if (write_json_last(
+          a.json_path, report::render_json(result), a.profile ? "profile" : "eval",
+          fmt::format(" (the evaluation ended {}, exit code {}; exiting with {} instead)",
+                      to_string(result.status), exit_code_for(result.status),
+                      exit_code::result_not_written)) != 0)
+    return exit_code::result_not_written;
   return exit_code_for(result.status);
 }
 

@@ -21,9 +21,10 @@ namespace kj::app {
  *  work. "-" (standard output) and "" (no file) pass. */
 void check_json_path(const std::string& path);
 /** Writes --json's document (nothing for an empty path) once the report is out: 0, or
- *  exit_code::result_not_written with the reason on stderr when the file cannot be written. */
+ *  exit_code::result_not_written with the reason (and `ended`, what became of the work) on
+ *  stderr when the file cannot be written. */
 [[nodiscard]] int write_json_last(const std::string& path, const std::string& document,
-                                  const char* command);
+                                  const char* command, const std::string& ended = {});
 
 struct eval_args {
   std::string problem, candidate;

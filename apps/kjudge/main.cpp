@@ -1,13 +1,11 @@
 // kjudge's entry point: parses the command line, dispatches, and translates errors into exit
 // codes. Help text comes from docs/cli.md (help.cpp).
 
-#include <algorithm>
-#include <array>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -63,21 +61,6 @@ int main(int argc, char** argv) {
     return kj::exit_code::usage;
   }
 
-  // A word that names no command: said as such (CLI11 asks for a subcommand and points at
-  // "kjudge <word> --help", which fails too).
-  if (argv[1][0] != '-') {
-    static constexpr std::array<std::string_view, 5> k_commands = {"eval", "profile", "specs",
-                                                                   "roofline", "version"};
-    if (std::find(k_commands.begin(), k_commands.end(), std::string_view(argv[1])) ==
-        k_commands.end()) {
-      std::fprintf(stderr,
-                   "kjudge: unknown command '%s' (commands: eval, profile, specs, roofline, "
-                   "version; see kjudge --help)\n",
-                   argv[1]);
-      return kj::exit_code::usage;
-    }
-  }
-
   CLI::App app{"kjudge"};
   app.set_help_flag();
   app.set_version_flag("--version", std::string("kjudge ") + KJ_VERSION);
@@ -91,6 +74,20 @@ int main(int argc, char** argv) {
   auto* profile_cmd = kj::app::add_profile_command(app, profile_args);
   kj::app::roofline_args roofline_args;
   auto* roofline_cmd = kj::app::add_roofline_command(app, roofline_args);
+  // A word that names no command: said as such (CLI11 asks for a subcommand and points at
+  // "kjudge <word> --help", which fails too).
+  if (argv[1][0] != '-') {
+    const std::string word = argv[1];
+    const auto& commands = std::as_const(app);
+    if (commands.get_subcommands([&](const CLI::App* c) { return c->check_name(word); }).empty()) {
+      std::string names;
+      for (const CLI::App* c : commands.get_subcommands([](const CLI::App*) { return true; }))
+        names += (names.empty() ? "" : ", ") + c->get_name();
+      std::fprintf(stderr, "kjudge: unknown command '%s' (commands: %s; see kjudge --help)\n",
+                   word.c_str(), names.c_str());
+      return kj::exit_code::usage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success&) {

@@ -354,12 +354,13 @@ struct dependency {
  *  candidate's words, which must not pass its failure off as the tool's. */
 [[nodiscard]] bool tool_failure_in(const std::string& log, const fs::path& source) {
   const std::string path = source.string(), name = source.filename().string();
+  const std::string quoted_path = '"' + path + '"', quoted_name = '"' + name + '"';
   const auto about_source = [&](const std::string& line) {
-    for (const std::string& s : {path, name})
-      if (!s.empty() && line.starts_with(s) && line.size() > s.size() &&
-          (line[s.size()] == ':' || line[s.size()] == '('))
+    for (const std::string* s : {&path, &name})
+      if (!s->empty() && line.starts_with(*s) && line.size() > s->size() &&
+          (line[s->size()] == ':' || line[s->size()] == '('))
         return true;
-    return line.starts_with("\"" + path + "\"") || line.starts_with("\"" + name + "\"");
+    return line.starts_with(quoted_path) || line.starts_with(quoted_name);
   };
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {

@@ -81,6 +81,7 @@ struct finally_call {
   }
 };
 
+/** The last line that is not blank, without its surrounding blanks. */
 std::string last_line(const std::string& s) {
   const std::size_t end = s.find_last_not_of(" \t\r\n");
   if (end == std::string::npos) return {};
@@ -294,7 +295,6 @@ class pipeline {
     return req;
   }
 
-  /** The last line that is not blank, without its surrounding blanks. */
   /** The floating-point outputs' tolerance: the dtype's default, the problem's KJUDGE_ATOL /
    *  KJUDGE_RTOL, the command line's --atol / --rtol, later ones winning, each of atol and rtol
    *  on its own; the source says where each came from when they differ. */

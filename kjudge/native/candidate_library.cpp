@@ -38,10 +38,7 @@ candidate_library::candidate_library(const std::filesystem::path& path) : m_path
   m_probe = reinterpret_cast<probe_fn>(::dlsym(handle, "kjudge_launch_probe_v1"));
   // What the library's runtime recorded while it loaded (its constructors' launches) is not a
   // forward's: cleared, so the first call does not take the blame for it.
-  if (m_probe) {
-    char ignored[8];
-    m_probe(ignored, sizeof ignored);
-  }
+  if (m_probe) m_probe(nullptr, 0);
 }
 
 void candidate_library::forward(const kj_call& call) const {

@@ -23,9 +23,9 @@ namespace kj::runner {
 /** Runs `options` (argv, stdin, channel, environment overrides, working directory, timeout) as a
  *  child of the pool listening on `address` (an abstract socket name). nullopt when no pool
  *  answers there or it refuses the request: the caller then runs the command itself, and
- *  `refused`, where given, is told why ("no pool listens at the address", "the pool refused it:
- *  stale pool: ..."). The child's environment is this process's with the overrides applied, as
- *  with run_process. */
+ *  `refused`, where given, is told why ("no pool of this user listens at the address", "the pool
+ * refused it: stale pool: ..."). The child's environment is this process's with the overrides
+ * applied, as with run_process. */
 [[nodiscard]] std::optional<process_result> run_process_in_pool(const std::string& address,
                                                                 const spawn_options& options,
                                                                 std::string* refused = nullptr);
