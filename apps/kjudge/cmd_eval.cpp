@@ -299,6 +299,18 @@ bool use_pool(const eval_args& a) {
            v);
 }
 
+/** KJUDGE_POOL_MAX: how many worker pools of this user may run at once, 1 to 64 (default 4). */
+int max_pools() {
+  const char* env = std::getenv("KJUDGE_POOL_MAX");
+  if (env == nullptr || *env == '\0') return eval::k_default_max_pools;
+  const std::string_view v(env);
+  int n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 64)
+    KJ_THROW(error_kind::usage, "KJUDGE_POOL_MAX={}: use a number of pools from 1 to 64", v);
+  return n;
+}
+
 }  // namespace
 
 int run_eval(const eval_args& a) {
@@ -332,6 +344,7 @@ int run_eval(const eval_args& a) {
   ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   ro.echo_output = a.verbose;
   ro.use_pool = use_pool(a);
+  ro.max_pools = max_pools();
   auto result = eval::evaluate(j, ro);
   const bool show = a.json_path != "-";
   if (show && !a.summary_only) {

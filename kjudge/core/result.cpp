@@ -60,7 +60,8 @@ KJ_JSON_FIELDS(gpu_info, name, uuid, pci_bus_id, compute_capability, sm_count, m
                l2_bytes, sm_clock_max_mhz, memory_clock_mhz, driver_version, runtime_version)
 KJ_JSON_FIELDS(phase_time, name, start_s)
 KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last_phase, phases,
-               output_tail, started_by, pool_refused, pool_wait_s, gpu_lock_wait_s)
+               output_tail, started_by, pool_refused, pool_not_started, pool_wait_s,
+               gpu_lock_wait_s)
 
 void to_json(nlohmann::json& j, const provenance& v) {
   j = nlohmann::json::object();

@@ -155,6 +155,10 @@ struct worker_info {
   /** Why the pool there did not serve this evaluation ("no pool of this user listens at the
    *  address", "the pool refused it: stale pool: ..."); empty when it served or none was asked. */
   std::string pool_refused;
+  /** Why no pool was started for the next evaluation when none served this one ("worker pools
+   *  of this user running already: 4, the most allowed (KJUDGE_POOL_MAX=4); ..."); empty
+   *  otherwise. */
+  std::string pool_not_started;
   /** Seconds this evaluation waited for a pool that was still starting (0: it did not wait). */
   double pool_wait_s = 0;
   /** Seconds the worker waited, on a GPU, for another evaluation's work on it (trials, timing)

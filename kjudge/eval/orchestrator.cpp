@@ -196,8 +196,9 @@ eval_result evaluate(const job& j, const run_options& options) {
     // cannot claim the address and exits at once.
     if (!pooled &&
         (w.state == runner::pool_state::absent || w.state == runner::pool_state::accepting))
-      pool_started = start_pool(exe, address, j.python, options.pool_idle_exit,
-                                j.cache_dir / "worker-pool.log");
+      pool_started =
+          start_pool(exe, address, j.python, options.pool_idle_exit,
+                     j.cache_dir / "worker-pool.log", options.max_pools, r.worker.pool_not_started);
   }
   if (!pooled) limit_worker();
   const auto p = pooled ? *pooled : runner::run_process(so);

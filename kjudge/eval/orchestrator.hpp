@@ -9,6 +9,7 @@
 
 #include <kjudge/core/result.hpp>
 #include <kjudge/eval/job.hpp>
+#include <kjudge/eval/worker_pool.hpp>
 
 namespace kj::eval {
 
@@ -25,6 +26,8 @@ struct run_options {
   bool use_pool = false;
   /** How long a pool started here waits for requests before it exits. */
   std::chrono::seconds pool_idle_exit{600};
+  /** No pool is started while this many pools of this user run (KJUDGE_POOL_MAX). */
+  int max_pools = k_default_max_pools;
   /** An evaluation waits for a pool of this user that is still starting (importing torch)
    *  as long as that pool is younger than this; then it runs a worker of its own instead. */
   std::chrono::milliseconds pool_start_wait{std::chrono::seconds(30)};

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -83,10 +85,10 @@ std::string pool_address(const fs::path& executable, const fs::path& python) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     const auto name = entry.substr(0, entry.find('='));
-    // The shell's bookkeeping, and KJUDGE_POOL, which only says whether to use a pool: set to 1
-    // or unset, the same pool serves.
+    // The shell's bookkeeping, KJUDGE_POOL, which only says whether to use a pool (set to 1 or
+    // unset, the same pool serves), and KJUDGE_POOL_MAX, which only says how many may run.
     if (name == "PWD" || name == "OLDPWD" || name == "SHLVL" || name == "_" ||
-        name == "KJUDGE_POOL")
+        name == "KJUDGE_POOL" || name == "KJUDGE_POOL_MAX")
       continue;
     env.emplace_back(entry);
   }
@@ -99,8 +101,15 @@ std::string pool_address(const fs::path& executable, const fs::path& python) {
 }
 
 bool start_pool(const fs::path& executable, const std::string& address, const fs::path& python,
-                std::chrono::seconds idle_exit, const fs::path& log) {
-  if (running_pools() >= k_max_pools) return false;
+                std::chrono::seconds idle_exit, const fs::path& log, int max_pools,
+                std::string& why) {
+  if (const int running = running_pools(); running >= max_pools) {
+    why = fmt::format(
+        "worker pools of this user running already: {}, the most allowed (KJUDGE_POOL_MAX={}); "
+        "an idle one exits after {} s without requests",
+        running, max_pools, idle_exit.count());
+    return false;
+  }
   std::vector<std::string> args = {
       executable.string(), "worker-pool",   "--address",     address,
       "--python",          python.string(), "--idle-exit-s", std::to_string(idle_exit.count())};
@@ -112,7 +121,10 @@ bool start_pool(const fs::path& executable, const std::string& address, const fs
   const std::string log_path = log.string();
 
   const pid_t first = ::fork();
-  if (first < 0) return false;
+  if (first < 0) {
+    why = fmt::format("fork failed: {}", std::strerror(errno));
+    return false;
+  }
   if (first == 0) {
     // The intermediate child: a new session, then the pool as its child, then gone, so the pool
     // is nobody's child here and outlives this command.
@@ -133,7 +145,9 @@ bool start_pool(const fs::path& executable, const std::string& address, const fs
   int status = 0;
   while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  why = "the second fork, which makes the pool nobody's child, failed";
+  return false;
 }
 
 }  // namespace kj::eval

@@ -417,6 +417,8 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
   if (r.worker.started_by != "pool" && !r.worker.pool_refused.empty() &&
       r.worker.pool_refused.rfind("no pool", 0) != 0)
     how += "; worker pool not used: " + r.worker.pool_refused;
+  if (!r.worker.pool_not_started.empty())
+    how += "; no worker pool started: " + r.worker.pool_not_started;
   if (r.worker.gpu_lock_wait_s > 0)
     how += fmt::format("; {:.2f} s waiting for another evaluation's work on the GPU",
                        r.worker.gpu_lock_wait_s);

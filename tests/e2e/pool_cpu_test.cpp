@@ -4,9 +4,13 @@
 // turn it off. The pool is this test's own (a marker variable in
 // the environment makes its address unique) and is stopped at the end.
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <regex>
@@ -28,6 +32,9 @@ class PoolCpu : public ::testing::Test {
     fs::create_directories(s_cache);
     ::setenv("KJUDGE_CACHE_DIR", s_cache.c_str(), 1);
     ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
+    // Pools this user runs outside the test (other evaluations, other test runs: an idle pool
+    // lives 10 minutes) must not use up the number allowed, or these tests would start none.
+    ::setenv("KJUDGE_POOL_MAX", "64", 1);
   }
   static void TearDownTestSuite() {
     for (const pid_t pid : pool_pids()) ::kill(pid, SIGTERM);
@@ -49,6 +56,15 @@ class PoolCpu : public ::testing::Test {
          it != std::sregex_iterator(); ++it)
       pids.push_back(std::stoi((*it)[1]));
     return pids;
+  }
+  /** Pools that claimed their address (and started importing torch), as the log says. */
+  static std::size_t pool_starts() {
+    const std::string text = log();
+    std::size_t n = 0;
+    for (auto at = text.find("importing torch"); at != std::string::npos;
+         at = text.find("importing torch", at + 1))
+      ++n;
+    return n;
   }
   /** Waits for one more pool than `before` to have imported torch. */
   static bool pool_ready(std::size_t before = 0) {
@@ -132,21 +148,13 @@ TEST_F(PoolCpu, AnEvaluationWaitsForAPoolThatIsStillStarting) {
   std::ofstream(site / "sitecustomize.py") << "import time\ntime.sleep(3)\n";
   ::setenv("KJ_POOL_TEST_MARKER", (std::to_string(::getpid()) + "-wait").c_str(), 1);
   ::setenv("PYTHONPATH", site.c_str(), 1);
-  const auto starting = [] {
-    const std::string text = log();
-    std::size_t n = 0;
-    for (auto at = text.find("importing torch"); at != std::string::npos;
-         at = text.find("importing torch", at + 1))
-      ++n;
-    return n;
-  };
-  const std::size_t before = starting();
+  const std::size_t before = pool_starts();
   auto first = std::async(std::launch::async, [] {
     return run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
   });
   bool claimed = false;
   for (int i = 0; i < 1500 && !claimed; ++i) {
-    claimed = starting() > before;
+    claimed = pool_starts() > before;
     if (!claimed) std::this_thread::sleep_for(20ms);
   }
   const auto second =
@@ -274,6 +282,52 @@ TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
   both.insert(both.end(), {"--pool", "--no-pool"});
   const auto clash = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", both);
   EXPECT_EQ(clash.exit_code, 2) << clash.output;
+}
+
+// With as many pools of the user running as KJUDGE_POOL_MAX allows, an evaluation that finds no
+// pool of its own runs its own worker, starts no pool, and says why; a bad KJUDGE_POOL_MAX is a
+// usage error. The running pool is a listening socket under a pool's name held by this test
+// (kjudge counts pools by their sockets), so the count does not wait on a real pool's start.
+TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string name =
+      "kjudge-pool-" + std::to_string(::getuid()) + "-test-held-" + std::to_string(::getpid());
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: sun_path[0] is NUL
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ::setenv("KJ_POOL_TEST_MARKER", (std::to_string(::getpid()) + "-max").c_str(), 1);
+  ::setenv("KJUDGE_POOL_MAX", "1", 1);
+  const std::size_t before = pool_starts();
+  const auto full = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  ::setenv("KJUDGE_POOL_MAX", "0", 1);
+  const auto zero = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  ::setenv("KJUDGE_POOL_MAX", "4x", 1);
+  const auto junk = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  ::setenv("KJUDGE_POOL_MAX", "64", 1);
+  ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
+  ::close(fd);
+
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const auto& w = full.result["worker"];
+  EXPECT_EQ(w["started_by"], "exec");
+  EXPECT_EQ(w["pool_refused"], "no pool of this user listens at the address");
+  const std::string why = w.value("pool_not_started", "");
+  EXPECT_NE(why.find("worker pools of this user running already: "), std::string::npos) << why;
+  EXPECT_NE(why.find("(KJUDGE_POOL_MAX=1)"), std::string::npos) << why;
+  EXPECT_NE(full.output.find("no worker pool started: worker pools of this user running"),
+            std::string::npos)
+      << full.output;
+  std::this_thread::sleep_for(1s);  // a pool started anyway would have logged its claim by now
+  EXPECT_EQ(pool_starts(), before) << "a pool was started:\n" << log();
+
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("KJUDGE_POOL_MAX=0"), std::string::npos) << zero.output;
+  EXPECT_EQ(junk.exit_code, 2) << junk.output;
+  EXPECT_NE(junk.output.find("KJUDGE_POOL_MAX=4x"), std::string::npos) << junk.output;
 }
 
 }  // namespace
