@@ -91,8 +91,10 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
 
   // The forward is queued behind kjudge's blocking kernel, as in the device figure, so the events
   // measure the device's work rather than the host's launches (slowed by CUPTI's callbacks); a
-  // forward that waits for the host makes the blocking kernel give up, and the event time is
-  // then not a device time (left 0: the checks that need it are skipped).
+  // forward that waits for the host makes the blocking kernel give up, and the event time then
+  // holds the host's waits as well: not a device time (the result leaves it out), but still an
+  // upper bound of the timed stream's work, so kernels on a stream it never waited for, running
+  // past the end event, are still caught.
   // The collector starts first (enabling it must not wait on a held stream); the blocking
   // kernel's own record is dropped below.
   if (!collector.start()) {
@@ -121,13 +123,15 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
 
   profile::cupti_forward f;
   const bool host_sync = blocker.timed_out();
-  f.event_time_ns = host_sync ? 0.0 : nanoseconds(cuda::elapsed(start, end)).count();
+  const nanoseconds event_span = cuda::elapsed(start, end);
+  f.event_time_ns = host_sync ? 0.0 : event_span.count();
   profile::activity_records records = collector.records();
   drop_blocking_kernel(records);
   f.kernels = timed_kernels(records);
   profile::timed_forward timing;
   timing.cuda_candidate = ctx.cuda_side;
-  timing.event_time = nanoseconds(f.event_time_ns);
+  timing.event_time = event_span;
+  timing.event_includes_host_waits = host_sync;
   timing.host_wall = std::chrono::duration_cast<nanoseconds>(wall);
   timing.timed_stream = cupti_stream;
   f.launches = profile::checked_launches(records, timing);
@@ -138,8 +142,9 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
   if (host_sync)
     f.launches = profile::add_flag(
         f.launches, {"event_time_not_measured", "info",
-                     "the forward waited for the host while queued, so the events around it are "
-                     "not a device time and were not compared with the kernels"});
+                     "the forward waited for the host while queued, so the events around it "
+                     "time the host's waits too: not a device time, and compared with the "
+                     "kernels only for work they missed"});
   f.memory = profile::measure_peak_memory(mem);
   return f;
 }

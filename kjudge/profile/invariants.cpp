@@ -241,16 +241,17 @@ std::vector<flag> check_forward_time(std::string_view figure, nanoseconds time,
 }
 
 std::vector<flag> check_event_time(nanoseconds event_time, nanoseconds kernel_busy_time,
-                                   nanoseconds host_wall) {
+                                   nanoseconds host_wall, bool includes_host_waits) {
   std::vector<flag> out;
   if (event_time.count() > 0 && kernel_busy_time.count() > 0 &&
       event_time.count() < event_covers_kernels_fraction * kernel_busy_time.count())
     out.push_back(error_flag(
         kernels_outside_timed_region_code,
-        fmt::format("event time {:.2f} us is under {:.1f} x the {:.2f} us its kernels ran: work "
+        fmt::format("event time {:.2f} us{} is under {:.1f} x the {:.2f} us its kernels ran: work "
                     "ran outside the timed stream or region (side streams escape the events)",
-                    microseconds(event_time).count(), event_covers_kernels_fraction,
-                    microseconds(kernel_busy_time).count())));
+                    microseconds(event_time).count(),
+                    includes_host_waits ? " (its waits for the host included)" : "",
+                    event_covers_kernels_fraction, microseconds(kernel_busy_time).count())));
   if (event_time.count() > 0 && host_wall.count() > 0 && event_time > host_wall)
     out.push_back(error_flag(
         "event_exceeds_wall",

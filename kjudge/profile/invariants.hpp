@@ -118,9 +118,12 @@ inline constexpr const char* kernels_outside_timed_region_code = "kernels_outsid
 
 /** Invariant 2: event time >= 0.9 x the time the forward's kernels ran (their busy time, the
  *  union of their intervals, so that concurrent kernels are not counted twice), and <= host wall.
- *  Each comparison is skipped when one side is 0 (not measured). */
+ *  Each comparison is skipped when one side is 0 (not measured). `includes_host_waits`: the
+ *  forward waited for the host while queued, so its event time holds those waits too (an upper
+ *  bound of its device time, which the lower bound can still fail: the message says so). */
 [[nodiscard]] std::vector<flag> check_event_time(nanoseconds event_time,
                                                  nanoseconds kernel_busy_time,
-                                                 nanoseconds host_wall);
+                                                 nanoseconds host_wall,
+                                                 bool includes_host_waits = false);
 
 }  // namespace kj::profile

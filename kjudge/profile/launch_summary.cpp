@@ -119,11 +119,13 @@ std::vector<flag> check_launch_summary(const activity_records& records,
                    fmt::format("{} kernel records carry no timestamps (CUPTI lacked device "
                                "memory); they count as launches but not in the device times",
                                summary.untimed_kernels)});
-  append(out,
-         check_forward_time("event", timing.event_time, summary.kernel_launches, timing.eager));
+  if (!timing.event_includes_host_waits)
+    append(out,
+           check_forward_time("event", timing.event_time, summary.kernel_launches, timing.eager));
 
   // Invariant 2, against the union: overlapping kernels took their union in wall-clock time.
-  append(out, check_event_time(timing.event_time, summary.kernel_busy_time, timing.host_wall));
+  append(out, check_event_time(timing.event_time, summary.kernel_busy_time, timing.host_wall,
+                               timing.event_includes_host_waits));
   return out;
 }
 

@@ -46,7 +46,10 @@ struct timed_forward {
   bool cuda_candidate = true;  ///< a side that claims to run on the GPU (invariant 11)
   bool eager = true;           ///< launched one by one from the host (invariant 1)
   nanoseconds event_time{0};   ///< events around the call on the timed stream
-  nanoseconds host_wall{0};    ///< synchronous host wall time of the same call
+  /** The call waited for the host while queued: event_time holds those waits too, so only
+   *  invariant 2's lower bound (kernels the events missed) is checked against it. */
+  bool event_includes_host_waits = false;
+  nanoseconds host_wall{0};                   ///< synchronous host wall time of the same call
   std::optional<std::uint32_t> timed_stream;  ///< CUPTI id of the stream the events were on
 };
 

@@ -431,6 +431,28 @@ TEST_F(EvalGpu, HostWallHoldsWorkOnAStreamNothingWaitsFor) {
   EXPECT_GE(wall_us, 0.8 * busy_us) << cand["host_wall"].dump();
 }
 
+TEST_F(EvalGpu, WorkOnAStreamTheEventsMissIsWithheldWhenTheForwardAlsoWaitsForTheHost) {
+  // A forward that waits for the host left its CUPTI event time unmeasured, and with it the
+  // check for kernels the events missed: the stream figure (events around the call as issued,
+  // here the .item() check's few microseconds against 10 ms on the side stream) stood.
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/unjoined_stream_item.py");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_flag(r.result, "host_sync_in_forward")) << r.result["flags"];
+  EXPECT_TRUE(has_flag(r.result, "kernels_outside_timed_region")) << r.result["flags"];
+  const auto& cand = r.result["timing"]["candidate"];
+  EXPECT_FALSE(cand["device"]["valid"].get<bool>()) << cand["device"].dump();
+  EXPECT_FALSE(cand["stream"]["valid"].get<bool>()) << cand["stream"].dump();
+  EXPECT_EQ(cand["stream"]["note"].get<std::string>().rfind("withheld: ", 0), 0U)
+      << cand["stream"].dump();
+  ASSERT_TRUE(cand["host_wall"]["valid"].get<bool>()) << cand["host_wall"].dump();
+  EXPECT_GT(cand["host_wall"]["median_us"].get<double>(), 5000.0) << cand["host_wall"].dump();
+  for (const auto& s : r.result["timing"]["speedups"])
+    EXPECT_EQ(s["valid"].get<bool>(), s["kind"] == "host_wall") << s.dump();
+  // The result still leaves out the event time: with the host's wait in it, it is no device time.
+  EXPECT_TRUE(r.result["launches"]["candidate"]["event_time_ns"].is_null())
+      << r.result["launches"].dump(1);
+}
+
 TEST_F(EvalGpu, PythonCudaCandidates) {
   const auto li =
       run_eval(quantvla, "examples/quantvla/load_inline.py", {}, std::chrono::seconds(400));

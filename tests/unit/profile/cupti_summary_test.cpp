@@ -182,6 +182,27 @@ TEST(LaunchSummary, EventTimeBelowTheKernelsIsAnError) {
   EXPECT_EQ(c.failure().code, "kernels_outside_timed_region");
 }
 
+TEST(LaunchSummary, AnEventTimeHoldingHostWaitsStillCatchesWorkTheEventsMissed) {
+  // The forward waited for the host while queued: its event time holds those waits, so it says
+  // nothing of the forward's speed (no faster_than_launches on 3 launches in 2 us), but work on a
+  // stream it never waited for, 30 us against 2 us of events, still escaped them.
+  const activity_records r = serial_kernels(3, 10'000);
+  timed_forward t = timed(2.0);
+  t.event_includes_host_waits = true;
+  const auto flags = check_launch_summary(r, summarize_launches(r), t);
+  const flag* f = find_code(flags, "kernels_outside_timed_region");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("its waits for the host included"), std::string::npos) << f->message;
+  EXPECT_FALSE(has_code(flags, "faster_than_launches"));
+  EXPECT_FALSE(has_code(flags, "very_fast_forward"));
+  t.event_includes_host_waits = false;
+  EXPECT_TRUE(has_code(check_launch_summary(r, summarize_launches(r), t), "faster_than_launches"));
+  // Held long enough to cover its kernels, it raises nothing.
+  t = timed(45.0, 60.0);
+  t.event_includes_host_waits = true;
+  EXPECT_FALSE(has_error(check_launch_summary(r, summarize_launches(r), t)));
+}
+
 TEST(LaunchSummary, EventTimeAboveHostWallIsAnError) {
   const activity_records r = serial_kernels(2, 10'000);
   const auto flags = check_launch_summary(r, summarize_launches(r), timed(50.0, 40.0));
