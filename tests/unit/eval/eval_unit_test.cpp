@@ -357,12 +357,30 @@ TEST(TimingChecks, ImpossiblyFastFigureIsWithheldNotPrinted) {
 
 TEST(TimingChecks, FasterThanItsBytesAllowIsFlagged) {
   auto c = healthy_comparison();
+  c.reference.device = make_figure(measure::figure_kind::device, "blocking-kernel+events", 100);
   const auto d = h200();
   // 384 MiB at the H200's 4.8 TB/s datasheet peak needs about 84 us; 40 us is impossible.
   const auto flags = eval::check_timing(c, &d, 384ull << 20);
   EXPECT_TRUE(has(flags, "faster_than_memory"));
+  EXPECT_FALSE(has(flags, "memory_floor_not_applied"));
   EXPECT_FALSE(c.candidate.device.valid);
   EXPECT_NEAR(eval::dram_peak_bytes_per_s(d), 4.8e12, 1e9) << "datasheet beats the derived 4.1";
+}
+
+TEST(TimingChecks, AReferenceUnderTheMemoryFloorShowsTheProblemReadsLessAndLiftsIt) {
+  // The floor counts every input byte; a problem that reads a slice of its input runs under it
+  // in its own reference (40 us against 84), and an honest candidate as fast is not withheld.
+  auto c = healthy_comparison();
+  const auto d = h200();
+  const auto flags = eval::check_timing(c, &d, 384ull << 20);
+  EXPECT_FALSE(has(flags, "faster_than_memory"));
+  ASSERT_TRUE(has(flags, "memory_floor_not_applied"));
+  EXPECT_TRUE(c.candidate.device.valid);
+  EXPECT_TRUE(c.speedups[0].valid);
+  // Without a reference device figure (its forward waits for the host) the floor holds.
+  auto alone = healthy_comparison();
+  alone.reference.device.valid = false;
+  EXPECT_TRUE(has(eval::check_timing(alone, &d, 384ull << 20), "faster_than_memory"));
 }
 
 TEST(TimingChecks, EventAboveWallAndMethodMismatch) {
