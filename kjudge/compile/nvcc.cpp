@@ -417,18 +417,30 @@ struct dependency {
   return version;
 }
 
-/** The host's name as a field of a build folder's name (whose fields are dot-separated). */
-[[nodiscard]] std::string build_host() {
+}  // namespace
+
+std::string build_folder_owner() {
   std::string name = runner::host_name();
   std::replace(name.begin(), name.end(), '.', '_');
-  return name.empty() ? "host" : name;
+  if (name.empty()) name = "host";
+  // "pid:[4026531836]": the namespace's inode. Containers that share a host name (host
+  // networking) have PID namespaces of their own, where the same number is another process.
+  std::error_code ec;
+  const std::string ns = fs::read_symlink("/proc/self/ns/pid", ec).string();
+  std::string inode;
+  for (const char c : ns)
+    if (c >= '0' && c <= '9') inode += c;
+  return inode.empty() ? name : name + "-pidns" + inode;
 }
 
-/** Removes `<entry>/.build.<host>.tmp.<pid>.*` folders whose process has ended: builds that
+namespace {
+
+/** Removes `<entry>/.build.<owner>.tmp.<pid>.*` folders whose process has ended: builds that
  *  were killed, and unfiled ones whose evaluation is over. A folder of a live process, or of
- *  another host (a cache on a shared disk), is left alone. */
-void remove_dead_builds(const fs::path& entry, const std::string& host) {
-  const std::string prefix = fmt::format(".build.{}.tmp.", host);
+ *  another host or PID namespace (a cache on a shared disk, or shared between containers), is
+ *  left alone. */
+void remove_dead_builds(const fs::path& entry, const std::string& owner) {
+  const std::string prefix = fmt::format(".build.{}.tmp.", owner);
   std::error_code ec;
   for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -543,12 +555,12 @@ build_result build_native(const nvcc_request& request) {
     return out;
   }
 
-  // The whole build happens in a folder of its own, named by this host and process, renamed
-  // into place once complete; what builds of this host's processes that have ended left
-  // (killed, or not filed) goes first.
-  const std::string host = build_host();
-  remove_dead_builds(entry, host);
-  const fs::path work = entry / fmt::format(".build.{}.{}", host, kj::unique_temp_suffix());
+  // The whole build happens in a folder of its own, named by this host, PID namespace and
+  // process, renamed into place once complete; what builds of processes of the same host and
+  // namespace that have ended left (killed, or not filed) goes first.
+  const std::string owner = build_folder_owner();
+  remove_dead_builds(entry, owner);
+  const fs::path work = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
   fs::create_directories(work, ec);
   if (ec) fs::create_directories(work, ec);  // a failed build of this key removed `entry`
   if (ec) {

@@ -69,6 +69,11 @@ struct build_result {
  *  exception. */
 [[nodiscard]] build_result build_native(const nvcc_request& request);
 
+/** This process's host name and PID namespace as build folders name them
+ *  (`<entry>/.build.<owner>.tmp.<pid>.<...>`; the host's dots as '_', then "-pidns" and the
+ *  namespace's inode): a build only removes the folders of ended processes of its own owner. */
+[[nodiscard]] std::string build_folder_owner();
+
 /** The user's cache root: $KJUDGE_CACHE_DIR, else $XDG_CACHE_HOME/kjudge, else ~/.cache/kjudge. */
 [[nodiscard]] std::filesystem::path default_cache_dir();
 

@@ -1,6 +1,8 @@
 #include <kjudge/compile/nvcc.hpp>
 
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -183,6 +185,45 @@ TEST_F(nvcc_test, concurrent_builds_of_one_key_are_safe) {
   void* handle = ::dlopen(a.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << ::dlerror();
   ::dlclose(handle);
+}
+
+TEST_F(nvcc_test, a_build_removes_only_dead_builds_of_its_own_host_and_pid_namespace) {
+  require_nvcc();
+  const auto source = write("dead_builds.cu", k_valid_source);
+  const build_result first = build_native(request(source));
+  ASSERT_TRUE(first.ok) << first.error;
+  const fs::path entry = first.library.parent_path().parent_path();
+  fs::remove_all(first.library.parent_path());  // the next build of the key is a miss
+
+  const auto ended = [] {  // a process id that no process holds now
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return child;
+  }();
+  const pid_t live = ::fork();  // a process that runs while the build does
+  if (live == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const std::string owner = kj::compile::build_folder_owner();
+  EXPECT_NE(owner.find("-pidns"), std::string::npos) << owner;
+  const fs::path dead = entry / (".build." + owner + ".tmp." + std::to_string(ended) + ".1.2");
+  const fs::path running = entry / (".build." + owner + ".tmp." + std::to_string(live) + ".1.2");
+  // The same host name and process id, another PID namespace (a container sharing the host's
+  // name): that process may be alive there.
+  const fs::path foreign = entry / (".build." + owner + "0.tmp." + std::to_string(ended) + ".1.2");
+  for (const auto& d : {dead, running, foreign}) fs::create_directories(d);
+
+  const build_result second = build_native(request(source));
+  ::kill(live, SIGKILL);
+  ::waitpid(live, nullptr, 0);
+  ASSERT_TRUE(second.ok) << second.error;
+  EXPECT_FALSE(second.cached);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(running));
+  EXPECT_TRUE(fs::exists(foreign));
 }
 
 TEST_F(nvcc_test, compile_error_is_a_value_with_the_full_log) {
