@@ -29,6 +29,16 @@ struct kjudge_run {
   nlohmann::json result;  // null when no JSON was written
 };
 
+/** Tests run without the worker pool (so no pool outlives them), whatever the caller's
+ *  environment says, unless they ask for it: by --pool in `args`, or, in the pool's own tests
+ *  (which set KJ_POOL_TEST_MARKER and stop their pools), through KJUDGE_POOL. */
+inline void without_pool_unless_asked(runner::spawn_options& o,
+                                      const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--pool") == args.end() &&
+      std::getenv("KJ_POOL_TEST_MARKER") == nullptr)
+    o.env.emplace_back("KJUDGE_POOL", "0");
+}
+
 /** `kjudge <command> <problem> <candidate> <extra...> --json <tmp>` (command: eval, profile);
  *  relative paths are taken from the repository's root. */
 inline kjudge_run run_command(const std::string& command, const std::string& problem,
@@ -48,12 +58,7 @@ inline kjudge_run run_command(const std::string& command, const std::string& pro
             (source_dir() / candidate).string(),
             "--json",
             json_path.string()};
-  // Tests run without the worker pool (so no pool outlives them), whatever the caller's
-  // environment says, unless they ask for it: by --pool, or, in the pool's own tests (which set
-  // KJ_POOL_TEST_MARKER and stop their pools), through KJUDGE_POOL.
-  if (std::find(extra.begin(), extra.end(), "--pool") == extra.end() &&
-      std::getenv("KJ_POOL_TEST_MARKER") == nullptr)
-    o.env.emplace_back("KJUDGE_POOL", "0");
+  without_pool_unless_asked(o, extra);
   for (auto& e : extra) o.argv.push_back(std::move(e));
   o.timeout = limit;
   o.output_tail_bytes = 1 << 20;
@@ -83,6 +88,7 @@ inline kjudge_run run_raw(std::vector<std::string> args,
                           std::chrono::seconds limit = std::chrono::seconds(60)) {
   runner::spawn_options o;
   o.argv = {KJ_KJUDGE_EXE};
+  without_pool_unless_asked(o, args);
   for (auto& a : args) o.argv.push_back(std::move(a));
   o.timeout = limit;
   const auto p = runner::run_process(o);
