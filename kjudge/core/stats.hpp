@@ -20,10 +20,11 @@ struct summary {
   double stddev = 0;  ///< sample standard deviation (n - 1)
   double min = 0;
   double max = 0;
-  /** Relative standard error of the median, in percent: 1.2533 * sigma / sqrt(n) / median, with
-   *  sigma estimated robustly as 1.4826 * MAD; when MAD is 0 (more than half the samples tie),
-   *  the half-width of the median's distribution-free 95% interval over 1.96. Infinite when
-   *  n < 2 (nothing is known of the spread). */
+  /** Relative standard error of the median, in percent: the larger of 1.2533 * sigma / sqrt(n)
+   *  (sigma estimated robustly as 1.4826 * MAD) and the half-width of the median's
+   *  distribution-free 95% interval over 1.96 (which sees samples in two modes, and a MAD of 0
+   *  where more than half the samples tie), over the median. Infinite when n < 2 (nothing is
+   *  known of the spread). */
   double rse_pct = 0;
 };
 
