@@ -164,10 +164,13 @@ def tolerance():
     for key, name in (("atol", "KJUDGE_ATOL"), ("rtol", "KJUDGE_RTOL")):
         if hasattr(_problem, name):
             value = getattr(_problem, name)
-            try:
-                number = float(value)
-            except (TypeError, ValueError, OverflowError):
-                number = math.nan
+            # A number, not what float() also takes: a string ("0.5") or a bool (True: 1.0).
+            number = math.nan
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                try:
+                    number = float(value)
+                except OverflowError:
+                    pass
             if not math.isfinite(number) or number < 0:
                 raise ProblemError("%s = %r: a tolerance must be a finite number >= 0"
                                    % (name, value))
@@ -369,6 +372,11 @@ def _input_list(got, what, flat=True):
         if isinstance(x, (list, tuple, dict, set)):
             raise ProblemError("%s item %d is a %s: kjudge passes tensors and Python numbers, "
                                "not containers of them" % (what, i, type(x).__name__))
+        if not isinstance(x, (torch.Tensor, bool, int, float)):
+            # A NumPy array, a string, None: nothing kjudge can copy, compare or pass to a
+            # native candidate (an array used to fail inside the reproducibility check).
+            raise ProblemError("%s item %d is a %s: kjudge passes tensors and Python numbers "
+                               "(bool, int, float)" % (what, i, type(x).__name__))
     return list(got)
 
 
@@ -455,7 +463,13 @@ def _describe(t, name=""):
 
 
 def _host(t):
-    return t.detach().to("cpu").contiguous()
+    """A plain CPU copy whose memory holds its values: a contiguous CPU tensor came back as itself
+    from .to("cpu").contiguous(), lazy flags and all (a negative or conjugate view, a ZeroTensor
+    with no storage), and the comparison reads raw memory: -x read as x, a zero tensor as a null
+    pointer. copy_ resolves them."""
+    out = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+    out.copy_(t.detach())
+    return out
 
 
 _poison_turn = [0]  # advanced by every trial and every timing check (_next_poison)

@@ -543,5 +543,107 @@ class ModelNew(nn.Module):
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
+TEST(JudgementCpu, OutputsAreComparedByTheirValuesNotTheirRawMemory) {
+  // Outputs were copied to the host by .to("cpu").contiguous(), which returns a contiguous CPU
+  // tensor as itself, lazy flags and all; the comparison reads raw memory.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(16, 32)]
+def get_init_inputs():
+    return []
+)");
+  // A negative view: logically -relu(x) (wrong), its memory relu(x). It passed.
+  const auto neg = run_eval(p, write_case("neg.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch._neg_view(torch.relu(x))
+)"),
+                            quick);
+  EXPECT_EQ(neg.exit_code, 1) << neg.output;
+  EXPECT_EQ(neg.result["status"], "incorrect");
+  // A zero tensor without storage (wrong too): an internal error before, a null pointer read.
+  const auto zero = run_eval(p, write_case("zero.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch._efficientzerotensor(x.shape)
+)"),
+                             quick);
+  EXPECT_EQ(zero.exit_code, 1) << zero.output;
+  EXPECT_EQ(zero.result["status"], "incorrect");
+  // The imaginary part of a conjugate (public API, honest): its memory holds the value's negation.
+  // It failed.
+  const auto q = write_case("q.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return -x.sum()
+def get_inputs():
+    return [torch.randn(8, 3)]
+def get_init_inputs():
+    return []
+)");
+  const auto imag = run_eval(q, write_case("imag.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.complex(torch.zeros_like(x), x).sum().conj().imag
+)"),
+                             quick);
+  EXPECT_EQ(imag.exit_code, 0) << imag.output;
+  EXPECT_EQ(imag.result["status"], "correct");
+}
+
+TEST(JudgementCpu, AnInputThatIsNoTensorOrNumberAndATextToleranceAreTheProblems) {
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, *rest):
+        return x * 2
+)");
+  // A NumPy array among the inputs: an internal error before (the reproducibility check
+  // compared arrays with ==).
+  const auto array = run_eval(write_case("array.py", R"(import numpy as np
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, a):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8), np.random.randn(8)]
+def get_init_inputs():
+    return []
+)"),
+                              c, quick);
+  EXPECT_EQ(array.exit_code, 6) << array.output;
+  EXPECT_EQ(array.result["status"], "problem_error");
+  EXPECT_NE(array.result["message"].get<std::string>().find("item 1 is a ndarray"),
+            std::string::npos)
+      << array.result["message"];
+  // A tolerance given as text (float() read "0.5") or as a bool (True read 1.0).
+  for (const char* value : {"'0.5'", "True"}) {
+    const auto text = run_eval(write_case("text.py", std::string(R"(import torch
+import torch.nn as nn
+KJUDGE_ATOL = )") + value + R"(
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)"),
+                               c, quick);
+    EXPECT_EQ(text.exit_code, 6) << value << text.output;
+    EXPECT_NE(text.result["message"].get<std::string>().find("KJUDGE_ATOL"), std::string::npos)
+        << text.result["message"];
+  }
+}
+
 }  // namespace
 }  // namespace kj::test
