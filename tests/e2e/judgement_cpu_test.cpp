@@ -645,5 +645,61 @@ def get_init_inputs():
   }
 }
 
+TEST(JudgementCpu, WhatTheReferenceChangesOfItselfIsNotTheCandidates) {
+  // The reference's state was fixed when both models were built; what its own forward changed
+  // later (a mask made on first use, a call counter, rows Embedding's max_norm renormalises) was
+  // blamed on the candidate, an exact copy of the reference here, as a runtime error.
+  const char* const problems[] = {R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mask = None
+    def forward(self, x):
+        if self.mask is None:
+            self.mask = torch.tril(torch.ones(x.shape[-1], x.shape[-1]))
+        return x @ self.mask
+def get_inputs():
+    return [torch.randn(4, 16)]
+def get_init_inputs():
+    return []
+)",
+                                  R"(import torch
+import torch.nn as nn
+_calls = 0
+class Model(nn.Module):
+    def forward(self, x):
+        global _calls
+        _calls += 1
+        return x * 2
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)",
+                                  R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16, max_norm=1.0)
+    def forward(self, i):
+        return self.emb(i)
+def get_inputs():
+    return [torch.randint(0, 100, (32,))]
+def get_init_inputs():
+    return []
+)"};
+  int n = 0;
+  for (const char* problem : problems) {
+    const std::string text = problem;
+    const auto p = write_case("p" + std::to_string(n) + ".py", text);
+    const auto c = write_case("c" + std::to_string(n++) + ".py", text + "\nModelNew = Model\n");
+    const auto r = run_eval(p, c, {"--device", "cpu", "--budget", "0.2"});
+    EXPECT_EQ(r.exit_code, 0) << text << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << r.result.value("message", "");
+  }
+}
+
 }  // namespace
 }  // namespace kj::test
