@@ -701,5 +701,37 @@ def get_init_inputs():
   }
 }
 
+TEST(JudgementCpu, AProblemWhoseFirstDrawDiffersIsTheProblemsErrorNotTheCandidates) {
+  // get_inputs() makes a constant on its first call: that draw differs from the next ones, which
+  // agree. The rule "a third draw equal to the second: the candidate changed the pristine copy"
+  // blamed an honest candidate; the copy's digest, taken before the candidate ran, says it did
+  // not.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+_cache = {}
+class Model(nn.Module):
+    def forward(self, x, t):
+        return x * 2 + t.sum()
+def get_inputs():
+    if "t" not in _cache:
+        _cache["t"] = torch.randn(10)
+    return [torch.randn(8), _cache["t"]]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, t):
+        return x * 2 + t.sum()
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 6) << r.output;
+  EXPECT_EQ(r.result["status"], "problem_error");
+  EXPECT_NE(r.result["message"].get<std::string>().find("gave different values for the same seed"),
+            std::string::npos)
+      << r.result["message"];
+}
+
 }  // namespace
 }  // namespace kj::test
