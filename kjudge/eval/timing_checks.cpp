@@ -83,9 +83,13 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
                                                      f->summary.rse_pct, f->summary.n)
                                        : f->note)});
     if (f->discarded_throttled > 0)
-      out.push_back({"throttled_samples", "info",
-                     fmt::format("{} {}: {} samples discarded (SM clock under 75% of default)",
-                                 s.name, measure::to_string(f->kind), f->discarded_throttled)});
+      out.push_back(
+          {"throttled_samples", "info",
+           fmt::format(
+               "{} {}: {} samples discarded (SM clock under the throttle limit: a fraction, "
+               "0.75 unless the job sets another, of the default applications "
+               "clock, or of the maximum where no default is known)",
+               s.name, measure::to_string(f->kind), f->discarded_throttled)});
   }
 }
 
