@@ -1216,6 +1216,9 @@ def trial_begin(seed, scale):
     _trial["cand_ms"] = 0.0
     if _candidate is None:
         _run_reference([_clone(x) for x in inputs])
+        # On the host before the native candidate runs: a stray write of its kernels cannot
+        # reach the outputs it is compared with.
+        _trial["ref_host"] = _hosts(_trial["ref_out"], ProblemError, "the reference's")
     return info
 
 
@@ -1384,9 +1387,18 @@ def _hosts(outs, error_type, whose):
 def trial_finish():
     modified = [i for i, (a, b) in enumerate(zip(_trial["cand_in"], _trial["pristine"]))
                 if not _same(a, b)]
+    # A native candidate got contiguous copies of the inputs that were not contiguous: a write
+    # into one shows there, not in cand_in.
+    for i, (a, c, b) in enumerate(zip(_trial.get("native_in", ()), _trial["cand_in"],
+                                      _trial["pristine"])):
+        if (i not in modified and type(b) is torch.Tensor and a is not c
+                and not _same(a, b.contiguous())):
+            modified.append(i)
+    modified.sort()
     if "cand_host" in _trial:
         _check_output_devices()
-    ref_host = _hosts(_trial["ref_out"], ProblemError, "the reference's")
+    ref_host = _trial.get("ref_host") or _hosts(_trial["ref_out"], ProblemError,
+                                                "the reference's")
     cand_host = (_trial["cand_host"] if "cand_host" in _trial
                  else _hosts(_trial["cand_out"], CandidateError, "the candidate's"))
     _trial["host"] = (ref_host, cand_host)  # keep the memory alive for the C++ views

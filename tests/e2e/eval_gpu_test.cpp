@@ -179,6 +179,31 @@ def get_init_inputs():
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(EvalGpu, ANativeWriteIntoANonContiguousInputIsReported) {
+  // A native candidate gets contiguous copies of inputs that are not contiguous; the check for
+  // modified inputs looked only at the tensors the copies were made from, and missed a write.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("kjudge_native_input_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto problem = (dir / "transposed_twice.py").string();
+  std::ofstream(problem) << R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x.contiguous() * 2
+def get_inputs():
+    return [torch.randn(64, 32).t()]
+def get_init_inputs():
+    return []
+)";
+  const auto r = run_eval(problem, "examples/faulty_native/writes_input.cu", {"--no-timing"});
+  EXPECT_TRUE(has_flag(r.result, "input_modified")) << r.output;
+  ASSERT_FALSE(r.result["trials"].empty()) << r.output;
+  EXPECT_EQ(r.result["trials"][0]["inputs_modified"], nlohmann::json::array({0}))
+      << r.result["trials"][0].dump();
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(EvalGpu, ARefusedLaunchIsARuntimeErrorNamingTheCudaError) {
   // The candidate's static CUDA runtime refused the launch and kj_forward returned 0: it was
   // an incorrect result with NaN outputs, the CUDA error nowhere. (CUDA 13.0 on the H200 names
