@@ -1232,7 +1232,10 @@ def _digest(x):
     head = (str(d.dtype), tuple(d.shape), str(d.device))
     if d.numel() == 0:
         return head
-    b = d.contiguous().reshape(-1).view(torch.uint8)
+    try:  # a conjugate or negative view has its values resolved into memory first
+        b = d.resolve_conj().resolve_neg().contiguous().reshape(-1).view(torch.uint8)
+    except (RuntimeError, TypeError):
+        return head + ("unreadable",)
     whole = b.numel() - b.numel() % 8
     w = b[:whole].view(torch.int64)
     tail = b[whole:].to(torch.int64)
