@@ -303,12 +303,10 @@ bool use_pool(const eval_args& a) {
 int max_pools() {
   const char* env = std::getenv("KJUDGE_POOL_MAX");
   if (env == nullptr || *env == '\0') return eval::k_default_max_pools;
-  const std::string_view v(env);
-  int n = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 64)
-    KJ_THROW(error_kind::usage, "KJUDGE_POOL_MAX={}: use a number of pools from 1 to 64", v);
-  return n;
+  std::string text = env;
+  if (const std::string bad = decimal_in(1, 64)(text); !bad.empty())
+    KJ_THROW(error_kind::usage, "KJUDGE_POOL_MAX={}: {} (pools at once)", env, bad);
+  return std::stoi(text);
 }
 
 }  // namespace

@@ -1049,13 +1049,19 @@ class _Reach:
             if later and fingerprint != self.fingerprint:
                 self.churn.add(("model",))
             self.fingerprint = fingerprint
-            baseline = dict(zip(_param_names, _params))
-            baseline.update(self.param_values)
+            baseline = self._param_baseline()
             for name, p in _ref.named_parameters():
                 if name in baseline and not _identical(p.detach(), baseline[name]):
                     self.param_values[name] = p.detach().clone()
                     if later:
                         self.churn.add(("param", name))
+
+    def _param_baseline(self):
+        """name -> the values the reference's parameters must hold: as built, or as its own
+        untimed runs left them (adopt_reference_run())."""
+        baseline = dict(zip(_param_names, _params))
+        baseline.update(self.param_values)
+        return baseline
 
     def seal(self):
         """Both models built: this harness's bindings, the problem module's, torch's mode stacks
@@ -1092,7 +1098,6 @@ class _Reach:
         every run of its own is not checked: its runs outside the trials (captures, timing,
         checks) interleave with the candidate's."""
         found = []
-        skip = self.churn
         if self.entered is not None:
             problem, stacks, harness = self.entered
             now = globals()
@@ -1102,18 +1107,17 @@ class _Reach:
                 now = _class_bindings(_problem)
                 found += ["the problem's %s" % k for k in set(problem) | set(now)
                           if now.get(k, _ABSENT) is not problem.get(k, _ABSENT)
-                          and ("binding", k) not in skip]
+                          and ("binding", k) not in self.churn]
             found += self._hooks_and_modes()
         if self.fingerprint is not None:
             if _model_fingerprint(_ref) != self.fingerprint:
-                if ("model",) not in skip:
+                if ("model",) not in self.churn:
                     found.append("the reference model (a module, attribute, parameter, buffer "
                                  "or hook of it)")
             else:
-                originals = dict(zip(_param_names, _params))
-                originals.update(self.param_values)
+                originals = self._param_baseline()
                 for name, p in _ref.named_parameters():
-                    if ("param", name) in skip:
+                    if ("param", name) in self.churn:
                         continue
                     if name in originals and not _identical(p.detach(), originals[name]):
                         found.append("the values of the reference's parameter %s" % name)
@@ -1210,7 +1214,8 @@ def trial_begin(seed, scale):
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
     _trial["pristine"] = inputs
-    _trial["pristine_digest"] = [_digest(x) for x in inputs]
+    if _candidate is not None:  # read by trial_run_reference only
+        _trial["pristine_digest"] = [_digest(x) for x in inputs]
     _trial["cand_in"] = [_clone(x) for x in inputs]
     _trial["shapes"] = info["shapes"]
     _trial["cand_ms"] = 0.0
