@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "kjudge_runner.hpp"
 
@@ -22,12 +24,40 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string> quick = {"--device", "cpu", "--no-timing", "--trials", "2"};
 
+/** The temporary folders this process's tests wrote, removed when its tests end (a CI machine
+ *  ran these tests hundreds of times and kept every folder). */
+class case_folders : public ::testing::Environment {
+ public:
+  void add(const fs::path& dir) { m_dirs.push_back(dir); }
+  void TearDown() override {
+    for (const auto& d : m_dirs) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  }
+
+ private:
+  std::vector<fs::path> m_dirs;
+};
+
+case_folders& folders() {
+  // gtest owns (and deletes) a registered environment.
+  static case_folders* const env = [] {
+    auto* e = new case_folders;
+    ::testing::AddGlobalTestEnvironment(e);
+    return e;
+  }();
+  return *env;
+}
+// Registered before RUN_ALL_TESTS, so that its TearDown runs.
+[[maybe_unused]] const case_folders& registered_folders = folders();
+
 /** A file under this test's own temporary folder, written with `text`; returns its path. */
 std::string write_case(const std::string& name, const std::string& text) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const auto dir = fs::temp_directory_path() / (std::string("kjudge_judgement_") + info->name() +
                                                 "_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  if (fs::create_directories(dir)) folders().add(dir);
   const auto path = dir / name;
   std::ofstream(path) << text;
   return path.string();
