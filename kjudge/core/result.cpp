@@ -188,6 +188,8 @@ void to_json(nlohmann::json& j, const figure& v) {
        {"min_us", number_if(ok, s.min)},
        {"max_us", number_if(ok, s.max)},
        {"rse_pct", number_if(ok, s.rse_pct)},
+       {"rse_samples_pct", number_if(ok, v.rse_samples_pct)},
+       {"rse_sets_pct", number_if(ok, v.rse_sets_pct)},  // NaN (too few sets) dumps as null
        {"discarded_throttled", v.discarded_throttled},
        {"samples_us", v.samples_us},
        {"samples_set", v.samples_set},
@@ -210,6 +212,8 @@ void from_json(const nlohmann::json& j, figure& v) {
   get(j, "min_us", v.summary.min);
   get(j, "max_us", v.summary.max);
   get(j, "rse_pct", v.summary.rse_pct);
+  get(j, "rse_samples_pct", v.rse_samples_pct);
+  get(j, "rse_sets_pct", v.rse_sets_pct);
   get(j, "discarded_throttled", v.discarded_throttled);
   get(j, "samples_us", v.samples_us);
   get(j, "samples_set", v.samples_set);

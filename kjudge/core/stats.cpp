@@ -299,6 +299,35 @@ double median_rse_pct(std::span<const double> samples) {
   return rse_pct_sorted(sorted, quantile_sorted(sorted, 0.5));
 }
 
+grouped_rse median_rse_by_group(std::span<const double> values,
+                                std::span<const std::uint32_t> group_of, std::size_t resamples,
+                                std::uint64_t seed) {
+  grouped_rse out;
+  out.samples_pct = out.total_pct = median_rse_pct(values);
+  out.groups_pct = std::numeric_limits<double>::quiet_NaN();
+  if (group_of.size() != values.size() || values.empty() || resamples < 2) return out;
+  grouped_samples g(values, group_of);
+  if (g.groups() < min_bootstrap_groups) return out;
+  const double med = g.median();
+  sampler rng(seed);
+  double sum = 0.0, sum_sq = 0.0;
+  for (std::size_t r = 0; r < resamples; ++r) {
+    // Centred on the median, so that the sums stay small next to their squares.
+    const double d = g.resampled_median(rng) - med;
+    sum += d;
+    sum_sq += d * d;
+  }
+  const double b = static_cast<double>(resamples);
+  const double var = std::max(0.0, (sum_sq - sum * sum / b) / (b - 1.0));
+  const double groups = static_cast<double>(g.groups());
+  const double se = std::sqrt(var * groups / (groups - 1.0));
+  out.groups_pct = se == 0.0    ? 0.0
+                   : med == 0.0 ? std::numeric_limits<double>::infinity()
+                                : 100.0 * se / std::abs(med);
+  out.total_pct = std::max(out.samples_pct, out.groups_pct);
+  return out;
+}
+
 ratio_ci bootstrap_ratio_of_medians(std::span<const double> numerator,
                                     std::span<const double> denominator, std::size_t resamples,
                                     double confidence, std::uint64_t seed) {

@@ -40,6 +40,34 @@ struct summary {
 /** Relative standard error of the median in percent (see summary::rse_pct). */
 [[nodiscard]] double median_rse_pct(std::span<const double> samples);
 
+/** The fewest groups with samples for a statistic to resample whole groups
+ *  (median_rse_by_group, bootstrap_ratio_of_medians_by_group): with fewer, whole-group resamples
+ *  say too little about the spread. */
+inline constexpr std::size_t min_bootstrap_groups = 4;
+
+/** The relative standard error of the median of samples that come in groups whose members move
+ *  together (a timing figure's input sets: where a set's buffers lie, and its data, shift every
+ *  sample taken on it), in percent. */
+struct grouped_rse {
+  /** The larger of the two below: what the median of another run, on other groups, could read. */
+  double total_pct = 0;
+  /** median_rse_pct(): the samples taken as independent. Shrinks as samples are added. */
+  double samples_pct = 0;
+  /** The standard deviation of the median over resamples of whole groups (as many as have
+   *  samples, drawn with replacement; times sqrt(G / (G - 1)), the bootstrap's shortfall with G
+   *  groups), over the median: the groups' own differences, which more samples of the same groups
+   *  do not narrow. NaN when fewer than min_bootstrap_groups groups have samples or the lengths
+   *  differ (total_pct is then samples_pct). */
+  double groups_pct = 0;
+};
+
+/** grouped_rse of `values`, `group_of[i]` being the group of values[i]; deterministic for a given
+ *  seed. Costs O(resamples * groups * log(n)^2) once the samples are sorted. */
+[[nodiscard]] grouped_rse median_rse_by_group(std::span<const double> values,
+                                              std::span<const std::uint32_t> group_of,
+                                              std::size_t resamples = 200,
+                                              std::uint64_t seed = 0x72736567ULL);
+
 /** Ratio of medians numerator / denominator with a percentile-bootstrap confidence interval. */
 struct ratio_ci {
   double ratio = 0;
@@ -59,10 +87,6 @@ struct ratio_ci {
                                                   std::size_t resamples = 2000,
                                                   double confidence = 0.95,
                                                   std::uint64_t seed = 0x6b6a75646765ULL);
-
-/** The fewest groups with samples on each side for bootstrap_ratio_of_medians_by_group to
- *  resample groups: with fewer, whole-group resamples say too little about the spread. */
-inline constexpr std::size_t min_bootstrap_groups = 4;
 
 /** As bootstrap_ratio_of_medians, for samples that come in groups whose members move together
  *  (a timing figure's input sets: where a set's buffers lie, and its data, shift every sample

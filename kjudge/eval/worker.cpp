@@ -642,10 +642,10 @@ class pipeline {
     auto opts = m_job.timing_options;
     opts.gpu = gpu;
     // Rotate among several input sets, bounded so that large problems do not exhaust memory.
-    // A native candidate's parameters and outputs per set only when cold: warm, eight copies
+    // A native candidate's parameters and outputs per set only when cold: warm, the copies
     // would leave L2 where the reference's one copy of its weights stays.
-    const auto ti =
-        m_session->timing_setup(8, m_job.base_seed ^ 0x5eed, 1ull << 30, opts.cold && gpu);
+    const auto ti = m_session->timing_setup(std::max<std::size_t>(opts.max_input_sets, 1),
+                                            m_job.base_seed ^ 0x5eed, 1ull << 30, opts.cold && gpu);
     const auto& info = ti.shapes;
     const std::size_t sets = ti.sets;
     const std::uint64_t set_bytes = ti.bytes_per_set;

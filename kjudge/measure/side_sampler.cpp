@@ -1,7 +1,10 @@
 #include <kjudge/measure/side_sampler.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -9,6 +12,10 @@
 #include <kjudge/cuda/check.hpp>
 
 namespace kj::measure::detail {
+
+stats::grouped_rse median_rse(const figure& f) {
+  return stats::median_rse_by_group(f.samples_us, f.samples_set, rse_resamples);
+}
 
 std::size_t next_round_start(std::size_t first, std::size_t used, std::size_t sets) noexcept {
   if (used <= 1 || sets == 0) return first + used;
@@ -63,6 +70,10 @@ figure make_figure(figure_kind kind, const timing_options& o) {
 void finish_figure(figure& f, const timing_options& o, const std::string& stopped_by,
                    std::size_t sets) {
   f.summary = stats::summarize(f.samples_us);
+  const stats::grouped_rse rse = median_rse(f);
+  f.summary.rse_pct = rse.total_pct;
+  f.rse_samples_pct = rse.samples_pct;
+  f.rse_sets_pct = rse.groups_pct;
   f.set_medians_us.clear();
   if (!f.samples_us.empty())
     f.set_medians_us = stats::group_medians(f.samples_us, f.samples_set, sets);
@@ -81,6 +92,26 @@ void finish_figure(figure& f, const timing_options& o, const std::string& stoppe
         "stopped by {} at {:.3g}% relative error of the median with {} samples "
         "(target {:.3g}%, at least {})",
         stopped_by, f.summary.rse_pct, f.summary.n, o.target_rse_pct, o.min_samples);
+    if (rse.groups_pct > rse.samples_pct) {
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+      for (const double m : f.set_medians_us) {  // NaN: a set without samples
+        if (std::isnan(m)) continue;
+        lo = std::min(lo, m);
+        hi = std::max(hi, m);
+      }
+      // Only where the samples alone would have met the target is it the sets that held the
+      // figure above it.
+      f.note += rse.samples_pct < o.target_rse_pct
+                    ? fmt::format(
+                          ", held above the target by the input sets' differences (set "
+                          "medians {:.4g}-{:.4g} us; {:.3g}% over the samples alone), "
+                          "which more samples on the same sets do not narrow",
+                          lo, hi, rse.samples_pct)
+                    : fmt::format(
+                          "; {:.3g}% over the samples alone, more over the input "
+                          "sets (set medians {:.4g}-{:.4g} us)",
+                          rse.samples_pct, lo, hi);
+    }
   }
 }
 

@@ -40,7 +40,9 @@ bool noise_target_met(const std::vector<side_sampler*>& sides, const timing_opti
     if (s->spent() < o.min_time) return false;
     for (const figure* f : active_figures(*s, o.gpu)) {
       if (f->samples_us.size() < std::max<std::size_t>(o.min_samples, 2)) return false;
+      // The samples' own error first (one sort): the sets' is resampled only when it could pass.
       if (!(stats::median_rse_pct(f->samples_us) < o.target_rse_pct)) return false;
+      if (!(detail::median_rse(*f).total_pct < o.target_rse_pct)) return false;
     }
   }
   return true;

@@ -27,8 +27,8 @@ struct timing_options {
   seconds budget_per_side{1.0};
   std::size_t min_samples = 20;
   std::size_t max_samples = 100000;
-  /** Stop once every enabled figure of both sides has median_rse_pct below this (and min_samples).
-   */
+  /** Stop once every enabled figure of both sides has a relative standard error of its median
+   *  (detail::median_rse: over samples and over input sets) below this, and min_samples. */
   double target_rse_pct = 0.5;
   /** Minimum wall time spent sampling before the noise rule may stop the loop. */
   seconds min_time{0.0};
@@ -40,6 +40,10 @@ struct timing_options {
   bool gpu = true;
   /** Samples taken with the SM clock under this fraction of the default clock are discarded. */
   double throttle_fraction = 0.75;
+  /** The most input sets the caller prepares for the samples to rotate through (fewer when memory
+   *  bounds them): the median's error over sets (figure::rse_sets_pct) shrinks only with more
+   *  sets, not with more samples. The engine times the sets its targets report. */
+  std::size_t max_input_sets = 8;
   /** Bootstrap settings for the speedup CI. */
   std::size_t bootstrap_resamples = 2000;
   double confidence = 0.95;
@@ -78,7 +82,15 @@ struct figure {
   std::vector<std::uint32_t> samples_set;
   /** The median of each input set's samples, by set number (NaN: none kept on that set). */
   std::vector<double> set_medians_us;
-  stats::summary summary;  ///< of samples_us
+  /** Of samples_us; its rse_pct is the larger of the two below (stats::grouped_rse), what the
+   *  stopping rule judges. */
+  stats::summary summary;
+  /** The median's relative standard error with the samples taken as independent, in percent. */
+  double rse_samples_pct = 0;
+  /** Its relative standard error over resamples of whole input sets, in percent (NaN: fewer than
+   *  stats::min_bootstrap_groups sets with samples): the sets' own differences, which more samples
+   *  on the same sets do not narrow. */
+  double rse_sets_pct = 0;
   std::size_t discarded_throttled = 0;
 };
 

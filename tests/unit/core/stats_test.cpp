@@ -473,6 +473,97 @@ TEST(stats_group_bootstrap, fast_enough_for_the_largest_runs) {
   EXPECT_LT(ci.lo, ci.hi);
 }
 
+TEST(stats_grouped_rse, sets_apart_set_a_floor_that_more_samples_do_not_lower) {
+  // Eight sets 1% apart (offsets -1.5% .. +1.5%), little noise within a set: taken as
+  // independent, the samples' error falls as 1 / sqrt(n) (a review read 0.038% at n = 1000
+  // while runs differed by 0.4%); over sets it stays near sd(offsets) / sqrt(8) = 0.41%.
+  const std::vector<double> offsets = {-1.5, 1.0, -0.5, 0.5, 1.5, -1.0, 0.0, 0.25};
+  const auto small = in_groups(8, 25, 100.0, 0.05, 0.0, offsets, 21);
+  const auto large = in_groups(8, 1250, 100.0, 0.05, 0.0, offsets, 22);
+  const auto a = st::median_rse_by_group(small.values, small.group);
+  const auto b = st::median_rse_by_group(large.values, large.group);
+  EXPECT_LT(b.samples_pct, 0.1);
+  EXPECT_LT(b.samples_pct, a.samples_pct * 0.3);  // 50 times the samples
+  EXPECT_GT(b.groups_pct, 0.2);
+  EXPECT_LT(b.groups_pct, 0.8);
+  EXPECT_GT(b.groups_pct, a.groups_pct * 0.5);  // no smaller for the samples
+  EXPECT_EQ(b.total_pct, b.groups_pct);
+  EXPECT_DOUBLE_EQ(b.samples_pct, st::median_rse_pct(large.values));
+}
+
+TEST(stats_grouped_rse, the_error_over_sets_predicts_how_far_runs_on_other_sets_read) {
+  // 300 runs, each on eight sets whose offsets are drawn afresh (sd 1%), 100 samples a set with
+  // 0.5% noise: the spread of the runs' medians against the error each run reports of itself.
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> offset(0.0, 1.0);
+  std::vector<double> medians, reported, by_samples;
+  for (int run = 0; run < 300; ++run) {
+    std::vector<double> off(8);
+    for (double& o : off) o = offset(rng);
+    const auto g = in_groups(8, 100, 100.0, 0.5, 0.0, off, 1000 + run);
+    medians.push_back(st::median(g.values));
+    const auto r = st::median_rse_by_group(g.values, g.group);
+    reported.push_back(r.total_pct);
+    by_samples.push_back(r.samples_pct);
+  }
+  const auto n = static_cast<double>(medians.size());
+  double mean = 0, ss = 0;
+  for (const double m : medians) mean += m / n;
+  for (const double m : medians) ss += (m - mean) * (m - mean);
+  const double actual_pct = 100.0 * std::sqrt(ss / (n - 1)) / mean;
+  const double typical = st::median(reported);
+  // The runs' medians spread by about 0.36% (1% / sqrt(8), a little more for the noise): the
+  // error over sets says so within a third, the samples' alone by a factor of five less.
+  EXPECT_GT(actual_pct, 0.25);
+  EXPECT_GT(typical, actual_pct * 0.67) << actual_pct;
+  EXPECT_LT(typical, actual_pct * 1.5) << actual_pct;
+  EXPECT_LT(st::median(by_samples), actual_pct * 0.2) << actual_pct;
+}
+
+TEST(stats_grouped_rse, sets_alike_read_about_the_samples_error) {
+  const auto g = in_groups(8, 200, 50.0, 2.5, 0.0, {}, 23);
+  const auto r = st::median_rse_by_group(g.values, g.group);
+  EXPECT_GT(r.groups_pct, 0.5 * r.samples_pct);
+  EXPECT_LT(r.groups_pct, 2.0 * r.samples_pct);
+  EXPECT_EQ(r.total_pct, std::max(r.samples_pct, r.groups_pct));
+}
+
+TEST(stats_grouped_rse, too_few_sets_or_mismatched_lengths_use_the_samples_alone) {
+  const auto three = in_groups(3, 50, 10.0, 1.0, 0.0, {-5, 0, 5}, 24);
+  const auto r = st::median_rse_by_group(three.values, three.group);
+  EXPECT_TRUE(std::isnan(r.groups_pct));
+  EXPECT_EQ(r.total_pct, r.samples_pct);
+  const auto four = in_groups(4, 50, 10.0, 1.0, 0.0, {-5, 0, 5, 0}, 25);
+  EXPECT_FALSE(std::isnan(st::median_rse_by_group(four.values, four.group).groups_pct));
+  const std::vector<std::uint32_t> short_groups(four.values.size() - 1, 0);
+  EXPECT_TRUE(std::isnan(st::median_rse_by_group(four.values, short_groups).groups_pct));
+  const auto none = st::median_rse_by_group({}, {});
+  EXPECT_TRUE(std::isinf(none.total_pct));
+}
+
+TEST(stats_grouped_rse, deterministic_for_a_seed_and_zero_for_identical_samples) {
+  const auto g = in_groups(8, 30, 10.0, 1.0, 0.0, {0, 3}, 26);
+  const auto a = st::median_rse_by_group(g.values, g.group, 200, 7);
+  const auto b = st::median_rse_by_group(g.values, g.group, 200, 7);
+  const auto c = st::median_rse_by_group(g.values, g.group, 200, 8);
+  EXPECT_EQ(a.groups_pct, b.groups_pct);
+  EXPECT_NE(a.groups_pct, c.groups_pct);
+  const std::vector<double> same(g.values.size(), 4.0);
+  const auto z = st::median_rse_by_group(same, g.group);
+  EXPECT_EQ(z.groups_pct, 0.0);
+  EXPECT_EQ(z.total_pct, 0.0);
+}
+
+TEST(stats_grouped_rse, fast_enough_to_judge_after_every_round) {
+  // The stopping rule computes it for up to six figures, about 32 times per doubling of n.
+  const auto g = in_groups(8, 1250, 100.0, 5.0, 0.0, {0, 1}, 27);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 6; ++i) (void)st::median_rse_by_group(g.values, g.group);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(ms, 50.0);
+}
+
 TEST(stats_group_medians, one_median_a_group_and_nan_for_an_empty_one) {
   const std::vector<double> v = {1, 10, 3, 20, 5, 30, 7};
   const std::vector<std::uint32_t> g = {0, 1, 0, 1, 0, 1, 9};

@@ -104,6 +104,8 @@ TEST(Job, RoundTripsThroughJson) {
   EXPECT_DOUBLE_EQ(*back.atol, 1e-3);
   EXPECT_FALSE(back.rtol);
   EXPECT_DOUBLE_EQ(back.timing_options.budget_per_side.count(), 10.0);
+  EXPECT_EQ(back.timing_options.max_input_sets, 32u);  // the median's error over sets shrinks
+  EXPECT_EQ(eval::timing_preset("agent").max_input_sets, 8u);
   EXPECT_THROW((void)eval::job_from_json(nlohmann::json{{"schema", "other"}}), kj::error);
 }
 
