@@ -16,6 +16,7 @@ import math
 import os
 import random
 import sys
+import threading
 import time
 import traceback
 import types
@@ -23,6 +24,8 @@ import types
 import torch
 
 import _kjudge  # the embedded C++ module: popcorn_pri (shape jitter), see bridge.cpp
+
+_active_threads = threading.active_count  # bound at load: a candidate cannot rebind it
 
 
 class ProblemError(Exception):
@@ -867,6 +870,7 @@ class _Reach:
         self.param_values = {}     # name -> the reference's parameter as its own run left it
         self.runs_adopted = 0      # the reference's untimed runs adopt_reference_run() saw
         self.churn = set()         # what the reference changes on every run (see there)
+        self.threads = None        # Python threads running at seal()
 
     def arm(self):
         self.armed = True
@@ -940,6 +944,7 @@ class _Reach:
         if not self.armed or side == self.active:
             return
         if side == "candidate":
+            self._adopt_reference_settings()
             if self.cand_settings:
                 self._apply(self.cand_settings)
             for key, value in self.overlay.items():
@@ -976,6 +981,20 @@ class _Reach:
                 raise CandidateError("the candidate left %s active after its code ran: the "
                                      "reference would run under it" % "; ".join(left))
         self.active = side
+
+    def _adopt_reference_settings(self):
+        """Leaving the reference's turn: only its own calls ran since use("reference") put its
+        settings in force, so a setting that differs now is the reference's doing (a forward that
+        flips torch.backends.cudnn.benchmark, or sets TF32 at the nominal shape), and the
+        baseline its next turn is checked against, as adopt_reference_run() takes its other
+        changes. Not where a Python thread started since seal() (the candidate's, say) could
+        have made it: that change stays to be found at the reference's next turn."""
+        if not self.sealed or self.threads is None or _active_threads() > self.threads:
+            return
+        for label, value in self._settings().items():
+            if value is not _UNREADABLE and not _same_value(
+                    value, self.ref_settings.get(label, _UNREADABLE)):
+                self.ref_settings[label] = value
 
     def enter(self):
         """Before the candidate's code: the reference's state as it stands, then the
@@ -1069,6 +1088,7 @@ class _Reach:
         at every turn of the reference and after timing)."""
         if self.armed:
             self.entered = (_class_bindings(_problem), _in_force(), dict(globals()))
+            self.threads = _active_threads()
             self.sealed = True
 
     def _hooks_and_modes(self):

@@ -731,6 +731,45 @@ def get_init_inputs():
   }
 }
 
+TEST(JudgementCpu, TorchSettingsTheReferenceChangesInItsTimedCallsAreNotTheCandidates) {
+  // The reference flips a torch setting on every call; the candidate computes the same and
+  // touches no setting. At the reference's next turn the flip was blamed on the candidate ("the
+  // candidate changed torch's global state while it was timed"), a runtime error.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
+        return x * 2
+def get_inputs():
+    return [torch.randn(64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * 2
+)");
+  const auto r = run_eval(p, c, {"--device", "cpu", "--budget", "0.2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.value("message", "");
+  // A candidate's own change is still its own: kept to its calls and reported, not taken for
+  // the reference's.
+  const auto sets = write_case("sets.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        torch.backends.cudnn.deterministic = True
+        return x * 2
+)");
+  const auto q = run_eval(p, sets, {"--device", "cpu", "--budget", "0.2", "--trials", "1"});
+  EXPECT_NE(flag_message(q.result, "candidate_changed_torch_state").find("cudnn.deterministic"),
+            std::string::npos)
+      << q.output;
+  EXPECT_EQ(q.result["status"], "correct") << q.result.value("message", "");
+}
+
 TEST(JudgementCpu, AProblemWhoseFirstDrawDiffersIsTheProblemsErrorNotTheCandidates) {
   // get_inputs() makes a constant on its first call: that draw differs from the next ones, which
   // agree. The rule "a third draw equal to the second: the candidate changed the pristine copy"
