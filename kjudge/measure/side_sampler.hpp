@@ -33,6 +33,10 @@ struct gpu_tools {
   l2_flusher flusher;  ///< empty when warm
   bool cold;
   milliseconds blocking_timeout;
+};
+
+/** What the sides of one run share on the CPU as on a GPU. */
+struct turn_state {
   const void* last_side = nullptr;  ///< the side_sampler whose forward was issued last
 };
 
@@ -60,8 +64,10 @@ inline constexpr std::size_t rse_resamples = 200;
 
 class side_sampler {
  public:
-  /** `gpu` is nullptr for CPU-only runs (no CUDA call is made then). */
-  side_sampler(target& t, side_role role, const timing_options& options, gpu_tools* gpu);
+  /** `gpu` is nullptr for CPU-only runs (no CUDA call is made then); `turns` is shared by the
+   *  run's sides. */
+  side_sampler(target& t, side_role role, const timing_options& options, gpu_tools* gpu,
+               turn_state& turns);
 
   /** Asks the target for CUDA graphs of its forward (target::capture_graphs); "" on success. */
   [[nodiscard]] std::string capture_graphs();
@@ -74,8 +80,8 @@ class side_sampler {
   /** Runs the target until warmup_runs calls and warmup_min_time have passed; records the first
    *  call's time. Not counted in spent(). */
   void warm_up();
-  /** On a GPU, prime()s when the other side issued the last forward; then takes one sample of
-   *  every enabled figure. Adds the round's wall time to spent(). */
+  /** prime()s when the other side ran the last forward; then takes one sample of every enabled
+   *  figure. Adds the round's wall time to spent(). */
   [[nodiscard]] round_samples take_round();
   /** Appends a round's samples to the figures. */
   void keep(const round_samples& r);
@@ -125,6 +131,7 @@ class side_sampler {
   side_role m_role;
   const timing_options& m_options;
   gpu_tools* m_gpu;
+  turn_state& m_turns;
   side_result m_result;
   std::size_t m_next_input = 0;  ///< the number of the next sample's prepare()
   std::size_t m_last_input = 0;  ///< the number the last prepare_next() used (prime() repeats it)

@@ -157,8 +157,9 @@ comparison time_pair(target& reference, target& candidate, void* stream, const d
                      const timing_options& options) {
   const std::unique_ptr<gpu_tools> gpu = make_gpu_tools(stream, device, options);
   detail::clock_monitor clocks = make_clock_monitor(device, options);
-  side_sampler ref(reference, side_role::reference, options, gpu.get());
-  side_sampler cand(candidate, side_role::candidate, options, gpu.get());
+  detail::turn_state turns;
+  side_sampler ref(reference, side_role::reference, options, gpu.get(), turns);
+  side_sampler cand(candidate, side_role::candidate, options, gpu.get(), turns);
 
   comparison out;
   out.stopped_by = sample({&ref, &cand}, clocks, options);
@@ -197,7 +198,8 @@ side_result time_single(target& t, void* stream, const device_facts& device,
                         const timing_options& options) {
   const std::unique_ptr<gpu_tools> gpu = make_gpu_tools(stream, device, options);
   detail::clock_monitor clocks = make_clock_monitor(device, options);
-  side_sampler side(t, side_role::single, options, gpu.get());
+  detail::turn_state turns;
+  side_sampler side(t, side_role::single, options, gpu.get(), turns);
   const std::string stopped_by = sample({&side}, clocks, options);
   side.finish(stopped_by);
   return std::move(side.result());
