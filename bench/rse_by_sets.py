@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The median's relative standard error over input sets, recomputed from `kjudge eval --json`
 results (each figure's `samples_us` and `samples_set`), next to the error over samples taken as
-independent: how many figures each puts at or above a target. Results written before kjudge
-reported `rse_sets_pct` are recomputed the same way (resamples of whole sets, docs/methodology.md,
-Timing 6), so old and new runs can be compared.
+independent: how many figures each puts at or above a target. Where a result has no
+`rse_sets_pct` (written before kjudge reported it, or null) it is recomputed as kjudge computes
+it (resamples of whole sets, docs/methodology.md, Timing 6), with Python's own random draws: within
+a few percent of what kjudge would report.
 
     python3 bench/rse_by_sets.py [--target 0.5] [--list] out/*.json
 """
@@ -24,6 +25,9 @@ def sets_rse_pct(samples, sets, resamples=200, seed=1):
     g = len(members)
     if g < 4 or len(samples) != len(sets):
         return float("nan")
+    centre = statistics.median(samples)
+    if centre == 0:
+        return float("inf")
     rng = random.Random(seed)
     medians = []
     for _ in range(resamples):
@@ -31,7 +35,6 @@ def sets_rse_pct(samples, sets, resamples=200, seed=1):
         for _ in range(g):
             pick += members[rng.randrange(g)]
         medians.append(statistics.median(pick))
-    centre = statistics.median(samples)
     return 100.0 * statistics.stdev(medians) * math.sqrt(g / (g - 1)) / abs(centre)
 
 
@@ -55,7 +58,10 @@ def main():
                 fig = (timing.get(side) or {}).get(kind) or {}
                 if not fig.get("valid") or not fig.get("samples_us"):
                     continue
+                # null: infinite (fewer than two samples, a median of 0) or not computed
                 by_samples = fig.get("rse_samples_pct", fig.get("rse_pct"))
+                if by_samples is None:
+                    by_samples = float("inf")
                 by_sets = fig.get("rse_sets_pct")
                 if by_sets is None:
                     by_sets = sets_rse_pct(fig["samples_us"], fig.get("samples_set", []))

@@ -180,6 +180,9 @@ class grouped_samples {
   /** The median of all the samples (as summarize() gives it). */
   [[nodiscard]] double median() const { return m_all.empty() ? 0.0 : quantile_sorted(m_all, 0.5); }
 
+  /** Every sample, sorted. */
+  [[nodiscard]] std::span<const double> sorted() const noexcept { return m_all; }
+
   /** The median of one resample of groups() groups drawn with replacement; groups() > 0. */
   double resampled_median(sampler& rng) {
     KJ_EXPECTS(!m_groups.empty());
@@ -303,12 +306,15 @@ grouped_rse median_rse_by_group(std::span<const double> values,
                                 std::span<const std::uint32_t> group_of, std::size_t resamples,
                                 std::uint64_t seed) {
   grouped_rse out;
-  out.samples_pct = out.total_pct = median_rse_pct(values);
   out.groups_pct = std::numeric_limits<double>::quiet_NaN();
-  if (group_of.size() != values.size() || values.empty() || resamples < 2) return out;
-  grouped_samples g(values, group_of);
-  if (g.groups() < min_bootstrap_groups) return out;
+  if (group_of.size() != values.size() || values.empty()) {
+    out.samples_pct = out.total_pct = median_rse_pct(values);
+    return out;
+  }
+  grouped_samples g(values, group_of);  // sorts the samples once, for both errors
   const double med = g.median();
+  out.samples_pct = out.total_pct = rse_pct_sorted(g.sorted(), med);
+  if (g.groups() < min_bootstrap_groups || resamples < 2) return out;
   sampler rng(seed);
   double sum = 0.0, sum_sq = 0.0;
   for (std::size_t r = 0; r < resamples; ++r) {

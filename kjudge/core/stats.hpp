@@ -24,7 +24,8 @@ struct summary {
    *  (sigma estimated robustly as 1.4826 * MAD) and the half-width of the median's
    *  distribution-free 95% interval over 1.96 (which sees samples in two modes, and a MAD of 0
    *  where more than half the samples tie), over the median. Infinite when n < 2 (nothing is
-   *  known of the spread). */
+   *  known of the spread). The samples taken as independent: a timing figure replaces it with
+   *  the larger of this and the error over its input sets (median_rse_by_group). */
   double rse_pct = 0;
 };
 
@@ -62,7 +63,9 @@ struct grouped_rse {
 };
 
 /** grouped_rse of `values`, `group_of[i]` being the group of values[i]; deterministic for a given
- *  seed. Costs O(resamples * groups * log(n)^2) once the samples are sorted. */
+ *  seed. Sorts the samples and each group's (O(n log n)), then costs
+ *  O(resamples * groups * log(n)^2): at -O2, 3 ms for 10,000 samples in 8 groups, 26 ms for
+ *  100,000 in 32. */
 [[nodiscard]] grouped_rse median_rse_by_group(std::span<const double> values,
                                               std::span<const std::uint32_t> group_of,
                                               std::size_t resamples = 200,

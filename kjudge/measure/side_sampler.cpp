@@ -92,7 +92,8 @@ void finish_figure(figure& f, const timing_options& o, const std::string& stoppe
         "stopped by {} at {:.3g}% relative error of the median with {} samples "
         "(target {:.3g}%, at least {})",
         stopped_by, f.summary.rse_pct, f.summary.n, o.target_rse_pct, o.min_samples);
-    if (rse.groups_pct > rse.samples_pct) {
+    // Said only of a figure the error kept noisy (not one short of min_samples alone).
+    if (rse.groups_pct > rse.samples_pct && !(rse.total_pct < o.target_rse_pct)) {
       double lo = std::numeric_limits<double>::infinity(), hi = -lo;
       for (const double m : f.set_medians_us) {  // NaN: a set without samples
         if (std::isnan(m)) continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -40,7 +41,7 @@ bool noise_target_met(const std::vector<side_sampler*>& sides, const timing_opti
     if (s->spent() < o.min_time) return false;
     for (const figure* f : active_figures(*s, o.gpu)) {
       if (f->samples_us.size() < std::max<std::size_t>(o.min_samples, 2)) return false;
-      // The samples' own error first (one sort): the sets' is resampled only when it could pass.
+      // The samples' own error first (cheaper): the sets' is resampled only when it could pass.
       if (!(stats::median_rse_pct(f->samples_us) < o.target_rse_pct)) return false;
       if (!(detail::median_rse(*f).total_pct < o.target_rse_pct)) return false;
     }
@@ -115,6 +116,9 @@ std::string sample(const std::vector<side_sampler*>& sides, detail::clock_monito
 
   std::size_t round = 0;
   std::size_t next_noise_check = 0;
+  // The noise rule's own time is nobody's budget: it is kept under a twentieth of the loop's.
+  const auto loop_start = std::chrono::steady_clock::now();
+  std::chrono::duration<double> checking{0.0};
   std::vector<round_samples> taken(sides.size());
   for (;; ++round) {
     bool throttled = false;
@@ -135,11 +139,17 @@ std::string sample(const std::vector<side_sampler*>& sides, detail::clock_monito
       }
     }
 
-    // The noise rule sorts every figure's samples; check it every round at first, then about 32
-    // times per doubling of the sample count, so a long run stays O(n log^2 n).
-    if (round >= next_noise_check) {
+    // The noise rule sorts every figure's samples and resamples their sets; check it every round
+    // at first, then about 22 times per doubling of the sample count (every round / 32 rounds),
+    // so a long run stays O(n log^2 n), and never while its checks have taken more than a
+    // twentieth of the loop's time (a --precise run to 100,000 samples would otherwise spend
+    // seconds in them, 26 ms a figure a check at the end).
+    const auto now = std::chrono::steady_clock::now();
+    if (round >= next_noise_check && checking < (now - loop_start) / 20) {
       next_noise_check = round + std::max<std::size_t>(1, round / 32);
-      if (noise_target_met(sides, o)) return "noise-target";
+      const bool met = noise_target_met(sides, o);
+      checking += std::chrono::steady_clock::now() - now;
+      if (met) return "noise-target";
     }
     if (max_samples_reached(sides, o)) return "max-samples";
     if (budget_spent(sides, o)) return "budget";

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,12 +86,14 @@ struct figure {
   /** Of samples_us; its rse_pct is the larger of the two below (stats::grouped_rse), what the
    *  stopping rule judges. */
   stats::summary summary;
-  /** The median's relative standard error with the samples taken as independent, in percent. */
-  double rse_samples_pct = 0;
+  /** The median's relative standard error with the samples taken as independent, in percent
+   *  (infinite with fewer than two samples; NaN: not computed, as in a result written before
+   *  kjudge reported it). */
+  double rse_samples_pct = std::numeric_limits<double>::quiet_NaN();
   /** Its relative standard error over resamples of whole input sets, in percent (NaN: fewer than
    *  stats::min_bootstrap_groups sets with samples): the sets' own differences, which more samples
-   *  on the same sets do not narrow. */
-  double rse_sets_pct = 0;
+   *  on the same sets do not narrow; infinite for a median of 0 with a spread. */
+  double rse_sets_pct = std::numeric_limits<double>::quiet_NaN();
   std::size_t discarded_throttled = 0;
 };
 

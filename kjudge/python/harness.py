@@ -58,8 +58,7 @@ _timing_native_in = {}  # set -> the tensors the native candidate's views of tha
 # Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
 _timing_native_own = [True]
 _timing_seed = [0]  # timing_setup's data seed: the timing check's generator seed derives from it
-# Parameters and outputs are copied per set up to this many bytes in all.
-_NATIVE_PER_SET_BYTES = 256 << 20
+_NATIVE_PER_SET_BYTES = 32 << 20  # a native candidate's parameters and outputs, per set
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
 _timing_graphs = {}  # side -> (graphs per set, their static outputs), while captured
 _SIDES = {"reference": ("Model", ProblemError), "candidate": ("ModelNew", CandidateError)}
@@ -1476,9 +1475,10 @@ def _contiguous_clone(x):
 
 def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
-    in byte_budget (counting the pristine base and one working copy per side), at least 2 and at
-    most max_sets. native_per_set: a native candidate's parameters and outputs may be copied per
-    set (cold timing only: warm, the copies would leave L2 where the reference's one copy stays)."""
+    in byte_budget, at least 2 and at most max_sets. A set costs its pristine base and one
+    working copy per side, and twice the reference's outputs (what each side's CUDA graph of the
+    set keeps). native_per_set: a native candidate's parameters and outputs may be copied per set
+    (cold timing only: warm, the copies would leave L2 where the reference's one copy stays)."""
     _reach.use("reference")
     _timing_base.clear()
     _timing_work["reference"] = []
@@ -1489,7 +1489,22 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     first = _make_inputs(data_seed, data_seed, 1, jitter=False)
     info = _input_info(first)
     set_bytes = _bytes(first)
-    count = max_sets if set_bytes == 0 else max(2, min(max_sets, byte_budget // (3 * set_bytes)))
+    # The reference's outputs at these shapes: their bytes bound what any candidate must write,
+    # and each side's graphs keep a set's worth of them.
+    try:
+        with torch.no_grad():
+            # On a copy: no model is handed a pristine base (refresh() checks them).
+            out = _normalise(_ref(*[_contiguous_clone(x) for x in first]),
+                             "Model.forward", ProblemError)
+    except ProblemError:
+        raise
+    except BaseException as exc:
+        raise ProblemError("the reference Model failed on the timing inputs:\n%s"
+                           % _format_exception(exc))
+    _timing_ref_out[:] = out
+    out_bytes = _distinct_bytes(out)
+    per_set = 3 * set_bytes + 2 * out_bytes
+    count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
     _timing_seed[0] = data_seed
     _timing_base.append(first)
     for i in range(1, count):
@@ -1502,25 +1517,14 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
         _timing_made[side] = [[_made(x) for x in work] for work in _timing_work[side]]
     info["sets"] = len(_timing_base)
     info["bytes_per_set"] = set_bytes
-    # The reference's outputs at these shapes: their bytes bound what any candidate must write.
-    try:
-        with torch.no_grad():
-            # On copies: no model is handed a pristine base (refresh() checks them).
-            out = _normalise(_ref(*[_contiguous_clone(x) for x in _timing_base[0]]),
-                             "Model.forward", ProblemError)
-    except ProblemError:
-        raise
-    except BaseException as exc:
-        raise ProblemError("the reference Model failed on the timing inputs:\n%s"
-                           % _format_exception(exc))
-    _timing_ref_out[:] = out
-    info["output_bytes"] = _distinct_bytes(out)
+    info["output_bytes"] = out_bytes
     # A native candidate's parameters and outputs rotate with the inputs when they fit: the
     # memory a short kernel reads and writes cold lands on other channels and L2 slices in every
     # process, and a single copy of each made some processes' medians read 5% above others'.
-    # (kjudge allocates those outputs whole: their logical bytes count here.)
-    _timing_native_own[0] = bool(native_per_set) and ((_bytes(_params) + _bytes(out))
-                                                      * count <= _NATIVE_PER_SET_BYTES)
+    # (kjudge allocates those outputs whole: their logical bytes count here.) The bound is per
+    # set, so that the preset's number of sets does not decide whether a candidate gets them.
+    _timing_native_own[0] = bool(native_per_set) and (_bytes(_params) + _bytes(out)
+                                                      <= _NATIVE_PER_SET_BYTES)
     info["native_buffers_per_set"] = _timing_native_own[0]
     return info
 

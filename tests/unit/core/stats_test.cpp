@@ -554,14 +554,17 @@ TEST(stats_grouped_rse, deterministic_for_a_seed_and_zero_for_identical_samples)
   EXPECT_EQ(z.total_pct, 0.0);
 }
 
-TEST(stats_grouped_rse, fast_enough_to_judge_after_every_round) {
-  // The stopping rule computes it for up to six figures, about 32 times per doubling of n.
-  const auto g = in_groups(8, 1250, 100.0, 5.0, 0.0, {0, 1}, 27);
+TEST(stats_grouped_rse, fast_enough_for_the_largest_runs) {
+  // The stopping rule's checks are held to a twentieth of the loop's time; the result computes
+  // it once a figure. The largest run: 100,000 samples on 32 sets (26 ms at -O2; the limit
+  // leaves room for the sanitizer build).
+  const auto g = in_groups(32, 3125, 100.0, 5.0, 0.0, {0, 1}, 27);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 6; ++i) (void)st::median_rse_by_group(g.values, g.group);
+  const auto r = st::median_rse_by_group(g.values, g.group);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(ms, 50.0);
+  EXPECT_LT(ms, 2000.0);
+  EXPECT_FALSE(std::isnan(r.groups_pct));
 }
 
 TEST(stats_group_medians, one_median_a_group_and_nan_for_an_empty_one) {
