@@ -304,7 +304,7 @@ double median_rse_pct(std::span<const double> samples) {
 
 grouped_rse median_rse_by_group(std::span<const double> values,
                                 std::span<const std::uint32_t> group_of, std::size_t resamples,
-                                std::uint64_t seed) {
+                                double resample_below, std::uint64_t seed) {
   grouped_rse out;
   out.groups_pct = std::numeric_limits<double>::quiet_NaN();
   if (group_of.size() != values.size() || values.empty()) {
@@ -314,7 +314,8 @@ grouped_rse median_rse_by_group(std::span<const double> values,
   grouped_samples g(values, group_of);  // sorts the samples once, for both errors
   const double med = g.median();
   out.samples_pct = out.total_pct = rse_pct_sorted(g.sorted(), med);
-  if (g.groups() < min_bootstrap_groups || resamples < 2) return out;
+  if (g.groups() < min_bootstrap_groups || resamples < 2 || !(out.samples_pct < resample_below))
+    return out;
   sampler rng(seed);
   double sum = 0.0, sum_sq = 0.0;
   for (std::size_t r = 0; r < resamples; ++r) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -65,11 +66,13 @@ struct grouped_rse {
 /** grouped_rse of `values`, `group_of[i]` being the group of values[i]; deterministic for a given
  *  seed. Sorts the samples and each group's (O(n log n)), then costs
  *  O(resamples * groups * log(n)^2): at -O2, 3 ms for 10,000 samples in 8 groups, 26 ms for
- *  100,000 in 32. */
-[[nodiscard]] grouped_rse median_rse_by_group(std::span<const double> values,
-                                              std::span<const std::uint32_t> group_of,
-                                              std::size_t resamples = 200,
-                                              std::uint64_t seed = 0x72736567ULL);
+ *  100,000 in 32. The groups are resampled only when samples_pct is under `resample_below` (a
+ *  stopping rule's target, which a larger samples_pct fails whatever the groups say); otherwise
+ *  groups_pct is NaN. */
+[[nodiscard]] grouped_rse median_rse_by_group(
+    std::span<const double> values, std::span<const std::uint32_t> group_of,
+    std::size_t resamples = 200, double resample_below = std::numeric_limits<double>::infinity(),
+    std::uint64_t seed = 0x72736567ULL);
 
 /** Ratio of medians numerator / denominator with a percentile-bootstrap confidence interval. */
 struct ratio_ci {

@@ -13,8 +13,8 @@
 
 namespace kj::measure::detail {
 
-stats::grouped_rse median_rse(const figure& f) {
-  return stats::median_rse_by_group(f.samples_us, f.samples_set, rse_resamples);
+stats::grouped_rse median_rse(const figure& f, double resample_below) {
+  return stats::median_rse_by_group(f.samples_us, f.samples_set, rse_resamples, resample_below);
 }
 
 std::size_t next_round_start(std::size_t first, std::size_t used, std::size_t sets) noexcept {

@@ -3,6 +3,7 @@
  *  host wall). The loop that interleaves sides and decides when to stop is in timing.cpp. */
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -52,8 +53,10 @@ struct round_samples {
 inline constexpr std::size_t rse_resamples = 200;
 
 /** A figure's relative standard error of its median (stats::median_rse_by_group over its input
- *  sets): the stopping rule's and the result's, computed alike. */
-[[nodiscard]] stats::grouped_rse median_rse(const figure& f);
+ *  sets): the stopping rule's and the result's, computed alike; the sets resampled only when the
+ *  samples' own error is under `resample_below`. */
+[[nodiscard]] stats::grouped_rse median_rse(
+    const figure& f, double resample_below = std::numeric_limits<double>::infinity());
 
 /** The number the next round's first sample prepares, after a round whose first sample prepared
  *  `first` and which prepared `used` numbers (one a figure) on a target of `sets` input sets

@@ -41,9 +41,8 @@ bool noise_target_met(const std::vector<side_sampler*>& sides, const timing_opti
     if (s->spent() < o.min_time) return false;
     for (const figure* f : active_figures(*s, o.gpu)) {
       if (f->samples_us.size() < std::max<std::size_t>(o.min_samples, 2)) return false;
-      // The samples' own error first (cheaper): the sets' is resampled only when it could pass.
-      if (!(stats::median_rse_pct(f->samples_us) < o.target_rse_pct)) return false;
-      if (!(detail::median_rse(*f).total_pct < o.target_rse_pct)) return false;
+      // One sort for both errors; the sets are resampled only when the samples' error passes.
+      if (!(detail::median_rse(*f, o.target_rse_pct).total_pct < o.target_rse_pct)) return false;
     }
   }
   return true;

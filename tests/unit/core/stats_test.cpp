@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -541,11 +542,26 @@ TEST(stats_grouped_rse, too_few_sets_or_mismatched_lengths_use_the_samples_alone
   EXPECT_TRUE(std::isinf(none.total_pct));
 }
 
+TEST(stats_grouped_rse, the_sets_are_resampled_only_below_the_given_error) {
+  // The stopping rule's shortcut: a samples' error at or above its target fails whatever the
+  // sets say, so they are not resampled; under it they are, as without the bound.
+  const auto g =
+      in_groups(8, 100, 100.0, 0.5, 0.0, {-1.5, 1.0, -0.5, 0.5, 1.5, -1.0, 0.0, 0.25}, 28);
+  const auto full = st::median_rse_by_group(g.values, g.group);
+  const auto skipped = st::median_rse_by_group(g.values, g.group, 200, full.samples_pct);
+  EXPECT_TRUE(std::isnan(skipped.groups_pct));
+  EXPECT_EQ(skipped.total_pct, full.samples_pct);
+  const auto kept = st::median_rse_by_group(g.values, g.group, 200, full.samples_pct * 1.01);
+  EXPECT_EQ(kept.groups_pct, full.groups_pct);
+  EXPECT_GT(kept.total_pct, kept.samples_pct);  // the sets, 1% apart, dominate
+}
+
 TEST(stats_grouped_rse, deterministic_for_a_seed_and_zero_for_identical_samples) {
   const auto g = in_groups(8, 30, 10.0, 1.0, 0.0, {0, 3}, 26);
-  const auto a = st::median_rse_by_group(g.values, g.group, 200, 7);
-  const auto b = st::median_rse_by_group(g.values, g.group, 200, 7);
-  const auto c = st::median_rse_by_group(g.values, g.group, 200, 8);
+  constexpr double all = std::numeric_limits<double>::infinity();  // always resample
+  const auto a = st::median_rse_by_group(g.values, g.group, 200, all, 7);
+  const auto b = st::median_rse_by_group(g.values, g.group, 200, all, 7);
+  const auto c = st::median_rse_by_group(g.values, g.group, 200, all, 8);
   EXPECT_EQ(a.groups_pct, b.groups_pct);
   EXPECT_NE(a.groups_pct, c.groups_pct);
   const std::vector<double> same(g.values.size(), 4.0);
