@@ -633,6 +633,17 @@ def _set_determinism(v):
     torch.use_deterministic_algorithms(v[0], warn_only=v[1])
 
 
+_SUBNORMAL = 5e-324  # the smallest positive double, subnormal
+
+
+def _flush_denormal():
+    """Whether this thread flushes subnormal floats to zero, as torch.set_flush_denormal(True)
+    makes it (the CPU's FTZ and DAZ bits; torch has no getter). The product of two Python floats
+    runs on the same FPU state as torch's CPU kernels on this thread, and is 0 then."""
+    one = 1.0
+    return _SUBNORMAL * one == 0.0
+
+
 def _default_device():
     """The device set_default_device installed (None: none, tensors default to the CPU)."""
     context = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
@@ -681,6 +692,8 @@ def _settings_table():
         ("backends.cuda.preferred_blas_library", "backends.cuda.preferred_blas_library"),
         ("backends.mha.get_fastpath_enabled", "backends.mha.set_fastpath_enabled"))]
     rows.append(("torch.are_deterministic_algorithms_enabled()", _determinism, _set_determinism))
+    # CPU numerics and speed: subnormals flushed to zero on this thread (and on threads it starts).
+    rows.append(("torch.set_flush_denormal", _flush_denormal, torch.set_flush_denormal))
     for dev in ("cpu", "cuda"):  # autocast, per device type (torch >= 2.4 takes the device)
         rows.append(("torch.is_autocast_enabled(%r)" % dev,
                      lambda d=dev: torch.is_autocast_enabled(d),

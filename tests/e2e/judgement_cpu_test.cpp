@@ -770,6 +770,41 @@ class ModelNew(nn.Module):
   EXPECT_EQ(q.result["status"], "correct") << q.result.value("message", "");
 }
 
+TEST(JudgementCpu, FlushingSubnormalsToZeroIsTheCandidatesOwnSetting) {
+  // torch.set_flush_denormal has no getter, and kjudge did not track it: a candidate that set it
+  // at import left the reference's forwards flushing subnormals (this problem's forward raises
+  // then), and no flag said so.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        if (torch.tensor([1e-40]) * 1.0).item() == 0.0:
+            raise RuntimeError("the reference runs with subnormals flushed to zero")
+        return x * 2
+def get_inputs():
+    return [torch.randn(64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+torch.set_flush_denormal(True)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if (torch.tensor([1e-40]) * 1.0).item() != 0.0:
+            raise RuntimeError("the candidate's own setting is not in force")
+        return x * 2
+)");
+  const auto r = run_eval(p, c, {"--device", "cpu", "--budget", "0.2", "--trials", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.value("message", "");
+  EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state")
+                .find("torch.set_flush_denormal: False -> True"),
+            std::string::npos)
+      << r.result["flags"].dump(1);
+  EXPECT_GT(r.result["timing"]["candidate"]["host_wall"]["n"].get<int>(), 0) << r.output;
+}
+
 TEST(JudgementCpu, AProblemWhoseFirstDrawDiffersIsTheProblemsErrorNotTheCandidates) {
   // get_inputs() makes a constant on its first call: that draw differs from the next ones, which
   // agree. The rule "a third draw equal to the second: the candidate changed the pristine copy"
