@@ -192,8 +192,14 @@ class pipeline {
 
     if (!load_candidate()) return;
     // From the first model on, everything this worker does runs on the GPU: held until its
-    // timing ends (or the worker does).
+    // timing ends (or the worker does). A native library is loaded under it too: its
+    // constructors may already launch work there (a Python candidate's import is not, since it
+    // may build for minutes: load_inline, Triton).
     if (gpu) take_gpu_turn();
+    if (m_native_library) {
+      m_events.phase("load_native");
+      m_library.emplace(*m_native_library);
+    }
 
     m_events.phase("build_models reference");
     m_session->build_reference(m_job.base_seed);
@@ -267,8 +273,7 @@ class pipeline {
       return false;
     }
     m_events.send({{"build", b}});
-    m_events.phase("load_native");
-    m_library.emplace(r.library);
+    m_native_library = r.library;  // loaded once the GPU's lock is held (run())
     return true;
   }
 
@@ -925,6 +930,7 @@ class pipeline {
   event_writer& m_events;
   std::optional<python::session> m_session;
   std::optional<cuda::device_properties> m_device;
+  std::optional<std::filesystem::path> m_native_library;  // built, not yet loaded
   std::optional<native::candidate_library> m_library;
   std::future<compile::build_result> m_build;
   std::shared_future<cuda::device_properties> m_device_query;
