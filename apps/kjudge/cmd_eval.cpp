@@ -73,6 +73,7 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--budget", a.budget_s)->check(finite_in(0, 86'400, true));
   cmd->add_option("--target-rse", a.target_rse_pct)->check(finite_in(0, 100, true));
   cmd->add_option("--min-samples", a.min_samples)->transform(decimal_in(10, 100000));
+  cmd->add_option("--sets", a.sets)->transform(decimal_in(1, eval::max_input_sets));
   cmd->add_flag("--warm", a.warm);
   auto* graph = cmd->add_flag("--graph", a.graph)->disable_flag_override();
   cmd->add_flag("--no-graph", a.no_graph)->excludes(graph)->disable_flag_override();
@@ -221,6 +222,7 @@ eval::job make_job(const eval_args& a) {
   if (a.budget_s) j.timing_options.budget_per_side = seconds(*a.budget_s);
   if (a.target_rse_pct) j.timing_options.target_rse_pct = *a.target_rse_pct;
   if (a.min_samples) j.timing_options.min_samples = *a.min_samples;
+  if (a.sets) j.timing_options.max_input_sets = *a.sets;
   j.timing_options.cold = !a.warm;
   j.timing_options.graph_replay = !a.no_graph;  // --graph (the default) only excludes --no-graph
   j.timing_options.gpu = j.device == "cuda";

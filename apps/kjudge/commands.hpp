@@ -38,6 +38,7 @@ struct eval_args {
   std::optional<double> budget_s;
   std::optional<double> target_rse_pct;
   std::optional<std::size_t> min_samples;
+  std::optional<std::size_t> sets;  ///< --sets: input sets at most (the preset's otherwise)
   bool warm = false;
   bool graph = false;     ///< --graph (the default): device figure by CUDA graph replay
   bool no_graph = false;  ///< --no-graph: the forward's own launches behind the blocking kernel

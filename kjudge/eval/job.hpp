@@ -4,6 +4,7 @@
  *  code runs, so the held-out seed is never visible to the candidate through argv, the
  *  environment or a file. */
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -22,6 +23,9 @@ enum class candidate_kind { python, native };
 [[nodiscard]] const char* to_string(candidate_kind k) noexcept;
 /** ".cu" (and ".cuh"-less CUDA sources) are native; ".py" is Python. Throws kj::error(usage). */
 [[nodiscard]] candidate_kind candidate_kind_for(const std::filesystem::path& path);
+
+/** The most input sets a timing prepares (`--sets`, `timing_options.max_input_sets`). */
+inline constexpr std::size_t max_input_sets = 256;
 
 /** Named timing budgets: "agent" (about a second per side) and "precise" (leaderboard). */
 [[nodiscard]] measure::timing_options timing_preset(const std::string& name);

@@ -649,8 +649,9 @@ class pipeline {
     // Rotate among several input sets, bounded so that large problems do not exhaust memory.
     // A native candidate's parameters and outputs per set only when cold: warm, the copies
     // would leave L2 where the reference's one copy of its weights stays.
-    const auto ti = m_session->timing_setup(std::clamp<std::size_t>(opts.max_input_sets, 1, 64),
-                                            m_job.base_seed ^ 0x5eed, 1ull << 30, opts.cold && gpu);
+    const auto ti =
+        m_session->timing_setup(std::clamp<std::size_t>(opts.max_input_sets, 1, max_input_sets),
+                                m_job.base_seed ^ 0x5eed, 1ull << 30, opts.cold && gpu);
     const auto& info = ti.shapes;
     const std::size_t sets = ti.sets;
     const std::uint64_t set_bytes = ti.bytes_per_set;

@@ -117,6 +117,14 @@ TEST(EvalCpu, TimingUsesTheNominalShapes) {
       EXPECT_DOUBLE_EQ(total, by_samples);
     }
   }
+  // --sets overrides the preset's number; every sample is on one of them.
+  const auto three = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
+                              "examples/quantvla/naive.py", with({"--sets", "3"}));
+  ASSERT_EQ(three.exit_code, 0) << three.output;
+  EXPECT_EQ(three.result["options"]["timing_options"]["max_input_sets"], 3);
+  EXPECT_EQ(three.result["options"]["timing_inputs"]["sets"], 3);
+  for (const int set : three.result["timing"]["candidate"]["host_wall"]["samples_set"])
+    EXPECT_LT(set, 3);
 }
 
 TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
@@ -808,6 +816,8 @@ TEST(EvalCpu, UsageErrors) {
         {"--trials", "0b11"},
         {"--min-samples", "4"},       // fewer than the 10 the noise rule needs
         {"--min-samples", "200000"},  // more than any figure takes
+        {"--sets", "0"},
+        {"--sets", "257"},
         {"--python", std::filesystem::temp_directory_path().string()},  // a folder
         {"--json", ""},
         {"--json", std::filesystem::temp_directory_path().string()}}) {
