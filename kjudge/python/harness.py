@@ -180,10 +180,23 @@ def tolerance():
     return out
 
 
+def _start_cpu_threads():
+    """Starts torch's CPU worker threads, all of them, now. A thread starts with the FPU state of
+    the thread that starts it, and torch.set_flush_denormal changes only the calling thread's:
+    a pool first started by a candidate's parallel op (at its import, say) after it set the flag
+    would flush subnormals in the reference's parallel ops too, out of kjudge's reach. Started
+    here, under the problem's state, the pool keeps it. (Threads a candidate adds by raising the
+    thread count start under its own state: not covered.)"""
+    n = torch.get_num_threads()
+    if n > 1:
+        torch.ones(n * 65536).mul_(1.0)  # 65,536 elements a thread: above torch's grain size
+
+
 def load_candidate(path):
     global _candidate
     start = time.perf_counter()
     _reach.arm()
+    _start_cpu_threads()
     module = _blamed_on_candidate(
         lambda: _as_candidate(lambda: _exec_file(path, "kjudge_candidate")),
         "candidate %s failed to build or import" % path, limit=400)
@@ -1489,8 +1502,9 @@ def _contiguous_clone(x):
 def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
     in byte_budget, at least 2 and at most max_sets. A set costs its pristine base and one
-    working copy per side, and twice the reference's outputs (what each side's CUDA graph of the
-    set keeps). native_per_set: a native candidate's parameters and outputs may be copied per set
+    working copy per side, twice the reference's outputs (what each side's CUDA graph of the
+    set keeps) and a native candidate's own copies of its parameters and outputs, where it gets
+    them. native_per_set: a native candidate's parameters and outputs may be copied per set
     (cold timing only: warm, the copies would leave L2 where the reference's one copy stays)."""
     _reach.use("reference")
     _timing_base.clear()
@@ -1516,7 +1530,15 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
                            % _format_exception(exc))
     _timing_ref_out[:] = out
     out_bytes = _distinct_bytes(out)
-    per_set = 3 * set_bytes + 2 * out_bytes
+    # A native candidate's parameters and outputs rotate with the inputs when they fit: the
+    # memory a short kernel reads and writes cold lands on other channels and L2 slices in every
+    # process, and a single copy of each made some processes' medians read 5% above others'.
+    # (kjudge allocates those outputs whole: their logical bytes count here.) The bound is per
+    # set, so that the preset's number of sets does not decide whether a candidate gets them;
+    # the copies count in the sets' budget.
+    native_bytes = _bytes(_params) + _bytes(out)
+    _timing_native_own[0] = bool(native_per_set) and native_bytes <= _NATIVE_PER_SET_BYTES
+    per_set = 3 * set_bytes + 2 * out_bytes + (native_bytes if _timing_native_own[0] else 0)
     count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
     _timing_seed[0] = data_seed
     _timing_base.append(first)
@@ -1531,13 +1553,6 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     info["sets"] = len(_timing_base)
     info["bytes_per_set"] = set_bytes
     info["output_bytes"] = out_bytes
-    # A native candidate's parameters and outputs rotate with the inputs when they fit: the
-    # memory a short kernel reads and writes cold lands on other channels and L2 slices in every
-    # process, and a single copy of each made some processes' medians read 5% above others'.
-    # (kjudge allocates those outputs whole: their logical bytes count here.) The bound is per
-    # set, so that the preset's number of sets does not decide whether a candidate gets them.
-    _timing_native_own[0] = bool(native_per_set) and (_bytes(_params) + _bytes(out)
-                                                      <= _NATIVE_PER_SET_BYTES)
     info["native_buffers_per_set"] = _timing_native_own[0]
     return info
 

@@ -773,13 +773,19 @@ class ModelNew(nn.Module):
 TEST(JudgementCpu, FlushingSubnormalsToZeroIsTheCandidatesOwnSetting) {
   // torch.set_flush_denormal has no getter, and kjudge did not track it: a candidate that set it
   // at import left the reference's forwards flushing subnormals (this problem's forward raises
-  // then), and no flag said so.
+  // then), and no flag said so. The flag holds per thread, and torch's CPU threads inherit it
+  // from the thread that starts them: the candidate's parallel op at import (2^22 elements) had
+  // them start flushing, out of reach of the main thread's reset, and the reference's parallel
+  // op below flushed.
   const auto p = write_case("p.py", R"(import torch
 import torch.nn as nn
 class Model(nn.Module):
     def forward(self, x):
         if (torch.tensor([1e-40]) * 1.0).item() == 0.0:
             raise RuntimeError("the reference runs with subnormals flushed to zero")
+        flushed = int(((torch.ones(1 << 22) * 1e-40) * 1.0 == 0).sum())
+        if flushed:
+            raise RuntimeError("the reference's parallel ops flush %d subnormals" % flushed)
         return x * 2
 def get_inputs():
     return [torch.randn(64)]
@@ -788,7 +794,9 @@ def get_init_inputs():
 )");
   const auto c = write_case("c.py", R"(import torch
 import torch.nn as nn
-torch.set_flush_denormal(True)
+if not torch.set_flush_denormal(True):
+    raise RuntimeError("SKIP: this CPU cannot flush subnormals")
+_warm = torch.ones(1 << 22) * 2.0
 class ModelNew(nn.Module):
     def forward(self, x):
         if (torch.tensor([1e-40]) * 1.0).item() != 0.0:
@@ -796,6 +804,8 @@ class ModelNew(nn.Module):
         return x * 2
 )");
   const auto r = run_eval(p, c, {"--device", "cpu", "--budget", "0.2", "--trials", "2"});
+  if (r.output.find("SKIP: this CPU cannot flush subnormals") != std::string::npos)
+    GTEST_SKIP() << "torch.set_flush_denormal is not supported on this CPU";
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["status"], "correct") << r.result.value("message", "");
   EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state")
