@@ -73,7 +73,7 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_option("--budget", a.budget_s)->check(finite_in(0, 86'400, true));
   cmd->add_option("--target-rse", a.target_rse_pct)->check(finite_in(0, 100, true));
   cmd->add_option("--min-samples", a.min_samples)->transform(decimal_in(10, 100000));
-  cmd->add_option("--sets", a.sets)->transform(decimal_in(1, eval::max_input_sets));
+  cmd->add_option("--sets", a.sets)->transform(decimal_in(2, eval::max_input_sets));
   cmd->add_flag("--warm", a.warm);
   auto* graph = cmd->add_flag("--graph", a.graph)->disable_flag_override();
   cmd->add_flag("--no-graph", a.no_graph)->excludes(graph)->disable_flag_override();

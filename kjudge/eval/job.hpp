@@ -24,7 +24,8 @@ enum class candidate_kind { python, native };
 /** ".cu" (and ".cuh"-less CUDA sources) are native; ".py" is Python. Throws kj::error(usage). */
 [[nodiscard]] candidate_kind candidate_kind_for(const std::filesystem::path& path);
 
-/** The most input sets a timing prepares (`--sets`, `timing_options.max_input_sets`). */
+/** The most input sets a timing prepares (`--sets`, `timing_options.max_input_sets`); it
+ *  prepares at least 2. */
 inline constexpr std::size_t max_input_sets = 256;
 
 /** Named timing budgets: "agent" (about a second per side) and "precise" (leaderboard). */

@@ -198,6 +198,7 @@ class pipeline {
     if (gpu) take_gpu_turn();
     if (m_native_library) {
       m_events.phase("load_native");
+      m_candidate_ran = true;  // its constructors are candidate code
       m_library.emplace(*m_native_library);
     }
 
@@ -236,6 +237,7 @@ class pipeline {
     b.attempted = true;
     if (m_job.kind == candidate_kind::python) {
       m_events.phase("load_candidate");
+      m_candidate_ran = true;  // its import is candidate code, which may use the device
       b.tool = "python-import";
       try {
         b.build_s = m_session->load_candidate(m_job.candidate);
@@ -650,7 +652,7 @@ class pipeline {
     // A native candidate's parameters and outputs per set only when cold: warm, the copies
     // would leave L2 where the reference's one copy of its weights stays.
     const auto ti =
-        m_session->timing_setup(std::clamp<std::size_t>(opts.max_input_sets, 1, max_input_sets),
+        m_session->timing_setup(std::clamp<std::size_t>(opts.max_input_sets, 2, max_input_sets),
                                 m_job.base_seed ^ 0x5eed, 1ull << 30, opts.cold && gpu);
     const auto& info = ti.shapes;
     const std::size_t sets = ti.sets;
