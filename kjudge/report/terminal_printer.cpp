@@ -265,12 +265,14 @@ void print_timing(const eval_result& r, std::string& out) {
   }
   if (!t.speedups.empty()) {
     // Each figure's interval resamples input sets where both sides have enough of them with
-    // samples, else single samples (marked).
+    // samples, else single samples (marked). Either way it is this run's: another process can
+    // read further apart (docs/methodology.md, Timing 6).
     const auto shown = std::find_if(t.speedups.begin(), t.speedups.end(),
                                     [](const measure::speedup& s) { return s.valid; });
     const auto& first = (shown != t.speedups.end() ? *shown : t.speedups.front()).ci;
     out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI{}):",
-                       first.confidence * 100.0, first.by_group ? " over input sets" : "");
+                       first.confidence * 100.0,
+                       first.by_group ? " over this run's input sets" : " over this run's samples");
     // Two decimals, or three significant digits below 0.1 (a slowdown of 400x read 0.00x).
     const auto ratio = [](double v) {
       return std::abs(v) >= 0.1 || v == 0 ? fmt::format("{:.2f}", v) : fmt::format("{:.3g}", v);

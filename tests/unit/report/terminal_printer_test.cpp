@@ -67,9 +67,10 @@ TEST(TerminalPrinter, TimingShowsTheSetRangesAndHowEachIntervalWasResampled) {
   c.speedups.push_back({measure::figure_kind::stream, true, {20.0, 19.0, 21.0, 0.95, 2000, false}});
   r.timing = c;
   std::string text = render_terminal(r);
-  EXPECT_NE(text.find("95% bootstrap CI over input sets):  device 6.02x [5.95, 6.08]  stream "
-                      "20.00x [19.00, 21.00] (over samples)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("95% bootstrap CI over this run's input sets):  device 6.02x [5.95, 6.08]  stream "
+                "20.00x [19.00, 21.00] (over samples)"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("device median by input set: reference 38.00 us - 38.90 us (2.3%), "
                       "candidate 6.30 us - 6.46 us (2.5%)"),
