@@ -189,7 +189,9 @@ def _start_cpu_threads():
     thread count start under its own state: not covered.)"""
     n = torch.get_num_threads()
     if n > 1:
-        torch.ones(n * 65536).mul_(1.0)  # 65,536 elements a thread: above torch's grain size
+        # 65,536 elements a thread: above torch's grain size. On the CPU whatever default device
+        # the problem set.
+        torch.ones(n * 65536, device="cpu", dtype=torch.float32).mul_(1.0)
 
 
 def load_candidate(path):
