@@ -39,6 +39,7 @@ struct eval_args {
   std::optional<double> target_rse_pct;
   std::optional<std::size_t> min_samples;
   std::optional<std::size_t> sets;  ///< --sets: input sets at most (the preset's otherwise)
+  std::size_t processes = 1;        ///< --processes: worker processes timed, pooled
   bool warm = false;
   bool graph = false;     ///< --graph (the default): device figure by CUDA graph replay
   bool no_graph = false;  ///< --no-graph: the forward's own launches behind the blocking kernel

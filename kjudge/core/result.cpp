@@ -117,7 +117,7 @@ void to_json(nlohmann::json& j, const eval_result& v) {
   j["status"] = std::string(to_string(v.status));
   j["exit_code"] = exit_code_for(v.status);
   NLOHMANN_JSON_PASTE(KJ_PUT, message, problem, candidate, options, build, correctness, trials,
-                      flags, worker, wall_s)
+                      flags, worker, wall_s, runs)
   j["provenance"] = v.prov;
   j["timing"] = v.timing ? nlohmann::json(*v.timing) : nlohmann::json();
   j["launches"] = v.launches;
@@ -130,7 +130,7 @@ void from_json(const nlohmann::json& j, eval_result& v) {
   get(j, "kjudge_version", v.kjudge_version);
   v.status = eval_status_from_string(j.at("status").get<std::string>());
   NLOHMANN_JSON_PASTE(KJ_GET, message, problem, candidate, options, build, correctness, trials,
-                      flags, worker, wall_s)
+                      flags, worker, wall_s, runs)
   get(j, "provenance", v.prov);
   if (auto it = j.find("timing"); it != j.end() && it->is_object())
     v.timing = it->get<measure::comparison>();
@@ -153,6 +153,18 @@ const char* to_string(figure_kind k) noexcept {
       return "host_wall";
   }
   return "unknown";
+}
+
+const figure& figure_of(const side_result& s, figure_kind k) noexcept {
+  switch (k) {
+    case figure_kind::device:
+      return s.device;
+    case figure_kind::stream:
+      return s.stream;
+    case figure_kind::host_wall:
+      break;
+  }
+  return s.host_wall;
 }
 
 namespace {
@@ -193,7 +205,10 @@ void to_json(nlohmann::json& j, const figure& v) {
        {"discarded_throttled", v.discarded_throttled},
        {"samples_us", v.samples_us},
        {"samples_set", v.samples_set},
-       {"set_medians_us", v.set_medians_us}};  // NaN (a set without samples) dumps as null
+       {"set_medians_us", v.set_medians_us},  // NaN (a set without samples) dumps as null
+       {"samples_process", v.samples_process},
+       {"process_medians_us", v.process_medians_us},
+       {"rse_processes_pct", number_if(ok, v.rse_processes_pct)}};  // NaN: one process
 }
 
 void from_json(const nlohmann::json& j, figure& v) {
@@ -222,6 +237,9 @@ void from_json(const nlohmann::json& j, figure& v) {
     for (const auto& m : *it)
       v.set_medians_us.push_back(m.is_number() ? m.get<double>()
                                                : std::numeric_limits<double>::quiet_NaN());
+  get(j, "samples_process", v.samples_process);
+  get(j, "process_medians_us", v.process_medians_us);
+  get(j, "rse_processes_pct", v.rse_processes_pct);
 }
 
 void to_json(nlohmann::json& j, const side_result& v) {
@@ -236,7 +254,8 @@ void from_json(const nlohmann::json& j, side_result& v) {
 
 void to_json(nlohmann::json& j, const comparison& v) {
   j = nlohmann::json::object();
-  NLOHMANN_JSON_PASTE(KJ_PUT, reference, candidate, interleaved, l2_flush_bytes, stopped_by)
+  NLOHMANN_JSON_PASTE(KJ_PUT, reference, candidate, interleaved, l2_flush_bytes, stopped_by,
+                      processes)
   auto& sp = j["speedups"] = nlohmann::json::array();
   for (const auto& s : v.speedups)
     sp.push_back({{"kind", to_string(s.kind)},
@@ -246,7 +265,9 @@ void to_json(nlohmann::json& j, const comparison& v) {
                   {"ci_hi", number_if(s.valid, s.ci.hi)},
                   {"confidence", s.ci.confidence},
                   {"resamples", s.ci.resamples},
-                  {"resampled", s.ci.by_group ? "input_sets" : "samples"}});
+                  {"resampled", s.ci.by_process ? "processes"
+                                : s.ci.by_group ? "input_sets"
+                                                : "samples"}});
   const auto& c = v.clocks;
   j["clocks"] = {{"available", c.available},
                  {"source", c.source},
@@ -258,7 +279,8 @@ void to_json(nlohmann::json& j, const comparison& v) {
 }
 
 void from_json(const nlohmann::json& j, comparison& v) {
-  NLOHMANN_JSON_PASTE(KJ_GET, reference, candidate, interleaved, l2_flush_bytes, stopped_by)
+  NLOHMANN_JSON_PASTE(KJ_GET, reference, candidate, interleaved, l2_flush_bytes, stopped_by,
+                      processes)
   v.speedups.clear();
   if (auto it = j.find("speedups"); it != j.end())
     for (const auto& s : *it) {
@@ -272,7 +294,8 @@ void from_json(const nlohmann::json& j, comparison& v) {
       get(s, "resamples", out.ci.resamples);
       std::string resampled = "samples";
       get(s, "resampled", resampled);
-      out.ci.by_group = resampled == "input_sets";
+      out.ci.by_process = resampled == "processes";
+      out.ci.by_group = resampled == "input_sets" || out.ci.by_process;
       v.speedups.push_back(out);
     }
   if (auto it = j.find("clocks"); it != j.end() && it->is_object()) {

@@ -186,6 +186,9 @@ struct eval_result {
   provenance prov;
   worker_info worker;
   double wall_s = 0;  ///< orchestrator: command start to result
+  /** With `--processes` N > 1: one entry a worker process run ({"status", "message", "wall_s",
+   *  "started_by"}), in order; empty for one. */
+  nlohmann::json runs = nlohmann::json::array();
 
   void add_flag(std::string code, std::string severity, std::string message);
   [[nodiscard]] bool has_flag(const std::string& code) const;

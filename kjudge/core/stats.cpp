@@ -373,6 +373,36 @@ ratio_ci bootstrap_ratio_of_medians_by_group(std::span<const double> numerator,
   return out;
 }
 
+double student_t_quantile(double p, double df) {
+  if (!(p > 0.0 && p < 1.0) || !(df >= 1.0)) return std::numeric_limits<double>::quiet_NaN();
+  if (p < 0.5) return -student_t_quantile(1.0 - p, df);
+  if (p == 0.5) return 0.0;
+  // log of the density's constant: Gamma((df + 1) / 2) / (sqrt(df pi) Gamma(df / 2)).
+  const double log_c =
+      std::lgamma((df + 1.0) / 2.0) - std::lgamma(df / 2.0) - 0.5 * std::log(df * std::numbers::pi);
+  const auto density = [&](double t) {
+    return std::exp(log_c - (df + 1.0) / 2.0 * std::log1p(t * t / df));
+  };
+  // P(0 <= T <= x) by Simpson's rule; the density is smooth and decreasing on [0, x].
+  const auto mass = [&](double x) {
+    constexpr int steps = 2000;  // even
+    const double h = x / steps;
+    double sum = density(0.0) + density(x);
+    for (int i = 1; i < steps; ++i) sum += density(i * h) * (i % 2 == 1 ? 4.0 : 2.0);
+    return sum * h / 3.0;
+  };
+  // The upper end: doubled until it holds the wanted mass (df = 1, p = 0.9995 needs ~637).
+  const double want = p - 0.5;
+  double hi = 1.0;
+  while (mass(hi) < want && hi < 1e7) hi *= 2.0;
+  double lo = 0.0;
+  for (int i = 0; i < 60 && hi - lo > 1e-7 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (mass(mid) < want ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
 std::vector<double> group_medians(std::span<const double> values,
                                   std::span<const std::uint32_t> group_of, std::size_t groups) {
   if (group_of.size() != values.size()) return {};

@@ -84,6 +84,8 @@ struct ratio_ci {
   /** The resamples drew whole groups of samples (bootstrap_ratio_of_medians_by_group), not
    *  single samples. */
   bool by_group = false;
+  /** Widened to cover a t interval over processes' ratios (eval::combine_runs). */
+  bool by_process = false;
 };
 
 /** Resamples each side independently with replacement (deterministic for a given seed). When
@@ -107,6 +109,11 @@ struct ratio_ci {
     std::span<const double> numerator, std::span<const std::uint32_t> numerator_groups,
     std::span<const double> denominator, std::span<const std::uint32_t> denominator_groups,
     std::size_t resamples = 2000, double confidence = 0.95, std::uint64_t seed = 0x6b6a75646765ULL);
+
+/** The p-quantile (0 < p < 1) of Student's t distribution with `df` >= 1 degrees of freedom: the
+ *  CDF integrated numerically (Simpson's rule on the density) and inverted by bisection, to about
+ *  1e-6. NaN for p outside (0, 1) or df < 1. */
+[[nodiscard]] double student_t_quantile(double p, double df);
 
 /** The median of each group's values, for groups 0 .. `groups` - 1 (NaN for a group without
  *  values; values whose group is `groups` or above are left out). `group_of[i]` is the group of

@@ -28,18 +28,6 @@ void reject(measure::figure& f, const flag& why, std::vector<flag>& out) {
   out.push_back(why);
 }
 
-const measure::figure& figure_of(const measure::side_result& s, measure::figure_kind k) {
-  switch (k) {
-    case measure::figure_kind::device:
-      return s.device;
-    case measure::figure_kind::stream:
-      return s.stream;
-    case measure::figure_kind::host_wall:
-      break;
-  }
-  return s.host_wall;
-}
-
 void check_side(measure::side_result& s, std::vector<flag>& out) {
   const auto& dev = s.device;
   if (dev.valid && dev.summary.n > 0) {
@@ -144,7 +132,8 @@ std::vector<flag> check_timing(measure::comparison& c, const cuda::device_proper
   }
   // A speedup needs both of its figures.
   for (auto& s : c.speedups)
-    if (!figure_of(c.reference, s.kind).valid || !figure_of(c.candidate, s.kind).valid)
+    if (!measure::figure_of(c.reference, s.kind).valid ||
+        !measure::figure_of(c.candidate, s.kind).valid)
       s.valid = false;
   return out;
 }

@@ -48,9 +48,7 @@ struct round_samples {
   std::uint32_t device_set = 0, stream_set = 0, host_wall_set = 0;  ///< the input set of each
 };
 
-/** Bootstrap resamples of a figure's input sets for its relative standard error: enough for the
- *  error's first two digits, few enough for the stopping rule to compute after every round. */
-inline constexpr std::size_t rse_resamples = 200;
+using measure::rse_resamples;
 
 /** A figure's relative standard error of its median (stats::median_rse_by_group over its input
  *  sets): the stopping rule's and the result's, computed alike; the sets resampled only when the

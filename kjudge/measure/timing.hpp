@@ -62,6 +62,10 @@ struct timing_options {
   bool graph_replay = false;
 };
 
+/** Bootstrap resamples of a figure's input sets for its relative standard error: enough for the
+ *  error's first two digits, few enough for the stopping rule to compute after every round. */
+inline constexpr std::size_t rse_resamples = 200;
+
 /** The device figure's method when it replays CUDA graphs (timing_options::graph_replay). */
 inline constexpr std::string_view graph_device_method = "cuda-graph+blocking-kernel+events";
 /** How a device figure's note begins when graph replay was asked for and not possible. */
@@ -95,6 +99,15 @@ struct figure {
    *  on the same sets do not narrow; infinite for a median of 0 with a spread. */
   double rse_sets_pct = std::numeric_limits<double>::quiet_NaN();
   std::size_t discarded_throttled = 0;
+  /** With `--processes` N > 1 (eval::combine_runs): the worker process (0 .. N-1) each sample
+   *  came from, parallel to samples_us (samples_set then numbers process p's set s as
+   *  p * sets + s); empty for one process. */
+  std::vector<std::uint32_t> samples_process;
+  /** Each process's own median of this figure (empty for one process). */
+  std::vector<double> process_medians_us;
+  /** The standard error of the processes' medians (their standard deviation over sqrt(N)), over
+   *  the pooled median, in percent; part of rse_pct. NaN for one process. */
+  double rse_processes_pct = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct side_result {
@@ -106,6 +119,9 @@ struct side_result {
   double spent_s = 0;               ///< wall time spent measuring this side
   std::size_t input_sets = 0;
 };
+
+/** The side's figure of kind `k` (defined with the result's names, in kjudge/core). */
+[[nodiscard]] const figure& figure_of(const side_result& s, figure_kind k) noexcept;
 
 struct speedup {
   figure_kind kind = figure_kind::device;
@@ -131,6 +147,8 @@ struct comparison {
   bool interleaved = true;
   std::size_t l2_flush_bytes = 0;  ///< 0 when warm
   std::string stopped_by;          ///< "noise-target", "budget", "max-samples"
+  /** Worker processes whose samples are pooled here (`--processes`; eval::combine_runs). */
+  std::size_t processes = 1;
 };
 
 /** Device facts the engine needs, filled from cudaGetDeviceProperties by the caller. */

@@ -226,6 +226,27 @@ void print_set_medians(const measure::comparison& t, std::string& out) {
   if (!line.empty()) out += "  device median by input set: " + line + "\n";
 }
 
+/** With --processes: each process's median of the first figure both sides have (device, else
+ *  stream, else host wall). */
+void print_process_medians(const measure::comparison& t, std::string& out) {
+  if (t.processes < 2) return;
+  for (const auto member : {&measure::side_result::device, &measure::side_result::stream,
+                            &measure::side_result::host_wall}) {
+    const auto& ref = t.reference.*member;
+    const auto& cand = t.candidate.*member;
+    if (!ref.valid || !cand.valid || ref.process_medians_us.empty()) continue;
+    const auto list = [](const std::vector<double>& v) {
+      std::string s;
+      for (const double m : v) s += (s.empty() ? "" : ", ") + us(m);
+      return s;
+    };
+    out += fmt::format("  {} median by process: reference {}; candidate {}\n",
+                       measure::to_string(ref.kind), list(ref.process_medians_us),
+                       list(cand.process_medians_us));
+    return;
+  }
+}
+
 /** How the device figures were taken when graph replay was asked for: replays, or why not. */
 void print_device_method(const measure::comparison& t, std::string& out) {
   const measure::figure* shown = nullptr;
@@ -244,13 +265,14 @@ void print_device_method(const measure::comparison& t, std::string& out) {
 void print_timing(const eval_result& r, std::string& out) {
   if (!r.timing) return;
   const auto& t = *r.timing;
-  out +=
-      fmt::format("\ntiming  {} L2 ({} flush), interleaved, {} input sets, stopped by {}\n",
-                  t.reference.device.cold || t.reference.host_wall.cold ? "cold" : "warm",
-                  t.l2_flush_bytes
-                      ? fmt::format("{:.0f} MiB", static_cast<double>(t.l2_flush_bytes) / (1 << 20))
-                      : std::string("no"),
-                  t.reference.input_sets, t.stopped_by);
+  out += fmt::format(
+      "\ntiming  {} L2 ({} flush), interleaved, {} input sets{}, stopped by {}\n",
+      t.reference.device.cold || t.reference.host_wall.cold ? "cold" : "warm",
+      t.l2_flush_bytes
+          ? fmt::format("{:.0f} MiB", static_cast<double>(t.l2_flush_bytes) / (1 << 20))
+          : std::string("no"),
+      t.reference.input_sets,
+      t.processes > 1 ? fmt::format(" in each of {} processes", t.processes) : "", t.stopped_by);
   out += fmt::format("  {:<10} {:<10} {:>11} {:>23} {:>11} {:>10} {:>11} {:>6} {:>7}\n", "figure",
                      "side", "median", "q1 - q3", "mean", "std", "min", "n", "rse");
   const std::pair<const char*, const measure::figure measure::side_result::*> figs[] = {
@@ -270,9 +292,11 @@ void print_timing(const eval_result& r, std::string& out) {
     const auto shown = std::find_if(t.speedups.begin(), t.speedups.end(),
                                     [](const measure::speedup& s) { return s.valid; });
     const auto& first = (shown != t.speedups.end() ? *shown : t.speedups.front()).ci;
-    out += fmt::format("  speedup (reference median / candidate median, {:.0f}% bootstrap CI{}):",
-                       first.confidence * 100.0,
-                       first.by_group ? " over this run's input sets" : " over this run's samples");
+    out += fmt::format(
+        "  speedup (reference median / candidate median, {:.0f}% {}):", first.confidence * 100.0,
+        first.by_process ? fmt::format("CI over {} processes and their input sets", t.processes)
+        : first.by_group ? std::string("bootstrap CI over this run's input sets")
+                         : std::string("bootstrap CI over this run's samples"));
     // Two decimals, or three significant digits below 0.1 (a slowdown of 400x read 0.00x).
     const auto ratio = [](double v) {
       return std::abs(v) >= 0.1 || v == 0 ? fmt::format("{:.2f}", v) : fmt::format("{:.3g}", v);
@@ -282,14 +306,17 @@ void print_timing(const eval_result& r, std::string& out) {
         out += fmt::format("  {} {}x (no interval: one sample on a side)",
                            measure::to_string(s.kind), ratio(s.ci.ratio));
       else if (s.valid)
-        out += fmt::format("  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio),
-                           ratio(s.ci.lo), ratio(s.ci.hi),
-                           s.ci.by_group == first.by_group
-                               ? ""
-                               : (s.ci.by_group ? " (over input sets)" : " (over samples)"));
+        out +=
+            fmt::format("  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio),
+                        ratio(s.ci.lo), ratio(s.ci.hi),
+                        s.ci.by_group == first.by_group && s.ci.by_process == first.by_process ? ""
+                        : s.ci.by_process ? " (over processes)"
+                        : s.ci.by_group   ? " (over input sets)"
+                                          : " (over samples)");
     out += "\n";
   }
   print_set_medians(t, out);
+  print_process_medians(t, out);
   print_device_method(t, out);
   const auto& c = t.clocks;
   if (c.available)

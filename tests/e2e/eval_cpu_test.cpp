@@ -127,6 +127,32 @@ TEST(EvalCpu, TimingUsesTheNominalShapes) {
     EXPECT_LT(set, 3);
 }
 
+TEST(EvalCpu, ProcessesPoolTheirTimingAndSayEachOnesMedian) {
+  // --processes 2: the evaluation twice, in two workers; every figure's samples pooled, each
+  // process's median kept, and the speedup's interval over the processes.
+  const auto r = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
+                          "examples/quantvla/naive.py", with({"--processes", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  ASSERT_EQ(r.result["runs"].size(), 2u) << r.result["runs"].dump();
+  for (const auto& run : r.result["runs"]) EXPECT_EQ(run["status"], "correct");
+  const auto& t = r.result["timing"];
+  EXPECT_EQ(t["processes"], 2);
+  for (const char* side : {"reference", "candidate"}) {
+    const auto& f = t[side]["host_wall"];
+    EXPECT_EQ(f["process_medians_us"].size(), 2u) << f.dump().substr(0, 300);
+    const auto processes = f["samples_process"].get<std::set<int>>();
+    EXPECT_EQ(processes, (std::set<int>{0, 1}));
+    EXPECT_EQ(f["samples_process"].size(), f["samples_us"].size());
+    EXPECT_TRUE(f["rse_processes_pct"].is_number()) << f.dump().substr(0, 300);
+  }
+  ASSERT_FALSE(t["speedups"].empty());
+  EXPECT_EQ(t["speedups"][0]["resampled"], "processes");
+  EXPECT_NE(r.output.find("in each of 2 processes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("host_wall median by process: reference "), std::string::npos)
+      << r.output;
+}
+
 TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/wrong_values.py", cpu_fast);
@@ -817,6 +843,9 @@ TEST(EvalCpu, UsageErrors) {
         {"--min-samples", "4"},       // fewer than the 10 the noise rule needs
         {"--min-samples", "200000"},  // more than any figure takes
         {"--sets", "1"},  // a timing prepares at least 2 (1 had been accepted and prepared 2)
+        {"--processes", "0"},
+        {"--processes", "17"},
+        {"--processes", "2", "--no-timing"},
         {"--sets", "257"},
         {"--python", std::filesystem::temp_directory_path().string()},  // a folder
         {"--json", ""},

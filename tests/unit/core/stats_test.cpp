@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -595,3 +596,19 @@ TEST(stats_group_medians, one_median_a_group_and_nan_for_an_empty_one) {
 }
 
 }  // namespace
+
+TEST(stats_student_t, quantiles_match_the_tables) {
+  // Two-sided 95% (p = 0.975) and 99% (p = 0.995) critical values, from the standard tables.
+  const std::vector<std::tuple<double, double, double>> table = {
+      {1, 0.975, 12.706}, {2, 0.975, 4.303},  {3, 0.975, 3.182},  {4, 0.975, 2.776},
+      {9, 0.975, 2.262},  {29, 0.975, 2.045}, {1, 0.995, 63.657}, {5, 0.995, 4.032}};
+  for (const auto& [df, p, t] : table) {
+    EXPECT_NEAR(kj::stats::student_t_quantile(p, df), t, 2e-3 * t) << "df " << df << " p " << p;
+    EXPECT_NEAR(kj::stats::student_t_quantile(1.0 - p, df), -t, 2e-3 * t);
+  }
+  // Many degrees of freedom: the normal quantile.
+  EXPECT_NEAR(kj::stats::student_t_quantile(0.975, 1e6), 1.95996, 1e-3);
+  EXPECT_EQ(kj::stats::student_t_quantile(0.5, 3), 0.0);
+  EXPECT_TRUE(std::isnan(kj::stats::student_t_quantile(1.0, 3)));
+  EXPECT_TRUE(std::isnan(kj::stats::student_t_quantile(0.9, 0.5)));
+}

@@ -1,0 +1,168 @@
+// eval::combine_runs (`kjudge eval --processes N`): the verdict of the first run that is not
+// correct, and the timing of correct runs pooled, with the processes' spread in each figure's
+// error and in each speedup's interval.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <vector>
+
+#include <kjudge/core/result.hpp>
+#include <kjudge/core/stats.hpp>
+#include <kjudge/eval/combine.hpp>
+
+namespace kj {
+namespace {
+
+/** A figure of `n` samples around `centre` on `sets` input sets (noise 0.2%), finished as the
+ *  engine finishes one (summary, errors). */
+measure::figure make_figure(double centre, std::size_t n, std::size_t sets, std::uint64_t seed) {
+  measure::figure f;
+  f.kind = measure::figure_kind::host_wall;
+  f.method = "host-steady-clock";
+  f.valid = true;
+  f.cold = false;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 0.002 * centre);
+  for (std::size_t i = 0; i < n; ++i) {
+    f.samples_us.push_back(centre + noise(rng));
+    f.samples_set.push_back(static_cast<std::uint32_t>(i % sets));
+  }
+  f.summary = stats::summarize(f.samples_us);
+  return f;
+}
+
+eval_result make_run(double ref_us, double cand_us, std::uint64_t seed) {
+  eval_result r;
+  r.status = eval_status::correct;
+  r.wall_s = 2.0;
+  measure::comparison t;
+  t.reference.name = "reference";
+  t.candidate.name = "candidate";
+  t.reference.input_sets = t.candidate.input_sets = 4;
+  t.reference.host_wall = make_figure(ref_us, 200, 4, seed);
+  t.candidate.host_wall = make_figure(cand_us, 200, 4, seed + 1);
+  t.reference.device.note = t.candidate.device.note = "not taken: GPU timing is off";
+  t.stopped_by = "budget";
+  measure::speedup s;
+  s.kind = measure::figure_kind::host_wall;
+  s.valid = true;
+  s.ci.ratio = ref_us / cand_us;
+  t.speedups.push_back(s);
+  r.timing = t;
+  r.flags.push_back({"noisy_timing", "warning", "one process's figure"});
+  r.flags.push_back({"candidate_changed_torch_state", "warning", "the same in every process"});
+  return r;
+}
+
+measure::timing_options options() {
+  measure::timing_options o;
+  o.target_rse_pct = 0.5;
+  o.min_samples = 20;
+  return o;
+}
+
+TEST(CombineRuns, OneRunIsReturnedAsItIs) {
+  const auto r = eval::combine_runs({make_run(100, 50, 1)}, options());
+  EXPECT_EQ(r.timing->processes, 1u);
+  EXPECT_TRUE(r.runs.empty());
+  EXPECT_TRUE(r.timing->reference.host_wall.samples_process.empty());
+  EXPECT_EQ(r.flags.size(), 2u);
+}
+
+TEST(CombineRuns, ThePoolHoldsEveryProcesssSamplesAndTheirSpread) {
+  // Three processes whose candidate reads 50, 51.5 and 49 us: within each, 0.2% noise.
+  const auto r = eval::combine_runs(
+      {make_run(100, 50, 1), make_run(100, 51.5, 3), make_run(100, 49, 5)}, options());
+  ASSERT_TRUE(r.timing);
+  const auto& t = *r.timing;
+  EXPECT_EQ(t.processes, 3u);
+  ASSERT_EQ(r.runs.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.wall_s, 6.0);
+  const auto& c = t.candidate.host_wall;
+  EXPECT_EQ(c.summary.n, 600u);
+  EXPECT_EQ(std::set<std::uint32_t>(c.samples_process.begin(), c.samples_process.end()),
+            (std::set<std::uint32_t>{0, 1, 2}));
+  // Process p's set s is group p * 4 + s.
+  EXPECT_EQ(*std::max_element(c.samples_set.begin(), c.samples_set.end()), 11u);
+  EXPECT_EQ(c.set_medians_us.size(), 12u);
+  ASSERT_EQ(c.process_medians_us.size(), 3u);
+  EXPECT_NEAR(c.process_medians_us[1], 51.5, 0.1);
+  // The processes' medians: sd about 1.25 us, over sqrt(3) and the median (50): about 1.45%.
+  EXPECT_NEAR(c.rse_processes_pct, 1.45, 0.1);
+  EXPECT_DOUBLE_EQ(c.summary.rse_pct, c.rse_processes_pct);  // the largest part
+  EXPECT_TRUE(c.noisy);
+  EXPECT_NE(c.note.find("across 3 processes"), std::string::npos) << c.note;
+  // The reference's processes agree: under the target, not noisy.
+  EXPECT_LT(t.reference.host_wall.summary.rse_pct, 0.5);
+  EXPECT_FALSE(t.reference.host_wall.noisy);
+  // The speedup's interval covers the processes' own ratios (2.0, 1.94, 2.04) and more: the
+  // bootstrap over sets alone could not, with each process's 0.2% noise.
+  ASSERT_EQ(t.speedups.size(), 1u);
+  const auto& s = t.speedups[0];
+  EXPECT_TRUE(s.valid);
+  EXPECT_TRUE(s.ci.by_process);
+  EXPECT_LT(s.ci.lo, 100.0 / 51.5);
+  EXPECT_GT(s.ci.hi, 100.0 / 49.0);
+  // Flags: each process's noisy_timing replaced by the pooled figures'; one copy of a flag every
+  // process raised alike.
+  std::size_t noisy = 0, changed = 0;
+  for (const auto& f : r.flags) {
+    noisy += f.code == "noisy_timing";
+    changed += f.code == "candidate_changed_torch_state";
+    EXPECT_NE(f.message, "one process's figure");
+  }
+  EXPECT_EQ(noisy, 1u);  // the candidate's
+  EXPECT_EQ(changed, 1u);
+  // The figures GPU timing did not take stay as they were, unnamed.
+  EXPECT_FALSE(t.candidate.device.valid);
+  EXPECT_EQ(t.candidate.device.note, "not taken: GPU timing is off");
+}
+
+TEST(CombineRuns, TheFirstRunThatIsNotCorrectIsTheVerdict) {
+  auto bad = make_run(100, 50, 3);
+  bad.status = eval_status::incorrect;
+  bad.message = "1 of 5 trials failed";
+  const auto r = eval::combine_runs({make_run(100, 50, 1), bad}, options());
+  EXPECT_EQ(r.status, eval_status::incorrect);
+  EXPECT_EQ(r.message, "process 2 of 2: 1 of 5 trials failed");
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0]["status"], "correct");
+  EXPECT_EQ(r.runs[1]["status"], "incorrect");
+}
+
+TEST(CombineRuns, AFigureOneProcessCouldNotTakeIsNotPooled) {
+  auto second = make_run(100, 50, 3);
+  second.timing->candidate.host_wall.valid = false;
+  second.timing->candidate.host_wall.note = "no samples taken";
+  const auto r = eval::combine_runs({make_run(100, 50, 1), second}, options());
+  const auto& c = r.timing->candidate.host_wall;
+  EXPECT_FALSE(c.valid);
+  EXPECT_EQ(c.note, "process 2 of 2: no samples taken");
+  ASSERT_EQ(r.timing->speedups.size(), 1u);
+  EXPECT_FALSE(r.timing->speedups[0].valid);
+}
+
+TEST(CombineRuns, TheResultRoundTripsThroughJson) {
+  const auto r = eval::combine_runs({make_run(100, 50, 1), make_run(100, 52, 3)}, options());
+  const nlohmann::json j = r;
+  EXPECT_EQ(j["timing"]["processes"], 2);
+  EXPECT_EQ(j["timing"]["speedups"][0]["resampled"], "processes");
+  EXPECT_EQ(j["timing"]["candidate"]["host_wall"]["process_medians_us"].size(), 2u);
+  EXPECT_TRUE(j["timing"]["candidate"]["host_wall"]["rse_processes_pct"].is_number());
+  EXPECT_TRUE(j["timing"]["candidate"]["device"]["rse_processes_pct"].is_null());
+  EXPECT_EQ(j["runs"].size(), 2u);
+  const auto back = j.get<eval_result>();
+  EXPECT_EQ(back.timing->processes, 2u);
+  EXPECT_TRUE(back.timing->speedups[0].ci.by_process);
+  EXPECT_TRUE(back.timing->speedups[0].ci.by_group);
+  EXPECT_EQ(back.timing->candidate.host_wall.samples_process,
+            r.timing->candidate.host_wall.samples_process);
+  EXPECT_EQ(back.runs.size(), 2u);
+}
+
+}  // namespace
+}  // namespace kj
