@@ -358,7 +358,7 @@ int run_eval(const eval_args& a) {
     runs.push_back(eval::evaluate(j, ro));
     if (runs.back().status != eval_status::correct) break;
   }
-  auto result = eval::combine_runs(std::move(runs), j.timing_options);
+  auto result = eval::combine_runs(std::move(runs), a.processes, j.timing_options);
   const bool show = a.json_path != "-";
   if (show && !a.summary_only) {
     if (a.quiet) {

@@ -380,15 +380,18 @@ double student_t_quantile(double p, double df) {
   // log of the density's constant: Gamma((df + 1) / 2) / (sqrt(df pi) Gamma(df / 2)).
   const double log_c =
       std::lgamma((df + 1.0) / 2.0) - std::lgamma(df / 2.0) - 0.5 * std::log(df * std::numbers::pi);
-  const auto density = [&](double t) {
-    return std::exp(log_c - (df + 1.0) / 2.0 * std::log1p(t * t / df));
+  // P(0 <= T <= x) = the integral over theta in [0, atan x] of density(tan theta) / cos^2 theta
+  // (t = tan theta): bounded and smooth on [0, pi / 2) for every df (constant for df = 1), where
+  // the density itself needs ever finer steps as x grows. Simpson's rule.
+  const auto integrand = [&](double theta) {
+    const double t = std::tan(theta), c = std::cos(theta);
+    return std::exp(log_c - (df + 1.0) / 2.0 * std::log1p(t * t / df)) / (c * c);
   };
-  // P(0 <= T <= x) by Simpson's rule; the density is smooth and decreasing on [0, x].
   const auto mass = [&](double x) {
     constexpr int steps = 2000;  // even
-    const double h = x / steps;
-    double sum = density(0.0) + density(x);
-    for (int i = 1; i < steps; ++i) sum += density(i * h) * (i % 2 == 1 ? 4.0 : 2.0);
+    const double end = std::atan(x), h = end / steps;
+    double sum = integrand(0.0) + integrand(end);
+    for (int i = 1; i < steps; ++i) sum += integrand(i * h) * (i % 2 == 1 ? 4.0 : 2.0);
     return sum * h / 3.0;
   };
   // The upper end: doubled until it holds the wanted mass (df = 1, p = 0.9995 needs ~637).

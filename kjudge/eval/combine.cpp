@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -42,26 +41,40 @@ double largest(std::initializer_list<double> v) {
   return out;
 }
 
-/** The standard error of the processes' medians over the pooled median, in percent: their
- *  standard deviation over sqrt(N). */
-double processes_rse_pct(const std::vector<double>& medians, double pooled) {
+/** The processes' part of the pooled median's standard error over the pooled median, in percent:
+ *  the standard deviation of their medians times sqrt(sum of squared shares), `counts[p]` being
+ *  process p's samples (the pooled median weighs a process by its share: one with most of the
+ *  samples all but sets it, and the processes' spread then passes to it almost whole; equal
+ *  shares give sd / sqrt(N)). */
+double processes_rse_pct(const std::vector<double>& medians, const std::vector<std::size_t>& counts,
+                         double pooled) {
   const std::size_t n = medians.size();
-  if (n < 2) return nan;
-  double mean = 0;
-  for (const double m : medians) mean += m;
+  if (n < 2 || counts.size() != n) return nan;
+  double mean = 0, total = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    mean += medians[p];
+    total += static_cast<double>(counts[p]);
+  }
   mean /= static_cast<double>(n);
-  double ss = 0;
-  for (const double m : medians) ss += (m - mean) * (m - mean);
-  const double se = std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
+  double ss = 0, shares = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    ss += (medians[p] - mean) * (medians[p] - mean);
+    const double w = total > 0 ? static_cast<double>(counts[p]) / total : 0.0;
+    shares += w * w;
+  }
+  const double se = std::sqrt(ss / static_cast<double>(n - 1) * shares);
   if (se == 0.0) return 0.0;
   if (pooled == 0.0) return std::numeric_limits<double>::infinity();
   return 100.0 * se / std::abs(pooled);
 }
 
 /** One figure of one side, pooled over the processes' (figs[p] is process p's; `sets` the
- *  input sets a process had). */
-figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets,
-                   const measure::timing_options& o) {
+ *  input sets a process had, `requested` the processes asked for). A figure some process took
+ *  by another method or cache state than the first (a graph capture that failed in one process:
+ *  its eager launches among the others' replays) is not pooled: its flag goes to `flags`. */
+figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std::size_t requested,
+                   const std::string& side, const measure::timing_options& o,
+                   std::vector<flag>& flags) {
   const std::size_t n = figs.size();
   const auto invalid =
       std::find_if(figs.begin(), figs.end(), [](const figure* f) { return !f->valid; });
@@ -71,7 +84,20 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets,
     const bool all =
         std::none_of(figs.begin(), figs.end(), [](const figure* f) { return f->valid; });
     if (!all)
-      out.note = fmt::format("process {} of {}: {}", invalid - figs.begin() + 1, n, out.note);
+      out.note =
+          fmt::format("process {} of {}: {}", invalid - figs.begin() + 1, requested, out.note);
+    return out;
+  }
+  for (std::size_t p = 1; p < n; ++p) {
+    if (figs[p]->method == figs[0]->method && figs[p]->cold == figs[0]->cold) continue;
+    figure out = *figs[0];
+    out.valid = false;
+    out.note = fmt::format("not pooled: process {} of {} took it by {}{}, process 1 by {}{}", p + 1,
+                           requested, figs[p]->method, figs[p]->cold ? "" : " (warm)",
+                           figs[0]->method, figs[0]->cold ? "" : " (warm)");
+    flags.push_back(
+        {"method_mismatch", "error",
+         fmt::format("{} {} figure: {}", side, measure::to_string(out.kind), out.note)});
     return out;
   }
   figure out = *figs[0];
@@ -80,6 +106,7 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets,
   out.samples_process.clear();
   out.process_medians_us.clear();
   out.discarded_throttled = 0;
+  std::vector<std::size_t> counts;
   for (std::size_t p = 0; p < n; ++p) {
     const figure& f = *figs[p];
     out.samples_us.insert(out.samples_us.end(), f.samples_us.begin(), f.samples_us.end());
@@ -89,6 +116,7 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets,
       out.samples_process.push_back(static_cast<std::uint32_t>(p));
     }
     out.process_medians_us.push_back(f.summary.median);
+    counts.push_back(f.samples_us.size());
     out.discarded_throttled += f.discarded_throttled;
   }
   out.summary = stats::summarize(out.samples_us);
@@ -96,7 +124,7 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets,
       stats::median_rse_by_group(out.samples_us, out.samples_set, measure::rse_resamples);
   out.rse_samples_pct = g.samples_pct;
   out.rse_sets_pct = g.groups_pct;
-  out.rse_processes_pct = processes_rse_pct(out.process_medians_us, out.summary.median);
+  out.rse_processes_pct = processes_rse_pct(out.process_medians_us, counts, out.summary.median);
   out.summary.rse_pct = largest({g.samples_pct, g.groups_pct, out.rse_processes_pct});
   out.set_medians_us = stats::group_medians(out.samples_us, out.samples_set, n * sets);
   out.noisy = out.summary.n < o.min_samples || !(out.summary.rse_pct < o.target_rse_pct);
@@ -150,8 +178,8 @@ measure::speedup pool_speedup(const figure& ref, const figure& cand,
   return s;
 }
 
-measure::comparison pool_timing(const std::vector<eval_result>& runs,
-                                const measure::timing_options& o) {
+measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_t requested,
+                                const measure::timing_options& o, std::vector<flag>& flags) {
   const std::size_t n = runs.size();
   measure::comparison out = *runs[0].timing;
   out.processes = n;
@@ -165,7 +193,7 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs,
                      &measure::side_result::host_wall}) {
       std::vector<const figure*> figs;
       for (const auto& r : runs) figs.push_back(&((*r.timing).*side.*fig));
-      s.*fig = pool_figure(figs, sets, o);
+      s.*fig = pool_figure(figs, sets, requested, s.name, o, flags);
     }
     for (const auto& r : runs) {
       s.spent_s += ((*r.timing).*side).spent_s;
@@ -177,6 +205,10 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs,
     if (c.available && c.min_sm_mhz > 0)
       out.clocks.min_sm_mhz =
           out.clocks.min_sm_mhz > 0 ? std::min(out.clocks.min_sm_mhz, c.min_sm_mhz) : c.min_sm_mhz;
+    for (const auto& reason : c.throttle_reasons)
+      if (std::find(out.clocks.throttle_reasons.begin(), out.clocks.throttle_reasons.end(),
+                    reason) == out.clocks.throttle_reasons.end())
+        out.clocks.throttle_reasons.push_back(reason);
     if (r.timing->stopped_by != out.stopped_by) out.stopped_by = "mixed";
   }
   // The kinds the first process's speedups had (the same checks ran in every process).
@@ -203,9 +235,10 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs,
 
 }  // namespace
 
-eval_result combine_runs(std::vector<eval_result> runs, const measure::timing_options& options) {
+eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,
+                         const measure::timing_options& options) {
   KJ_EXPECTS(!runs.empty());
-  if (runs.size() == 1) return std::move(runs.front());
+  if (requested <= 1) return std::move(runs.front());
   const std::size_t n = runs.size();
   nlohmann::json entries = nlohmann::json::array();
   double wall = 0;
@@ -217,7 +250,7 @@ eval_result combine_runs(std::vector<eval_result> runs, const measure::timing_op
   for (std::size_t p = 0; p < n; ++p) {
     if (runs[p].status == eval_status::correct) continue;
     eval_result out = std::move(runs[p]);
-    out.message = fmt::format("process {} of {}: {}", p + 1, n, out.message);
+    out.message = fmt::format("process {} of {}: {}", p + 1, requested, out.message);
     out.runs = std::move(entries);
     out.wall_s = wall;
     return out;
@@ -227,19 +260,34 @@ eval_result combine_runs(std::vector<eval_result> runs, const measure::timing_op
   eval_result out = runs[0];
   out.runs = std::move(entries);
   out.wall_s = wall;
-  if (!timed) return out;
-  out.timing = pool_timing(runs, options);
-  // Flags: the first run's, then the others' that it does not have; noisy_timing from the
-  // pooled figures instead of any process's.
-  std::vector<flag> flags;
-  std::set<std::pair<std::string, std::string>> seen;
+  if (!timed || n < 2) return out;
+  std::vector<flag> pooling;
+  out.timing = pool_timing(runs, requested, options, pooling);
+  // Flags: each distinct one once, in the order first raised, naming the processes that raised
+  // it where not all did; noisy_timing from the pooled figures instead of any process's.
+  std::vector<std::pair<flag, std::vector<std::size_t>>> distinct;
   for (std::size_t p = 0; p < n; ++p)
     for (const auto& f : runs[p].flags) {
-      if (f.code == "noisy_timing" || !seen.insert({f.code, f.message}).second) continue;
-      flag g = f;
-      if (p > 0) g.message = fmt::format("process {} of {}: {}", p + 1, n, f.message);
-      flags.push_back(std::move(g));
+      if (f.code == "noisy_timing") continue;
+      const auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
+        return d.first.code == f.code && d.first.message == f.message;
+      });
+      if (same == distinct.end())
+        distinct.push_back({f, {p}});
+      else if (same->second.back() != p)
+        same->second.push_back(p);
     }
+  std::vector<flag> flags;
+  for (auto& [f, who] : distinct) {
+    if (who.size() < n) {
+      std::string names;
+      for (const std::size_t p : who) names += (names.empty() ? "" : ", ") + std::to_string(p + 1);
+      f.message = fmt::format("process{} {} of {}: {}", who.size() > 1 ? "es" : "", names,
+                              requested, f.message);
+    }
+    flags.push_back(std::move(f));
+  }
+  for (auto& f : pooling) flags.push_back(std::move(f));
   for (const auto* s : {&out.timing->reference, &out.timing->candidate})
     for (const auto* f : {&s->device, &s->stream, &s->host_wall})
       if (f->valid && f->noisy)

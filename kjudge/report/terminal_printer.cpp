@@ -223,7 +223,9 @@ void print_set_medians(const measure::comparison& t, std::string& out) {
                         s == &t.reference ? "reference" : "candidate", us(lo), us(hi),
                         100.0 * (hi - lo) / s->device.summary.median);
   }
-  if (!line.empty()) out += "  device median by input set: " + line + "\n";
+  if (!line.empty())
+    out += fmt::format("  device median by input set{}: {}\n",
+                       t.processes > 1 ? " (every process's)" : "", line);
 }
 
 /** With --processes: each process's median of the first figure both sides have (device, else

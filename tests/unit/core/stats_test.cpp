@@ -600,8 +600,9 @@ TEST(stats_group_medians, one_median_a_group_and_nan_for_an_empty_one) {
 TEST(stats_student_t, quantiles_match_the_tables) {
   // Two-sided 95% (p = 0.975) and 99% (p = 0.995) critical values, from the standard tables.
   const std::vector<std::tuple<double, double, double>> table = {
-      {1, 0.975, 12.706}, {2, 0.975, 4.303},  {3, 0.975, 3.182},  {4, 0.975, 2.776},
-      {9, 0.975, 2.262},  {29, 0.975, 2.045}, {1, 0.995, 63.657}, {5, 0.995, 4.032}};
+      {1, 0.975, 12.706},  {2, 0.975, 4.303},   {3, 0.975, 3.182},  {4, 0.975, 2.776},
+      {9, 0.975, 2.262},   {29, 0.975, 2.045},  {1, 0.995, 63.657}, {5, 0.995, 4.032},
+      {1, 0.9995, 636.62}, {2, 0.9995, 31.599}, {10, 0.9995, 4.587}};
   for (const auto& [df, p, t] : table) {
     EXPECT_NEAR(kj::stats::student_t_quantile(p, df), t, 2e-3 * t) << "df " << df << " p " << p;
     EXPECT_NEAR(kj::stats::student_t_quantile(1.0 - p, df), -t, 2e-3 * t);

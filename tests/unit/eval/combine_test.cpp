@@ -66,7 +66,7 @@ measure::timing_options options() {
 }
 
 TEST(CombineRuns, OneRunIsReturnedAsItIs) {
-  const auto r = eval::combine_runs({make_run(100, 50, 1)}, options());
+  const auto r = eval::combine_runs({make_run(100, 50, 1)}, 1, options());
   EXPECT_EQ(r.timing->processes, 1u);
   EXPECT_TRUE(r.runs.empty());
   EXPECT_TRUE(r.timing->reference.host_wall.samples_process.empty());
@@ -76,7 +76,7 @@ TEST(CombineRuns, OneRunIsReturnedAsItIs) {
 TEST(CombineRuns, ThePoolHoldsEveryProcesssSamplesAndTheirSpread) {
   // Three processes whose candidate reads 50, 51.5 and 49 us: within each, 0.2% noise.
   const auto r = eval::combine_runs(
-      {make_run(100, 50, 1), make_run(100, 51.5, 3), make_run(100, 49, 5)}, options());
+      {make_run(100, 50, 1), make_run(100, 51.5, 3), make_run(100, 49, 5)}, 3, options());
   ASSERT_TRUE(r.timing);
   const auto& t = *r.timing;
   EXPECT_EQ(t.processes, 3u);
@@ -123,22 +123,79 @@ TEST(CombineRuns, ThePoolHoldsEveryProcesssSamplesAndTheirSpread) {
 }
 
 TEST(CombineRuns, TheFirstRunThatIsNotCorrectIsTheVerdict) {
+  // The runs end there: of three processes asked for, the second failed (the message said
+  // "process 2 of 2", the count of runs made, and a first process that failed was not named).
   auto bad = make_run(100, 50, 3);
   bad.status = eval_status::incorrect;
   bad.message = "1 of 5 trials failed";
-  const auto r = eval::combine_runs({make_run(100, 50, 1), bad}, options());
+  const auto r = eval::combine_runs({make_run(100, 50, 1), bad}, 3, options());
   EXPECT_EQ(r.status, eval_status::incorrect);
-  EXPECT_EQ(r.message, "process 2 of 2: 1 of 5 trials failed");
+  EXPECT_EQ(r.message, "process 2 of 3: 1 of 5 trials failed");
   ASSERT_EQ(r.runs.size(), 2u);
   EXPECT_EQ(r.runs[0]["status"], "correct");
   EXPECT_EQ(r.runs[1]["status"], "incorrect");
+  const auto first = eval::combine_runs({bad}, 3, options());
+  EXPECT_EQ(first.message, "process 1 of 3: 1 of 5 trials failed");
+  ASSERT_EQ(first.runs.size(), 1u);
+}
+
+TEST(CombineRuns, AProcessWithMostOfTheSamplesCarriesTheSpreadAlmostWhole) {
+  // The pooled median follows the process with most samples: the processes' part of its error
+  // weighs them by their shares (with equal shares, sd / sqrt(3)).
+  auto big = make_run(100, 49, 5);
+  big.timing->candidate.host_wall = make_figure(49, 4000, 4, 6);
+  const auto equal = eval::combine_runs(
+      {make_run(100, 50, 1), make_run(100, 51.5, 3), make_run(100, 49, 5)}, 3, options());
+  const auto skewed =
+      eval::combine_runs({make_run(100, 50, 1), make_run(100, 51.5, 3), big}, 3, options());
+  const double sd_pct = 100.0 * 1.258 / 49.0;  // sd of 50, 51.5, 49 over the pooled median
+  EXPECT_NEAR(
+      skewed.timing->candidate.host_wall.rse_processes_pct,
+      sd_pct * std::sqrt(2.0 * (200.0 / 4400) * (200.0 / 4400) + (4000.0 / 4400) * (4000.0 / 4400)),
+      0.05);
+  EXPECT_GT(skewed.timing->candidate.host_wall.rse_processes_pct,
+            1.5 * equal.timing->candidate.host_wall.rse_processes_pct);
+}
+
+TEST(CombineRuns, AFigureTakenByAnotherMethodInOneProcessIsNotPooled) {
+  // A graph capture that failed in one process: its eager launches are not mixed into the
+  // others' replays.
+  auto eager = make_run(100, 50, 3);
+  eager.timing->candidate.host_wall.method = "blocking-kernel+events";
+  const auto r = eval::combine_runs({make_run(100, 50, 1), eager}, 2, options());
+  const auto& c = r.timing->candidate.host_wall;
+  EXPECT_FALSE(c.valid);
+  EXPECT_NE(c.note.find("not pooled: process 2 of 2 took it by blocking-kernel+events"),
+            std::string::npos)
+      << c.note;
+  EXPECT_TRUE(r.has_flag("method_mismatch"));
+  EXPECT_FALSE(r.timing->speedups[0].valid);
+}
+
+TEST(CombineRuns, AFlagNotEveryProcessRaisedNamesTheProcesses) {
+  auto a = make_run(100, 50, 1), b = make_run(100, 50, 3), c = make_run(100, 50, 5);
+  b.flags.push_back({"gpu_shared", "warning", "another evaluation"});
+  c.flags.push_back({"gpu_shared", "warning", "another evaluation"});
+  const auto r = eval::combine_runs({a, b, c}, 3, options());
+  std::size_t changed = 0;
+  for (const auto& f : r.flags) {
+    if (f.code == "gpu_shared") {
+      EXPECT_EQ(f.message, "processes 2, 3 of 3: another evaluation");
+    }
+    if (f.code == "candidate_changed_torch_state") {
+      ++changed;
+      EXPECT_EQ(f.message, "the same in every process");
+    }
+  }
+  EXPECT_EQ(changed, 1u);
+  EXPECT_TRUE(r.has_flag("gpu_shared"));
 }
 
 TEST(CombineRuns, AFigureOneProcessCouldNotTakeIsNotPooled) {
   auto second = make_run(100, 50, 3);
   second.timing->candidate.host_wall.valid = false;
   second.timing->candidate.host_wall.note = "no samples taken";
-  const auto r = eval::combine_runs({make_run(100, 50, 1), second}, options());
+  const auto r = eval::combine_runs({make_run(100, 50, 1), second}, 2, options());
   const auto& c = r.timing->candidate.host_wall;
   EXPECT_FALSE(c.valid);
   EXPECT_EQ(c.note, "process 2 of 2: no samples taken");
@@ -147,7 +204,7 @@ TEST(CombineRuns, AFigureOneProcessCouldNotTakeIsNotPooled) {
 }
 
 TEST(CombineRuns, TheResultRoundTripsThroughJson) {
-  const auto r = eval::combine_runs({make_run(100, 50, 1), make_run(100, 52, 3)}, options());
+  const auto r = eval::combine_runs({make_run(100, 50, 1), make_run(100, 52, 3)}, 2, options());
   const nlohmann::json j = r;
   EXPECT_EQ(j["timing"]["processes"], 2);
   EXPECT_EQ(j["timing"]["speedups"][0]["resampled"], "processes");
