@@ -28,7 +28,8 @@ print("%-14s %-8s cand %s (processes %s, rse %s%%) ref %s  speedup %s [%s, %s] %
     sys.argv[1].split("/")[-1], r.get("status"), fmt(c.get("median_us")),
     ", ".join(fmt(m) for m in c.get("process_medians_us") or []) or "1",
     fmt(c.get("rse_pct")), fmt(ref.get("median_us")), fmt(sp.get("ratio")),
-    fmt(sp.get("ci_lo")), fmt(sp.get("ci_hi")), sp.get("resampled", "")))
+    fmt(sp.get("ci_lo")), fmt(sp.get("ci_hi")),
+    "over processes" if sp.get("over_processes") else sp.get("resampled", "")))
 PY
 }
 for i in $(seq 1 "$N"); do

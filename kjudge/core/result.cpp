@@ -265,9 +265,8 @@ void to_json(nlohmann::json& j, const comparison& v) {
                   {"ci_hi", number_if(s.valid, s.ci.hi)},
                   {"confidence", s.ci.confidence},
                   {"resamples", s.ci.resamples},
-                  {"resampled", s.ci.by_process ? "processes"
-                                : s.ci.by_group ? "input_sets"
-                                                : "samples"}});
+                  {"resampled", s.ci.by_group ? "input_sets" : "samples"},
+                  {"over_processes", s.ci.by_process}});
   const auto& c = v.clocks;
   j["clocks"] = {{"available", c.available},
                  {"source", c.source},
@@ -294,8 +293,8 @@ void from_json(const nlohmann::json& j, comparison& v) {
       get(s, "resamples", out.ci.resamples);
       std::string resampled = "samples";
       get(s, "resampled", resampled);
-      out.ci.by_process = resampled == "processes";
-      out.ci.by_group = resampled == "input_sets" || out.ci.by_process;
+      out.ci.by_group = resampled == "input_sets";
+      get(s, "over_processes", out.ci.by_process);
       v.speedups.push_back(out);
     }
   if (auto it = j.find("clocks"); it != j.end() && it->is_object()) {

@@ -147,7 +147,7 @@ TEST(EvalCpu, ProcessesPoolTheirTimingAndSayEachOnesMedian) {
     EXPECT_TRUE(f["rse_processes_pct"].is_number()) << f.dump().substr(0, 300);
   }
   ASSERT_FALSE(t["speedups"].empty());
-  EXPECT_EQ(t["speedups"][0]["resampled"], "processes");
+  EXPECT_EQ(t["speedups"][0]["over_processes"], true);
   EXPECT_NE(r.output.find("in each of 2 processes"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("host_wall median by process: reference "), std::string::npos)
       << r.output;

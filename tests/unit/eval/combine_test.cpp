@@ -207,7 +207,8 @@ TEST(CombineRuns, TheResultRoundTripsThroughJson) {
   const auto r = eval::combine_runs({make_run(100, 50, 1), make_run(100, 52, 3)}, 2, options());
   const nlohmann::json j = r;
   EXPECT_EQ(j["timing"]["processes"], 2);
-  EXPECT_EQ(j["timing"]["speedups"][0]["resampled"], "processes");
+  EXPECT_EQ(j["timing"]["speedups"][0]["resampled"], "input_sets");
+  EXPECT_EQ(j["timing"]["speedups"][0]["over_processes"], true);
   EXPECT_EQ(j["timing"]["candidate"]["host_wall"]["process_medians_us"].size(), 2u);
   EXPECT_TRUE(j["timing"]["candidate"]["host_wall"]["rse_processes_pct"].is_number());
   EXPECT_TRUE(j["timing"]["candidate"]["device"]["rse_processes_pct"].is_null());
