@@ -29,7 +29,7 @@ print("%-14s %-8s cand %s (processes %s, rse %s%%) ref %s  speedup %s [%s, %s] %
     ", ".join(fmt(m) for m in c.get("process_medians_us") or []) or "1",
     fmt(c.get("rse_pct")), fmt(ref.get("median_us")), fmt(sp.get("ratio")),
     fmt(sp.get("ci_lo")), fmt(sp.get("ci_hi")),
-    "over processes" if sp.get("over_processes") else sp.get("resampled", "")))
+    sp.get("resampled", "") + (" + processes" if sp.get("over_processes") else "")))
 PY
 }
 for i in $(seq 1 "$N"); do

@@ -377,6 +377,9 @@ double student_t_quantile(double p, double df) {
   if (!(p > 0.0 && p < 1.0) || !(df >= 1.0)) return std::numeric_limits<double>::quiet_NaN();
   if (p < 0.5) return -student_t_quantile(1.0 - p, df);
   if (p == 0.5) return 0.0;
+  // Beyond 1e5 degrees of freedom t is the normal distribution to 1e-5, and lgamma's difference
+  // below loses its digits: taken at 1e5.
+  df = std::min(df, 1e5);
   // log of the density's constant: Gamma((df + 1) / 2) / (sqrt(df pi) Gamma(df / 2)).
   const double log_c =
       std::lgamma((df + 1.0) / 2.0) - std::lgamma(df / 2.0) - 0.5 * std::log(df * std::numbers::pi);

@@ -110,9 +110,11 @@ struct ratio_ci {
     std::span<const double> denominator, std::span<const std::uint32_t> denominator_groups,
     std::size_t resamples = 2000, double confidence = 0.95, std::uint64_t seed = 0x6b6a75646765ULL);
 
-/** The p-quantile (0 < p < 1) of Student's t distribution with `df` >= 1 degrees of freedom: the
- *  CDF integrated numerically (Simpson's rule on the density) and inverted by bisection, to about
- *  1e-6. NaN for p outside (0, 1) or df < 1. */
+/** The p-quantile (0 < p < 1) of Student's t distribution with `df` >= 1 degrees of freedom:
+ *  the CDF integrated numerically (Simpson's rule with t = tan(theta)) and inverted by bisection.
+ *  Within 1e-7 of the exact value for integer df and p up to 0.9995 (df above 1e5 is taken as
+ *  1e5: the normal quantile to 1e-5); less accurate far in the tail for df between 1 and 2. NaN
+ *  for p outside (0, 1) or df < 1. */
 [[nodiscard]] double student_t_quantile(double p, double df);
 
 /** The median of each group's values, for groups 0 .. `groups` - 1 (NaN for a group without

@@ -141,9 +141,24 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
   return out;
 }
 
+/** The sum of the processes' squared shares of a pooled figure's samples (1 / N for equal
+ *  shares). */
+double squared_shares(const figure& f) {
+  std::vector<double> counts;
+  for (const std::uint32_t p : f.samples_process) {
+    if (p >= counts.size()) counts.resize(p + 1, 0.0);
+    counts[p] += 1.0;
+  }
+  const double total = static_cast<double>(f.samples_process.size());
+  double sum = 0;
+  for (const double c : counts) sum += total > 0 ? (c / total) * (c / total) : 0.0;
+  return sum;
+}
+
 /** The speedup of one figure kind from the pooled figures: the pooled medians' ratio with the
- *  bootstrap over every process's sets, widened to cover the t interval of the processes' own
- *  ratios. */
+ *  bootstrap over every process's sets, widened to cover a t interval around that ratio from
+ *  the spread of the processes' own ratios (their standard deviation, on a log scale, times the
+ *  square root of the larger side's squared shares, as processes_rse_pct weighs them). */
 measure::speedup pool_speedup(const figure& ref, const figure& cand,
                               const measure::timing_options& o) {
   measure::speedup s;
@@ -170,10 +185,12 @@ measure::speedup pool_speedup(const figure& ref, const figure& cand,
   mean /= k;
   double ss = 0;
   for (const double l : logs) ss += (l - mean) * (l - mean);
-  const double half =
-      stats::student_t_quantile(0.5 + o.confidence / 2.0, k - 1.0) * std::sqrt(ss / (k - 1.0) / k);
-  s.ci.lo = std::min(s.ci.lo, std::exp(mean - half));
-  s.ci.hi = std::max(s.ci.hi, std::exp(mean + half));
+  const double shares = std::max(squared_shares(ref), squared_shares(cand));
+  const double half = stats::student_t_quantile(0.5 + o.confidence / 2.0, k - 1.0) *
+                      std::sqrt(ss / (k - 1.0) * shares);
+  const double centre = std::log(s.ci.ratio);
+  s.ci.lo = std::min(s.ci.lo, std::exp(centre - half));
+  s.ci.hi = std::max(s.ci.hi, std::exp(centre + half));
   s.ci.by_process = true;
   return s;
 }

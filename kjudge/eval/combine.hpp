@@ -22,7 +22,8 @@ namespace kj::eval {
  *  of the sum of their squared shares of the samples, as the pooled median weighs them), judged
  *  against `options`' target and min_samples (the figure is noisy otherwise); each speedup the
  *  pooled medians' ratio, its interval the pooled bootstrap over sets widened to cover the
- *  Student t interval of the processes' own ratios (log scale, N - 1 degrees of freedom). A
+ *  Student t interval around it from the spread of the processes' own ratios (log scale, N - 1
+ *  degrees of freedom, weighted by their shares as above). A
  *  figure some process took by another method or cache state is not pooled (method_mismatch).
  *  Flags: each distinct one once, naming the processes that raised it where not all did;
  *  noisy_timing recomputed for the pooled figures. `runs` lists every run's status and wall

@@ -105,8 +105,10 @@ struct figure {
   std::vector<std::uint32_t> samples_process;
   /** Each process's own median of this figure (empty for one process). */
   std::vector<double> process_medians_us;
-  /** The standard error of the processes' medians (their standard deviation over sqrt(N)), over
-   *  the pooled median, in percent; part of rse_pct. NaN for one process. */
+  /** The processes' part of the pooled median's standard error (the standard deviation of their
+   *  medians times the square root of the sum of their squared shares of the samples: over
+   *  sqrt(N) for equal shares), over the pooled median, in percent; part of rse_pct. NaN for one
+   *  process. */
   double rse_processes_pct = std::numeric_limits<double>::quiet_NaN();
 };
 

@@ -296,7 +296,10 @@ void print_timing(const eval_result& r, std::string& out) {
     const auto& first = (shown != t.speedups.end() ? *shown : t.speedups.front()).ci;
     out += fmt::format(
         "  speedup (reference median / candidate median, {:.0f}% {}):", first.confidence * 100.0,
-        first.by_process ? fmt::format("CI over {} processes and their input sets", t.processes)
+        t.processes > 1
+            ? fmt::format("CI over {} processes{} and their {}", t.processes,
+                          first.by_process ? "" : " (bootstrap alone: too few process ratios)",
+                          first.by_group ? "input sets" : "samples")
         : first.by_group ? std::string("bootstrap CI over this run's input sets")
                          : std::string("bootstrap CI over this run's samples"));
     // Two decimals, or three significant digits below 0.1 (a slowdown of 400x read 0.00x).
@@ -308,13 +311,14 @@ void print_timing(const eval_result& r, std::string& out) {
         out += fmt::format("  {} {}x (no interval: one sample on a side)",
                            measure::to_string(s.kind), ratio(s.ci.ratio));
       else if (s.valid)
-        out +=
-            fmt::format("  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio),
-                        ratio(s.ci.lo), ratio(s.ci.hi),
-                        s.ci.by_group == first.by_group && s.ci.by_process == first.by_process ? ""
-                        : s.ci.by_process ? " (over processes)"
-                        : s.ci.by_group   ? " (over input sets)"
-                                          : " (over samples)");
+        out += fmt::format(
+            "  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio), ratio(s.ci.lo),
+            ratio(s.ci.hi),
+            s.ci.by_group == first.by_group && s.ci.by_process == first.by_process
+                ? std::string()
+                : fmt::format(
+                      " (over {}{})", s.ci.by_group ? "input sets" : "samples",
+                      t.processes > 1 && !s.ci.by_process ? ", not widened by the processes" : ""));
     out += "\n";
   }
   print_set_medians(t, out);

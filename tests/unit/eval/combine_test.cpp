@@ -155,6 +155,15 @@ TEST(CombineRuns, AProcessWithMostOfTheSamplesCarriesTheSpreadAlmostWhole) {
       0.05);
   EXPECT_GT(skewed.timing->candidate.host_wall.rse_processes_pct,
             1.5 * equal.timing->candidate.host_wall.rse_processes_pct);
+  // So does the speedup's interval, around the pooled ratio (it kept sd / sqrt(3) around the
+  // processes' mean ratio: [1.874, 2.122] against [1.874, 2.120] for equal shares).
+  const auto& e = equal.timing->speedups[0].ci;
+  const auto& k = skewed.timing->speedups[0].ci;
+  EXPECT_TRUE(k.by_process);
+  EXPECT_GT(k.hi - k.lo, 1.4 * (e.hi - e.lo))
+      << k.lo << " " << k.hi << " / " << e.lo << " " << e.hi;
+  EXPECT_LT(k.lo, k.ratio);
+  EXPECT_GT(k.hi, k.ratio);
 }
 
 TEST(CombineRuns, AFigureTakenByAnotherMethodInOneProcessIsNotPooled) {
