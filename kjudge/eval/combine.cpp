@@ -10,6 +10,7 @@
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/stats.hpp>
+#include <kjudge/eval/timing_checks.hpp>
 
 namespace kj::eval {
 
@@ -41,31 +42,29 @@ double largest(std::initializer_list<double> v) {
   return out;
 }
 
-/** The processes' part of the pooled median's standard error over the pooled median, in percent:
- *  the standard deviation of their medians times sqrt(sum of squared shares), `counts[p]` being
- *  process p's samples (the pooled median weighs a process by its share: one with most of the
- *  samples all but sets it, and the processes' spread then passes to it almost whole; equal
- *  shares give sd / sqrt(N)). */
-double processes_rse_pct(const std::vector<double>& medians, const std::vector<std::size_t>& counts,
-                         double pooled) {
-  const std::size_t n = medians.size();
-  if (n < 2 || counts.size() != n) return nan;
-  double mean = 0, total = 0;
-  for (std::size_t p = 0; p < n; ++p) {
-    mean += medians[p];
-    total += static_cast<double>(counts[p]);
+/** The sum of the processes' squared shares of a pooled figure's samples (1 / N for equal
+ *  shares): how much of the processes' spread passes to a quantity that weighs each by its share,
+ *  as the pooled median does (one process with most of the samples all but sets it). */
+double squared_shares(const figure& f) {
+  std::vector<double> counts;
+  for (const std::uint32_t p : f.samples_process) {
+    if (p >= counts.size()) counts.resize(p + 1, 0.0);
+    counts[p] += 1.0;
   }
-  mean /= static_cast<double>(n);
-  double ss = 0, shares = 0;
-  for (std::size_t p = 0; p < n; ++p) {
-    ss += (medians[p] - mean) * (medians[p] - mean);
-    const double w = total > 0 ? static_cast<double>(counts[p]) / total : 0.0;
-    shares += w * w;
-  }
-  const double se = std::sqrt(ss / static_cast<double>(n - 1) * shares);
+  const double total = static_cast<double>(f.samples_process.size());
+  double sum = 0;
+  for (const double c : counts) sum += total > 0 ? (c / total) * (c / total) : 0.0;
+  return sum;
+}
+
+/** The processes' part of a pooled figure's standard error, in percent of its median: the
+ *  standard deviation of the processes' medians times sqrt(squared_shares()). */
+double processes_rse_pct(const figure& f) {
+  if (f.process_medians_us.size() < 2) return nan;
+  const double se = stats::summarize(f.process_medians_us).stddev * std::sqrt(squared_shares(f));
   if (se == 0.0) return 0.0;
-  if (pooled == 0.0) return std::numeric_limits<double>::infinity();
-  return 100.0 * se / std::abs(pooled);
+  if (f.summary.median == 0.0) return std::numeric_limits<double>::infinity();
+  return 100.0 * se / std::abs(f.summary.median);
 }
 
 /** One figure of one side, pooled over the processes' (figs[p] is process p's; `sets` the
@@ -106,7 +105,6 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
   out.samples_process.clear();
   out.process_medians_us.clear();
   out.discarded_throttled = 0;
-  std::vector<std::size_t> counts;
   for (std::size_t p = 0; p < n; ++p) {
     const figure& f = *figs[p];
     out.samples_us.insert(out.samples_us.end(), f.samples_us.begin(), f.samples_us.end());
@@ -116,7 +114,6 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
       out.samples_process.push_back(static_cast<std::uint32_t>(p));
     }
     out.process_medians_us.push_back(f.summary.median);
-    counts.push_back(f.samples_us.size());
     out.discarded_throttled += f.discarded_throttled;
   }
   out.summary = stats::summarize(out.samples_us);
@@ -124,7 +121,7 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
       stats::median_rse_by_group(out.samples_us, out.samples_set, measure::rse_resamples);
   out.rse_samples_pct = g.samples_pct;
   out.rse_sets_pct = g.groups_pct;
-  out.rse_processes_pct = processes_rse_pct(out.process_medians_us, counts, out.summary.median);
+  out.rse_processes_pct = processes_rse_pct(out);
   out.summary.rse_pct = largest({g.samples_pct, g.groups_pct, out.rse_processes_pct});
   out.set_medians_us = stats::group_medians(out.samples_us, out.samples_set, n * sets);
   out.noisy = out.summary.n < o.min_samples || !(out.summary.rse_pct < o.target_rse_pct);
@@ -139,20 +136,6 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
         g.groups_pct, out.rse_processes_pct);
   }
   return out;
-}
-
-/** The sum of the processes' squared shares of a pooled figure's samples (1 / N for equal
- *  shares). */
-double squared_shares(const figure& f) {
-  std::vector<double> counts;
-  for (const std::uint32_t p : f.samples_process) {
-    if (p >= counts.size()) counts.resize(p + 1, 0.0);
-    counts[p] += 1.0;
-  }
-  const double total = static_cast<double>(f.samples_process.size());
-  double sum = 0;
-  for (const double c : counts) sum += total > 0 ? (c / total) * (c / total) : 0.0;
-  return sum;
 }
 
 /** The speedup of one figure kind from the pooled figures: the pooled medians' ratio with the
@@ -179,15 +162,10 @@ measure::speedup pool_speedup(const figure& ref, const figure& cand,
     if (std::isfinite(r) && r > 0) logs.push_back(std::log(r));
   }
   if (!s.valid || logs.size() < 2) return s;
-  const double k = static_cast<double>(logs.size());
-  double mean = 0;
-  for (const double l : logs) mean += l;
-  mean /= k;
-  double ss = 0;
-  for (const double l : logs) ss += (l - mean) * (l - mean);
   const double shares = std::max(squared_shares(ref), squared_shares(cand));
-  const double half = stats::student_t_quantile(0.5 + o.confidence / 2.0, k - 1.0) *
-                      std::sqrt(ss / (k - 1.0) * shares);
+  const double half =
+      stats::student_t_quantile(0.5 + o.confidence / 2.0, static_cast<double>(logs.size()) - 1.0) *
+      stats::summarize(logs).stddev * std::sqrt(shares);
   const double centre = std::log(s.ci.ratio);
   s.ci.lo = std::min(s.ci.lo, std::exp(centre - half));
   s.ci.hi = std::max(s.ci.hi, std::exp(centre + half));
@@ -307,10 +285,7 @@ eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,
   for (auto& f : pooling) flags.push_back(std::move(f));
   for (const auto* s : {&out.timing->reference, &out.timing->candidate})
     for (const auto* f : {&s->device, &s->stream, &s->host_wall})
-      if (f->valid && f->noisy)
-        flags.push_back({"noisy_timing", "warning",
-                         fmt::format("{} {} figure is noisy: {}", s->name,
-                                     measure::to_string(f->kind), f->note)});
+      if (f->valid && f->noisy) flags.push_back(noisy_flag(s->name, *f));
   out.flags = std::move(flags);
   return out;
 }

@@ -62,14 +62,7 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
                                "stream and host-wall figures include the wait",
                                s.name)});
   for (const auto* f : {&s.device, &s.stream, &s.host_wall}) {
-    if (f->valid && f->noisy)
-      out.push_back(
-          {"noisy_timing", "warning",
-           fmt::format("{} {} figure is noisy: {}", s.name, measure::to_string(f->kind),
-                       f->note.empty() ? fmt::format("relative standard error {:.2f}% after {} "
-                                                     "samples",
-                                                     f->summary.rse_pct, f->summary.n)
-                                       : f->note)});
+    if (f->valid && f->noisy) out.push_back(noisy_flag(s.name, *f));
     if (f->discarded_throttled > 0)
       out.push_back(
           {"throttled_samples", "info",
@@ -82,6 +75,15 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
 }
 
 }  // namespace
+
+flag noisy_flag(const std::string& side, const measure::figure& f) {
+  return {"noisy_timing", "warning",
+          fmt::format("{} {} figure is noisy: {}", side, measure::to_string(f.kind),
+                      f.note.empty() ? fmt::format("relative standard error {:.2f}% after {} "
+                                                   "samples",
+                                                   f.summary.rse_pct, f.summary.n)
+                                     : f.note)};
+}
 
 std::vector<flag> check_timing(measure::comparison& c, const cuda::device_properties* device,
                                std::uint64_t min_bytes) {
