@@ -259,11 +259,13 @@ eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,
   std::vector<flag> pooling;
   out.timing = pool_timing(runs, requested, options, pooling);
   // Flags: each distinct one once, in the order first raised, naming the processes that raised
-  // it where not all did; noisy_timing from the pooled figures instead of any process's.
+  // it where not all did; those the timing checks make from a figure's numbers (noisy,
+  // throttled samples, very fast) from the pooled figures instead of any process's.
   std::vector<std::pair<flag, std::vector<std::size_t>>> distinct;
   for (std::size_t p = 0; p < n; ++p)
     for (const auto& f : runs[p].flags) {
-      if (f.code == "noisy_timing") continue;
+      if (f.code == "noisy_timing" || f.code == "throttled_samples" || f.code == "very_fast")
+        continue;
       const auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
         return d.first.code == f.code && d.first.message == f.message;
       });
@@ -283,9 +285,13 @@ eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,
     flags.push_back(std::move(f));
   }
   for (auto& f : pooling) flags.push_back(std::move(f));
-  for (const auto* s : {&out.timing->reference, &out.timing->candidate})
-    for (const auto* f : {&s->device, &s->stream, &s->host_wall})
-      if (f->valid && f->noisy) flags.push_back(noisy_flag(s->name, *f));
+  // The timing checks again, on the pooled figures (but the memory floor, which needs the device:
+  // every process's candidate passed it, and a pooled median lies between theirs); a flag the
+  // processes raised alike is not repeated.
+  for (auto& f : check_timing(*out.timing, nullptr, 0))
+    if (std::none_of(flags.begin(), flags.end(),
+                     [&](const flag& g) { return g.code == f.code && g.message == f.message; }))
+      flags.push_back(std::move(f));
   out.flags = std::move(flags);
   return out;
 }

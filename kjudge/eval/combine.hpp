@@ -25,9 +25,11 @@ namespace kj::eval {
  *  Student t interval around it from the spread of the processes' own ratios (log scale, N - 1
  *  degrees of freedom, weighted by their shares as above). A
  *  figure some process took by another method or cache state is not pooled (method_mismatch).
- *  Flags: each distinct one once, naming the processes that raised it where not all did;
- *  noisy_timing recomputed for the pooled figures. `runs` lists every run's status and wall
- *  time. With `requested` 1 the run is returned as it is. Precondition: runs is not empty. */
+ *  Flags: each distinct one once, naming the processes that raised it where not all did; the
+ *  timing checks (check_timing, but the memory floor) run again on the pooled figures, whose
+ *  noisy_timing, throttled_samples and very_fast flags replace the processes'. `runs` lists every
+ * run's status and wall time. With `requested` 1 the run is returned as it is. Precondition: runs
+ * is not empty. */
 [[nodiscard]] eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,
                                        const measure::timing_options& options);
 

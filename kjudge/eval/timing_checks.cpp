@@ -28,6 +28,16 @@ void reject(measure::figure& f, const flag& why, std::vector<flag>& out) {
   out.push_back(why);
 }
 
+/** The noisy_timing flag of a noisy figure: its note says where sampling stopped. */
+flag noisy_flag(const std::string& side, const measure::figure& f) {
+  return {"noisy_timing", "warning",
+          fmt::format("{} {} figure is noisy: {}", side, measure::to_string(f.kind),
+                      f.note.empty() ? fmt::format("relative standard error {:.2f}% after {} "
+                                                   "samples",
+                                                   f.summary.rse_pct, f.summary.n)
+                                     : f.note)};
+}
+
 void check_side(measure::side_result& s, std::vector<flag>& out) {
   const auto& dev = s.device;
   if (dev.valid && dev.summary.n > 0) {
@@ -75,15 +85,6 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
 }
 
 }  // namespace
-
-flag noisy_flag(const std::string& side, const measure::figure& f) {
-  return {"noisy_timing", "warning",
-          fmt::format("{} {} figure is noisy: {}", side, measure::to_string(f.kind),
-                      f.note.empty() ? fmt::format("relative standard error {:.2f}% after {} "
-                                                   "samples",
-                                                   f.summary.rse_pct, f.summary.n)
-                                     : f.note)};
-}
 
 std::vector<flag> check_timing(measure::comparison& c, const cuda::device_properties* device,
                                std::uint64_t min_bytes) {

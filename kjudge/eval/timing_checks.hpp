@@ -3,7 +3,6 @@
  *  invariants 1, 2, 9 and 12). A failure becomes a flag with the reason. */
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include <kjudge/core/result.hpp>
@@ -14,10 +13,6 @@ namespace kj::eval {
 /** DRAM peak in bytes/s: the larger of the datasheet figure and the one derived from the memory
  *  clock and bus width (DDR: x2); 0 when neither is known. */
 [[nodiscard]] double dram_peak_bytes_per_s(const cuda::device_properties& d) noexcept;
-
-/** The noisy_timing flag of a noisy figure of `side` ("reference", "candidate"): its note says
- *  where sampling stopped. */
-[[nodiscard]] flag noisy_flag(const std::string& side, const measure::figure& f);
 
 /** Checks every figure; one that fails an invariant is made invalid (its note says why) and
  *  speedups that need it are marked invalid, so no failing number is shown. Returns the flags.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include <kjudge/core/result.hpp>
@@ -198,6 +199,22 @@ TEST(CombineRuns, AFlagNotEveryProcessRaisedNamesTheProcesses) {
   }
   EXPECT_EQ(changed, 1u);
   EXPECT_TRUE(r.has_flag("gpu_shared"));
+}
+
+TEST(CombineRuns, TheTimingChecksRunOnThePooledFigures) {
+  // Flags made from a figure's numbers come from the pooled figure: one throttled_samples flag
+  // with every process's discarded samples, not one a process.
+  auto a = make_run(100, 50, 1), b = make_run(100, 50, 3);
+  a.timing->candidate.host_wall.discarded_throttled = 2;
+  b.timing->candidate.host_wall.discarded_throttled = 3;
+  a.flags.push_back({"throttled_samples", "info", "candidate host_wall: 2 samples discarded"});
+  b.flags.push_back({"throttled_samples", "info", "candidate host_wall: 3 samples discarded"});
+  const auto r = eval::combine_runs({a, b}, 2, options());
+  std::vector<std::string> throttled;
+  for (const auto& f : r.flags)
+    if (f.code == "throttled_samples") throttled.push_back(f.message);
+  ASSERT_EQ(throttled.size(), 1u);
+  EXPECT_EQ(throttled[0].rfind("candidate host_wall: 5 samples discarded", 0), 0u) << throttled[0];
 }
 
 TEST(CombineRuns, AFigureOneProcessCouldNotTakeIsNotPooled) {
