@@ -457,7 +457,16 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
   if (r.worker.gpu_lock_wait_s > 0)
     how += fmt::format("; {:.2f} s waiting for another evaluation's work on the GPU",
                        r.worker.gpu_lock_wait_s);
-  out += fmt::format("\nwall {:.2f} s (worker {:.2f} s{})\n", r.wall_s, r.worker.wall_s, how);
+  if (r.runs.is_array() && r.runs.size() > 1) {
+    // --processes: each process's own wall clock; the worker's details are the first's.
+    std::string each;
+    for (const auto& run : r.runs)
+      each += fmt::format("{}{:.2f}", each.empty() ? "" : ", ", run.value("wall_s", 0.0));
+    out += fmt::format("\nwall {:.2f} s ({} processes: {} s; the first's worker {:.2f} s{})\n",
+                       r.wall_s, r.runs.size(), each, r.worker.wall_s, how);
+  } else {
+    out += fmt::format("\nwall {:.2f} s (worker {:.2f} s{})\n", r.wall_s, r.worker.wall_s, how);
+  }
   return out;
 }
 

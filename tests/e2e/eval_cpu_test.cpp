@@ -151,6 +151,7 @@ TEST(EvalCpu, ProcessesPoolTheirTimingAndSayEachOnesMedian) {
   EXPECT_NE(r.output.find("in each of 2 processes"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("host_wall median by process: reference "), std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("(2 processes: "), std::string::npos) << r.output;
 }
 
 TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
