@@ -330,6 +330,23 @@ activity_collector::~activity_collector() {
   global().collector_alive = false;
 }
 
+std::string detach_cupti() {
+#if KJ_HAVE_CUPTI
+  {
+    const std::lock_guard lock(global().mutex);
+    if (global().collector_alive) return "an activity collector is alive";
+  }
+  // Outside the lock: a detach may deliver buffers, whose callback takes it.
+  if (const CUptiResult r = cuptiFinalize(); r != CUPTI_SUCCESS)
+    return "cuptiFinalize failed: " + describe(r);
+  const std::lock_guard lock(global().mutex);
+  global().callbacks_registered = false;  // gone with CUPTI's state
+  return {};
+#else
+  return "CUPTI not available in this build";
+#endif
+}
+
 bool activity_collector::available() const noexcept {
   return m_state->available;
 }

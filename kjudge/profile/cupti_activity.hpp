@@ -120,6 +120,12 @@ struct activity_records {
 /** True when this build has CUPTI (KJ_HAVE_CUPTI). */
 [[nodiscard]] bool cupti_built_in() noexcept;
 
+/** Detaches CUPTI from the process (cuptiFinalize), unless an activity_collector lives: a CUPTI
+ *  client that has come and gone leaves a cost on every CUDA call until then (on the H200, 10-17%
+ *  on an empty kernel's launch: docs/benchmarks.md), which timing must not carry. The next
+ *  collector registers its buffers again. Returns why it did not detach; empty when it did. */
+[[nodiscard]] std::string detach_cupti();
+
 /** Collects the device records of regions delimited by start() / stop().
  *
  *  CUPTI's activity API is process-wide: at most one collector may exist at a time (a second one

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <kjudge/cuda/device_buffer.hpp>
@@ -14,6 +16,7 @@
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/cuda/stream.hpp>
 #include <kjudge/profile/cupti_activity.hpp>
+#include <kjudge/profile/gpu_work_watch.hpp>
 #include <kjudge/profile/launch_summary.hpp>
 
 #include "spin_kernels.hpp"
@@ -173,6 +176,74 @@ TEST(CuptiCollector, EachRegionStartsEmpty) {
   ASSERT_TRUE(c.start());
   ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
   ASSERT_TRUE(c.stop());
+  EXPECT_EQ(c.records().kernels.size(), 1u);
+}
+
+TEST(GpuWorkWatch, FiresOnceBeforeTheFirstLaunchFromAnyThreadAndNotAfterStop) {
+  KJ_REQUIRE_GPU_AND_CUPTI();
+  cuda::stream s;
+  cuda::device_buffer data(1 << 20);  // allocated before: allocation is no GPU work
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);  // the module loaded
+  s.synchronize();
+  std::atomic<int> fired{0};
+  std::string api;
+  std::atomic<bool> kernel_done_at_fire{true};
+  cuda::event marker;
+  {
+    gpu_work_watch w([&](std::string_view name) {
+      ++fired;
+      api = name;
+    });
+    ASSERT_TRUE(w.unavailable_reason().empty()) << w.unavailable_reason();
+    EXPECT_TRUE(w.active());
+    // Allocation, events, queries and synchronisation queue no work.
+    cuda::device_buffer more(1 << 20);
+    marker.record(s.get());
+    static_cast<void>(cudaStreamQuery(s.get()));
+    s.synchronize();
+    EXPECT_EQ(fired.load(), 0) << api;  // nothing yet (an event record is not watched)
+    // The first launch, from another thread: the handler runs on it, before the launch.
+    std::thread t([&] { ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess); });
+    t.join();
+    EXPECT_EQ(fired.load(), 1);
+    EXPECT_TRUE(api.starts_with("cudaLaunch") || api.starts_with("cuLaunch")) << api;
+    EXPECT_EQ(w.fired_by(), api);
+    EXPECT_FALSE(w.active());
+    ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+    data.fill(0, s.get());
+    s.synchronize();
+    EXPECT_EQ(fired.load(), 1);  // once
+    w.stop();
+    EXPECT_TRUE(w.detach_error().empty()) << w.detach_error();  // CUPTI detached
+    w.stop();                                                   // idempotent
+  }
+  {  // A copy is GPU work too; a stopped watch sees nothing.
+    gpu_work_watch w([&](std::string_view name) {
+      ++fired;
+      api = name;
+    });
+    ASSERT_TRUE(w.unavailable_reason().empty()) << w.unavailable_reason();
+    std::vector<char> host(1 << 20);
+    ASSERT_EQ(
+        cudaMemcpyAsync(host.data(), data.data(), host.size(), cudaMemcpyDeviceToHost, s.get()),
+        cudaSuccess);
+    s.synchronize();
+    EXPECT_EQ(fired.load(), 2);
+    EXPECT_TRUE(api.starts_with("cudaMemcpy") || api.starts_with("cuMemcpy")) << api;
+  }
+  {
+    gpu_work_watch w([&](std::string_view) { ++fired; });
+    w.stop();
+    ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+    s.synchronize();
+    EXPECT_EQ(fired.load(), 2);
+  }
+  // The activity collector, which the worker runs after its timing, still records after a
+  // watch came and went.
+  activity_collector c;
+  ASSERT_TRUE(c.start()) << c.unavailable_reason();
+  ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
+  ASSERT_TRUE(c.stop()) << c.unavailable_reason();
   EXPECT_EQ(c.records().kernels.size(), 1u);
 }
 

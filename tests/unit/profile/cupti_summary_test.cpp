@@ -14,6 +14,7 @@
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/profile/cupti_activity.hpp>
 #include <kjudge/profile/forward_json.hpp>
+#include <kjudge/profile/gpu_work_watch.hpp>
 #include <kjudge/profile/launch_summary.hpp>
 
 #if KJ_HAVE_CUPTI
@@ -505,6 +506,34 @@ TEST(ActivityCollector, OnlyOneAtATimeAndUnavailableWithoutAGpu) {
 TEST(ActivityCollector, ANewCollectorMayFollowADestroyedOne) {
   { activity_collector first; }
   EXPECT_NO_THROW({ activity_collector second; });
+}
+
+TEST(GpuWorkWatch, WatchesTheLaunchCopyFillAndPrefetchFamiliesOnly) {
+  for (const char* name :
+       {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaLaunchCooperativeKernel_v9000",
+        "cudaMemcpyAsync_v3020", "cudaMemcpy2DAsync_ptsz_v7000", "cudaMemsetAsync_v3020",
+        "cudaGraphLaunch_v10000", "cudaMemPrefetchAsync_v8000", "cuLaunchKernel",
+        "cuLaunchKernelEx", "cuMemcpyHtoDAsync_v2", "cuMemsetD32Async", "cuGraphLaunch",
+        "cuMemPrefetchAsync"})
+    EXPECT_TRUE(queues_gpu_work(name)) << name;
+  for (const char* name : {"cudaMalloc_v3020", "cudaFree_v3020", "cudaEventRecord_v3020",
+                           "cudaStreamSynchronize_v3020", "cudaGetDevice_v3020", "cuMemAlloc_v2",
+                           "cuCtxSynchronize", "cuStreamQuery", "cuGraphInstantiate", "", "cu"})
+    EXPECT_FALSE(queues_gpu_work(name)) << name;
+}
+
+TEST(GpuWorkWatch, WithoutAGpuOrCuptiNothingFiresAndStopIsSafe) {
+  if (kj::cuda::probe().available) GTEST_SKIP() << "a GPU is present: tests/gpu/cupti_test.cpp";
+  int fired = 0;
+  gpu_work_watch w([&](std::string_view) { ++fired; });
+  if (!cupti_built_in()) {
+    EXPECT_EQ(w.unavailable_reason(), "CUPTI not available in this build");
+  }
+  w.stop();
+  w.stop();
+  EXPECT_FALSE(w.active());
+  EXPECT_EQ(fired, 0);
+  EXPECT_TRUE(w.fired_by().empty());
 }
 
 }  // namespace
