@@ -9,17 +9,39 @@
 #include <kjudge/profile/cupti_activity.hpp>
 
 #if KJ_HAVE_CUPTI
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #endif
 
 namespace kj::profile {
 
 bool queues_gpu_work(std::string_view name) noexcept {
-  // Runtime names carry a version suffix ("cudaLaunchKernel_v7000"), driver names an API
-  // version ("cuMemcpyHtoDAsync_v2"): the families are prefixes of both.
-  static constexpr std::array<std::string_view, 10> families = {
-      "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch", "cudaMemPrefetch",
-      "cuLaunch",   "cuMemcpy",   "cuMemset",   "cuGraphLaunch",   "cuMemPrefetch"};
+  // CUPTI's names for its callback ids carry a version suffix ("cudaLaunchKernel_v7000",
+  // "cuMemcpyHtoDAsync_v2"): the families are prefixes. nvcc 13 compiles <<<>>> to a call of
+  // __cudaLaunchKernel.
+  static constexpr std::array<std::string_view, 23> families = {"cudaLaunch",
+                                                                "__cudaLaunch",
+                                                                "cudaMemcpy",
+                                                                "cudaMemset",
+                                                                "cudaGraphLaunch",
+                                                                "cudaGraphUpload",
+                                                                "cudaMemPrefetch",
+                                                                "cudaMemDiscardAndPrefetch",
+                                                                "cudaSignalExternalSemaphores",
+                                                                "cuLaunch",
+                                                                "cuMemcpy",
+                                                                "cuMemset",
+                                                                "cuGraphLaunch",
+                                                                "cuGraphUpload",
+                                                                "cuMemPrefetch",
+                                                                "cuMemDiscardAndPrefetch",
+                                                                "cuMemBatchDecompress",
+                                                                "cuStreamWriteValue",
+                                                                "cuStreamBatchMemOp",
+                                                                "cuSignalExternalSemaphores",
+                                                                "cuStreamWaitValue",
+                                                                "cudaStreamWaitValue",
+                                                                "cudaStreamWriteValue"};
   for (const auto family : families)
     if (name.substr(0, family.size()) == family) return true;
   return false;
@@ -34,11 +56,19 @@ std::string describe(CUptiResult r) {
   return fmt::format("{} ({})", text, static_cast<int>(r));
 }
 
-void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain /*domain*/,
-                          CUpti_CallbackId /*cbid*/, const void* data) {
+// The call stop() makes to detach CUPTI at its exit (gpu_work_watch::on_detach_call).
+constexpr CUpti_CallbackId detach_call = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+
+void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* data) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb == nullptr || cb->callbackSite != CUPTI_API_ENTER) return;
-  static_cast<gpu_work_watch*>(userdata)->on_call(cb->functionName);
+  if (cb == nullptr) return;
+  auto* watch = static_cast<gpu_work_watch*>(userdata);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == detach_call) {
+    if (cb->callbackSite == CUPTI_API_EXIT) watch->on_detach_call();
+    return;
+  }
+  if (cb->callbackSite == CUPTI_API_ENTER) watch->on_call(cb->functionName);
 }
 #endif
 
@@ -94,14 +124,21 @@ gpu_work_watch::~gpu_work_watch() {
 
 void gpu_work_watch::on_call(const char* api_name) {
   if (m_done.load(std::memory_order_acquire)) return;
-  const std::lock_guard lock(m_mutex);  // other threads' first calls wait for the handler
-  if (m_done.load(std::memory_order_relaxed)) return;
+  // Until the handler has returned, every other matching call waits here: the first call's
+  // handler may wait for something (the GPU's lock) that no GPU work may pass.
+  const std::lock_guard lock(m_mutex);
+  if (m_fired || m_done.load(std::memory_order_relaxed)) return;
+  m_fired = true;
   m_fired_by = api_name != nullptr ? api_name : "?";
-  m_done.store(true, std::memory_order_release);
   try {
     m_on_first(m_fired_by);
   } catch (...) {  // NOLINT(bugprone-empty-catch): nothing may leave a CUPTI callback
   }
+  m_done.store(true, std::memory_order_release);
+}
+
+void gpu_work_watch::on_detach_call() {
+  if (m_detach_pending.exchange(false)) m_detach_error = detach_cupti();
 }
 
 void gpu_work_watch::stop() {
@@ -110,11 +147,20 @@ void gpu_work_watch::stop() {
     m_done.store(true, std::memory_order_release);
   }
 #if KJ_HAVE_CUPTI
-  if (m_subscriber != nullptr) {
-    auto* sub = static_cast<CUpti_SubscriberHandle>(m_subscriber);
+  if (m_subscriber == nullptr) return;
+  auto* sub = static_cast<CUpti_SubscriberHandle>(m_subscriber);
+  m_subscriber = nullptr;
+  static_cast<void>(cuptiEnableAllDomains(0, sub));
+  // CUPTI is detached at the exit of a CUDA call (CUPTI's advice for cuptiFinalize: no call of
+  // this thread is then inside the driver); detaching removes the subscriber too.
+  m_detach_pending = true;
+  if (cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, detach_call) == CUPTI_SUCCESS) {
+    int device = 0;
+    static_cast<void>(cudaGetDevice(&device));
+  }
+  if (m_detach_pending.exchange(false)) {  // the call did not detach it: as it can, here
     static_cast<void>(cuptiEnableAllDomains(0, sub));
     static_cast<void>(cuptiUnsubscribe(sub));
-    m_subscriber = nullptr;
     m_detach_error = detach_cupti();
   }
 #endif

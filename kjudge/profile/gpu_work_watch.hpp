@@ -8,10 +8,10 @@
  *
  *  Built on CUPTI's callback API, which takes one subscriber a process: under Nsight Compute,
  *  Nsight Systems, compute-sanitizer or another CUPTI client the watch is unavailable and says
- *  why, as it is in a build without CUPTI. Only the API entry of the matching calls is enabled.
- *  The function runs on the calling thread, inside the CUDA call, before the call does anything;
- *  other threads' matching calls wait until it returns. It must not call CUDA or this watch, and
- *  what it throws is dropped (nothing may leave a CUPTI callback). */
+ *  why, as it is in a build without CUPTI. Only the matching calls' callbacks are enabled (their
+ *  exits are ignored). The function runs on the calling thread, inside the CUDA call, before the
+ *  call does anything; other threads' matching calls wait until it has returned. It must not call
+ * CUDA or this watch, and what it throws is dropped (nothing may leave a CUPTI callback). */
 
 #include <atomic>
 #include <functional>
@@ -21,9 +21,10 @@
 
 namespace kj::profile {
 
-/** Whether a CUDA runtime or driver API function of this name queues work on a device: the
- *  launch, copy, fill, graph-launch and prefetch families ("cudaLaunchKernel_v7000",
- *  "cuMemcpyHtoDAsync_v2", "cuGraphLaunch"); not allocation, events or queries. */
+/** Whether a CUDA runtime or driver API function of this name (CUPTI's name for its callback
+ *  id: "cudaLaunchKernel_v7000", "cuMemcpyHtoDAsync_v2") queues work on a device: the launch,
+ *  copy, fill, graph launch and upload, prefetch, stream memory-operation and external-semaphore
+ *  signal families; not allocation, events, queries or synchronisation. */
 [[nodiscard]] bool queues_gpu_work(std::string_view api_name) noexcept;
 
 class gpu_work_watch {
@@ -37,8 +38,9 @@ class gpu_work_watch {
   gpu_work_watch& operator=(const gpu_work_watch&) = delete;
 
   /** Stops watching (idempotent); waits for a handler that is running to return. Then detaches
-   *  CUPTI from the process (detach_cupti), since a subscriber that came and went leaves a cost
-   *  on every later CUDA call; detach_error() says when that failed. */
+   *  CUPTI from the process (detach_cupti, at the exit of a cudaGetDevice of this thread), since
+   *  a subscriber that came and went leaves a cost on every later CUDA call; detach_error()
+   *  says when that failed. */
   void stop();
   /** Why stop() could not detach CUPTI; empty when it did, or before stop(). */
   [[nodiscard]] const std::string& detach_error() const noexcept { return m_detach_error; }
@@ -49,16 +51,20 @@ class gpu_work_watch {
   /** The first matching call's name; empty while none came. */
   [[nodiscard]] std::string fired_by() const;
 
-  /** The callback's work (public for the C callback that CUPTI calls). */
+  /** The callback's work (public for the C callback that CUPTI calls): a matching call's entry;
+   *  the exit of stop()'s own call, where CUPTI is detached. */
   void on_call(const char* api_name);
+  void on_detach_call();
 
  private:
   handler m_on_first;
   std::string m_reason;
   std::string m_detach_error;
   mutable std::mutex m_mutex;       ///< held while the handler runs
-  std::atomic<bool> m_done{false};  ///< fired or stopped (set under m_mutex)
-  std::string m_fired_by;           ///< under m_mutex
+  std::atomic<bool> m_done{false};  ///< the handler returned, or stopped (set under m_mutex)
+  bool m_fired = false;             ///< under m_mutex
+  std::atomic<bool> m_detach_pending{false};
+  std::string m_fired_by;  ///< under m_mutex
   void* m_subscriber = nullptr;
 };
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -245,6 +246,31 @@ TEST(GpuWorkWatch, FiresOnceBeforeTheFirstLaunchFromAnyThreadAndNotAfterStop) {
   ASSERT_EQ(test::launch_spin(spin_ns, s.get()), cudaSuccess);
   ASSERT_TRUE(c.stop()) << c.unavailable_reason();
   EXPECT_EQ(c.records().kernels.size(), 1u);
+}
+
+TEST(GpuWorkWatch, AnotherThreadsGpuWorkWaitsForTheHandler) {
+  // The handler waits (as the worker's waits for the GPU's lock); a launch from another thread
+  // meanwhile must not pass it.
+  KJ_REQUIRE_GPU_AND_CUPTI();
+  cuda::stream first, second;
+  ASSERT_EQ(test::launch_spin(spin_ns, first.get()), cudaSuccess);  // the module loaded
+  first.synchronize();
+  std::atomic<bool> in_handler{false};
+  std::chrono::steady_clock::time_point handler_end;
+  gpu_work_watch w([&](std::string_view) {
+    in_handler = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    handler_end = std::chrono::steady_clock::now();
+  });
+  ASSERT_TRUE(w.unavailable_reason().empty()) << w.unavailable_reason();
+  std::thread t([&] { ASSERT_EQ(test::launch_spin(spin_ns, first.get()), cudaSuccess); });
+  while (!in_handler) std::this_thread::yield();
+  ASSERT_EQ(test::launch_spin(spin_ns, second.get()), cudaSuccess);
+  const auto launched = std::chrono::steady_clock::now();
+  t.join();
+  EXPECT_GE(launched, handler_end);
+  w.stop();
+  EXPECT_TRUE(w.detach_error().empty()) << w.detach_error();
 }
 
 }  // namespace

@@ -509,12 +509,27 @@ TEST(ActivityCollector, ANewCollectorMayFollowADestroyedOne) {
 }
 
 TEST(GpuWorkWatch, WatchesTheLaunchCopyFillAndPrefetchFamiliesOnly) {
-  for (const char* name :
-       {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaLaunchCooperativeKernel_v9000",
-        "cudaMemcpyAsync_v3020", "cudaMemcpy2DAsync_ptsz_v7000", "cudaMemsetAsync_v3020",
-        "cudaGraphLaunch_v10000", "cudaMemPrefetchAsync_v8000", "cuLaunchKernel",
-        "cuLaunchKernelEx", "cuMemcpyHtoDAsync_v2", "cuMemsetD32Async", "cuGraphLaunch",
-        "cuMemPrefetchAsync"})
+  for (const char* name : {"cudaLaunchKernel_v7000",
+                           "cudaLaunchKernelExC_v11060",
+                           "cudaLaunchCooperativeKernel_v9000",
+                           "cudaMemcpyAsync_v3020",
+                           "cudaMemcpy2DAsync_ptsz_v7000",
+                           "cudaMemsetAsync_v3020",
+                           "cudaGraphLaunch_v10000",
+                           "cudaMemPrefetchAsync_v8000",
+                           "cuLaunchKernel",
+                           "cuLaunchKernelEx",
+                           "cuMemcpyHtoDAsync_v2",
+                           "cuMemsetD32Async",
+                           "cuGraphLaunch",
+                           "cuMemPrefetchAsync",
+                           "__cudaLaunchKernel_v13000",
+                           "cudaGraphUpload_v11010",
+                           "cuGraphUpload",
+                           "cuStreamWriteValue32_v2",
+                           "cuStreamBatchMemOp_v2",
+                           "cuSignalExternalSemaphoresAsync",
+                           "cudaMemDiscardAndPrefetchBatchAsync_v13000"})
     EXPECT_TRUE(queues_gpu_work(name)) << name;
   for (const char* name : {"cudaMalloc_v3020", "cudaFree_v3020", "cudaEventRecord_v3020",
                            "cudaStreamSynchronize_v3020", "cudaGetDevice_v3020", "cuMemAlloc_v2",
