@@ -61,7 +61,7 @@ KJ_JSON_FIELDS(gpu_info, name, uuid, pci_bus_id, compute_capability, sm_count, m
 KJ_JSON_FIELDS(phase_time, name, start_s)
 KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last_phase, phases,
                output_tail, started_by, pool_refused, pool_not_started, pool_wait_s,
-               gpu_lock_wait_s)
+               gpu_lock_wait_s, gpu_lock_at)
 
 void to_json(nlohmann::json& j, const provenance& v) {
   j = nlohmann::json::object();

@@ -164,6 +164,11 @@ struct worker_info {
   /** Seconds the worker waited, on a GPU, for another evaluation's work on it (trials, timing)
    *  to end before its own (0: it did not wait; flag gpu_lock_not_held when it gave up). */
   double gpu_lock_wait_s = 0;
+  /** When the worker took (or began to wait for) the GPU's lock: "after the imports" (the
+   *  problem's and the candidate's module code did no GPU work), "at the first GPU work of the
+   *  candidate's import (cudaLaunchKernel)", or "after the imports (their GPU work was not
+   *  watched: ...)"; empty on the CPU, or when the worker ended before. */
+  std::string gpu_lock_at;
 };
 
 struct eval_result {

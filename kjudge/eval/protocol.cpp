@@ -23,6 +23,7 @@ event_writer::~event_writer() {
 void event_writer::send(const nlohmann::json& event) {
   std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line.push_back('\n');
+  const std::lock_guard lock(m_mutex);
   const char* p = line.data();
   std::size_t left = line.size();
   while (left > 0) {
@@ -101,7 +102,9 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
     if (auto it = e.find("timing_inputs"); it != e.end()) r.options["timing_inputs"] = *it;
     if (auto it = e.find("launches"); it != e.end()) r.launches = *it;
     if (auto it = e.find("gpu_lock"); it != e.end()) {  // sent once the wait is over
-      r.worker.gpu_lock_wait_s = it->at("waited_s").get<double>();
+      // Twice when the problem's import took the lock and let it go for the candidate's build.
+      r.worker.gpu_lock_wait_s += it->at("waited_s").get<double>();
+      r.worker.gpu_lock_at = it->value("at", std::string());
       state.gpu_lock_seen = true;
     }
     if (auto it = e.find("flag"); it != e.end()) {

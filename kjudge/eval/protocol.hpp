@@ -4,6 +4,7 @@
  *  crash reaches the orchestrator. The orchestrator folds the events into an eval_result. */
 
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,7 @@ class event_writer {
   event_writer(const event_writer&) = delete;
   event_writer& operator=(const event_writer&) = delete;
 
+  /** Thread-safe: a line is written whole. */
   void send(const nlohmann::json& event);
   /** Marks the start of a phase, with seconds since the writer was made (phase timings). */
   void phase(std::string_view name);
@@ -38,6 +40,7 @@ class event_writer {
  private:
   int m_fd = -1;
   std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+  std::mutex m_mutex;  ///< one line at a time (an import's GPU work may send from its thread)
 };
 
 /** State the orchestrator keeps while folding events. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -14,6 +15,7 @@
 #include <future>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -22,6 +24,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/result.hpp>
+#include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/device/specs.hpp>
@@ -29,6 +32,7 @@
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
 #include <kjudge/profile/forward_json.hpp>
+#include <kjudge/profile/gpu_work_watch.hpp>
 #include <kjudge/profile/invariants.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/python/bridge.hpp>
@@ -109,9 +113,20 @@ class pipeline {
  public:
   pipeline(const job& j, event_writer& events) : m_job(j), m_events(events) {}
 
-  /** Lets go of the GPU's lock and any mark of working without it, at once: on every way out,
-   *  before the worker's teardown (which ends the process without destroying this). */
+  /** Stops the imports' watch, then lets go of the GPU's lock and any mark of working without it:
+   *  on every way out, before the worker's teardown (which ends the process without destroying
+   *  this). */
   void release_gpu() noexcept {
+    try {
+      // No import's GPU work takes the lock after this (waits for a handler that is waiting).
+      if (m_watch) m_watch->stop();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the lock goes in any case
+    }
+    release_lock();
+  }
+
+  /** Lets go of the GPU's lock and any mark of working without it. */
+  void release_lock() noexcept {
     m_gpu_turn.release();
     m_outside.release();
   }
@@ -187,14 +202,19 @@ class pipeline {
     }
     m_events.send({{"provenance", prov}});
 
+    // The imports may build for minutes (load_inline, Triton) and take no lock for that; the
+    // first GPU work one does takes the GPU's lock before it runs (watch_imports).
+    if (gpu) watch_imports();
     m_events.phase("load_problem");
     m_session->load_problem(m_job.problem);
+    if (gpu) after_problem_import();
 
-    if (!load_candidate()) return;
+    const bool loaded = load_candidate();
+    stop_watch();
+    if (!loaded) return;
     // From the first model on, everything this worker does runs on the GPU: held until its
-    // timing ends (or the worker does). A native library is loaded under it too: its
-    // constructors may already launch work there (a Python candidate's import is not, since it
-    // may build for minutes: load_inline, Triton).
+    // timing ends (or the worker does), if an import's GPU work did not take it already. A
+    // native library is loaded under it too: its constructors may already launch work there.
     if (gpu) take_gpu_turn();
     if (m_native_library) {
       m_events.phase("load_native");
@@ -237,13 +257,18 @@ class pipeline {
     b.attempted = true;
     if (m_job.kind == candidate_kind::python) {
       m_events.phase("load_candidate");
+      m_import_step = import_step::candidate;
       m_candidate_ran = true;  // its import is candidate code, which may use the device
       b.tool = "python-import";
       try {
         b.build_s = m_session->load_candidate(m_job.candidate);
+        stop_watch();
+        // A wait for the GPU's lock at the import's first GPU work is no part of its build.
+        if (m_import_lock_wait_s > 0) b.build_s = std::max(0.0, b.build_s - m_import_lock_wait_s);
         b.ok = true;
       } catch (const kj::error& e) {
         if (e.kind() != error_kind::candidate) throw;
+        stop_watch();  // its flags before the final event
         b.log = e.message();
         m_events.send({{"build", b}});
         // The headline and the error's own last line ("SyntaxError: invalid syntax").
@@ -552,6 +577,69 @@ class pipeline {
     return true;
   }
 
+  /** Until stop_watch: the first call that queues work on the GPU, from the problem's or the
+   *  candidate's import (their module code), waits for the GPU's lock (take_gpu_turn) before it
+   *  runs, and the import goes on under it. An import that does not use the GPU (most, however
+   *  long they build) runs beside another evaluation's work there; the lock is then taken after
+   *  it. Without the watch (a build without CUPTI, or another CUPTI client: Nsight Compute, a
+   *  sanitizer), the lock is taken after the imports, as gpu_lock_at then says. */
+  void watch_imports() {
+    m_main_thread = std::this_thread::get_id();
+    m_watch_stopped = false;
+    m_watch.emplace([this](std::string_view api) {
+      // The import of the step the main thread is in; the call may come from a thread that
+      // module code started, which waits then while the main thread goes on.
+      const bool on_main = std::this_thread::get_id() == m_main_thread;
+      const import_step step = m_import_step.load();
+      m_gpu_lock_at =
+          fmt::format("{}at the first GPU work of the {}'s import ({}{})", m_gpu_lock_before,
+                      step == import_step::problem ? "problem" : "candidate", api,
+                      on_main ? "" : ", on a thread of its own");
+      try {
+        take_gpu_turn();
+      } catch (...) {
+        // Nothing may leave the CUDA call; without the lock, the main thread tries again later.
+        if (!m_gpu_turn.held()) m_gpu_lock_path.clear();
+        return;
+      }
+      if (!on_main) return;
+      if (step == import_step::candidate) m_import_lock_wait_s = m_gpu_turn.waited().count();
+      m_events.phase(step == import_step::problem ? "load_problem" : "load_candidate");
+    });
+    if (!m_watch->unavailable_reason().empty())
+      m_gpu_lock_at = m_gpu_lock_before + "after the imports (their GPU work was not watched: " +
+                      m_watch->unavailable_reason() + ")";
+  }
+
+  /** After the problem's import: a lock its GPU work took is let go (its work done) and the
+   *  candidate's import watched afresh, so that the candidate's build (nvcc, load_inline) does
+   *  not hold the GPU from other evaluations; a native candidate's build is not watched (nvcc
+   *  does no GPU work). */
+  void after_problem_import() {
+    stop_watch();
+    if (!m_gpu_lock_path.empty()) {
+      cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the problem's import");
+      release_lock();
+      m_gpu_lock_path.clear();
+      m_gpu_lock_before = m_gpu_lock_at + ", let go after it; then ";
+      m_gpu_lock_at = m_gpu_lock_before + "after the imports";
+    }
+    if (m_job.kind == candidate_kind::python) watch_imports();
+  }
+
+  /** Ends the watch (waiting for a wait for the lock that it began to end), and CUPTI with it. */
+  void stop_watch() {
+    if (!m_watch || m_watch_stopped) return;
+    m_watch_stopped = true;
+    m_watch->stop();
+    if (!m_watch->detach_error().empty())
+      m_events.flag("cupti_attached", "warning",
+                    "CUPTI, which watched the imports for GPU work, could not be detached from the "
+                    "worker: every CUDA call it makes from now on, timed ones included, may cost "
+                    "more (" +
+                        m_watch->detach_error() + ")");
+  }
+
   /** One evaluation at a time works on a GPU: waits (at most the job's limit) for any other
    *  evaluation's work on this GPU to end, and holds the GPU's lock (m_gpu_turn) until its
    *  timing has ended; without it after the wait, it marks itself as working outside it.
@@ -559,6 +647,8 @@ class pipeline {
    *  launching small kernels next to QuantVLA's evaluation read the reference 12.5% lower,
    *  docs/benchmarks.md), not only another evaluation's timing. */
   void take_gpu_turn() {
+    // Taken (or waited for) at an import's GPU work already.
+    if (m_gpu_turn.held() || !m_gpu_lock_path.empty()) return;
     m_events.phase("wait_gpu_lock");
     m_gpu_lock_path = runner::gpu_lock_path(m_device ? m_device->uuid : std::string());
     // At most a third of --timeout, and at most half of what is left of it, so that the trials
@@ -569,7 +659,8 @@ class pipeline {
           std::min(limit_s, std::max(0.0, (m_job.timeout_s - m_events.elapsed().count()) / 2));
     m_gpu_turn = runner::file_lock::acquire(
         m_gpu_lock_path, std::chrono::milliseconds(std::llround(limit_s * 1000)));
-    m_events.send({{"gpu_lock", {{"waited_s", m_gpu_turn.waited().count()}}}});
+    m_events.send(
+        {{"gpu_lock", {{"waited_s", m_gpu_turn.waited().count()}, {"at", m_gpu_lock_at}}}});
     if (m_gpu_turn.held()) return;
     m_gpu_lock_error = m_gpu_turn.error();
     // So that the evaluation holding the lock can tell that this one works alongside it.
@@ -952,6 +1043,17 @@ class pipeline {
   bool m_gpu_shared_flagged = false;
   /// Programs other than kjudge on the GPU (look_for_other_programs).
   runner::neighbour_watch m_neighbours;
+  /// Where the GPU's lock was taken (the gpu_lock event's "at").
+  std::string m_gpu_lock_at = "after the imports";
+  /// What the problem's import did with the lock, when it took it and let it go.
+  std::string m_gpu_lock_before;
+  double m_import_lock_wait_s = 0;  ///< of the candidate's import: taken off its build time
+  enum class import_step { problem, candidate };
+  std::atomic<import_step> m_import_step{import_step::problem};  ///< read by the watch's handler
+  std::thread::id m_main_thread;
+  /// The imports' first GPU work (watch_imports); last, so that it goes first.
+  std::optional<profile::gpu_work_watch> m_watch;
+  bool m_watch_stopped = false;
 };
 
 }  // namespace

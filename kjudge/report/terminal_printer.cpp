@@ -455,8 +455,10 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
   if (!r.worker.pool_not_started.empty())
     how += "; no worker pool started: " + r.worker.pool_not_started;
   if (r.worker.gpu_lock_wait_s > 0)
-    how += fmt::format("; {:.2f} s waiting for another evaluation's work on the GPU",
-                       r.worker.gpu_lock_wait_s);
+    how += fmt::format(
+        "; {:.2f} s waiting for another evaluation's work on the GPU{}", r.worker.gpu_lock_wait_s,
+        r.worker.gpu_lock_at.starts_with("at the first GPU work") ? " " + r.worker.gpu_lock_at
+                                                                  : std::string());
   if (r.runs.is_array() && r.runs.size() > 1) {
     // --processes: each process's own wall clock; the worker's details are the first's.
     std::string each;

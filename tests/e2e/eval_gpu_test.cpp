@@ -270,21 +270,76 @@ TEST_F(EvalGpu, EvaluationsTakeTurnsTimingOnOneGpu) {
   EXPECT_GT(waited, 0.5) << one.result["worker"].dump() << second.result["worker"].dump();
 }
 
+/** A lock folder of this test's own (KJUDGE_LOCK_DIR) while it lives: the GPU's lock taken here
+ *  is no other test's. */
+struct private_lock_dir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("kj-gpu-lock-test-" + std::to_string(::getpid()));
+  private_lock_dir() {
+    std::filesystem::create_directories(path);
+    ::setenv("KJUDGE_LOCK_DIR", path.c_str(), 1);
+  }
+  ~private_lock_dir() {
+    ::unsetenv("KJUDGE_LOCK_DIR");
+    std::filesystem::remove_all(path);
+  }
+  private_lock_dir(const private_lock_dir&) = delete;
+  private_lock_dir& operator=(const private_lock_dir&) = delete;
+};
+
+TEST_F(EvalGpu, AnImportsFirstGpuWorkWaitsForTheGpusLock) {
+  // The GPU's lock held here for 15 s: a candidate whose import launches a kernel waits for it at
+  // that launch, inside its import (and the wait is not its build time); one whose import does
+  // no GPU work imports at once and waits after it.
+  const private_lock_dir dir;
+  const auto uuid = cuda::query_device(0).uuid;
+  for (const char* candidate :
+       {"examples/faulty/gpu_work_at_import.py", "examples/softmax/naive.py"}) {
+    SCOPED_TRACE(candidate);
+    auto lock = runner::file_lock::acquire(runner::gpu_lock_path(uuid), std::chrono::seconds(1));
+    ASSERT_TRUE(lock.held()) << lock.error();
+    std::thread holder([&lock] {
+      // Well past the worker's start and torch's import (5-6 s from the command's start on the
+      // H200), within the worker's wait (a third of --timeout).
+      std::this_thread::sleep_for(std::chrono::seconds(15));
+      lock.release();
+    });
+    const auto r = run_eval("problems/level1/softmax.py", candidate, {"--timeout", "90"});
+    holder.join();
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto& w = r.result["worker"];
+    EXPECT_FALSE(has_flag(r.result, "gpu_lock_not_held")) << r.result["flags"];
+    EXPECT_GE(w["gpu_lock_wait_s"].get<double>(), 1.0) << w.dump();
+    const std::string at = w["gpu_lock_at"].get<std::string>();
+    std::vector<std::string> phases;
+    for (const auto& p : w["phases"]) phases.push_back(p["name"].get<std::string>());
+    const auto index = [&](const std::string& name) {
+      const auto found = std::find(phases.begin(), phases.end(), name);
+      EXPECT_NE(found, phases.end()) << name << " " << w["phases"];
+      return found - phases.begin();
+    };
+    if (std::string(candidate).find("at_import") != std::string::npos) {
+      EXPECT_TRUE(at.starts_with("at the first GPU work of the candidate's import (")) << at;
+      EXPECT_TRUE(at.find("Launch") != std::string::npos || at.find("Memset") != std::string::npos)
+          << at;
+      // load_candidate, the wait inside it, then load_candidate again.
+      EXPECT_LT(index("load_candidate"), index("wait_gpu_lock")) << w["phases"];
+      EXPECT_LT(r.result["build"]["build_s"].get<double>(), w["gpu_lock_wait_s"].get<double>())
+          << r.result["build"].dump();
+      EXPECT_NE(r.output.find("waiting for another evaluation's work on the GPU at the first"),
+                std::string::npos)
+          << r.output;
+    } else {
+      EXPECT_EQ(at, "after the imports");
+      EXPECT_GT(index("wait_gpu_lock"), index("load_candidate")) << w["phases"];
+    }
+  }
+}
+
 TEST_F(EvalGpu, AGpuHeldTooLongIsTimedAnywayAndFlagged) {
   // The GPU's lock held here past the evaluation's wait (a third of --timeout): it goes on
   // without it and says so.
-  struct lock_dir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("kj-gpu-lock-test-" + std::to_string(::getpid()));
-    lock_dir() {
-      std::filesystem::create_directories(path);
-      ::setenv("KJUDGE_LOCK_DIR", path.c_str(), 1);
-    }
-    ~lock_dir() {
-      ::unsetenv("KJUDGE_LOCK_DIR");
-      std::filesystem::remove_all(path);
-    }
-  } dir;
+  const private_lock_dir dir;
   const auto lock = runner::file_lock::acquire(runner::gpu_lock_path(cuda::query_device(0).uuid),
                                                std::chrono::seconds(1));
   ASSERT_TRUE(lock.held()) << lock.error();
