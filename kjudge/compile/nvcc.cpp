@@ -110,12 +110,17 @@ constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_
   return command;
 }
 
-/** The command that builds the request's source into `dir`/candidate.so. */
+/** The list of the files the build itself included, which nvcc writes as it compiles. */
+constexpr const char* k_build_depfile = "deps.d";
+
+/** The command that builds the request's source into `dir`/candidate.so, listing the files it
+ *  includes in `dir`/deps.d as it goes. */
 [[nodiscard]] std::vector<std::string> make_command(const fs::path& nvcc,
                                                     const nvcc_request& request,
                                                     const fs::path& dir) {
   std::vector<std::string> command = shared_args(nvcc, request);
   command.push_back(request.source.string());
+  command.insert(command.end(), {"-MD", "-MF", (dir / k_build_depfile).string()});
   command.push_back("-o");
   command.push_back((dir / "candidate.so").string());
   return command;
@@ -302,6 +307,26 @@ struct dependency {
   }
   if (out.empty()) why = "nvcc -M listed no files";
   return out;
+}
+
+/** Whether the build included the files the scan listed, in its order (a header that appeared
+ *  in an earlier search folder, or went, while nvcc ran makes another list); `why` when not. */
+[[nodiscard]] bool built_from_scanned(const fs::path& depfile, const std::vector<dependency>& deps,
+                                      const context& ctx, std::string& why) {
+  std::string text;
+  const bool read = read_file(depfile, text, why);
+  std::error_code ec;
+  fs::remove(depfile, ec);  // build.json keeps the list
+  if (!read) {
+    why = "nvcc wrote no list of the files the build included: " + why;
+    return false;
+  }
+  const std::vector<std::string> names = parse_depfile(text);
+  bool same = names.size() == deps.size();
+  for (std::size_t i = 0; same && i < names.size(); ++i)
+    same = ctx.resolve(names[i]).string() == deps[i].path;
+  if (!same) why = "the files it included were not those listed before it (one appeared or went)";
+  return same;
 }
 
 /** True when every file still has the bytes it had at the scan. */
@@ -601,14 +626,18 @@ build_result build_native(const nvcc_request& request) {
   out.ok = true;
   out.failure = build_failure::none;
   out.library = work / "candidate.so";
-  // Published only when the files it included were scanned and did not change while nvcc ran
-  // (an edit during the build would file a library of the old bytes under the new ones). An
+  // Published only when the files it included were scanned, are the files the build itself
+  // included, and did not change while nvcc ran (an edit, or a header that appeared earlier in
+  // the search, during the build would file a library of other bytes under the scanned ones). An
   // unpublished build serves this evaluation from its own folder, which the next build of this
   // key on this host removes once this process has ended.
-  if (variant.empty() || !unchanged(deps)) {
-    out.log += fmt::format("[kjudge: this build was not cached: {}]\n",
-                           variant.empty() ? "its includes could not be listed (" + scan_error + ")"
-                                           : std::string("an included file changed during it"));
+  std::string not_cached;
+  if (variant.empty())
+    not_cached = "its includes could not be listed (" + scan_error + ")";
+  else if (built_from_scanned(work / k_build_depfile, deps, ctx, not_cached) && !unchanged(deps))
+    not_cached = "an included file changed during it";
+  if (!not_cached.empty()) {
+    out.log += fmt::format("[kjudge: this build was not cached: {}]\n", not_cached);
     return out;
   }
   const fs::path final_dir = entry / variant;

@@ -352,6 +352,63 @@ extern "C" int kj_test_answer() { return KJ_TILE; }
   EXPECT_EQ(gone.failure, kj::compile::build_failure::rejected);
 }
 
+TEST_F(nvcc_test, a_header_that_appears_during_the_build_is_not_filed_under_the_scanned_ones) {
+  require_nvcc();
+  // The scan finds "tile config.cuh" in the -I folder; while nvcc builds, one appears next to
+  // the source, which the build then includes first. That library must not be filed under the
+  // scanned headers' bytes: once the neighbour has gone again, a build must not be served it.
+  constexpr const char* source_text = R"(#include <kjudge/candidate.h>
+#include "tile config.cuh"
+extern "C" int kj_test_answer() { return KJ_TILE; }
+)";
+  write("inc/tile config.cuh", "#define KJ_TILE 301\n");
+  const auto source = write("src/fused.cu", source_text);
+  write("neighbour.cuh", "#define KJ_TILE 302\n");
+  // nvcc, but a build (-MD) while the marker exists first puts the neighbour in place.
+  const auto wrapper = write("nvcc-wrapper.sh",
+                             "#!/bin/sh\n"
+                             "for a in \"$@\"; do\n"
+                             "  if [ \"$a\" = -MD ] && [ -f '" +
+                                 (m_dir / "appear").string() + "' ]; then\n    cp '" +
+                                 (m_dir / "neighbour.cuh").string() + "' '" +
+                                 (m_dir / "src/tile config.cuh").string() + "'\n    rm '" +
+                                 (m_dir / "appear").string() +
+                                 "'\n  fi\n"
+                                 "done\n"
+                                 "exec '" +
+                                 kj::compile::find_nvcc().string() + "' \"$@\"\n",
+                             true);
+  auto req = request(source);
+  req.nvcc = wrapper;
+  req.extra_flags = {"-I" + (m_dir / "inc").string()};
+  const auto answer = [](const fs::path& library) {
+    void* handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(handle, nullptr) << ::dlerror();
+    if (handle == nullptr) return -1;
+    const int value = reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))();
+    ::dlclose(handle);
+    return value;
+  };
+  write("appear", "");
+  const build_result during = build_native(req);
+  ASSERT_TRUE(during.ok) << during.error << "\n" << during.log;
+  EXPECT_FALSE(fs::exists(m_dir / "appear"));
+  EXPECT_EQ(answer(during.library), 302);  // the build took the neighbour
+  EXPECT_NE(during.log.find("not cached: the files it included were not those listed"),
+            std::string::npos)
+      << during.log;
+
+  fs::remove(m_dir / "src/tile config.cuh");
+  const build_result after = build_native(req);
+  ASSERT_TRUE(after.ok) << after.error << "\n" << after.log;
+  EXPECT_FALSE(after.cached);
+  EXPECT_EQ(answer(after.library), 301);
+  // This one was built from the scanned files: filed, and served next time.
+  const build_result hit = build_native(req);
+  EXPECT_TRUE(hit.cached);
+  EXPECT_EQ(hit.library, after.library);
+}
+
 TEST_F(nvcc_test, build_environment_is_in_the_key) {
   require_nvcc();
   const auto source = write("a.cu", "#error stop\n");
