@@ -325,7 +325,11 @@ int run_eval(const eval_args& a) {
   check_utf8("the candidate's path", a.candidate);
   check_utf8("--python", a.python);
   check_utf8("--cache-dir", a.cache_dir);
-  for (const auto& flag : a.nvcc_flags) check_utf8("--nvcc-flag", flag);
+  for (const auto& flag : a.nvcc_flags) {
+    check_utf8("--nvcc-flag", flag);
+    if (std::string why = compile::refused_flag(flag); !why.empty())
+      KJ_THROW(error_kind::usage, "--nvcc-flag {}", why);
+  }
   if (!a.profile && a.profile_options_given)
     KJ_THROW(error_kind::usage,
              "--baseline, --summary, --no-counters, --ncu and --ncu-cache-control apply to a "

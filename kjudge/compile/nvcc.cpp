@@ -120,7 +120,9 @@ constexpr const char* k_build_depfile = "deps.d";
                                                     const fs::path& dir) {
   std::vector<std::string> command = shared_args(nvcc, request);
   command.push_back(request.source.string());
-  command.insert(command.end(), {"-MD", "-MF", (dir / k_build_depfile).string()});
+  // One target name for both lists (nvcc would name the rule after -o's path or the source's
+  // base name, which a space splits into more words).
+  command.insert(command.end(), {"-MD", "-MF", (dir / k_build_depfile).string(), "-MT", "kjudge"});
   command.push_back("-o");
   command.push_back((dir / "candidate.so").string());
   return command;
@@ -283,7 +285,8 @@ struct dependency {
   const fs::path depfile =
       fs::temp_directory_path(ec) / fmt::format("kjudge-deps-{}.d", kj::unique_temp_suffix());
   std::vector<std::string> argv = shared_args(ctx.nvcc, request);
-  argv.insert(argv.end(), {"-M", "-MF", depfile.string(), request.source.string()});
+  argv.insert(argv.end(),
+              {"-M", "-MF", depfile.string(), "-MT", "kjudge", request.source.string()});
   const runner::process_result r = run(ctx.spawn(std::move(argv), request.timeout, 64 * 1024));
   std::string text;
   if (!r.ok()) {
@@ -365,7 +368,9 @@ struct dependency {
   if (!write_file_atomic(dir, "canary.cu", "extern \"C\" int kj_canary() { return 0; }\n", why))
     return false;
   std::vector<std::string> argv = shared_args(ctx.nvcc, request);
-  argv.insert(argv.end(), {source.string(), "-o", (dir / "canary.so").string()});
+  // The build's shape, its dependency list included (a flag that refuses -MD fails here too).
+  argv.insert(argv.end(), {source.string(), "-MD", "-MF", (dir / "canary.d").string(), "-MT",
+                           "kjudge", "-o", (dir / "canary.so").string()});
   const runner::process_result r = run(ctx.spawn(
       std::move(argv), std::min(request.timeout, std::chrono::milliseconds(120'000)), 64 * 1024));
   if (!r.ok()) why = fmt::format("{}\n{}", r.describe(), r.output_tail);
@@ -496,6 +501,30 @@ fs::path find_nvcc() {
   return {};
 }
 
+std::string refused_flag(std::string_view flag) {
+  // nvcc's dependency options: -M, -MM, -MD, -MMD, -MF, -MT, -MP (alone, or with their value
+  // after '=' or joined), and their long names.
+  static constexpr std::array<std::string_view, 7> long_names = {
+      "--generate-dependencies",
+      "--generate-nonsystem-dependencies",
+      "--generate-dependencies-with-compile",
+      "--generate-nonsystem-dependencies-with-compile",
+      "--dependency-output",
+      "--dependency-target-name",
+      "--generate-dependency-targets"};
+  const std::string_view name = flag.substr(0, flag.find('='));
+  const bool dependency = (flag.size() >= 2 && flag.substr(0, 2) == "-M") ||
+                          std::find(long_names.begin(), long_names.end(), name) != long_names.end();
+  if (dependency)
+    return fmt::format(
+        "{}: kjudge lists the files a build includes itself (the cache compares "
+        "its scan with the build's own list); dependency flags are not taken",
+        flag);
+  if (name == "-E" || name == "--preprocess")
+    return fmt::format("{}: preprocessing alone builds no library", flag);
+  return {};
+}
+
 std::string nvcc_version(const fs::path& nvcc) {
   std::string why;
   return query_version(nvcc, why);
@@ -537,6 +566,11 @@ build_result build_native(const nvcc_request& request) {
                             request.arch);
     return out;
   }
+  for (const auto& flag : request.extra_flags)
+    if (std::string why = refused_flag(flag); !why.empty()) {
+      out.error = "nvcc flag refused: " + why;
+      return out;
+    }
   std::string source;
   std::string why;
   if (!read_file(request.source, source, why)) {

@@ -57,13 +57,20 @@ struct build_result {
  *  Empty when none is found. */
 [[nodiscard]] std::filesystem::path find_nvcc();
 
+/** Why kjudge refuses `flag` among the extra nvcc flags (--nvcc-flag), or empty: the dependency
+ *  listing (-M, -MM, -MD, -MMD, -MF, -MT, -MP and their long forms) and preprocessing alone (-E)
+ *  are kjudge's own (its cache compares the list its scan makes with the one the build makes;
+ *  neither builds a library). */
+[[nodiscard]] std::string refused_flag(std::string_view flag);
+
 /** Release string of an nvcc binary ("13.0.88"); cached per path for the process. */
 [[nodiscard]] std::string nvcc_version(const std::filesystem::path& nvcc);
 
 /** Builds (or finds in the cache) the candidate library. Every call first lists the files the
  *  source includes as nvcc resolves them (`nvcc -M` with the same flags and environment) and
  *  hashes them; the build under the key made from those same bytes, in that order, serves. A
- *  build is filed under them only when they did not change while nvcc ran. Concurrent builds of
+ *  build is filed under them only when the list nvcc makes as it builds (`-MD`) is the same and
+ *  the files did not change while nvcc ran. Concurrent builds of
  *  the same key are safe: each builds in a folder of its own and renames it into place. A
  *  failure is a value (ok = false, failure says whose, log = the compiler's output), not an
  *  exception. */

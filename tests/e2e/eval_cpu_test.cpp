@@ -857,6 +857,12 @@ TEST(EvalCpu, UsageErrors) {
     EXPECT_EQ(refused.exit_code, 2) << bad[0] << " " << bad[1] << ": " << refused.output;
     EXPECT_NE(refused.output.find(bad[0]), std::string::npos) << refused.output;
   }
+  // nvcc's dependency flags are kjudge's own (its build cache compares two such lists).
+  for (const char* flag : {"--nvcc-flag=-MMD", "--nvcc-flag=-E"}) {
+    const auto refused = run_raw({"eval", problem, candidate, "--device", "cpu", flag});
+    EXPECT_EQ(refused.exit_code, 2) << flag << ": " << refused.output;
+    EXPECT_NE(refused.output.find("--nvcc-flag -"), std::string::npos) << refused.output;
+  }
   // Paths go to the worker as JSON: one that is not UTF-8 is refused (it was an internal error).
   const auto latin1 = std::filesystem::temp_directory_path() /
                       ("kjudge_caf\xe9_" + std::to_string(::getpid()) + ".py");

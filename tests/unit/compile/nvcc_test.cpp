@@ -409,6 +409,37 @@ extern "C" int kj_test_answer() { return KJ_TILE; }
   EXPECT_EQ(hit.library, after.library);
 }
 
+TEST_F(nvcc_test, spaces_in_the_source_and_cache_paths_still_cache) {
+  require_nvcc();
+  // nvcc names a dependency rule after -o's path or the source's base name, unescaped: a space
+  // there had made the build's own list differ from the scan's, and nothing was cached.
+  const auto source = write("sp ace/my kernel.cu", k_valid_source);
+  auto req = request(source);
+  req.cache_dir = m_dir / "cache dir";
+  const build_result first = build_native(req);
+  ASSERT_TRUE(first.ok) << first.error << "\n" << first.log;
+  EXPECT_EQ(first.log.find("not cached"), std::string::npos) << first.log;
+  const build_result second = build_native(req);
+  EXPECT_TRUE(second.cached) << second.log;
+  EXPECT_EQ(second.library, first.library);
+}
+
+TEST_F(nvcc_test, dependency_and_preprocessing_flags_are_refused) {
+  for (const char* flag : {"-M", "-MM", "-MD", "-MMD", "-MF", "-MFdeps.d", "-MT=x", "-MP",
+                           "--generate-nonsystem-dependencies-with-compile",
+                           "--dependency-output=deps.d", "-E", "--preprocess"})
+    EXPECT_FALSE(kj::compile::refused_flag(flag).empty()) << flag;
+  for (const char* flag : {"-O2", "-maxrregcount=32", "--use_fast_math", "-lineinfo", "-DMODE=1",
+                           "-Xptxas=-v", "-Ifoo", "--expt-relaxed-constexpr"})
+    EXPECT_TRUE(kj::compile::refused_flag(flag).empty()) << flag;
+  const auto source = write("fine.cu", k_valid_source);
+  auto req = request(source);
+  req.extra_flags = {"-MMD"};
+  const build_result r = build_native(req);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("-MMD"), std::string::npos) << r.error;
+}
+
 TEST_F(nvcc_test, build_environment_is_in_the_key) {
   require_nvcc();
   const auto source = write("a.cu", "#error stop\n");
