@@ -92,6 +92,16 @@ constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_
           "-gencode", fmt::format("arch=compute_{0},code=sm_{0}", arch)};
 }
 
+/** The probe kjudge calls after kj_forward to read the candidate's own CUDA runtime's last error
+ *  (include/kjudge/detail/launch_probe.h), included into every build; empty where it is missing
+ *  (then there is no probe). */
+[[nodiscard]] fs::path launch_probe(const nvcc_request& request) {
+  if (request.include_dir.empty()) return {};
+  fs::path probe = request.include_dir / "kjudge" / "detail" / "launch_probe.h";
+  std::error_code ec;
+  return fs::is_regular_file(probe, ec) ? probe : fs::path();
+}
+
 /** kjudge's flags, the include folder and the extra flags: what every nvcc run of a request
  *  shares (the build, the dependency scan, the canary). */
 [[nodiscard]] std::vector<std::string> shared_args(const fs::path& nvcc,
@@ -100,11 +110,8 @@ constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_
   for (auto& flag : base_flags(request.arch)) command.push_back(std::move(flag));
   if (!request.include_dir.empty()) {
     command.push_back("-I" + request.include_dir.string());
-    // The probe kjudge calls after kj_forward to read the candidate's own CUDA runtime's last
-    // error (include/kjudge/detail/launch_probe.h); where it is missing, there is no probe.
-    const fs::path probe = request.include_dir / "kjudge" / "detail" / "launch_probe.h";
-    std::error_code ec;
-    if (fs::is_regular_file(probe, ec)) command.insert(command.end(), {"-include", probe.string()});
+    if (const fs::path probe = launch_probe(request); !probe.empty())
+      command.insert(command.end(), {"-include", probe.string()});
   }
   command.insert(command.end(), request.extra_flags.begin(), request.extra_flags.end());
   return command;
@@ -309,6 +316,21 @@ struct dependency {
     out.push_back(std::move(d));
   }
   if (out.empty()) why = "nvcc -M listed no files";
+  // Every build includes the launch probe: a list without it is not what the build reads (the
+  // host compiler told to drop its line markers, -Xcompiler -P, lists the source alone).
+  if (const fs::path probe = launch_probe(request); !out.empty() && !probe.empty()) {
+    const bool listed = std::any_of(out.begin(), out.end(), [&](const dependency& d) {
+      std::error_code same_ec;
+      return fs::equivalent(d.path, probe, same_ec);
+    });
+    if (!listed) {
+      why = fmt::format(
+          "nvcc -M listed {} file(s), without the launch probe every build includes "
+          "(do the flags turn the preprocessor's line markers off?)",
+          out.size());
+      return {};
+    }
+  }
   return out;
 }
 

@@ -424,6 +424,33 @@ TEST_F(nvcc_test, spaces_in_the_source_and_cache_paths_still_cache) {
   EXPECT_EQ(second.library, first.library);
 }
 
+TEST_F(nvcc_test, a_list_without_the_line_markers_is_not_trusted) {
+  require_nvcc();
+  // The host compiler without line markers (-Xcompiler -P) makes nvcc -M list the source alone:
+  // such a build is not cached, so an edited header is built anew (it had been served the old
+  // library).
+  constexpr const char* source_text = R"(#include <kjudge/candidate.h>
+#include "tile.cuh"
+extern "C" int kj_test_answer() { return KJ_TILE; }
+)";
+  const auto source = write("p/fused.cu", source_text);
+  write("p/tile.cuh", "#define KJ_TILE 401\n");
+  auto req = request(source);
+  req.extra_flags = {"-Xcompiler", "-P"};
+  const build_result first = build_native(req);
+  ASSERT_TRUE(first.ok) << first.error << "\n" << first.log;
+  EXPECT_NE(first.log.find("not cached: its includes could not be listed"), std::string::npos)
+      << first.log;
+  write("p/tile.cuh", "#define KJ_TILE 402\n");
+  const build_result edited = build_native(req);
+  ASSERT_TRUE(edited.ok) << edited.error;
+  EXPECT_FALSE(edited.cached);
+  void* handle = ::dlopen(edited.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))(), 402);
+  ::dlclose(handle);
+}
+
 TEST_F(nvcc_test, dependency_and_preprocessing_flags_are_refused) {
   for (const char* flag : {"-M", "-MM", "-MD", "-MMD", "-MF", "-MFdeps.d", "-MT=x", "-MP",
                            "--generate-nonsystem-dependencies-with-compile",
