@@ -544,7 +544,11 @@ TEST(GpuWorkWatch, WithoutAGpuOrCuptiNothingFiresAndStopIsSafe) {
   if (!cupti_built_in()) {
     EXPECT_EQ(w.unavailable_reason(), "CUPTI not available in this build");
   }
+  // Watching exactly when it could start (without a driver, CUPTI refuses the subscriber:
+  // "cuptiSubscribe failed: CUPTI_ERROR_UNKNOWN (999)" on the CI machines).
+  EXPECT_EQ(w.active(), w.unavailable_reason().empty()) << w.unavailable_reason();
   w.stop();
+  EXPECT_TRUE(w.detach_error().empty() || w.unavailable_reason().empty()) << w.detach_error();
   w.stop();
   EXPECT_FALSE(w.active());
   EXPECT_EQ(fired, 0);
