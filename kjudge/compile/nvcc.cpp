@@ -117,22 +117,37 @@ constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_
   return command;
 }
 
-/** The list of the files the build itself included, which nvcc writes as it compiles. */
-constexpr const char* k_build_depfile = "deps.d";
+/** The list of the files the build itself included, which nvcc writes as it compiles
+ *  (build_command's for "candidate"). */
+constexpr const char* k_build_depfile = "candidate.d";
 
-/** The command that builds the request's source into `dir`/candidate.so, listing the files it
- *  includes in `dir`/deps.d as it goes. */
+/** nvcc's options that write the files a run includes to `depfile` (`option`: "-M" alone, "-MD"
+ *  as it compiles), the rule named "kjudge" in both (nvcc would name it after -o's path or the
+ *  source's base name, unescaped, which a space splits into more words). */
+[[nodiscard]] std::vector<std::string> depfile_args(const char* option, const fs::path& depfile) {
+  return {option, "-MF", depfile.string(), "-MT", "kjudge"};
+}
+
+/** The command that builds `source` into `dir`/`name`.so, listing the files it includes in
+ *  `dir`/`name`.d as it goes (the build's, and the canary's in the same shape). */
+[[nodiscard]] std::vector<std::string> build_command(const fs::path& nvcc,
+                                                     const nvcc_request& request,
+                                                     const fs::path& source, const fs::path& dir,
+                                                     const std::string& name) {
+  std::vector<std::string> command = shared_args(nvcc, request);
+  command.push_back(source.string());
+  for (auto& arg : depfile_args("-MD", dir / (name + ".d"))) command.push_back(std::move(arg));
+  command.push_back("-o");
+  command.push_back((dir / (name + ".so")).string());
+  return command;
+}
+
+/** The command that builds the request's source into `dir`/candidate.so (its list in
+ *  `dir`/candidate.d). */
 [[nodiscard]] std::vector<std::string> make_command(const fs::path& nvcc,
                                                     const nvcc_request& request,
                                                     const fs::path& dir) {
-  std::vector<std::string> command = shared_args(nvcc, request);
-  command.push_back(request.source.string());
-  // One target name for both lists (nvcc would name the rule after -o's path or the source's
-  // base name, which a space splits into more words).
-  command.insert(command.end(), {"-MD", "-MF", (dir / k_build_depfile).string(), "-MT", "kjudge"});
-  command.push_back("-o");
-  command.push_back((dir / "candidate.so").string());
-  return command;
+  return build_command(nvcc, request, request.source, dir, "candidate");
 }
 
 /** One field of the key, length-prefixed so that no two field lists hash the same bytes. */
@@ -292,8 +307,8 @@ struct dependency {
   const fs::path depfile =
       fs::temp_directory_path(ec) / fmt::format("kjudge-deps-{}.d", kj::unique_temp_suffix());
   std::vector<std::string> argv = shared_args(ctx.nvcc, request);
-  argv.insert(argv.end(),
-              {"-M", "-MF", depfile.string(), "-MT", "kjudge", request.source.string()});
+  for (auto& arg : depfile_args("-M", depfile)) argv.push_back(std::move(arg));
+  argv.push_back(request.source.string());
   const runner::process_result r = run(ctx.spawn(std::move(argv), request.timeout, 64 * 1024));
   std::string text;
   if (!r.ok()) {
@@ -389,12 +404,10 @@ struct dependency {
   const fs::path source = dir / "canary.cu";
   if (!write_file_atomic(dir, "canary.cu", "extern \"C\" int kj_canary() { return 0; }\n", why))
     return false;
-  std::vector<std::string> argv = shared_args(ctx.nvcc, request);
   // The build's shape, its dependency list included (a flag that refuses -MD fails here too).
-  argv.insert(argv.end(), {source.string(), "-MD", "-MF", (dir / "canary.d").string(), "-MT",
-                           "kjudge", "-o", (dir / "canary.so").string()});
-  const runner::process_result r = run(ctx.spawn(
-      std::move(argv), std::min(request.timeout, std::chrono::milliseconds(120'000)), 64 * 1024));
+  const runner::process_result r =
+      run(ctx.spawn(build_command(ctx.nvcc, request, source, dir, "canary"),
+                    std::min(request.timeout, std::chrono::milliseconds(120'000)), 64 * 1024));
   if (!r.ok()) why = fmt::format("{}\n{}", r.describe(), r.output_tail);
   return r.ok();
 }

@@ -209,9 +209,7 @@ class pipeline {
     m_session->load_problem(m_job.problem);
     if (gpu) after_problem_import();
 
-    const bool loaded = load_candidate();
-    stop_watch();
-    if (!loaded) return;
+    if (!load_candidate()) return;  // it stops the watch
     // From the first model on, everything this worker does runs on the GPU: held until its
     // timing ends (or the worker does), if an import's GPU work did not take it already. A
     // native library is loaded under it too: its constructors may already launch work there.
@@ -585,7 +583,6 @@ class pipeline {
    *  sanitizer), the lock is taken after the imports, as gpu_lock_at then says. */
   void watch_imports() {
     m_main_thread = std::this_thread::get_id();
-    m_watch_stopped = false;
     m_watch.emplace([this](std::string_view api) {
       // The import of the step the main thread is in; the call may come from a thread that
       // module code started, which waits then while the main thread goes on.
@@ -629,10 +626,7 @@ class pipeline {
 
   /** Ends the watch (waiting for a wait for the lock that it began to end), and CUPTI with it. */
   void stop_watch() {
-    if (!m_watch || m_watch_stopped) return;
-    m_watch_stopped = true;
-    m_watch->stop();
-    if (!m_watch->detach_error().empty())
+    if (m_watch && m_watch->stop() && !m_watch->detach_error().empty())
       m_events.flag("cupti_attached", "warning",
                     "CUPTI, which watched the imports for GPU work, could not be detached from the "
                     "worker: every CUDA call it makes from now on, timed ones included, may cost "
@@ -647,8 +641,8 @@ class pipeline {
    *  launching small kernels next to QuantVLA's evaluation read the reference 12.5% lower,
    *  docs/benchmarks.md), not only another evaluation's timing. */
   void take_gpu_turn() {
-    // Taken (or waited for) at an import's GPU work already.
-    if (m_gpu_turn.held() || !m_gpu_lock_path.empty()) return;
+    // Taken (or waited for) at an import's GPU work already (the path is set before the wait).
+    if (!m_gpu_lock_path.empty()) return;
     m_events.phase("wait_gpu_lock");
     m_gpu_lock_path = runner::gpu_lock_path(m_device ? m_device->uuid : std::string());
     // At most a third of --timeout, and at most half of what is left of it, so that the trials
@@ -1053,7 +1047,6 @@ class pipeline {
   std::thread::id m_main_thread;
   /// The imports' first GPU work (watch_imports); last, so that it goes first.
   std::optional<profile::gpu_work_watch> m_watch;
-  bool m_watch_stopped = false;
 };
 
 }  // namespace

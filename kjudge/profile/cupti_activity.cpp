@@ -213,9 +213,7 @@ process_state& global() {
 #if KJ_HAVE_CUPTI
 
 std::string describe(CUptiResult r) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown error";
-  return fmt::format("{} ({})", text, static_cast<int>(r));
+  return cupti_result_text(static_cast<int>(r));
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -328,6 +326,15 @@ activity_collector::~activity_collector() {
   const std::lock_guard lock(global().mutex);
   global().sink = nullptr;
   global().collector_alive = false;
+}
+
+std::string cupti_result_text(int result) {
+  const char* text = nullptr;
+#if KJ_HAVE_CUPTI
+  if (cuptiGetResultString(static_cast<CUptiResult>(result), &text) != CUPTI_SUCCESS)
+    text = nullptr;
+#endif
+  return fmt::format("{} ({})", text != nullptr ? text : "unknown error", result);
 }
 
 std::string detach_cupti() {

@@ -120,6 +120,9 @@ struct activity_records {
 /** True when this build has CUPTI (KJ_HAVE_CUPTI). */
 [[nodiscard]] bool cupti_built_in() noexcept;
 
+/** CUPTI's words for a CUptiResult, with its number ("CUPTI_ERROR_UNKNOWN (999)"). */
+[[nodiscard]] std::string cupti_result_text(int result);
+
 /** Detaches CUPTI from the process (cuptiFinalize), unless an activity_collector lives: a CUPTI
  *  client that has come and gone leaves a cost on every CUDA call until then (on the H200, 10-17%
  *  on an empty kernel's launch: docs/benchmarks.md), which timing must not carry. The next

@@ -51,9 +51,7 @@ namespace {
 
 #if KJ_HAVE_CUPTI
 std::string describe(CUptiResult r) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) text = "unknown error";
-  return fmt::format("{} ({})", text, static_cast<int>(r));
+  return cupti_result_text(static_cast<int>(r));
 }
 
 // The call stop() makes to detach CUPTI at its exit (gpu_work_watch::on_detach_call).
@@ -141,13 +139,13 @@ void gpu_work_watch::on_detach_call() {
   if (m_detach_pending.exchange(false)) m_detach_error = detach_cupti();
 }
 
-void gpu_work_watch::stop() {
+bool gpu_work_watch::stop() {
   {
     const std::lock_guard lock(m_mutex);  // a running handler returns first
     m_done.store(true, std::memory_order_release);
   }
 #if KJ_HAVE_CUPTI
-  if (m_subscriber == nullptr) return;
+  if (m_subscriber == nullptr) return false;
   auto* sub = static_cast<CUpti_SubscriberHandle>(m_subscriber);
   m_subscriber = nullptr;
   static_cast<void>(cuptiEnableAllDomains(0, sub));
@@ -163,6 +161,9 @@ void gpu_work_watch::stop() {
     static_cast<void>(cuptiUnsubscribe(sub));
     m_detach_error = detach_cupti();
   }
+  return true;
+#else
+  return false;
 #endif
 }
 

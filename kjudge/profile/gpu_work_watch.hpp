@@ -40,8 +40,9 @@ class gpu_work_watch {
   /** Stops watching (idempotent); waits for a handler that is running to return. Then detaches
    *  CUPTI from the process (detach_cupti, at the exit of a cudaGetDevice of this thread), since
    *  a subscriber that came and went leaves a cost on every later CUDA call; detach_error()
-   *  says when that failed. */
-  void stop();
+   *  says when that failed. True when this call stopped a watch that was subscribed (the first
+   *  stop of one that started). */
+  bool stop();
   /** Why stop() could not detach CUPTI; empty when it did, or before stop(). */
   [[nodiscard]] const std::string& detach_error() const noexcept { return m_detach_error; }
   /** Whether the watch is on (started, not stopped). */

@@ -459,16 +459,15 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
         "; {:.2f} s waiting for another evaluation's work on the GPU{}", r.worker.gpu_lock_wait_s,
         r.worker.gpu_lock_at.starts_with("at the first GPU work") ? " " + r.worker.gpu_lock_at
                                                                   : std::string());
+  // --processes: each process's own wall clock; the worker's details are the first's.
+  std::string processes;
   if (r.runs.is_array() && r.runs.size() > 1) {
-    // --processes: each process's own wall clock; the worker's details are the first's.
-    std::string each;
     for (const auto& run : r.runs)
-      each += fmt::format("{}{:.2f}", each.empty() ? "" : ", ", run.value("wall_s", 0.0));
-    out += fmt::format("\nwall {:.2f} s ({} processes: {} s; the first's worker {:.2f} s{})\n",
-                       r.wall_s, r.runs.size(), each, r.worker.wall_s, how);
-  } else {
-    out += fmt::format("\nwall {:.2f} s (worker {:.2f} s{})\n", r.wall_s, r.worker.wall_s, how);
+      processes += fmt::format("{}{:.2f}", processes.empty() ? "" : ", ", run.value("wall_s", 0.0));
+    processes = fmt::format("{} processes: {} s; the first's ", r.runs.size(), processes);
   }
+  out += fmt::format("\nwall {:.2f} s ({}worker {:.2f} s{})\n", r.wall_s, processes,
+                     r.worker.wall_s, how);
   return out;
 }
 
