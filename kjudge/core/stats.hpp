@@ -23,12 +23,25 @@ struct summary {
   double max = 0;
   /** Relative standard error of the median, in percent: the larger of 1.2533 * sigma / sqrt(n)
    *  (sigma estimated robustly as 1.4826 * MAD) and the half-width of the median's
-   *  distribution-free 95% interval over 1.96 (which sees samples in two modes, and a MAD of 0
-   *  where more than half the samples tie), over the median. Infinite when n < 2 (nothing is
+   *  distribution-free 95% interval (median_interval_ranks) over the normal quantile of its
+   *  coverage (which sees samples in two modes, and a MAD of 0 where more than half the samples
+   *  tie), over the median. Infinite when n < 2 (nothing is
    *  known of the spread). The samples taken as independent: a timing figure replaces it with
    *  the larger of this and the error over its input sets (median_rse_by_group). */
   double rse_pct = 0;
 };
+
+/** The median's distribution-free interval of n >= 2 samples: the 1-based order statistics l and
+ *  u = n + 1 - l, l the largest rank with P(B < l) <= 0.025 for B ~ Binomial(n, 1/2) (so the
+ *  interval covers the median with at least 95% probability; l = 1 where no rank reaches it,
+ *  n < 6), and z, the standard normal quantile of its exact coverage 1 - 2 P(B < l): half its
+ *  width over z estimates the median's standard error. */
+struct median_ranks {
+  std::size_t l = 1;
+  std::size_t u = 1;
+  double z = 0;
+};
+[[nodiscard]] median_ranks median_interval_ranks(std::size_t n);
 
 /** Quantile q in [0, 1] of already sorted values (type-7 linear interpolation). Precondition:
  *  sorted is non-empty. */

@@ -75,17 +75,18 @@ TEST(stats_rse, uses_scaled_mad) {
 }
 
 TEST(stats_rse, falls_back_to_the_medians_interval_when_mad_is_zero) {
-  // median 10, MAD 0; n = 5: order statistics 1 and 5 (10 and 12) bound the median's 95%
-  // interval, so its standard error is 2 / (2 * 1.96).
+  // median 10, MAD 0; n = 5: order statistics 1 and 5 (10 and 12) bound the median's interval
+  // (of coverage 1 - 2 / 32: z = 1.8627), so its standard error is 2 / (2 z).
   const std::vector<double> v = {10, 10, 12, 10, 10};
-  EXPECT_NEAR(st::median_rse_pct(v), 100 * (2.0 / 3.92) / 10, 1e-12);
+  EXPECT_NEAR(st::median_rse_pct(v), 100 * (2.0 / (2 * 1.862732)) / 10, 1e-5);
   // Event ticks: 12 of 20 samples at 6.016 us, 7 at 6.048, one outlier at 12. The median is
   // pinned to within a tick; the standard deviation (the old fallback) read 6.2%.
   std::vector<double> ticks(12, 6.016);
   ticks.insert(ticks.end(), 7, 6.048);
   ticks.push_back(12.0);
+  // Ranks 6 and 15 (6.016 and 6.048), z = 2.0396.
   const double rse = st::median_rse_pct(ticks);
-  EXPECT_NEAR(rse, 100 * (0.032 / 3.92) / 6.016, 1e-9);
+  EXPECT_NEAR(rse, 100 * (0.032 / (2 * 2.039607)) / 6.016, 1e-6);
   EXPECT_LT(rse, 0.5);
 }
 
@@ -100,6 +101,51 @@ TEST(stats_rse, two_modes_are_not_taken_for_a_tight_median) {
   const double rse = st::median_rse_pct(v);
   EXPECT_GT(rse, 10.0) << "the MAD alone would say " << mad_only << "%";
   EXPECT_LT(mad_only, 0.5);
+}
+
+TEST(stats_rse, the_medians_interval_takes_the_binomials_ranks) {
+  // l: one past the largest k with P(B <= k) <= 0.025, B ~ Binomial(n, 1/2); z: the normal
+  // quantile of the coverage 1 - 2 P(B < l) (computed apart, with exact binomial sums and Python's
+  // NormalDist).
+  struct row {
+    std::size_t n, l;
+    double z;
+  };
+  for (const row& r : {row{2, 1, 0.674490}, row{5, 1, 1.862732}, row{6, 1, 2.153875},
+                       row{10, 2, 2.299362}, row{20, 6, 2.039607}, row{100, 40, 2.106048}}) {
+    const auto m = st::median_interval_ranks(r.n);
+    EXPECT_EQ(m.l, r.l) << r.n;
+    EXPECT_EQ(m.u, r.n + 1 - r.l) << r.n;
+    EXPECT_NEAR(m.z, r.z, 1e-5) << r.n;
+  }
+  // Far past 2^-n's underflow: about n/2 - 0.98 sqrt(n), and z just above 1.96.
+  const auto big = st::median_interval_ranks(100'000);
+  EXPECT_NEAR(static_cast<double>(big.l), 50'000 - 0.98 * std::sqrt(100'000.0), 2.0);
+  EXPECT_GE(big.z, 1.96);
+  EXPECT_LT(big.z, 1.965);
+}
+
+TEST(stats_rse, estimates_the_medians_standard_error_at_twenty_samples) {
+  // Normal samples, n = 20 (the default least number): the estimate's mean over many draws
+  // against the medians' own spread. The ranks n/2 -+ 0.98 sqrt(n), rounded outwards, over
+  // 1.96 read 1.4 times the truth; the binomial's own read about 1.1 (the larger of two
+  // estimates is never below either).
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(100.0, 1.0);
+  constexpr int draws = 4000;
+  std::vector<double> medians;
+  double estimate = 0;
+  for (int d = 0; d < draws; ++d) {
+    std::vector<double> v(20);
+    for (auto& x : v) x = noise(rng);
+    const double med = st::median(v);
+    medians.push_back(med);
+    estimate += st::median_rse_pct(v) / 100.0 * med;
+  }
+  estimate /= draws;
+  const double truth = st::summarize(medians).stddev;
+  EXPECT_GT(estimate / truth, 0.95);
+  EXPECT_LT(estimate / truth, 1.2);
 }
 
 TEST(stats_rse, zero_for_identical_infinite_for_too_few_samples) {
