@@ -75,10 +75,15 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
                    const std::string& side, const measure::timing_options& o,
                    std::vector<flag>& flags) {
   const std::size_t n = figs.size();
+  // Every process's discarded samples count, whether or not the figure is pooled (a copy of one
+  // process's figure would say that process's alone).
+  std::size_t discarded = 0;
+  for (const figure* f : figs) discarded += f->discarded_throttled;
   const auto invalid =
       std::find_if(figs.begin(), figs.end(), [](const figure* f) { return !f->valid; });
   if (invalid != figs.end()) {
     figure out = **invalid;
+    out.discarded_throttled = discarded;
     // Not taken in every process (on the CPU: no GPU figures) needs no name; otherwise say which.
     const bool all =
         std::none_of(figs.begin(), figs.end(), [](const figure* f) { return f->valid; });
@@ -91,6 +96,7 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
     if (figs[p]->method == figs[0]->method && figs[p]->cold == figs[0]->cold) continue;
     figure out = *figs[0];
     out.valid = false;
+    out.discarded_throttled = discarded;
     out.note = fmt::format("not pooled: process {} of {} took it by {}{}, process 1 by {}{}", p + 1,
                            requested, figs[p]->method, figs[p]->cold ? "" : " (warm)",
                            figs[0]->method, figs[0]->cold ? "" : " (warm)");
@@ -104,7 +110,7 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
   out.samples_set.clear();
   out.samples_process.clear();
   out.process_medians_us.clear();
-  out.discarded_throttled = 0;
+  out.discarded_throttled = discarded;
   for (std::size_t p = 0; p < n; ++p) {
     const figure& f = *figs[p];
     out.samples_us.insert(out.samples_us.end(), f.samples_us.begin(), f.samples_us.end());
@@ -114,7 +120,6 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
       out.samples_process.push_back(static_cast<std::uint32_t>(p));
     }
     out.process_medians_us.push_back(f.summary.median);
-    out.discarded_throttled += f.discarded_throttled;
   }
   out.summary = stats::summarize(out.samples_us);
   const auto g =
@@ -173,6 +178,30 @@ measure::speedup pool_speedup(const figure& ref, const figure& cand,
   return s;
 }
 
+/** The SM clocks of every process that read them: the first such process's record (source,
+ *  default and maximum), the median of their medians, the lowest minimum and every throttle
+ *  reason seen; the first process's record (why not) where none read them. */
+measure::clock_record pool_clocks(const std::vector<eval_result>& runs) {
+  const auto first = std::find_if(runs.begin(), runs.end(),
+                                  [](const eval_result& r) { return r.timing->clocks.available; });
+  if (first == runs.end()) return runs[0].timing->clocks;
+  measure::clock_record out = first->timing->clocks;
+  std::vector<double> medians;
+  for (const auto& r : runs) {
+    const auto& c = r.timing->clocks;
+    if (!c.available) continue;
+    if (c.median_sm_mhz > 0) medians.push_back(c.median_sm_mhz);
+    if (c.min_sm_mhz > 0)
+      out.min_sm_mhz = out.min_sm_mhz > 0 ? std::min(out.min_sm_mhz, c.min_sm_mhz) : c.min_sm_mhz;
+    for (const auto& reason : c.throttle_reasons)
+      if (std::find(out.throttle_reasons.begin(), out.throttle_reasons.end(), reason) ==
+          out.throttle_reasons.end())
+        out.throttle_reasons.push_back(reason);
+  }
+  if (!medians.empty()) out.median_sm_mhz = stats::median(medians);
+  return out;
+}
+
 measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_t requested,
                                 const measure::timing_options& o, std::vector<flag>& flags) {
   const std::size_t n = runs.size();
@@ -195,17 +224,9 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_
       s.host_sync_detected = s.host_sync_detected || ((*r.timing).*side).host_sync_detected;
     }
   }
-  for (const auto& r : runs) {
-    const auto& c = r.timing->clocks;
-    if (c.available && c.min_sm_mhz > 0)
-      out.clocks.min_sm_mhz =
-          out.clocks.min_sm_mhz > 0 ? std::min(out.clocks.min_sm_mhz, c.min_sm_mhz) : c.min_sm_mhz;
-    for (const auto& reason : c.throttle_reasons)
-      if (std::find(out.clocks.throttle_reasons.begin(), out.clocks.throttle_reasons.end(),
-                    reason) == out.clocks.throttle_reasons.end())
-        out.clocks.throttle_reasons.push_back(reason);
+  out.clocks = pool_clocks(runs);
+  for (const auto& r : runs)
     if (r.timing->stopped_by != out.stopped_by) out.stopped_by = "mixed";
-  }
   // The kinds the first process's speedups had (the same checks ran in every process).
   out.speedups.clear();
   for (const auto& first : runs[0].timing->speedups) {
@@ -287,10 +308,12 @@ eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,
   for (auto& f : pooling) flags.push_back(std::move(f));
   // The timing checks again, on the pooled figures (but the memory floor, which needs the device:
   // every process's candidate passed it, and a pooled median lies between theirs); a flag the
-  // processes raised alike is not repeated.
+  // processes raised is not repeated (the pooled host_sync_detected is any process's: its flag
+  // is already there, naming the processes where not all raised it).
   for (auto& f : check_timing(*out.timing, nullptr, 0))
-    if (std::none_of(flags.begin(), flags.end(),
-                     [&](const flag& g) { return g.code == f.code && g.message == f.message; }))
+    if (std::none_of(flags.begin(), flags.end(), [&](const flag& g) {
+          return g.code == f.code && g.message.ends_with(f.message);
+        }))
       flags.push_back(std::move(f));
   out.flags = std::move(flags);
   return out;

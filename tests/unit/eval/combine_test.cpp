@@ -229,6 +229,70 @@ TEST(CombineRuns, AFigureOneProcessCouldNotTakeIsNotPooled) {
   EXPECT_FALSE(r.timing->speedups[0].valid);
 }
 
+TEST(CombineRuns, AFigureNotPooledStillCountsEveryProcesssDiscardedSamples) {
+  // Copied from one process (invalid there, or taken by another method), the figure's count of
+  // samples discarded under a low clock is every process's, as is its throttled_samples flag.
+  for (const bool by_method : {false, true}) {
+    auto a = make_run(100, 50, 1), b = make_run(100, 50, 3), c = make_run(100, 50, 5);
+    for (auto* r : {&a, &b, &c}) r->timing->candidate.host_wall.discarded_throttled = 5;
+    if (by_method)
+      b.timing->candidate.host_wall.method = "blocking-kernel+events";
+    else
+      b.timing->candidate.host_wall.valid = false;
+    const auto r = eval::combine_runs({a, b, c}, 3, options());
+    EXPECT_FALSE(r.timing->candidate.host_wall.valid);
+    EXPECT_EQ(r.timing->candidate.host_wall.discarded_throttled, 15u) << by_method;
+    std::vector<std::string> throttled;
+    for (const auto& f : r.flags)
+      if (f.code == "throttled_samples") throttled.push_back(f.message);
+    ASSERT_EQ(throttled.size(), 1u) << by_method;
+    EXPECT_EQ(throttled[0].rfind("candidate host_wall: 15 samples discarded", 0), 0u)
+        << throttled[0];
+  }
+}
+
+TEST(CombineRuns, AHostSyncSomeProcessesSawIsFlaggedOnce) {
+  // The pooled side's host_sync_detected is any process's; the pooled checks must not raise the
+  // flag a second time without the processes' names.
+  auto a = make_run(100, 50, 1), b = make_run(100, 50, 3);
+  b.timing->candidate.host_sync_detected = true;
+  b.flags.push_back({"host_sync_in_forward", "warning",
+                     "the candidate forward could not be queued while its stream was held: it "
+                     "waits for the host (.item(), a synchronize or a device-to-host copy), or "
+                     "issues more launches than the launch queue holds, or took longer than the "
+                     "hold's limit to issue: no device figure; stream and host-wall figures "
+                     "include the wait"});
+  const auto r = eval::combine_runs({a, b}, 2, options());
+  EXPECT_TRUE(r.timing->candidate.host_sync_detected);
+  std::vector<std::string> sync;
+  for (const auto& f : r.flags)
+    if (f.code == "host_sync_in_forward") sync.push_back(f.message);
+  ASSERT_EQ(sync.size(), 1u);
+  EXPECT_EQ(sync[0].rfind("process 2 of 2: the candidate forward", 0), 0u) << sync[0];
+}
+
+TEST(CombineRuns, TheClocksAreEveryReadingProcesss) {
+  // The first process could not read the clock; the others did: the pooled record is theirs.
+  auto a = make_run(100, 50, 1), b = make_run(100, 50, 3), c = make_run(100, 50, 5);
+  a.timing->clocks.source = "NVML not available";
+  for (auto* r : {&b, &c}) {
+    r->timing->clocks.available = true;
+    r->timing->clocks.source = "nvml";
+    r->timing->clocks.default_sm_mhz = 1980;
+  }
+  b.timing->clocks.median_sm_mhz = 1980;
+  b.timing->clocks.min_sm_mhz = 1900;
+  c.timing->clocks.median_sm_mhz = 1800;
+  c.timing->clocks.min_sm_mhz = 1700;
+  c.timing->clocks.throttle_reasons = {"sw_thermal"};
+  const auto clocks = eval::combine_runs({a, b, c}, 3, options()).timing->clocks;
+  EXPECT_TRUE(clocks.available);
+  EXPECT_EQ(clocks.source, "nvml");
+  EXPECT_DOUBLE_EQ(clocks.median_sm_mhz, 1890);
+  EXPECT_DOUBLE_EQ(clocks.min_sm_mhz, 1700);
+  EXPECT_EQ(clocks.throttle_reasons, std::vector<std::string>{"sw_thermal"});
+}
+
 TEST(CombineRuns, TheResultRoundTripsThroughJson) {
   const auto r = eval::combine_runs({make_run(100, 50, 1), make_run(100, 52, 3)}, 2, options());
   const nlohmann::json j = r;
