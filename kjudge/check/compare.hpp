@@ -60,7 +60,13 @@ struct output_comparison {
   std::vector<mismatch> mismatches;       ///< the first few out-of-tolerance elements, in order
   bool constant_output = false;   ///< every element of the candidate's output equal (numel > 1)
   std::uint64_t actual_hash = 0;  ///< FNV-1a of the candidate's bytes, to spot repeated outputs
-  std::string message;            ///< one line: why it failed, or empty
+  /** Floating outputs: the reference's finite values span more than rtol times their largest
+   *  magnitude (more than rounding moves them), so an output that does not vary and passes does
+   *  so by the absolute tolerance. */
+  bool reference_varies = false;
+  double reference_sum = 0;      ///< sum of the reference's finite values (floating outputs)
+  double reference_abs_sum = 0;  ///< sum of their magnitudes
+  std::string message;           ///< one line: why it failed, or empty
 };
 
 /** Compares the candidate's output with the reference's. Reference NaN/Inf at a position count as

@@ -71,8 +71,14 @@ struct output_check {
   std::vector<mismatch_info> mismatches;
   bool constant_output = false;
   bool reference_constant = false;
+  /** A floating reference whose values span more than rtol times their largest magnitude
+   *  (check::output_comparison::reference_varies). */
+  bool reference_varies = false;
   std::uint64_t actual_hash = 0, expected_hash = 0;
   std::string message;
+  /** The reference's sum and sum of magnitudes over its finite values: not serialised (the
+   *  worker compares trials' references with them, output_repeats). */
+  double reference_sum = 0, reference_abs_sum = 0;
   [[nodiscard]] bool shape_ok() const noexcept {
     return expected_shape == actual_shape && expected_dtype == actual_dtype;
   }

@@ -321,6 +321,42 @@ class ModelNew(nn.Module):
   EXPECT_FALSE(has_flag(r.result, "output_repeats")) << r.result.dump(1);
 }
 
+TEST(JudgementCpu, AConstantOutputThatPassesOnlyByTheAbsoluteToleranceIsFlagged) {
+  // The reference's outputs lie in [0, 1e-5], all within atol 1e-4 of a constant 5e-6: correct
+  // by the tolerance, but the candidate ignores its input. Warnings, not errors: the verdict
+  // stands.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sigmoid(x) * 1e-5
+def get_inputs():
+    return [torch.randn(16, 64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.full_like(x, 5e-6)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  for (const char* code : {"constant_output", "output_repeats"}) {
+    bool warned = false;
+    for (const auto& f : r.result["flags"])
+      if (f["code"] == code) {
+        warned = true;
+        EXPECT_EQ(f["severity"], "warning") << f;
+        EXPECT_NE(f["message"].get<std::string>().find("too loose"), std::string::npos) << f;
+      }
+    EXPECT_TRUE(warned) << code << "\n" << r.result.dump(1);
+  }
+  EXPECT_TRUE(r.result["trials"][0]["outputs"][0]["reference_varies"].get<bool>());
+}
+
 TEST(JudgementCpu, AForgedReportOfEveryTrialIsNotBelieved) {
   // At import the candidate writes a whole "correct" report into every pipe it holds (the
   // event channel among them), each trial passed but with seed 0, then ends the worker.

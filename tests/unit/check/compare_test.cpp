@@ -231,6 +231,25 @@ TEST(compare, constant_output_is_flagged) {
   EXPECT_FALSE(compare(f64(one), f64(one), {1e-4, 1e-4}).constant_output);
 }
 
+TEST(compare, the_reference_varies_beyond_rounding_or_not) {
+  // Spread over [0, 1e-5]: far more than rtol (1e-4) times its largest magnitude, so a constant
+  // 5e-6 passes by atol alone.
+  const std::vector<double> small = {0.0, 2.5e-6, 7.5e-6, 1e-5};
+  const auto r = compare(f64(small), f64(std::vector<double>(4, 5e-6)), {1e-4, 1e-4});
+  EXPECT_TRUE(r.passed);
+  EXPECT_TRUE(r.constant_output);
+  EXPECT_TRUE(r.reference_varies);
+  EXPECT_DOUBLE_EQ(r.reference_sum, 2e-5);
+  EXPECT_DOUBLE_EQ(r.reference_abs_sum, 2e-5);
+  // Sums of softmax rows: 1 within rounding, not beyond rtol.
+  const std::vector<double> ones = {1.0, 1.0 - 6e-8, 1.0 + 1.2e-7, 1.0};
+  EXPECT_FALSE(compare(f64(ones), f64(std::vector<double>(4, 1.0)), {1e-4, 1e-4}).reference_varies);
+  // Non-finite reference values are left out; a constant reference does not vary.
+  const std::vector<double> with_nan = {2.0, nan, 2.0, 2.0};
+  EXPECT_FALSE(compare(f64(with_nan), f64(with_nan), {1e-4, 1e-4}).reference_varies);
+  EXPECT_DOUBLE_EQ(compare(f64(with_nan), f64(with_nan), {1e-4, 1e-4}).reference_sum, 6.0);
+}
+
 TEST(compare, actual_hash_is_fnv1a_of_the_output_bytes) {
   EXPECT_EQ(kj::check::fnv1a64("", 0), 0xcbf29ce484222325ULL);
   EXPECT_EQ(kj::check::fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);
