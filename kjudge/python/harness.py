@@ -211,11 +211,27 @@ def load_candidate(path):
 # --- models -------------------------------------------------------------------------------------
 
 def _to_device(x):
+    """x with its tensors (also inside lists, tuples and namedtuples) on kjudge's device; other
+    containers as they are."""
     if isinstance(x, torch.Tensor):
         return x.to(DEVICE)
-    if isinstance(x, (list, tuple)):
+    if type(x) in (list, tuple):
         return type(x)(_to_device(v) for v in x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple: fields by position
+        return type(x)(*(_to_device(v) for v in x))
     return x
+
+
+def _plain(x):
+    """A forward input that is a subclass of torch.Tensor (an nn.Parameter, say) as a plain
+    tensor on the same storage, keeping requires_grad: kjudge's copies, comparisons and timing
+    inputs are plain tensors."""
+    if not isinstance(x, torch.Tensor) or type(x) is torch.Tensor:
+        return x
+    plain = x.detach().as_subclass(torch.Tensor)
+    if x.requires_grad:
+        plain.requires_grad_(True)
+    return plain
 
 
 _SEED_MASK = (1 << 64) - 1
@@ -318,9 +334,11 @@ def build_reference(seed):
     try:
         _seed(seed)
         got = _problem.get_init_inputs()
+        init = _to_device(_input_list(got, "get_init_inputs()", flat=False))
+    except ProblemError:
+        raise
     except BaseException as exc:
         raise ProblemError("get_init_inputs() failed:\n%s" % _format_exception(exc))
-    init = _to_device(_input_list(got, "get_init_inputs()", flat=False))
     # The candidate's own copy of the constructor arguments: a list the reference's constructor
     # changes in place (or a tensor it writes to) must not reach the candidate's.
     _cand_init = _deep_copy(init)
@@ -415,7 +433,13 @@ def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
         got = _problem.get_inputs()
     except BaseException as exc:
         raise ProblemError("get_inputs() failed:\n%s" % _format_exception(exc))
-    return [_to_device(x) for x in _input_list(got, "get_inputs()")]
+    try:
+        return [_plain(_to_device(x)) for x in _input_list(got, "get_inputs()")]
+    except ProblemError:
+        raise
+    except BaseException as exc:
+        raise ProblemError("get_inputs()'s tensors could not be moved to %s:\n%s"
+                           % (DEVICE, _format_exception(exc)))
 
 
 def _clone(x):
@@ -1316,7 +1340,7 @@ def _identical(a, b):
     """Whether two draws of an input hold the same thing, bit for bit (NaN equals NaN)."""
     if type(a) is not type(b):
         return False
-    if type(a) is not torch.Tensor:
+    if not isinstance(a, torch.Tensor):
         return a == b or (a != a and b != b)
     if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
         return False

@@ -357,6 +357,39 @@ class ModelNew(nn.Module):
   EXPECT_TRUE(r.result["trials"][0]["outputs"][0]["reference_varies"].get<bool>());
 }
 
+TEST(JudgementCpu, ANamedtupleConstructorArgumentAndAParameterInputAreTakenAsTheyAre) {
+  // KernelBench passes get_init_inputs() to both constructors untouched (a namedtuple was rebuilt
+  // from one generator and failed: internal_error), and get_inputs() to both forwards (an
+  // nn.Parameter input failed the reproducibility check's comparison: internal_error).
+  const auto p = write_case("p.py", R"(import collections
+import torch
+import torch.nn as nn
+Cfg = collections.namedtuple("Cfg", "scale shift")
+class Model(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+    def forward(self, x, w):
+        return x * self.cfg.scale + self.cfg.shift + w
+def get_inputs():
+    return [torch.randn(8, 8), nn.Parameter(torch.randn(8, 8), requires_grad=False)]
+def get_init_inputs():
+    return [Cfg(2.0, torch.ones(8))]
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.scale, self.shift = cfg
+    def forward(self, x, w):
+        return torch.addcmul(self.shift + w, x, torch.full_like(x, self.scale))
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+}
+
 TEST(JudgementCpu, AForgedReportOfEveryTrialIsNotBelieved) {
   // At import the candidate writes a whole "correct" report into every pipe it holds (the
   // event channel among them), each trial passed but with seed 0, then ends the worker.
