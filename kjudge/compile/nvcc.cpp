@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -416,8 +417,12 @@ struct dependency {
  *  child killed by a signal (the OOM killer), the host compiler's, a full disk. Only the tools'
  *  own lines count: a diagnostic about a source line ("c.cu(1): error: ...", "c.cu:1:2: error:
  *  #error No space left on device") and the source text the compilers echo (indented) are the
- *  candidate's words, which must not pass its failure off as the tool's. */
+ *  candidate's words, which must not pass its failure off as the tool's. A diagnostic is known
+ *  by its position ("(12): error", ":12:3: "), whatever file it names: `#line` lets a source
+ *  name any file (a header's, or one called "nvcc error   : "). */
 [[nodiscard]] bool tool_failure_in(const std::string& log, const fs::path& source) {
+  static const std::regex diagnostic(
+      R"(\(\d+\): (error|warning|remark|catastrophic error|internal error)|:\d+:\d+: )");
   const std::string path = source.string(), name = source.filename().string();
   const std::string quoted_path = '"' + path + '"', quoted_name = '"' + name + '"';
   const auto about_source = [&](const std::string& line) {
@@ -430,7 +435,8 @@ struct dependency {
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] == ' ' || line[0] == '\t' || about_source(line) ||
-        line.find("#error") != std::string::npos || line.find("#warning") != std::string::npos)
+        line.find("#error") != std::string::npos || line.find("#warning") != std::string::npos ||
+        std::regex_search(line, diagnostic))
       continue;
     if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
       return true;
@@ -601,6 +607,14 @@ build_result build_native(const nvcc_request& request) {
                             request.arch);
     return out;
   }
+  if (request.include_dir.string().find(',') != std::string::npos) {
+    // nvcc splits -I's and -include's values on commas, and has no escape for one.
+    out.error = fmt::format(
+        "kjudge's include folder {} has a comma in its path, which nvcc reads as a list "
+        "separator in -I and -include: install or check out kjudge where the path has none",
+        request.include_dir.string());
+    return out;
+  }
   for (const auto& flag : request.extra_flags)
     if (std::string why = refused_flag(flag); !why.empty()) {
       out.error = "nvcc flag refused: " + why;
@@ -721,9 +735,15 @@ build_result build_native(const nvcc_request& request) {
       {"build_seconds", out.build_time.count()},
       {"key", out.key},
   };
+  // Paths that are not UTF-8 (a header's name in Latin-1) are kept, replaced where they are not.
+  const std::string info_text =
+      info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (!write_file_atomic(work, "build.log", out.log, why) ||
-      !write_file_atomic(work, "build.json", info.dump(2) + "\n", why))
-    return fail(build_failure::tool, why);
+      !write_file_atomic(work, "build.json", info_text, why)) {
+    // The library is complete: it serves this evaluation from its own folder, unfiled.
+    out.log += fmt::format("[kjudge: this build was not cached: {}]\n", why);
+    return out;
+  }
   fs::rename(work, final_dir, ec);
   if (ec) {
     // Another build of the same key and bytes finished first (the target folder exists and is

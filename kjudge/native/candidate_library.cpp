@@ -43,6 +43,10 @@ candidate_library::candidate_library(const std::filesystem::path& path) : m_path
 
 void candidate_library::forward(const kj_call& call) const {
   if (call.error && call.error_capacity) call.error[0] = '\0';
+  // The runtime's last error cleared before every call: one left by a call that returned
+  // non-zero (a forward that failed under graph capture, before its eager launches are timed) or
+  // by kj_workspace_bytes is not this call's.
+  if (m_probe) m_probe(nullptr, 0);
   const int rc = m_forward(&call);
   if (rc != 0) {
     // The candidate may fill the buffer to its end without a terminating NUL.

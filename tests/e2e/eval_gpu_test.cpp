@@ -204,6 +204,33 @@ def get_init_inputs():
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(EvalGpu, ANativeForwardThatWaitsForTheHostIsTimedByItsLaunches) {
+  // Its wait fails under graph capture and it returns 1; the CUDA error that left in its own
+  // runtime was read after its first eager call (which returned 0) and ended the evaluation as a
+  // runtime_error.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kjudge_native_sync_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto problem = (dir / "twice.py").string();
+  std::ofstream(problem) << R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(4096)]
+def get_init_inputs():
+    return []
+)";
+  const auto r = run_eval(problem, "examples/faulty_native/host_sync.cu", {"--budget", "0.3"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_TRUE(has_flag(r.result, "host_sync_in_forward")) << r.output;
+  EXPECT_FALSE(r.result["timing"]["candidate"]["device"]["valid"].get<bool>()) << r.output;
+  EXPECT_TRUE(r.result["timing"]["candidate"]["stream"]["valid"].get<bool>()) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(EvalGpu, ARefusedLaunchIsARuntimeErrorNamingTheCudaError) {
   // The candidate's static CUDA runtime refused the launch and kj_forward returned 0: it was
   // an incorrect result with NaN outputs, the CUDA error nowhere. (CUDA 13.0 on the H200 names

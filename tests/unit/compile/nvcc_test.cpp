@@ -424,6 +424,36 @@ TEST_F(nvcc_test, spaces_in_the_source_and_cache_paths_still_cache) {
   EXPECT_EQ(second.library, first.library);
 }
 
+TEST_F(nvcc_test, a_header_whose_name_is_not_utf8_still_builds_and_caches) {
+  require_nvcc();
+  // The build's record (build.json) names every header; a Latin-1 name made the JSON writer
+  // throw out of build_native after the library was built.
+  const std::string header = "caf\xe9.cuh";
+  std::ofstream(m_dir / header) << "#define KJ_TEST_ANSWER 42\n";
+  const auto source = write("latin1.cu", "#include <kjudge/candidate.h>\n#include \"" + header +
+                                             "\"\nextern \"C\" int kj_test_answer() { return "
+                                             "KJ_TEST_ANSWER; }\n");
+  const build_result first = build_native(request(source));
+  ASSERT_TRUE(first.ok) << first.error << first.log;
+  const build_result second = build_native(request(source));
+  ASSERT_TRUE(second.ok) << second.error << second.log;
+  EXPECT_TRUE(second.cached) << second.log;
+}
+
+TEST_F(nvcc_test, an_include_folder_with_a_comma_is_a_clear_error) {
+  require_nvcc();
+  // nvcc splits -I's value on commas: the build failed with "<command-line>: fatal error".
+  const fs::path include = m_dir / "k,j" / "include";
+  fs::create_directories(include);
+  fs::copy(fs::path(KJ_SOURCE_DIR_FOR_TESTS) / "include", include, fs::copy_options::recursive);
+  nvcc_request r = request(write("comma.cu", k_valid_source));
+  r.include_dir = include;
+  const build_result b = build_native(r);
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.failure, kj::compile::build_failure::tool);
+  EXPECT_NE(b.error.find("has a comma in its path"), std::string::npos) << b.error;
+}
+
 TEST_F(nvcc_test, a_list_without_the_line_markers_is_not_trusted) {
   require_nvcc();
   // The host compiler without line markers (-Xcompiler -P) makes nvcc -M list the source alone:
@@ -536,7 +566,12 @@ TEST_F(nvcc_test, a_source_that_quotes_a_tool_failure_is_still_a_compile_error) 
   for (const std::string& body :
        {std::string("#error No space left on device\n"),
         std::string("static_assert(sizeof(int) == 3, \"No space left on device\");\n"),
-        std::string("#error fatal error: Killed signal terminated program cc1plus\n")}) {
+        std::string("#error fatal error: Killed signal terminated program cc1plus\n"),
+        // #line names another file, or one named like nvcc's own report, in the diagnostics.
+        std::string("#line 1 \"elsewhere.h\"\n"
+                    "static_assert(sizeof(int) == 3, \"No space left on device\");\n"),
+        std::string("#line 1 \"nvcc error   : 'cicc' died due to signal 9 (Kill signal)\"\n"
+                    "static_assert(sizeof(int) == 3, \"x\");\n")}) {
     const auto source = write("quoting.cu", "#include <kjudge/candidate.h>\n" + body);
     const build_result r = build_native(request(source));
     EXPECT_FALSE(r.ok) << body;
