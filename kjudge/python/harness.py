@@ -453,7 +453,11 @@ def _as_tensor_input(x):
     if isinstance(x, bool):
         return torch.tensor(x, dtype=torch.bool, device=DEVICE)
     if isinstance(x, int):
-        return torch.tensor(x, dtype=torch.int64, device=DEVICE)
+        try:
+            return torch.tensor(x, dtype=torch.int64, device=DEVICE)
+        except (OverflowError, RuntimeError, ValueError) as exc:
+            raise ProblemError("input %d does not fit the int64 a native candidate is passed (%s)"
+                               % (x, _first_line(exc)))
     if isinstance(x, float):
         return torch.tensor(x, dtype=torch.float64, device=DEVICE)
     raise ProblemError("input of type %s cannot be passed to a native candidate" % type(x).__name__)
