@@ -99,6 +99,9 @@ void check_verdict(const job& j, const runner::process_result& p, const fold_sta
   std::string missing;
   if (state.lines_after_final > 0)
     missing = fmt::format("{} event line(s) followed the final verdict", state.lines_after_final);
+  else if (state.events_dropped > 0)
+    missing = fmt::format("{} phase or trial event(s) beyond what an evaluation sends were dropped",
+                          state.events_dropped);
   else if (auto wrong = trials_mismatch(j, r); !wrong.empty())
     missing = wrong;
   else if (c.trials != j.trials || c.trials_passed != j.trials)
@@ -272,6 +275,12 @@ eval_result evaluate(const job& j, const run_options& options) {
                            "{} a result takes, and were dropped (only a candidate writing into "
                            "the channel sends that many)",
                            state.flags_dropped, k_max_event_flags));
+  if (state.events_dropped > 0)
+    r.add_flag("event_flood", "error",
+               fmt::format("{} phase or trial events beyond the {} phases and {} trials a result "
+                           "takes came on the worker's event channel, and were dropped (only a "
+                           "candidate writing into the channel sends that many)",
+                           state.events_dropped, k_max_event_phases, k_max_event_trials));
   if (state.malformed_lines > 0)
     r.add_flag(
         "malformed_events", "warning",

@@ -85,7 +85,10 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
       state.last_phase = it->get<std::string>();
       if (state.last_phase.starts_with("trial ") && state.last_phase.ends_with(" candidate"))
         state.candidate_forward_seen = true;
-      r.worker.phases.push_back({state.last_phase, e.value("t_s", 0.0)});
+      if (r.worker.phases.size() < k_max_event_phases)
+        r.worker.phases.push_back({state.last_phase, e.value("t_s", 0.0)});
+      else
+        ++state.events_dropped;
     }
     if (auto it = e.find("provenance"); it != e.end()) {
       nlohmann::json merged = r.prov;
@@ -97,7 +100,12 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
       r.correctness.weight_copy = it->get<std::string>();
     if (auto it = e.find("tolerance_source"); it != e.end())
       r.correctness.tolerance_source = it->get<std::string>();
-    if (auto it = e.find("trial"); it != e.end()) r.trials.push_back(it->get<trial_result>());
+    if (auto it = e.find("trial"); it != e.end()) {
+      if (r.trials.size() < k_max_event_trials)
+        r.trials.push_back(it->get<trial_result>());
+      else
+        ++state.events_dropped;
+    }
     if (auto it = e.find("timing"); it != e.end()) r.timing = it->get<measure::comparison>();
     if (auto it = e.find("timing_inputs"); it != e.end()) r.options["timing_inputs"] = *it;
     if (auto it = e.find("launches"); it != e.end()) r.launches = *it;

@@ -54,6 +54,8 @@ struct fold_state {
   std::size_t malformed_lines = 0;
   std::size_t lines_after_final = 0;  ///< the worker sends nothing after its final event
   std::size_t flags_dropped = 0;      ///< distinct flags beyond k_max_event_flags
+  /** phase and trial events beyond k_max_event_phases and k_max_event_trials */
+  std::size_t events_dropped = 0;
 };
 
 /** Deepest nesting an event line may have (the worker's events nest a few levels). */
@@ -61,6 +63,12 @@ inline constexpr int k_max_event_depth = 64;
 /** Most distinct flags a result takes from the channel (the worker raises a few dozen at most;
  *  a candidate writing flags into the channel could send millions). */
 inline constexpr std::size_t k_max_event_flags = 256;
+/** Most phases and trials a result takes from the channel: an evaluation has a few phases a
+ *  trial and at most 100 nominal trials, the held-out one and the stress trials; a flood of
+ *  well-formed lines (a candidate writing into the channel) would otherwise grow the result
+ *  35 times the channel's bytes. */
+inline constexpr std::size_t k_max_event_phases = 4096;
+inline constexpr std::size_t k_max_event_trials = 1024;
 
 /** Applies one event line to the result. Malformed lines are counted, never fatal; lines after
  *  the final event are counted and otherwise ignored. */

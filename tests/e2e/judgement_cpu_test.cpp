@@ -419,6 +419,32 @@ class ModelNew(nn.Module):
       << flag_message(r.result, "unverified_verdict");
 }
 
+TEST(JudgementCpu, AFloodOfPhaseEventsIsCappedAndTheVerdictNotBelieved) {
+  // At import the candidate writes 10,000 well-formed phase lines into every pipe it holds (the
+  // event channel among them), then computes the right answer. They were all kept (a 100 MiB
+  // flood grew kjudge to 3.3 GB) and the verdict stood.
+  const auto c = write_case("c.py", R"(import os
+import torch
+import torch.nn as nn
+data = b'{"phase":"p"}\n' * 10000
+for name in os.listdir("/proc/self/fd"):
+    try:
+        if os.readlink("/proc/self/fd/" + name).startswith("pipe:"):
+            os.write(int(name), data)
+    except OSError:
+        pass
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  EXPECT_TRUE(has_flag(r.result, "event_flood")) << r.result.dump(1);
+  EXPECT_TRUE(has_flag(r.result, "unverified_verdict")) << r.result.dump(1);
+  EXPECT_LE(r.result["worker"]["phases"].size(), 4096u);
+}
+
 TEST(JudgementCpu, ACrashInTheReferencesForwardAfterTheCandidatesIsTheCandidates) {
   // The candidate's forward leaves a thread that waits for the reference's forward to run on
   // the main thread, then crashes the worker: a "problem error" would blame the problem.

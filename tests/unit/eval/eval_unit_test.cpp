@@ -175,6 +175,21 @@ TEST(Protocol, DeepNestingIsMalformedAndFlagsAreCapped) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+TEST(Protocol, AFloodOfPhasesAndTrialsIsCountedNotKept) {
+  // Well-formed phase lines had no cap: 100 MiB of {"phase":"p"} grew kjudge to 3.3 GB and the
+  // result to 7.5 million phases.
+  eval_result r;
+  eval::fold_state st;
+  for (int i = 0; i < 20'000; ++i) eval::apply_event_line(r, R"({"phase":"p","t_s":1})", st);
+  for (int i = 0; i < 2'000; ++i)
+    eval::apply_event_line(r, R"({"trial":{"kind":"nominal","index":0,"passed":true}})", st);
+  EXPECT_EQ(r.worker.phases.size(), eval::k_max_event_phases);
+  EXPECT_EQ(r.trials.size(), eval::k_max_event_trials);
+  EXPECT_EQ(st.events_dropped,
+            20'000u - eval::k_max_event_phases + 2'000u - eval::k_max_event_trials);
+  EXPECT_EQ(st.last_phase, "p");
+}
+
 TEST(Protocol, OnlyATrialsCandidatePhaseCountsAsACandidateForward) {
   eval_result r;
   eval::fold_state st;
