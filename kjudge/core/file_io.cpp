@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -39,17 +42,99 @@ std::string read_file(const fs::path& path) {
   return std::move(buffer).str();
 }
 
+namespace {
+
+// The live temp_dirs' paths, for remove_temp_dirs_now(), which an interrupt's exit calls from a
+// signal handler: fixed slots, claimed and released with atomics, read without locks.
+constexpr std::size_t k_temp_slots = 32;
+constexpr std::size_t k_temp_path_max = 4096;
+struct temp_slot {
+  std::atomic<bool> claimed{false};
+  std::atomic<bool> live{false};  ///< `path` is complete
+  char path[k_temp_path_max];
+};
+temp_slot g_temp_slots[k_temp_slots];
+
+int claim_temp_slot(const std::string& path) noexcept {
+  if (path.size() >= k_temp_path_max) return -1;
+  for (std::size_t i = 0; i < k_temp_slots; ++i) {
+    bool expected = false;
+    if (!g_temp_slots[i].claimed.compare_exchange_strong(expected, true)) continue;
+    std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
+    g_temp_slots[i].live.store(true);
+    return static_cast<int>(i);
+  }
+  return -1;  // more than 32 at once: that one is left to its destructor alone
+}
+
+void release_temp_slot(int slot) noexcept {
+  if (slot < 0) return;
+  g_temp_slots[slot].live.store(false);
+  g_temp_slots[slot].claimed.store(false);
+}
+
+bool is_dot_entry(const char* name) noexcept {
+  return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+/** Removes `name` under the folder `parent` and all it holds, with system calls that are safe in
+ *  a signal handler (no allocation, no locks); `depth` bounds the recursion. */
+void remove_tree_at(int parent, const char* name, int depth) noexcept {
+  if (::unlinkat(parent, name, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth > 16) return;
+  const int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  struct dirent64_record {
+    std::uint64_t ino;
+    std::int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[1];
+  };
+  alignas(8) char buffer[4096];
+  // Entries removed while the folder is read can hide others from that pass: read it again
+  // until a pass finds nothing (a few passes at most).
+  for (int pass = 0; pass < 8; ++pass) {
+    ::lseek(fd, 0, SEEK_SET);
+    bool found = false;
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        const auto* e = reinterpret_cast<const dirent64_record*>(buffer + at);
+        at += e->reclen;
+        if (is_dot_entry(e->name)) continue;
+        found = true;
+        remove_tree_at(fd, e->name, depth + 1);
+      }
+    }
+    if (!found) break;
+  }
+  ::close(fd);
+  ::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
 temp_dir::temp_dir(std::string_view prefix) {
   std::string tmpl = (fs::temp_directory_path() / (std::string(prefix) + "XXXXXX")).string();
   if (::mkdtemp(tmpl.data()) == nullptr)
     KJ_THROW(error_kind::io, "cannot create a temporary folder {}: {}", tmpl,
              std::error_code(errno, std::generic_category()).message());
   m_path = tmpl;
+  m_slot = claim_temp_slot(tmpl);
 }
 
 temp_dir::~temp_dir() {
+  release_temp_slot(m_slot);
   std::error_code ec;
   fs::remove_all(m_path, ec);
+}
+
+void remove_temp_dirs_now() noexcept {
+  const int saved = errno;
+  for (auto& slot : g_temp_slots)
+    if (slot.live.load()) remove_tree_at(AT_FDCWD, slot.path, 0);
+  errno = saved;
 }
 
 std::string unique_temp_suffix() {

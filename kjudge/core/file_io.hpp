@@ -47,7 +47,8 @@ struct output_target {
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
 /** A fresh folder under the system's temporary directory (mkdtemp), removed with everything in it
- *  when the object goes away, on every path. */
+ *  when the object goes away, on every path; and by remove_temp_dirs_now() where the process
+ *  exits without unwinding (an interrupt). */
 class temp_dir {
  public:
   /** Creates <tmp>/<prefix>XXXXXX. Throws kj::error(io). */
@@ -59,7 +60,12 @@ class temp_dir {
 
  private:
   std::filesystem::path m_path;
+  int m_slot = -1;  ///< its entry among the live folders (remove_temp_dirs_now), or -1
 };
+
+/** Removes every temp_dir alive now, with all it holds, before a process ends without unwinding
+ *  (`_exit` on an interrupt). Async-signal-safe: system calls only, no allocation or locks. */
+void remove_temp_dirs_now() noexcept;
 
 /** An output the user named (`--json <path>`): "-" is standard output, anything else a file
  *  written with write_file_atomic. Throws kj::error(io), also when standard output fails. */

@@ -3,6 +3,7 @@
 // children behind exit_on_interrupt, and the collection of what they leave behind
 // (set_orphan_cleanup).
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/file_io.hpp>
 #include <kjudge/core/sigpipe.hpp>
 #include <kjudge/runner/process.hpp>
 #include <kjudge/runner/process_detail.hpp>
@@ -182,6 +183,7 @@ int interrupt_fd() noexcept {
 }
 
 void exit_interrupted(int sig) noexcept {
+  remove_temp_dirs_now();  // _exit runs no destructors: an Nsight Compute run's folder, say
   write_stderr_raw(g_program.data());
   write_stderr_raw(": interrupted by ");
   write_stderr_raw(interrupt_name(sig));

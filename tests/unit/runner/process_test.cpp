@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <kjudge/core/file_io.hpp>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -251,9 +253,17 @@ TEST_F(process_test, leftovers_outside_the_group_are_killed_with_orphan_cleanup)
 TEST_F(process_test, an_interrupt_kills_the_child_and_its_leftovers_then_exits) {
   const fs::path pid_file = m_dir / "daemon.pids";
   const fs::path err = m_dir / "parent.err";
+  const fs::path folder_file = m_dir / "folder.path";
   const pid_t parent = fork_process(err, [&] {
     kj::runner::exit_on_interrupt("kj-interrupt-test");
     kj::runner::set_orphan_cleanup(true);
+    // A temporary folder alive across the wait (as an Nsight Compute run's is): _exit runs no
+    // destructor, and it was left behind.
+    const kj::temp_dir folder("kj-interrupt-test-");
+    fs::create_directories(folder.path() / "a" / "b");
+    std::ofstream(folder.path() / "a" / "b" / "raw.csv") << "x\n";
+    std::ofstream(folder.path() / "top.txt") << "y\n";
+    std::ofstream(folder_file) << folder.path().string() << "\n";
     auto options = child({"daemon", pid_file.string(), "hang"});
     options.timeout = 600s;
     (void)run_process(options);
@@ -276,11 +286,20 @@ TEST_F(process_test, an_interrupt_kills_the_child_and_its_leftovers_then_exits) 
   text << in.rdbuf();
   EXPECT_NE(text.str().find("kj-interrupt-test: interrupted by SIGTERM"), std::string::npos)
       << text.str();
+  std::string folder_path;
+  std::getline(std::ifstream(folder_file), folder_path);
+  ASSERT_FALSE(folder_path.empty());
+  EXPECT_FALSE(fs::exists(folder_path)) << folder_path << " outlived the interrupted parent";
 
-  // With no child running, an interrupt exits at once.
+  // With no child running, an interrupt exits at once (from the signal handler), and removes
+  // the temporary folders too.
   const fs::path ready = m_dir / "idle.ready";
+  const fs::path idle_folder_file = m_dir / "idle_folder.path";
   const pid_t idle = fork_process(m_dir / "idle.err", [&] {
     kj::runner::exit_on_interrupt("kj-interrupt-test");
+    const kj::temp_dir folder("kj-interrupt-test-");
+    std::ofstream(folder.path() / "f") << "z\n";
+    std::ofstream(idle_folder_file) << folder.path().string() << "\n";
     std::ofstream(ready) << "1\n";
     std::this_thread::sleep_for(60s);
     return 0;
@@ -291,6 +310,10 @@ TEST_F(process_test, an_interrupt_kills_the_child_and_its_leftovers_then_exits) 
   ASSERT_NE(idle_status, -1);
   ASSERT_TRUE(WIFEXITED(idle_status));
   EXPECT_EQ(WEXITSTATUS(idle_status), 128 + SIGINT);
+  std::string idle_folder;
+  std::getline(std::ifstream(idle_folder_file), idle_folder);
+  ASSERT_FALSE(idle_folder.empty());
+  EXPECT_FALSE(fs::exists(idle_folder)) << idle_folder;
 }
 
 TEST_F(process_test, output_keeps_only_the_tail_in_bounded_memory) {
