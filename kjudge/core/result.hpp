@@ -109,7 +109,8 @@ struct correctness_summary {
   int trials = 0, trials_passed = 0;
   bool held_out_ran = false, held_out_passed = false;
   int stress_trials = 0, stress_passed = 0;
-  std::string weight_copy;       ///< "by_name", "by_order", "none" (no parameters), "native" (ABI)
+  std::string weight_copy;       ///< "by_name", "by_order", "by_shape", "seed_only", "none" (no
+                                 ///< parameters), "native" (ABI)
   std::string tolerance_source;  ///< "dtype-default", "problem", "command line"
   precision_summary precision;
 };

@@ -270,7 +270,7 @@ _ABI_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torc
 
 def _copy_weights(ref, cand):
     """Copies the reference's state_dict into the candidate: by name when every reference entry
-    has a same-shaped namesake, else by order and shape; then each of the reference's
+    has a same-shaped namesake, else by order and shape, else by shape alone; then each of the reference's
     non-persistent buffers into the candidate's buffer of that name and shape, where it has one
     (no condition of the match: a candidate may compute such a value itself). Returns the method
     that held for the state_dict."""
@@ -290,22 +290,21 @@ def _copy_weights(ref, cand):
                 cs[k].copy_(v)
             return "by_name"
         # In order: each floating-point reference tensor takes the next floating-point candidate
-        # tensor of the same shape. Other entries (integer and bool buffers: BatchNorm's
-        # num_batches_tracked, index tables) take their namesake of the same shape and dtype,
-        # else the next unused candidate entry of that shape and dtype, and stay as the
-        # candidate built them where it has none: a candidate that keeps BatchNorm's parameters
-        # and running statistics as its own tensors has no counter, and lost every copy for it.
+        # tensor of the same shape; where that fails (a candidate that declares its bias before
+        # its weight), by shape: the first unused one of its shape wherever it stands. Other
+        # entries (integer and bool buffers: BatchNorm's num_batches_tracked, index tables) take
+        # their namesake of the same shape and dtype, else the next unused candidate entry of
+        # that shape and dtype, and stay as the candidate built them where it has none: a
+        # candidate that keeps BatchNorm's parameters and running statistics as its own tensors
+        # has no counter, and lost every copy for it.
         floats = [v for v in cs.values() if v.is_floating_point()]
-        pairs, j = [], 0
-        for v in rs.values():
-            if not v.is_floating_point():
-                continue
-            while j < len(floats) and floats[j].shape != v.shape:
-                j += 1
-            if j == len(floats):
-                return "seed_only"
-            pairs.append((floats[j], v))
-            j += 1
+        method = "by_order"
+        pairs = _match_floats(rs, floats, in_order=True)
+        if pairs is None:
+            method = "by_shape"
+            pairs = _match_floats(rs, floats, in_order=False)
+        if pairs is None:
+            return "seed_only"
         used = {id(dst) for dst, _ in pairs}
         others = [v for v in cs.values() if not v.is_floating_point()]
 
@@ -323,7 +322,33 @@ def _copy_weights(ref, cand):
                 used.add(id(mine))
         for dst, src in pairs:
             dst.copy_(src)
-        return "by_order"
+        return method
+
+
+def _match_floats(rs, floats, in_order):
+    """(candidate, reference) pairs for the reference state_dict's floating-point entries among
+    the candidate's floating-point tensors `floats`, each taken once: the next of the same shape
+    after the last taken (in_order), or the first unused of the same shape; None where one has
+    no match."""
+    pairs, j, used = [], 0, set()
+    for v in rs.values():
+        if not v.is_floating_point():
+            continue
+        if in_order:
+            while j < len(floats) and floats[j].shape != v.shape:
+                j += 1
+            if j == len(floats):
+                return None
+            pairs.append((floats[j], v))
+            j += 1
+            continue
+        mine = next((i for i, c in enumerate(floats) if i not in used and c.shape == v.shape),
+                    None)
+        if mine is None:
+            return None
+        used.add(mine)
+        pairs.append((floats[mine], v))
+    return pairs
 
 
 def build_reference(seed):

@@ -210,6 +210,39 @@ class ModelNew(nn.Module):
   EXPECT_EQ(f.result["correctness"]["weight_copy"], "by_order") << f.output;
 }
 
+TEST(JudgementCpu, RenamedParametersInAnotherOrderAreCopiedByShape) {
+  // The candidate renames Linear's parameters and declares the bias first: the scan in order
+  // found no weight after the bias and copied nothing (seed_only), and the seed's own weights
+  // made a correct kernel incorrect.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(32, 16)
+    def forward(self, x):
+        return self.proj(x)
+def get_inputs():
+    return [torch.randn(8, 32)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Parameter(torch.zeros(16))
+        self.w = nn.Parameter(torch.zeros(16, 32))
+    def forward(self, x):
+        return torch.addmm(self.b, x, self.w.t())
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_shape") << r.output;
+}
+
 TEST(JudgementCpu, SizesDrawnWhileBuildingStayNominalInEveryTrial) {
   const auto p = write_case("p.py", R"(import torch
 import torch.nn as nn
