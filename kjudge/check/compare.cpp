@@ -125,6 +125,8 @@ void compare_values(const host_tensor& expected, const host_tensor& actual,
   }
 
   out.reference_varies = ref_max > ref_min && ref_max - ref_min > rtol * ref_abs_max;
+  out.abs_err_count = acc.finite_pairs;
+  out.rel_err_count = acc.relative_pairs;
   if (acc.finite_pairs > 0) out.mean_abs_err = acc.abs_sum / static_cast<double>(acc.finite_pairs);
   if (acc.relative_pairs > 0)
     out.mean_rel_err = acc.rel_sum / static_cast<double>(acc.relative_pairs);
@@ -196,6 +198,8 @@ void compare_integers(const host_tensor& expected, const host_tensor& actual,
       out.mismatches.push_back(
           {unravel(i, actual.shape), static_cast<double>(e), static_cast<double>(a), err});
   }
+  out.abs_err_count = out.numel;
+  out.rel_err_count = relative_pairs;
   if (out.numel > 0) out.mean_abs_err = abs_sum / static_cast<double>(out.numel);
   if (relative_pairs > 0) out.mean_rel_err = rel_sum / static_cast<double>(relative_pairs);
   out.worst_index = unravel(worst.value_or(0), actual.shape);

@@ -56,6 +56,8 @@ struct output_comparison {
    *  only toward the absolute error. */
   double max_rel_err = 0;
   double mean_rel_err = 0;
+  std::size_t abs_err_count = 0;          ///< elements mean_abs_err is over (both sides finite)
+  std::size_t rel_err_count = 0;          ///< elements mean_rel_err is over (those with e != 0 too)
   std::vector<std::int64_t> worst_index;  ///< index of the largest |a - e| (excess over tolerance)
   std::vector<mismatch> mismatches;       ///< the first few out-of-tolerance elements, in order
   bool constant_output = false;   ///< every element of the candidate's output equal (numel > 1)

@@ -49,8 +49,9 @@ KJ_JSON_FIELDS(build_info, attempted, ok, cached, build_s, tool, command, cache_
 KJ_JSON_FIELDS(mismatch_info, index, expected, actual, abs_err)
 KJ_JSON_FIELDS(output_check, index, passed, expected_shape, actual_shape, expected_dtype,
                actual_dtype, atol, rtol, numel, nan_count, inf_count, mismatch_count, max_abs_err,
-               mean_abs_err, max_rel_err, mean_rel_err, worst_index, mismatches, constant_output,
-               reference_constant, reference_varies, actual_hash, expected_hash, message)
+               mean_abs_err, max_rel_err, mean_rel_err, abs_err_count, rel_err_count, worst_index,
+               mismatches, constant_output, reference_constant, reference_varies, actual_hash,
+               expected_hash, message)
 KJ_JSON_FIELDS(trial_result, kind, index, seed, shape_scale, jitter, input_shapes, input_dtypes,
                passed, outputs, inputs_modified, error, reference_ms, candidate_ms)
 KJ_JSON_FIELDS(precision_summary, max_abs_err, mean_abs_err, max_rel_err, mean_rel_err)

@@ -67,6 +67,9 @@ struct output_check {
   double atol = 0, rtol = 0;
   std::uint64_t numel = 0, nan_count = 0, inf_count = 0, mismatch_count = 0;
   double max_abs_err = 0, mean_abs_err = 0, max_rel_err = 0, mean_rel_err = 0;
+  /** The elements the means are over: both sides finite; for the relative error, a nonzero
+   *  reference value too. */
+  std::uint64_t abs_err_count = 0, rel_err_count = 0;
   std::vector<std::int64_t> worst_index;
   std::vector<mismatch_info> mismatches;
   bool constant_output = false;

@@ -140,7 +140,7 @@ void summarize_correctness(eval_result& r) {
   c.held_out_ran = c.held_out_passed = false;
   c.precision = {};
   double abs_sum = 0, rel_sum = 0;
-  std::uint64_t count = 0;
+  std::uint64_t abs_count = 0, rel_count = 0;
   for (const auto& t : r.trials) {
     if (t.kind == "held_out") {
       c.held_out_ran = true;
@@ -157,15 +157,16 @@ void summarize_correctness(eval_result& r) {
       if (!o.shape_ok()) continue;
       c.precision.max_abs_err = std::max(c.precision.max_abs_err, o.max_abs_err);
       c.precision.max_rel_err = std::max(c.precision.max_rel_err, o.max_rel_err);
-      abs_sum += o.mean_abs_err * static_cast<double>(o.numel);
-      rel_sum += o.mean_rel_err * static_cast<double>(o.numel);
-      count += o.numel;
+      // Each output's means weighted by the elements they were taken over: an output of NaN
+      // (no finite pair) weighed its element count at an error of 0.
+      abs_sum += o.mean_abs_err * static_cast<double>(o.abs_err_count);
+      rel_sum += o.mean_rel_err * static_cast<double>(o.rel_err_count);
+      abs_count += o.abs_err_count;
+      rel_count += o.rel_err_count;
     }
   }
-  if (count > 0) {
-    c.precision.mean_abs_err = abs_sum / static_cast<double>(count);
-    c.precision.mean_rel_err = rel_sum / static_cast<double>(count);
-  }
+  if (abs_count > 0) c.precision.mean_abs_err = abs_sum / static_cast<double>(abs_count);
+  if (rel_count > 0) c.precision.mean_rel_err = rel_sum / static_cast<double>(rel_count);
 }
 
 }  // namespace kj::eval

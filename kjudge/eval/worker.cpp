@@ -67,6 +67,8 @@ output_check to_output_check(int index, const check::output_comparison& c) {
   o.mean_abs_err = c.mean_abs_err;
   o.max_rel_err = c.max_rel_err;
   o.mean_rel_err = c.mean_rel_err;
+  o.abs_err_count = c.abs_err_count;
+  o.rel_err_count = c.rel_err_count;
   o.worst_index = c.worst_index;
   for (const auto& m : c.mismatches)
     o.mismatches.push_back({m.index, m.expected, m.actual, m.abs_err});

@@ -121,7 +121,15 @@ TEST(compare, error_statistics) {
   EXPECT_NEAR(r.mean_abs_err, 0.15, 1e-12);
   EXPECT_NEAR(r.max_rel_err, 0.1, 1e-12);  // e == 0 is left out of relative error
   EXPECT_NEAR(r.mean_rel_err, 0.1 / 3, 1e-12);
+  EXPECT_EQ(r.abs_err_count, 4u);
+  EXPECT_EQ(r.rel_err_count, 3u);
   EXPECT_EQ(r.worst_index, (shape_t{3}));  // closest to its limit even when passing
+  // The means are over finite pairs: a NaN is counted apart, not as an error of 0.
+  const std::vector<double> with_nan = {1.1, nan, 4.0, 0.5};
+  const auto n = compare(f64(e), f64(with_nan), {1.0, 0.0});
+  EXPECT_EQ(n.abs_err_count, 3u);
+  EXPECT_EQ(n.rel_err_count, 2u);
+  EXPECT_NEAR(n.mean_abs_err, 0.6 / 3, 1e-12);
 }
 
 TEST(compare, nan_in_output_fails_and_is_counted) {

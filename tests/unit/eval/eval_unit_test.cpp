@@ -175,6 +175,25 @@ TEST(Protocol, DeepNestingIsMalformedAndFlagsAreCapped) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+TEST(Protocol, ThePrecisionMeansWeighEachOutputByTheElementsItsMeansAreOver) {
+  // An output of NaN has no finite pair and a mean error of 0: weighed by its 1000 elements it
+  // took the summary's mean from 0.2 to 0.002.
+  eval_result r;
+  eval::fold_state st;
+  eval::apply_event_line(r, R"({"trial":{"kind":"nominal","index":0,"passed":false,"outputs":[
+      {"index":0,"passed":false,"expected_shape":[10],"actual_shape":[10],
+       "expected_dtype":"float32","actual_dtype":"float32","numel":10,"max_abs_err":0.4,
+       "mean_abs_err":0.2,"mean_rel_err":0.1,"abs_err_count":10,"rel_err_count":5},
+      {"index":1,"passed":false,"expected_shape":[1000],"actual_shape":[1000],
+       "expected_dtype":"float32","actual_dtype":"float32","numel":1000,"nan_count":1000,
+       "abs_err_count":0,"rel_err_count":0}]}})",
+                         st);
+  eval::summarize_correctness(r);
+  EXPECT_DOUBLE_EQ(r.correctness.precision.mean_abs_err, 0.2);
+  EXPECT_DOUBLE_EQ(r.correctness.precision.mean_rel_err, 0.1);
+  EXPECT_DOUBLE_EQ(r.correctness.precision.max_abs_err, 0.4);
+}
+
 TEST(Protocol, AFloodOfPhasesAndTrialsIsCountedNotKept) {
   // Well-formed phase lines had no cap: 100 MiB of {"phase":"p"} grew kjudge to 3.3 GB and the
   // result to 7.5 million phases.
