@@ -63,8 +63,8 @@ struct output_comparison {
   bool constant_output = false;   ///< every element of the candidate's output equal (numel > 1)
   std::uint64_t actual_hash = 0;  ///< FNV-1a of the candidate's bytes, to spot repeated outputs
   /** Floating outputs: the reference's finite values span more than rtol times their largest
-   *  magnitude (more than rounding moves them), so an output that does not vary and passes does
-   *  so by the absolute tolerance. */
+   *  magnitude and more than atol / 100 (more than rounding moves them), so an output that does
+   *  not vary and passes does so by the absolute tolerance. */
   bool reference_varies = false;
   double reference_sum = 0;      ///< sum of the reference's finite values (floating outputs)
   double reference_abs_sum = 0;  ///< sum of their magnitudes

@@ -436,7 +436,8 @@ struct dependency {
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] == ' ' || line[0] == '\t' || about_source(line) ||
         line.find("#error") != std::string::npos || line.find("#warning") != std::string::npos ||
-        std::regex_search(line, diagnostic))
+        (std::regex_search(line, diagnostic) &&
+         line.find("fatal error: error writing to") == std::string::npos))  // the host compiler's
       continue;
     if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
       return true;
@@ -741,6 +742,7 @@ build_result build_native(const nvcc_request& request) {
   if (!write_file_atomic(work, "build.log", out.log, why) ||
       !write_file_atomic(work, "build.json", info_text, why)) {
     // The library is complete: it serves this evaluation from its own folder, unfiled.
+    out.command = make_command(nvcc, request, work);
     out.log += fmt::format("[kjudge: this build was not cached: {}]\n", why);
     return out;
   }

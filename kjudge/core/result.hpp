@@ -74,8 +74,8 @@ struct output_check {
   std::vector<mismatch_info> mismatches;
   bool constant_output = false;
   bool reference_constant = false;
-  /** A floating reference whose values span more than rtol times their largest magnitude
-   *  (check::output_comparison::reference_varies). */
+  /** A floating reference whose values span more than rtol times their largest magnitude and
+   *  more than atol / 100 (check::output_comparison::reference_varies). */
   bool reference_varies = false;
   std::uint64_t actual_hash = 0, expected_hash = 0;
   std::string message;

@@ -328,8 +328,14 @@ def _copy_weights(ref, cand):
 def _match_floats(rs, floats, in_order):
     """(candidate, reference) pairs for the reference state_dict's floating-point entries among
     the candidate's floating-point tensors `floats`, each taken once: the next of the same shape
-    after the last taken (in_order), or the first unused of the same shape; None where one has
-    no match."""
+    after the last taken (in_order), or the one of the same shape, where each shape is one
+    tensor's on both sides (two of a shape, out of order, could pair wrongly: a scale of 16 with
+    a bias of 16); None where one has no match or a shape is shared."""
+    if not in_order:
+        ref_shapes = [tuple(v.shape) for v in rs.values() if v.is_floating_point()]
+        cand_shapes = [tuple(c.shape) for c in floats]
+        if any(ref_shapes.count(s) != 1 or cand_shapes.count(s) != 1 for s in ref_shapes):
+            return None
     pairs, j, used = [], 0, set()
     for v in rs.values():
         if not v.is_floating_point():

@@ -243,6 +243,66 @@ class ModelNew(nn.Module):
   EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_shape") << r.output;
 }
 
+TEST(JudgementCpu, TwoTensorsOfAShapeOutOfOrderAreNotCopiedByShape) {
+  // The reference's state_dict is scale (16), weight, bias (16); the candidate's w, b, s. By
+  // shape alone the scale would go into b and the bias into s: it is not copied (seed_only),
+  // and the candidate, whose own seeded weights equal the reference's, passes.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(32, 16)
+        self.scale = nn.Parameter(torch.randn(16))
+    def forward(self, x):
+        return self.lin(x) * self.scale
+def get_inputs():
+    return [torch.randn(8, 32)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        lin = nn.Linear(32, 16)
+        self.w = nn.Parameter(lin.weight.detach().clone())
+        self.b = nn.Parameter(lin.bias.detach().clone())
+        self.s = nn.Parameter(torch.randn(16))
+    def forward(self, x):
+        return torch.addmm(self.b, x, self.w.t()) * self.s
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "seed_only") << r.output;
+}
+
+TEST(JudgementCpu, ZerosForAReferenceThatIsZeroButForRoundingAreNotFlagged) {
+  // The means of centred rows are 1e-8 or so: zeros are the exact answer, not a constant that
+  // passed by atol.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return (x - x.mean(1, keepdim=True)).mean(1)
+def get_inputs():
+    return [torch.randn(64, 256)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.zeros(x.shape[0])
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has_flag(r.result, "constant_output")) << r.result.dump(1);
+  EXPECT_FALSE(has_flag(r.result, "output_repeats")) << r.result.dump(1);
+}
+
 TEST(JudgementCpu, SizesDrawnWhileBuildingStayNominalInEveryTrial) {
   const auto p = write_case("p.py", R"(import torch
 import torch.nn as nn

@@ -252,6 +252,11 @@ TEST(compare, the_reference_varies_beyond_rounding_or_not) {
   // Sums of softmax rows: 1 within rounding, not beyond rtol.
   const std::vector<double> ones = {1.0, 1.0 - 6e-8, 1.0 + 1.2e-7, 1.0};
   EXPECT_FALSE(compare(f64(ones), f64(std::vector<double>(4, 1.0)), {1e-4, 1e-4}).reference_varies);
+  // Zero but for rounding: however small its largest magnitude, a spread under atol / 100 is
+  // not a variation.
+  const std::vector<double> centred = {2.2e-8, -1.1e-8, 0.0, 5e-9};
+  EXPECT_FALSE(
+      compare(f64(centred), f64(std::vector<double>(4, 0.0)), {1e-4, 1e-4}).reference_varies);
   // Non-finite reference values are left out; a constant reference does not vary.
   const std::vector<double> with_nan = {2.0, nan, 2.0, 2.0};
   EXPECT_FALSE(compare(f64(with_nan), f64(with_nan), {1e-4, 1e-4}).reference_varies);
