@@ -211,15 +211,21 @@ def load_candidate(path):
 # --- models -------------------------------------------------------------------------------------
 
 def _to_device(x):
-    """x with its tensors (also inside lists, tuples and namedtuples) on kjudge's device; other
-    containers as they are."""
+    """x with its tensors (also inside lists, tuples, their subclasses and namedtuples) on
+    kjudge's device; a subclass that cannot be rebuilt from its items stays as it is."""
     if isinstance(x, torch.Tensor):
         return x.to(DEVICE)
+    if not isinstance(x, (list, tuple)):
+        return x
+    items = [_to_device(v) for v in x]
     if type(x) in (list, tuple):
-        return type(x)(_to_device(v) for v in x)
-    if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple: fields by position
-        return type(x)(*(_to_device(v) for v in x))
-    return x
+        return type(x)(items)
+    try:
+        if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple: fields by position
+            return type(x)(*items)
+        return type(x)(items)
+    except Exception:
+        return x
 
 
 def _plain(x):
