@@ -715,19 +715,20 @@ build_result build_native(const nvcc_request& request) {
   // the search, during the build would file a library of other bytes under the scanned ones). An
   // unpublished build serves this evaluation from its own folder, which the next build of this
   // key on this host removes once this process has ended.
+  // An unfiled build serves this evaluation from its own folder, which out.command names.
+  const auto unfiled = [&](const std::string& reason) {
+    out.log += fmt::format("[kjudge: this build was not cached: {}]\n", reason);
+    return out;
+  };
   std::string not_cached;
   if (variant.empty())
     not_cached = "its includes could not be listed (" + scan_error + ")";
   else if (built_from_scanned(work / k_build_depfile, deps, ctx, not_cached) && !unchanged(deps))
     not_cached = "an included file changed during it";
-  if (!not_cached.empty()) {
-    out.log += fmt::format("[kjudge: this build was not cached: {}]\n", not_cached);
-    return out;
-  }
+  if (!not_cached.empty()) return unfiled(not_cached);
   const fs::path final_dir = entry / variant;
-  out.command = make_command(nvcc, request, final_dir);
   const nlohmann::json info = {
-      {"command", out.command},
+      {"command", make_command(nvcc, request, final_dir)},
       {"nvcc", nvcc.string()},
       {"nvcc_version", out.nvcc_version},
       {"arch", request.arch},
@@ -740,12 +741,8 @@ build_result build_native(const nvcc_request& request) {
   const std::string info_text =
       info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (!write_file_atomic(work, "build.log", out.log, why) ||
-      !write_file_atomic(work, "build.json", info_text, why)) {
-    // The library is complete: it serves this evaluation from its own folder, unfiled.
-    out.command = make_command(nvcc, request, work);
-    out.log += fmt::format("[kjudge: this build was not cached: {}]\n", why);
-    return out;
-  }
+      !write_file_atomic(work, "build.json", info_text, why))
+    return unfiled(why);  // the library itself is complete
   fs::rename(work, final_dir, ec);
   if (ec) {
     // Another build of the same key and bytes finished first (the target folder exists and is
@@ -755,6 +752,7 @@ build_result build_native(const nvcc_request& request) {
                                                    final_dir.string(), ec.message()));
     fs::remove_all(work, ec);
   }
+  out.command = make_command(nvcc, request, final_dir);
   out.library = final_dir / "candidate.so";
   return out;
 }

@@ -516,8 +516,8 @@ class pipeline {
     }
     // On a failed output both flags say why (errors). An output that passed is within tolerance
     // of the reference's however it was made: it raises them (warnings) only where the
-    // reference moves by more than its relative tolerance, so that it passed by the absolute
-    // one alone (a constant 5e-6 for a reference spread over [0, 1e-5] under atol 1e-4), not
+    // reference varies beyond rounding (reference_varies), so that it passed by the absolute
+    // tolerance alone (a constant 5e-6 for a reference spread over [0, 1e-5] under atol 1e-4), not
     // where the reference varies by rounding (a constant 1 where softmax rows sum to 1).
     const auto passed_note = [](const output_check& o) {
       return fmt::format(
@@ -530,8 +530,8 @@ class pipeline {
         m_events.flag(
             "constant_output", o.passed ? "warning" : "error",
             fmt::format("output {} is constant while the reference's is not{}", o.index,
-                        o.passed ? fmt::format(" (it spans more than rtol times its largest "
-                                               "magnitude){}",
+                        o.passed ? fmt::format(" (its values span more than rounding moves "
+                                               "them){}",
                                                passed_note(o))
                                  : ""));
       // Identical candidate output for different inputs (different reference outputs; where it

@@ -138,8 +138,8 @@ class session {
   /** Builds Model under `seed` (KernelBench order). Throws kj::error(problem). */
   void build_reference(std::uint64_t seed);
   /** Builds ModelNew under the same seed and copies the reference's state_dict into it. Returns
-   *  "by_name", "by_order", "by_shape", "seed_only", "none", or "native" when no Python candidate
-   * is loaded. */
+   *  "by_name", "by_order", "by_shape", "seed_only", "none", or "native" when no Python
+   *  candidate is loaded. */
   std::string build_candidate(std::uint64_t seed);
 
   /** Reference parameters and buffers in state_dict order (device memory, contiguous). Valid until

@@ -218,8 +218,6 @@ def _to_device(x):
     if not isinstance(x, (list, tuple)):
         return x
     items = [_to_device(v) for v in x]
-    if type(x) in (list, tuple):
-        return type(x)(items)
     try:
         if isinstance(x, tuple) and hasattr(x, "_fields"):  # a namedtuple: fields by position
             return type(x)(*items)
@@ -276,8 +274,8 @@ _ABI_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torc
 
 def _copy_weights(ref, cand):
     """Copies the reference's state_dict into the candidate: by name when every reference entry
-    has a same-shaped namesake, else by order and shape, else by shape alone; then each of the reference's
-    non-persistent buffers into the candidate's buffer of that name and shape, where it has one
+    has a same-shaped namesake, else by order and shape, else by shape alone (_match_floats);
+    then each of the reference's non-persistent buffers into the candidate's buffer of that name and shape, where it has one
     (no condition of the match: a candidate may compute such a value itself). Returns the method
     that held for the state_dict."""
     with torch.no_grad():
@@ -297,7 +295,7 @@ def _copy_weights(ref, cand):
             return "by_name"
         # In order: each floating-point reference tensor takes the next floating-point candidate
         # tensor of the same shape; where that fails (a candidate that declares its bias before
-        # its weight), by shape: the first unused one of its shape wherever it stands. Other
+        # its weight), by shape where every shape is one tensor's on both sides. Other
         # entries (integer and bool buffers: BatchNorm's num_batches_tracked, index tables) take
         # their namesake of the same shape and dtype, else the next unused candidate entry of
         # that shape and dtype, and stay as the candidate built them where it has none: a
@@ -334,32 +332,26 @@ def _copy_weights(ref, cand):
 def _match_floats(rs, floats, in_order):
     """(candidate, reference) pairs for the reference state_dict's floating-point entries among
     the candidate's floating-point tensors `floats`, each taken once: the next of the same shape
-    after the last taken (in_order), or the one of the same shape, where each shape is one
-    tensor's on both sides (two of a shape, out of order, could pair wrongly: a scale of 16 with
-    a bias of 16); None where one has no match or a shape is shared."""
+    after the last taken (in_order), or the one of its shape, where each shape is one tensor's on
+    both sides (two of a shape, out of order, could pair wrongly: a scale of 16 with a bias of
+    16); None where one has no match or a shape is shared."""
+    ref = [v for v in rs.values() if v.is_floating_point()]
     if not in_order:
-        ref_shapes = [tuple(v.shape) for v in rs.values() if v.is_floating_point()]
-        cand_shapes = [tuple(c.shape) for c in floats]
-        if any(ref_shapes.count(s) != 1 or cand_shapes.count(s) != 1 for s in ref_shapes):
+        by_shape = {}
+        for c in floats:
+            by_shape.setdefault(tuple(c.shape), []).append(c)
+        shapes = [tuple(v.shape) for v in ref]
+        if any(shapes.count(s) != 1 or len(by_shape.get(s, ())) != 1 for s in shapes):
             return None
-    pairs, j, used = [], 0, set()
-    for v in rs.values():
-        if not v.is_floating_point():
-            continue
-        if in_order:
-            while j < len(floats) and floats[j].shape != v.shape:
-                j += 1
-            if j == len(floats):
-                return None
-            pairs.append((floats[j], v))
+        return [(by_shape[s][0], v) for s, v in zip(shapes, ref)]
+    pairs, j = [], 0
+    for v in ref:
+        while j < len(floats) and floats[j].shape != v.shape:
             j += 1
-            continue
-        mine = next((i for i, c in enumerate(floats) if i not in used and c.shape == v.shape),
-                    None)
-        if mine is None:
+        if j == len(floats):
             return None
-        used.add(mine)
-        pairs.append((floats[mine], v))
+        pairs.append((floats[j], v))
+        j += 1
     return pairs
 
 
