@@ -2,12 +2,14 @@
 #include <kjudge/runner/process.hpp>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +31,40 @@ constexpr off_t max_lock_file_bytes = 4096;
 
 std::string errno_text(int e) {
   return std::strerror(e);
+}
+
+// ---- Descriptors a forked child must not keep ----
+// A lock (flock, OFD) belongs to the open file description, which fork() shares: a child forked
+// without exec (a candidate's daemon) would keep the GPU's lock after its holder died without
+// letting go (killed with its pool), and every later evaluation would wait for the daemon. So
+// every descriptor that carries a lock of ours is registered here, and a fork() through libc
+// (C's, Python's os.fork, multiprocessing) closes them in the child, in an atfork handler:
+// closing only drops the child's copy, the holder keeps its lock. A process that forks by a raw
+// clone system call, or holds more than k_fork_slots locks at once, keeps the copies.
+constexpr int k_fork_slots = 16;
+std::array<std::atomic<int>, k_fork_slots> g_lock_fds{};  // fd + 1; 0 is a free slot
+
+void close_lock_fds_in_child() noexcept {
+  for (auto& slot : g_lock_fds)
+    if (const int v = slot.exchange(0); v > 0) ::close(v - 1);  // async-signal-safe
+}
+
+void register_lock_fd(int fd) noexcept {
+  static const bool installed = ::pthread_atfork(nullptr, nullptr, close_lock_fds_in_child) == 0;
+  if (!installed || fd < 0) return;
+  for (auto& slot : g_lock_fds) {
+    int free = 0;
+    if (slot.compare_exchange_strong(free, fd + 1)) return;
+  }
+}
+
+/** Closes `fd`, forgotten by the registry first (the number may be reused at once). */
+void close_lock_fd(int fd) noexcept {
+  for (auto& slot : g_lock_fds) {
+    int mine = fd + 1;
+    if (slot.compare_exchange_strong(mine, 0)) break;
+  }
+  ::close(fd);
 }
 
 /** What the holder wrote into the file: its first line, at most 200 bytes, made printable (the
@@ -178,6 +214,8 @@ class waiting_line {
       return;
     }
     m_fd = file.fd;
+    register_lock_fd(m_fd);
+    m_owner = ::getpid();
     // The counter's guard is held for a few system calls; a holder that keeps it longer (not
     // kjudge), or a file system without these locks, leaves this waiter out of line.
     bool guarded = false;
@@ -236,14 +274,20 @@ class waiting_line {
   }
   void leave() noexcept {
     if (m_fd < 0) return;
+    if (::getpid() != m_owner) {  // a forked child's copy: closed at the fork, the ticket not ours
+      m_fd = -1;
+      m_ticket = -1;
+      return;
+    }
     if (m_ticket >= 0) ofd_lock(m_fd, F_UNLCK, 1 + m_ticket, 1);
-    ::close(std::exchange(m_fd, -1));
+    close_lock_fd(std::exchange(m_fd, -1));
     m_ticket = -1;
   }
 
  private:
   static constexpr long long kMaxTicket = 1LL << 60;
   int m_fd = -1;
+  pid_t m_owner = -1;
   long long m_ticket = -1;
 };
 
@@ -274,16 +318,18 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
   auto file = open_lock_file(path, lock.m_error);
   if (file.fd < 0) return lock;
   int fd = file.fd;
+  register_lock_fd(fd);  // from the start: a child forked before the lock is had must not share it
   const auto start = clock::now();
   const auto deadline = start + limit;
   bool waited = false;
   // Exclusive takers stand in line, so the lock goes in order of arrival; one that is not first
   // does not try it (shared marks do not queue: they wait 100 ms at most; nor does try_now()).
   waiting_line line(path, in_line && !shared);
-  // A ticket can outlive its waiter (a child it forked without exec keeps the description), and
-  // an earlier waiter may be stuck: one that is not first looks at the lock every 250 ms, and
-  // takes it once it has found it free at every look for a second on end (looks more than
-  // 500 ms apart, as after this waiter was stopped itself, start the second again).
+  // A ticket can outlive its waiter (a child it forked by a raw clone keeps the description:
+  // libc's fork closes the copy), and an earlier waiter may be stuck: one that is not first looks
+  // at the lock every 250 ms, and takes it once it has found it free at every look for a second on
+  // end (looks more than 500 ms apart, as after this waiter was stopped itself, start the second
+  // again).
   std::optional<clock::time_point> free_since;
   auto last_look = start;
   auto next_look = start;
@@ -311,18 +357,19 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
     if (e == 0) {
       if (still_at_path(fd, path) || replaced == 10) break;
       // Removed or replaced while this waited: the lock that counts is on the file there now.
-      ::close(fd);
+      close_lock_fd(fd);
       ++replaced;
       free_since.reset();
       file = open_lock_file(path, lock.m_error);
       if (file.fd < 0) return lock;
       fd = file.fd;
+      register_lock_fd(fd);
       continue;
     }
     if (e == EINTR) continue;
     if (e != EWOULDBLOCK) {
       lock.m_error = fmt::format("cannot lock {}: {}", path.string(), errno_text(e));
-      ::close(fd);
+      close_lock_fd(fd);
       return lock;
     }
     // Read again each time: the holder seen last is the one that made this wait end or time out
@@ -343,7 +390,7 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
         lock.m_error = fmt::format("{} still held it after {:.1f} s{}",
                                    lock.m_holder.empty() ? "another process" : lock.m_holder,
                                    lock.m_waited.count(), ahead == 0 ? "" : ", with " + before);
-      ::close(fd);
+      close_lock_fd(fd);
       return lock;
     }
     waited = true;
@@ -358,6 +405,7 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
   // Shared holders are many: none names itself in the file.
   lock.m_wrote_holder = !shared && file.writable && write_holder(fd);
   lock.m_fd = fd;
+  lock.m_owner = ::getpid();
   return lock;
 }
 
@@ -373,6 +421,7 @@ bool file_lock::others_marked(const fs::path& path) {
 
 file_lock::file_lock(file_lock&& other) noexcept
     : m_fd(std::exchange(other.m_fd, -1)),
+      m_owner(other.m_owner),
       m_wrote_holder(other.m_wrote_holder),
       m_timed_out(other.m_timed_out),
       m_waited(other.m_waited),
@@ -383,6 +432,7 @@ file_lock& file_lock::operator=(file_lock&& other) noexcept {
   if (this != &other) {
     release();
     m_fd = std::exchange(other.m_fd, -1);
+    m_owner = other.m_owner;
     m_wrote_holder = other.m_wrote_holder;
     m_timed_out = other.m_timed_out;
     m_waited = other.m_waited;
@@ -398,11 +448,19 @@ file_lock::~file_lock() {
 
 void file_lock::release() noexcept {
   if (m_fd < 0) return;
+  if (::getpid() != m_owner) {
+    // A child forked without exec that runs on through this code: its copy was closed at the
+    // fork (the number may name another file now), and unlocking the shared description would
+    // take the holder's lock away.
+    m_fd = -1;
+    m_wrote_holder = false;
+    return;
+  }
   // A waiter that reads the file after this must not name this process.
   if (m_wrote_holder) static_cast<void>(::ftruncate(m_fd, 0));
   // Explicitly: closing drops the lock only when no forked child kept a copy of the descriptor.
   static_cast<void>(::flock(m_fd, LOCK_UN));
-  ::close(std::exchange(m_fd, -1));
+  close_lock_fd(std::exchange(m_fd, -1));
   m_wrote_holder = false;
 }
 

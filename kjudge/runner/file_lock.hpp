@@ -1,10 +1,13 @@
 #pragma once
 /** @file An exclusive advisory lock on a file (flock), held by an open descriptor: the kernel
  *  drops it when the holder lets go or dies in any way (a crash, SIGKILL, a timeout), so no lock
- *  outlives its process (release() unlocks explicitly, so a child forked without exec that kept
- *  the descriptor does not keep the lock either). Used to give one evaluation at a time a GPU:
- *  another process's kernels while a side is timed move its figures, without anything in its
- *  samples saying so. POSIX only. */
+ *  outlives its process. A child forked through libc without exec (a candidate's daemon) does not
+ *  keep it: an atfork handler closes the child's copies of the descriptors of every lock held or
+ *  being taken, and release() in such a child touches nothing of the holder's. Used to give one
+ *  evaluation at a time a GPU: another process's kernels while a side is timed move its figures,
+ *  without anything in its samples saying so. POSIX only. */
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <filesystem>
@@ -70,6 +73,7 @@ class file_lock {
                         std::chrono::milliseconds limit, bool in_line);
 
   int m_fd = -1;
+  pid_t m_owner = -1;  ///< the process that took it (a forked child's copy is not the lock)
   bool m_wrote_holder = false;
   bool m_timed_out = false;
   std::chrono::duration<double> m_waited{0};

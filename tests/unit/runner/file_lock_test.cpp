@@ -347,6 +347,59 @@ TEST_F(FileLock, release_lets_go_even_where_a_forked_child_keeps_the_descriptor)
   EXPECT_TRUE(next.held()) << next.error();
 }
 
+TEST_F(FileLock, a_child_forked_by_a_holder_that_dies_without_letting_go_does_not_keep_it) {
+  // A holder (a pooled worker killed with its pool) forks a daemon without exec, then dies
+  // without release(): the daemon's copy of the descriptor was closed at the fork, so the lock
+  // goes with the holder.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    auto lock = file_lock::acquire(path(), 5s);
+    if (!lock.held()) ::_exit(1);
+    const pid_t daemon = ::fork();
+    if (daemon == 0) {
+      for (;;) ::pause();
+    }
+    if (::write(fds[1], &daemon, sizeof daemon) != static_cast<ssize_t>(sizeof daemon)) ::_exit(2);
+    ::_exit(0);  // no release(), no destructor: as a SIGKILL leaves it
+  }
+  child_guard holder_guard(holder);
+  pid_t daemon = -1;
+  ASSERT_EQ(::read(fds[0], &daemon, sizeof daemon), static_cast<ssize_t>(sizeof daemon));
+  ASSERT_GT(daemon, 0);
+  int status = -1;
+  ASSERT_EQ(::waitpid(holder, &status, 0), holder);
+  holder_guard.forget();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_EQ(::kill(daemon, 0), 0) << "the daemon should still run";
+  const auto next = file_lock::acquire(path(), 2s);
+  EXPECT_TRUE(next.held()) << next.error();
+  EXPECT_LT(next.waited().count(), 1.0);
+  ::kill(daemon, SIGKILL);  // not our child: reaped by init (or this test's subreaper)
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+TEST_F(FileLock, a_forked_child_that_releases_its_copy_leaves_the_holder_its_lock) {
+  // A child forked without exec that runs on through the holder's code (a candidate's fork that
+  // returns into the worker) and lets its copy go must not unlock the description it shared.
+  auto lock = file_lock::acquire(path(), 1s);
+  ASSERT_TRUE(lock.held()) << lock.error();
+  const pid_t child = ::fork();
+  if (child == 0) {
+    lock.release();
+    ::_exit(0);
+  }
+  int status = -1;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(file_lock::try_now(path()).held()) << "the child's release unlocked the holder's";
+  EXPECT_EQ(read(path()).rfind(self_pid(), 0), 0u) << read(path());  // still names its holder
+  lock.release();
+  EXPECT_TRUE(file_lock::try_now(path()).held());
+}
+
 TEST_F(FileLock, another_users_file_it_may_not_write_still_locks) {
   { std::ofstream(path()) << "pid 1 on elsewhere\n"; }
   ASSERT_EQ(::chmod(path().c_str(), 0444), 0);
