@@ -163,6 +163,12 @@ std::vector<std::string> stat_fields(pid_t pid) {
   return out;
 }
 
+/** Whether `pid` is stopped (SIGSTOP, a debugger's stop, a frozen cgroup's "T"), per /proc. */
+bool is_stopped(pid_t pid) {
+  const auto fields = stat_fields(pid);
+  return !fields.empty() && (fields[0] == "T" || fields[0] == "t");
+}
+
 /** The parent pid of `pid` from /proc, or -1. */
 pid_t parent_of(pid_t pid) {
   const auto fields = stat_fields(pid);
@@ -425,6 +431,7 @@ pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds li
   const auto start = steady::now();
   pool_wait out;
   unsigned long checked = 0;  // the claim being waited for, its holder found to be ours
+  pid_t holder = 0;           // that holder
   auto deadline = start;      // when that holder will be `limit` old
   bool slept = false;         // looks alone are not a wait: `waited` stays 0 until a sleep
   while (true) {
@@ -435,7 +442,7 @@ pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds li
       return out;
     }
     if (claim != checked) {
-      const pid_t holder = own_process_holding(claim);
+      holder = own_process_holding(claim);
       if (holder == 0) {
         // Another user's, or one that ended between the two reads: only a claim still there
         // is another user's.
@@ -450,7 +457,8 @@ pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds li
     }
     out.state = pool_state::starting;
     const auto left = deadline - steady::now();
-    if (left <= steady::duration::zero()) return out;
+    // A stopped pool starts no sooner for the wait: taken as stuck at once.
+    if (left <= steady::duration::zero() || is_stopped(holder)) return out;
     std::this_thread::sleep_for(std::min<steady::duration>(left, std::chrono::milliseconds(20)));
     slept = true;
   }
@@ -467,6 +475,11 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
   const auto start = steady::now();
   unique_fd conn = connect_to(address);
   if (!conn.open()) return refuse("no pool of this user listens at the address");
+  // A stopped pool would take the request and answer nothing for k_message_timeout_s: not asked.
+  const auto server = peer_of(conn.get());
+  if (!server) return refuse("the pool's connection names no process");
+  if (is_stopped(server->pid))
+    return refuse(fmt::format("the pool (pid {}) is stopped", server->pid));
 
   const bool want_channel = options.channel_fd >= 3;
   detail::pipe_ends in = detail::make_pipe();
@@ -496,6 +509,15 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
   in.read.reset();
   out.write.reset();
   chan.write.reset();
+  // The answer comes within milliseconds from a pool that runs; one stopped meanwhile is not
+  // waited for (looked at every 100 ms).
+  const auto answer_by = steady::now() + std::chrono::seconds(k_message_timeout_s);
+  while (!readable_by(conn.get(),
+                      std::min(answer_by, steady::now() + std::chrono::milliseconds(100)))) {
+    if (is_stopped(server->pid))
+      return refuse(fmt::format("the pool (pid {}) was stopped before it answered", server->pid));
+    if (steady::now() >= answer_by) break;
+  }
   const auto reply = read_line(conn.get());
   if (!reply) return refuse("the pool closed the connection (or took 10 s) without an answer");
   if (!reply->contains("pid"))
@@ -503,8 +525,7 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
   const auto pid = static_cast<pid_t>(reply->value("pid", -1));
   // Only a child of the pool we talk to is ever signalled (a child that already ended and was
   // reaped has no /proc entry: nothing to signal either way).
-  const auto server = peer_of(conn.get());
-  if (!server || pid <= 1) return refuse("the pool's answer names no process: " + reply->dump());
+  if (pid <= 1) return refuse("the pool's answer names no process: " + reply->dump());
   const pid_t parent = parent_of(pid);
   if (parent != server->pid && parent != -1) {
     // Where the connection closes too, the pool died after its fork and its child, just

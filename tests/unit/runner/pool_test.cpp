@@ -49,6 +49,15 @@ bool process_gone(pid_t pid) {
          line[close_paren + 2] == 'Z';
 }
 
+bool process_stopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close_paren = line.rfind(')');
+  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
+         line[close_paren + 2] == 'T';
+}
+
 class pool_test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -380,6 +389,7 @@ class dedicated_server {
     return false;
   }
   const std::string& address() const { return m_address; }
+  [[nodiscard]] pid_t pid() const { return m_pid; }
 
  private:
   std::string m_address;
@@ -598,6 +608,41 @@ TEST(pool, a_server_that_dies_in_prepare_ends_the_wait) {
   EXPECT_EQ(w.state, kj::runner::pool_state::absent);
   EXPECT_GT(w.waited.count(), 0.2);
   EXPECT_LT(w.waited.count(), 5.0);
+}
+
+/** A child entry that runs the command, as the suite's server does. */
+void exec_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  ::_exit(126);
+}
+
+TEST(pool, a_stopped_server_is_not_asked) {
+  // Stopped, it would take the request and answer nothing for 10 s: the requester runs the
+  // command itself at once instead.
+  dedicated_server server(exec_argv);
+  ASSERT_EQ(server.run(child({"exit", "0"})).how, exit_kind::exited);
+  ASSERT_EQ(::kill(server.pid(), SIGSTOP), 0);
+  for (int i = 0; i < 100 && !process_stopped(server.pid()); ++i) std::this_thread::sleep_for(5ms);
+  std::string why;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(kj::runner::run_process_in_pool(server.address(), child({"exit", "0"}), &why));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_EQ(why, "the pool (pid " + std::to_string(server.pid()) + ") is stopped");
+  ASSERT_EQ(::kill(server.pid(), SIGCONT), 0);
+  EXPECT_EQ(server.run(child({"exit", "4"})).exit_code, 4);
+}
+
+TEST(pool, a_server_stopped_while_it_prepares_is_not_waited_for) {
+  dedicated_server server(exit_at_once, [] { std::this_thread::sleep_for(60s); });
+  ASSERT_TRUE(server.claimed());
+  ASSERT_EQ(::kill(server.pid(), SIGSTOP), 0);
+  for (int i = 0; i < 100 && !process_stopped(server.pid()); ++i) std::this_thread::sleep_for(5ms);
+  const auto w = kj::runner::wait_for_pool(server.address(), 20s);
+  EXPECT_EQ(w.state, kj::runner::pool_state::starting);
+  EXPECT_LT(w.waited.count(), 1.0);
 }
 
 TEST(pool, no_server_means_no_result) {
