@@ -218,6 +218,22 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
+bool kill_if_child_of(pid_t pid, pid_t parent) {
+  if (parent == ::getpid())  // ours: its pid is not reused until this process reaps it
+    return status_of(pid).parent == parent && ::kill(pid, SIGKILL) == 0;
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+  const long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    const bool same = status_of(pid).parent == parent;
+    const bool sent =
+        same && ::syscall(SYS_pidfd_send_signal, static_cast<int>(fd), SIGKILL, nullptr, 0) == 0;
+    ::close(static_cast<int>(fd));
+    return sent;
+  }
+#endif
+  return status_of(pid).parent == parent && ::kill(pid, SIGKILL) == 0;
+}
+
 std::size_t kill_adopted(pid_t group, const std::function<bool(pid_t)>& keep,
                          std::chrono::milliseconds patience) {
   const pid_t self = ::getpid();
@@ -229,18 +245,21 @@ std::size_t kill_adopted(pid_t group, const std::function<bool(pid_t)>& keep,
       if (!keep(c)) adopted.push_back(c);
     if (adopted.empty()) break;
     // Each subtree, parents before their children (a child forked meanwhile is reparented here
-    // and found in the next round).
-    std::vector<pid_t> tree = adopted;
+    // and found in the next round). Each process with the parent it was found under: this
+    // process's own children keep their pids until it reaps them, but a deeper one can end and
+    // be reaped by its parent after the look, and its pid be reused by then.
+    std::vector<std::pair<pid_t, pid_t>> tree;  // {pid, parent}
+    for (const pid_t c : adopted) tree.emplace_back(c, self);
     for (std::size_t i = 0; i < tree.size() && tree.size() < 100'000; ++i) {
-      const pid_t p = tree[i];
+      const auto [p, parent] = tree[i];
       const auto st = status_of(p);
-      if (st.state == 0) continue;
+      if (st.state == 0 || st.parent != parent) continue;  // gone, or not the process found
       if (st.state != 'Z' && st.state != 'X') {
-        if (st.group != group && std::find(counted.begin(), counted.end(), p) == counted.end())
+        if (kill_if_child_of(p, parent) && st.group != group &&
+            std::find(counted.begin(), counted.end(), p) == counted.end())
           counted.push_back(p);
-        ::kill(p, SIGKILL);
       }
-      for (const pid_t c : children_of(p)) tree.push_back(c);
+      for (const pid_t c : children_of(p)) tree.emplace_back(c, p);
     }
     bool reaped = false;
     for (const pid_t c : adopted) {

@@ -112,6 +112,13 @@ class child_registration {
  *  has no such file from the parent pid of every process in /proc. */
 [[nodiscard]] std::vector<pid_t> children_of(pid_t pid);
 
+/** SIGKILL to `pid` while it is still a child of `parent`; true when sent. Through a pidfd
+ *  where the kernel has them (the parent is checked once the pidfd is open, so a pid that ended
+ *  and was reused after the caller looked is never signalled), else by pid after the same check
+ *  (a window of a few system calls). A child of this process is signalled by pid: its pid is not
+ *  reused before this process reaps it. */
+bool kill_if_child_of(pid_t pid, pid_t parent);
+
 /** Kills (SIGKILL) every child of this process for which `keep` is false, with all its
  *  descendants, and reaps those children, round after round (the descendants of a killed child
  *  are reparented here when this process is a child subreaper) until none is left or `patience`

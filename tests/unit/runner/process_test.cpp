@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <kjudge/core/file_io.hpp>
+#include <kjudge/runner/process_detail.hpp>
 
 namespace {
 
@@ -510,6 +511,39 @@ TEST(process_text, describe_formats) {
   r.how = exit_kind::spawn_failed;
   r.error = "cannot execute 'x': No such file or directory";
   EXPECT_EQ(r.describe(), "failed to start: cannot execute 'x': No such file or directory");
+}
+
+TEST(process_reaping, a_descendant_is_signalled_only_under_the_parent_it_was_found_under) {
+  // A grandchild found under its parent may end and its pid be reused before the signal: the
+  // signal goes only where the pid is still that parent's child.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t parent = ::fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    const pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      for (;;) ::pause();
+    }
+    if (::write(fds[1], &grandchild, sizeof grandchild) != static_cast<ssize_t>(sizeof grandchild))
+      ::_exit(2);
+    int status = 0;
+    ::waitpid(grandchild, &status, 0);
+    ::_exit(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? 0 : 1);
+  }
+  pid_t grandchild = -1;
+  ASSERT_EQ(::read(fds[0], &grandchild, sizeof grandchild),
+            static_cast<ssize_t>(sizeof grandchild));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_FALSE(kj::runner::detail::kill_if_child_of(grandchild, ::getpid()));  // not ours
+  EXPECT_FALSE(kj::runner::detail::kill_if_child_of(grandchild, 1));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(::kill(grandchild, 0), 0) << "signalled under a parent it does not have";
+  EXPECT_TRUE(kj::runner::detail::kill_if_child_of(grandchild, parent));
+  int status = -1;
+  ASSERT_EQ(::waitpid(parent, &status, 0), parent);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the grandchild was not killed";
 }
 
 TEST(process_text, signal_names) {
