@@ -40,15 +40,25 @@ std::string hash_or_empty(const fs::path& p) {
   }
 }
 
-/** <cache>/torch_extensions/<16 hex digits of the candidate's bytes and the interpreter>. */
+/** <cache>/torch_extensions/<16 hex digits of the candidate's bytes and real path, the
+ *  problem's bytes and the interpreter>. */
 fs::path torch_extensions_dir(const job& j) {
   // The interpreter's path as given, links not followed: a venv's python3 is a link to the
   // base interpreter, and two venvs hold two torch builds.
   std::error_code ec;
   const fs::path python = fs::absolute(j.python, ec).lexically_normal();
+  // A candidate's sources need not be its own bytes: one that reads them from a file beside it,
+  // or writes them from the problem's sizes, builds other sources under one extension name from
+  // the same bytes. Its real path and the problem's bytes keep those apart (two copies of one
+  // file in two folders, one file against two problems).
+  std::error_code real_ec;
+  const fs::path real = fs::weakly_canonical(fs::absolute(j.candidate, real_ec), real_ec);
   const std::string content = hash_or_empty(j.candidate);
-  const std::string key = sha256_hex(fmt::format("{}\n{}", content.empty() ? "unreadable" : content,
-                                                 ec ? j.python.string() : python.string()));
+  const std::string problem = hash_or_empty(j.problem);
+  const std::string key = sha256_hex(fmt::format(
+      "{}\n{}\n{}\n{}", content.empty() ? "unreadable" : content,
+      real_ec ? j.candidate.string() : real.string(), problem.empty() ? "unreadable" : problem,
+      ec ? j.python.string() : python.string()));
   return j.cache_dir / "torch_extensions" / key.substr(0, 16);
 }
 
@@ -157,7 +167,8 @@ eval_result evaluate(const job& j, const run_options& options) {
   so.echo_output = options.echo_output;
   so.output_tail_bytes = 64 * 1024;
   // Where load_inline builds go, in the environment from the start (the worker never sets it):
-  // a folder per candidate file's bytes and interpreter. torch builds an extension in a folder
+  // a folder per candidate file (bytes and real path), problem and interpreter. torch builds an
+  // extension in a folder
   // named only by the name given to load_inline, writing the sources there before it takes its
   // lock, and without its own per-Python subfolder once this variable is set: two candidates
   // that use one name, evaluated at once, or under two interpreters, would build each other's.

@@ -937,6 +937,51 @@ TEST(EvalCpu, HelpComesFromTheDocs) {
   EXPECT_NE(eval.output.find("--precise"), std::string::npos);
 }
 
+TEST(EvalCpu, LoadInlineFoldersKeepCopiesInTwoFoldersAndTwoProblemsApart) {
+  // A candidate whose load_inline sources come from a file beside it: two byte-identical copies
+  // in two folders must not share a build folder (run at once, each would build the other's
+  // sources), nor one file against two problems; the same file against the same problem does.
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kjudge_ext_dirs_" + std::to_string(::getpid()));
+  const std::string source =
+      "import os\n"
+      "import torch\n"
+      "here = os.path.dirname(os.path.abspath(__file__))\n"
+      "with open(os.path.join(here, 'ext_dir.txt'), 'a') as f:\n"
+      "    f.write(os.environ['TORCH_EXTENSIONS_DIR'] + '\\n')\n"
+      "class ModelNew(torch.nn.Module):\n"
+      "    def forward(self, x):\n"
+      "        return torch.softmax(x, dim=-1)\n";
+  for (const char* sub : {"a", "b"}) {
+    fs::create_directories(dir / sub);
+    std::ofstream(dir / sub / "model.py") << source;
+  }
+  const auto ext_dirs = [&](const char* sub) {
+    std::ifstream in(dir / sub / "ext_dir.txt");
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  };
+  const std::vector<std::string> args = {"--device", "cpu", "--no-timing", "--trials", "1"};
+  for (const auto& [problem, sub] :
+       {std::pair{"problems/level1/softmax.py", "a"}, std::pair{"problems/level1/softmax.py", "b"},
+        std::pair{"problems/level1/softmax.py", "a"},
+        std::pair{"problems/level1/layernorm.py", "a"}}) {
+    const auto r = run_eval(problem, (dir / sub / "model.py").string(), args);
+    // (layernorm's model takes arguments this one does not: a runtime error after the import)
+    EXPECT_EQ(r.exit_code, std::string(problem).ends_with("softmax.py") ? 0 : 4) << r.output;
+  }
+  const auto a = ext_dirs("a"), b = ext_dirs("b");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(fs::path(a[0]).parent_path().filename(), "torch_extensions") << a[0];
+  EXPECT_NE(a[0], b[0]) << "two copies in two folders share " << a[0];
+  EXPECT_EQ(a[0], a[1]) << "the same file and problem found another folder";
+  EXPECT_NE(a[0], a[2]) << "one file against two problems shares " << a[0];
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kj::test
 
