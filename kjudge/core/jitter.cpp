@@ -22,12 +22,15 @@ std::int64_t jitter_table::jitter_int(std::int64_t n) {
   // not depend on the order in which a problem asks for its sizes: n - d .. n + d with
   // d = floor(0.15 n), in integers (rounding n (1 + f) could land 25% off at n = 4).
   const std::uint64_t h = mix64(m_seed ^ mix64(static_cast<std::uint64_t>(n)));
-  const std::int64_t d = m_jitter && n <= std::numeric_limits<std::int64_t>::max() / 2
-                             ? max_percent * (n / 100) + (max_percent * (n % 100)) / 100
-                             : 0;
+  const std::int64_t reach = n <= std::numeric_limits<std::int64_t>::max() / 2
+                                 ? max_percent * (n / 100) + (max_percent * (n % 100)) / 100
+                                 : 0;
+  const std::int64_t d = m_jitter ? reach : 0;
   const auto span = 2u * static_cast<std::uint64_t>(d) + 1u;  // d < n: n - d >= 1
   const std::int64_t drawn = n - d + static_cast<std::int64_t>(h % span);
-  const std::int64_t value = drawn * m_scale;
+  // Only sizes that jitter are scaled: one below 7 never moves in a trial (3 input channels,
+  // 4 heads), and a problem can build on it being fixed, as it cannot on a size that jitters.
+  const std::int64_t value = reach > 0 ? drawn * m_scale : drawn;
   m_draws.emplace(n, value);
   return value;
 }

@@ -2,7 +2,8 @@
 /** @file PopcornBench's shape jitter (`popcorn_pri.jitter_int(n)`), one table per trial.
  *  A trial's seed decides every draw; the same nominal n gives the same value for the whole trial
  *  (memoised), so related dimensions agree and the problem's own asserts hold. Draws lie within
- *  +-15% of n (at least 1); a stress trial then multiplies each drawn value by its scale. */
+ *  +-15% of n (at least 1); a stress trial then multiplies each drawn value by its scale (sizes
+ *  below 7, which never jitter, stay as they are). */
 
 #include <cstdint>
 #include <map>
@@ -11,8 +12,8 @@ namespace kj {
 
 class jitter_table {
  public:
-  /** `scale` multiplies every jittered size (1 for nominal trials, e.g. 4 for stress shapes).
-   *  With `jitter` false every size is its nominal value times `scale` (timing inputs). */
+  /** `scale` multiplies every size that jitters, 7 and above (1 for nominal trials, e.g. 4 for
+   *  stress shapes). With `jitter` false every such size is its nominal value times `scale`. */
   explicit jitter_table(std::uint64_t seed = 0, std::int64_t scale = 1,
                         bool jitter = true) noexcept;
 

@@ -99,7 +99,10 @@ struct trial_result {
   std::vector<output_check> outputs;
   std::vector<int> inputs_modified;  ///< indices of inputs the candidate changed in place
   std::string error;                 ///< candidate exception, with traceback tail
-  double reference_ms = 0;           ///< host wall of the correctness call (not a timing figure)
+  /** A stress trial not run to its end because the problem cannot run at its sizes (`error`
+   *  says why; flag stress_not_applicable). */
+  bool skipped = false;
+  double reference_ms = 0;  ///< host wall of the correctness call (not a timing figure)
   double candidate_ms = 0;
 };
 
@@ -112,6 +115,7 @@ struct correctness_summary {
   int trials = 0, trials_passed = 0;
   bool held_out_ran = false, held_out_passed = false;
   int stress_trials = 0, stress_passed = 0;
+  int stress_skipped = 0;        ///< reported skipped: the problem cannot run at the stress sizes
   std::string weight_copy;       ///< "by_name", "by_order", "by_shape", "seed_only", "none" (no
                                  ///< parameters), "native" (ABI)
   std::string tolerance_source;  ///< "dtype-default", "problem", "command line"

@@ -136,7 +136,7 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
 
 void summarize_correctness(eval_result& r) {
   auto& c = r.correctness;
-  c.trials = c.trials_passed = c.stress_trials = c.stress_passed = 0;
+  c.trials = c.trials_passed = c.stress_trials = c.stress_passed = c.stress_skipped = 0;
   c.held_out_ran = c.held_out_passed = false;
   c.precision = {};
   double abs_sum = 0, rel_sum = 0;
@@ -147,7 +147,8 @@ void summarize_correctness(eval_result& r) {
       c.held_out_passed = t.passed;
     } else if (t.kind == "stress") {
       ++c.stress_trials;
-      c.stress_passed += t.passed ? 1 : 0;
+      c.stress_passed += t.passed && !t.skipped ? 1 : 0;
+      c.stress_skipped += t.skipped ? 1 : 0;
     } else {
       ++c.trials;
       c.trials_passed += t.passed ? 1 : 0;

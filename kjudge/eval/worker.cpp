@@ -29,6 +29,7 @@
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/device/specs.hpp>
 #include <kjudge/eval/forward_record.hpp>
+#include <kjudge/eval/stress_size.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 #include <kjudge/native/candidate_library.hpp>
 #include <kjudge/profile/forward_json.hpp>
@@ -112,6 +113,12 @@ std::string summarised(const std::string& message) {
   const std::string head = first_line(message), tail = last_line(message);
   if (!head.ends_with(':') || tail.empty() || tail == head) return message;
   return head + " " + tail + message.substr(head.size());
+}
+
+/** "nominal trial 2", "the held-out trial", "stress trial 1" (indices from 0). */
+std::string trial_name(const std::string& kind, int index) {
+  if (kind == "held_out") return "the held-out trial";
+  return fmt::format("{} trial {}", kind, index + 1);
 }
 
 class pipeline {
@@ -442,36 +449,72 @@ class pipeline {
     return passed;
   }
 
-  /** One trial; returns whether it passed. Throws on candidate errors. */
-  bool run_trial(const std::string& kind, int index, std::uint64_t seed, std::int64_t scale) {
+  /** After a Python candidate raised on a trial before the reference ran: the reference on the
+   *  same inputs (drawn again). Its error where it fails too (the problem's: it cannot run its
+   *  own trial), else empty. */
+  std::string reference_fails_too(const std::string& kind, int index, std::uint64_t seed,
+                                  std::int64_t scale) {
     m_events.phase(fmt::format("trial {} {} reference", kind, index));
-    const auto info = m_session->trial_begin(seed, scale);
+    try {
+      m_session->trial_run_reference(seed, scale);
+    } catch (const kj::error& e) {
+      if (e.kind() == error_kind::problem) return e.message();
+    }
+    return {};
+  }
+
+  /** One trial; returns whether it passed. Throws on candidate errors, and on the problem's
+   *  (its inputs, or a reference that fails on them: a stress trial's is then sent skipped). */
+  bool run_trial(const std::string& kind, int index, std::uint64_t seed, std::int64_t scale) {
     trial_result t;
     t.kind = kind;
     t.index = index;
     t.seed = seed;
     t.shape_scale = static_cast<double>(scale);
-    t.jitter = info.jitter;
-    if (kind == "stress")
-      for (const auto& [nominal, drawn] : info.jitter)
-        if (std::to_string(drawn) != nominal) m_stress_scaled = true;
-    t.input_shapes = info.shapes;
-    t.input_dtypes = info.dtypes;
-    m_events.phase(fmt::format("trial {} {} candidate", kind, index));
     double native_ms = 0;
     python::trial_outputs out;
+    // A native candidate's reference runs in trial_begin, a Python candidate's after it.
+    bool reference_ran = m_job.kind == candidate_kind::native;
     try {
+      m_events.phase(fmt::format("trial {} {} reference", kind, index));
+      const auto info = m_session->trial_begin(seed, scale);
+      t.jitter = info.jitter;
+      if (kind == "stress")
+        for (const auto& [nominal, drawn] : info.jitter)
+          if (std::to_string(drawn) != nominal) m_stress_scaled = true;
+      t.input_shapes = info.shapes;
+      t.input_dtypes = info.dtypes;
+      if (kind == "held_out")
+        m_stress_bytes =
+            stress_input_bytes(info.shapes, info.dtypes, info.jitter, m_job.stress_scale);
+      m_events.phase(fmt::format("trial {} {} candidate", kind, index));
       native_ms = run_candidate_on_trial();
-      if (m_job.kind == candidate_kind::python) {  // after the candidate: see trial_begin
+      if (!reference_ran) {  // after the candidate: see trial_begin
         m_events.phase(fmt::format("trial {} {} reference", kind, index));
         m_session->trial_run_reference(seed, scale);
+        reference_ran = true;
       }
       m_events.phase(fmt::format("trial {} {} compare", kind, index));
       out = m_session->trial_finish();
     } catch (const kj::error& e) {
       // The trial is reported whatever ended it, with the reason.
       t.error = summarised(e.message());
+      // A candidate that raised where the reference cannot run either (a problem whose sizes
+      // do not jitter together, or cannot all grow x4 in a stress trial) is not blamed for it.
+      std::string problem = e.kind() == error_kind::problem ? e.message() : std::string();
+      if (e.kind() == error_kind::candidate && !reference_ran) {
+        if (const auto why = reference_fails_too(kind, index, seed, scale); !why.empty()) {
+          problem = fmt::format(
+              "the reference fails on the inputs of {} too, so the problem cannot run its own "
+              "trial: {}\n(the candidate's error on them: {})",
+              trial_name(kind, index), summarised(why), first_line(e.message()));
+          t.error = problem;
+        }
+      }
+      t.skipped = kind == "stress" && !problem.empty();
       m_events.send({{"trial", t}});
+      if (!problem.empty() && e.kind() != error_kind::problem)
+        KJ_THROW(error_kind::problem, "{}", problem);
       throw;
     }
     t.inputs_modified = out.inputs_modified;
@@ -555,6 +598,31 @@ class pipeline {
     }
   }
 
+  /** Why the stress trials' inputs would not fit (empty when they would): one copy of them
+   *  (estimated from the held-out trial's, stress_input_bytes) times the copies a trial holds
+   *  (the drawn inputs, a pristine copy, each side's), against the host's available memory and,
+   *  on a GPU, its free memory. */
+  std::string stress_too_large() const {
+    constexpr double copies = 5;
+    const double need = m_stress_bytes * copies;
+    std::optional<double> have = host_available_bytes();
+    std::string where = "host";
+    if (m_job.device == "cuda") {
+      std::size_t free = 0, total = 0;
+      if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
+        if (!have || static_cast<double>(free) < *have) where = "GPU";
+        have = have ? std::min(*have, static_cast<double>(free)) : static_cast<double>(free);
+      } else {
+        (void)cudaGetLastError();
+      }
+    }
+    if (!have || need <= *have) return {};
+    return fmt::format(
+        "their inputs would take about {:.1f} GiB a copy ({} copies: {:.1f} GiB), more than the "
+        "{} memory available ({:.1f} GiB)",
+        m_stress_bytes / 1073741824.0, copies, need / 1073741824.0, where, *have / 1073741824.0);
+  }
+
   /** All correctness trials; false when the evaluation ended (incorrect or candidate error). */
   bool run_trials() {
     m_seen_outputs.clear();
@@ -565,11 +633,40 @@ class pipeline {
       const bool held_out = run_trial("held_out", 0, m_job.held_out_seed, 1);
       int stress_failed = 0;
       if (m_job.stress) {
-        for (int i = 0; i < stress_trials; ++i)
-          stress_failed +=
-              run_trial("stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale) ? 0
-                                                                                             : 1;
-        if (!m_stress_scaled)
+        bool skipped = false;
+        const std::string too_large = stress_too_large();
+        for (int i = 0; i < stress_trials && !skipped; ++i) {
+          try {
+            if (!too_large.empty()) KJ_THROW(error_kind::problem, "{}", too_large);
+            stress_failed +=
+                run_trial("stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale) ? 0
+                                                                                               : 1;
+          } catch (const kj::error& e) {
+            if (e.kind() != error_kind::problem) throw;
+            // The problem cannot run at these sizes (its reference or get_inputs() fails, or the
+            // inputs do not fit in memory): the stress check does not apply to it, and the
+            // verdict rests on the nominal and held-out trials. The trials left are sent skipped.
+            skipped = true;
+            for (int k = too_large.empty() ? i + 1 : i; k < stress_trials; ++k) {
+              trial_result rest;
+              rest.kind = "stress";
+              rest.index = k;
+              rest.seed = trial_seed(m_job.base_seed + 1, k);
+              rest.shape_scale = static_cast<double>(m_job.stress_scale);
+              rest.skipped = true;
+              rest.error = too_large.empty()
+                               ? "not run: stress trial " + std::to_string(i + 1) + " could not be"
+                               : "not run: " + too_large;
+              m_events.send({{"trial", rest}});
+            }
+            m_events.flag("stress_not_applicable", "warning",
+                          fmt::format("the stress trials (sizes x{}) were skipped: the problem "
+                                      "cannot run at those sizes here: {}; the verdict rests on "
+                                      "the nominal and held-out trials",
+                                      m_job.stress_scale, first_line(e.message())));
+          }
+        }
+        if (!m_stress_scaled && !skipped)
           m_events.flag("stress_not_scaled", "warning",
                         "--shapes stress scaled no size: only sizes the problem's get_inputs() "
                         "draws with popcorn_pri.jitter_int are scaled, and it draws none (sizes "
@@ -1060,6 +1157,7 @@ class pipeline {
   };
   std::vector<std::vector<seen_output>> m_seen_outputs;  ///< by output index
   bool m_stress_scaled = false;  ///< a stress trial drew a size that its scale changed
+  double m_stress_bytes = 0;     ///< one copy of the stress inputs, estimated (stress_too_large)
   bool m_candidate_ran = false;
   std::string m_timing_failed;            ///< why the post-timing output check failed, if it did
   std::filesystem::path m_gpu_lock_path;  ///< empty until take_gpu_turn

@@ -475,6 +475,27 @@ def _clone(x):
     return x.clone() if isinstance(x, torch.Tensor) else x
 
 
+def _trial_copies(inputs, side):
+    """A copy of the trial's inputs for `side`; one that cannot be allocated (stress sizes the
+    machine cannot hold) is the problem's error, not kjudge's."""
+    try:
+        return [_clone(x) for x in inputs]
+    except (MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and not _out_of_memory(exc):
+            raise
+        raise ProblemError("the trial's inputs %s could not be copied for the %s: %s"
+                           % (_trial.get("shapes"), side, _first_line(exc)))
+
+
+def _out_of_memory(exc):
+    """torch's out-of-memory errors, on the GPU and the host (a RuntimeError on the CPU)."""
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    text = str(exc)
+    return "out of memory" in text or "can't allocate memory" in text
+
+
 def _as_tensor_input(x):
     """Native ABI view of an input: tensors made contiguous, Python scalars as 0-dim tensors."""
     if isinstance(x, torch.Tensor):
@@ -1320,11 +1341,11 @@ def trial_begin(seed, scale):
     _trial["pristine"] = inputs
     if _candidate is not None:  # read by trial_run_reference only
         _trial["pristine_digest"] = [_digest(x) for x in inputs]
-    _trial["cand_in"] = [_clone(x) for x in inputs]
     _trial["shapes"] = info["shapes"]
+    _trial["cand_in"] = _trial_copies(inputs, "candidate")
     _trial["cand_ms"] = 0.0
     if _candidate is None:
-        _run_reference([_clone(x) for x in inputs])
+        _run_reference(_trial_copies(inputs, "reference"))
         # On the host before the native candidate runs: a stray write of its kernels cannot
         # reach the outputs it is compared with.
         _trial["ref_host"] = _hosts(_trial["ref_out"], ProblemError, "the reference's")
@@ -1366,7 +1387,7 @@ def trial_run_reference(seed, scale):
                            "%s): kjudge draws each side's inputs from the seed and needs them "
                            "reproducible (use torch's random functions)" % (_trial["shapes"],))
     _trial["pristine"] = again
-    _run_reference([_clone(x) for x in again])
+    _run_reference(_trial_copies(again, "reference"))
 
 
 def _identical(a, b):

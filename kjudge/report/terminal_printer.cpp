@@ -59,6 +59,12 @@ std::string status_banner(eval_status s) {
   return "?";
 }
 
+/** Whether an output's values were compared: its shape and dtype the reference's, and some
+ *  pair of elements finite on both sides (its errors are then measured, else they are 0). */
+bool values_compared(const output_check& o) {
+  return o.shape_ok() && o.abs_err_count > 0;
+}
+
 /** "trial 2 of 5", "the held-out trial", "stress trial 1" where the worker's last phase was in a
  *  trial ("trial nominal 1 candidate"); empty otherwise. */
 std::string trial_of_phase(const std::string& phase, std::size_t nominal_trials) {
@@ -92,8 +98,12 @@ std::string trials_summary(const eval_result& r) {
   if (c.trials > 0) {
     trials = fmt::format("{}/{} trials", c.trials_passed, c.trials);
     if (c.held_out_ran) trials += c.held_out_passed ? ", held-out passed" : ", held-out FAILED";
-    if (c.stress_trials > 0)
-      trials += fmt::format(", stress {}/{}", c.stress_passed, c.stress_trials);
+    if (c.stress_skipped > 0 && c.stress_skipped == c.stress_trials)
+      trials += ", stress skipped";
+    else if (c.stress_trials > 0)
+      trials += fmt::format(
+          ", stress {}/{}{}", c.stress_passed, c.stress_trials - c.stress_skipped,
+          c.stress_skipped > 0 ? fmt::format(" ({} skipped)", c.stress_skipped) : std::string());
   } else if (!stopped.empty()) {
     trials = "no trial completed";
   }
@@ -149,8 +159,13 @@ void print_trials(const eval_result& r, std::string& out) {
     std::string inputs;
     for (const auto& s : t.input_shapes) inputs += (inputs.empty() ? "" : " ") + shape_str(s);
     if (inputs.size() > 34) inputs = inputs.substr(0, 31) + "...";
+    // Errors of the outputs whose values were compared: a shape or dtype mismatch, or an output
+    // with no finite pair (all NaN), has none (its zeros would read as an exact match).
     double max_abs = 0, mean_abs = 0, max_rel = 0;
+    bool compared = false;
     for (const auto& o : t.outputs) {
+      if (!values_compared(o)) continue;
+      compared = true;
       max_abs = std::max(max_abs, o.max_abs_err);
       mean_abs = std::max(mean_abs, o.mean_abs_err);
       max_rel = std::max(max_rel, o.max_rel_err);
@@ -158,12 +173,12 @@ void print_trials(const eval_result& r, std::string& out) {
     const std::string label = t.kind == "nominal"    ? fmt::format("{}", t.index + 1)
                               : t.kind == "held_out" ? std::string("held-out")
                                                      : fmt::format("{} {}", t.kind, t.index + 1);
-    // A trial that ended before any output was compared has no errors to show (zeros said it
-    // matched).
-    const bool compared = !t.outputs.empty();
     out += fmt::format("  {:<10} {:>10}  {:<34} {:>9} {:>9} {:>9}  {}\n", label, t.seed, inputs,
                        compared ? sci(max_abs) : "n/a", compared ? sci(mean_abs) : "n/a",
-                       compared ? sci(max_rel) : "n/a", t.passed ? "ok" : "FAIL");
+                       compared ? sci(max_rel) : "n/a",
+                       t.skipped  ? "skipped"
+                       : t.passed ? "ok"
+                                  : "FAIL");
     if (!t.error.empty()) {
       const auto nl = t.error.find('\n');
       out += fmt::format("             {}\n",
@@ -184,7 +199,7 @@ void print_trials(const eval_result& r, std::string& out) {
     }
   }
   const bool any_compared = std::any_of(r.trials.begin(), r.trials.end(), [](const auto& t) {
-    return t.kind == "nominal" && !t.outputs.empty();
+    return t.kind == "nominal" && std::any_of(t.outputs.begin(), t.outputs.end(), values_compared);
   });
   if (c.trials > 0 && !any_compared)
     out += "  precision over nominal trials: n/a (no output was compared)\n";

@@ -365,6 +365,119 @@ class ModelNew(nn.Module):
   EXPECT_TRUE(has_flag(r.result, "stress_not_scaled")) << r.result.dump(1);
 }
 
+TEST(JudgementCpu, StressSizesTheProblemCannotRunAreSkippedNotBlamedOnTheCandidate) {
+  // A fixed table of 300 positions: its sequence (256, jittered) cannot grow x4. The candidate
+  // raises there as the reference does: the stress trials are skipped, the verdict stands.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pos", torch.randn(300))
+    def forward(self, x):
+        return x + self.pos[: x.shape[1]].unsqueeze(0).expand_as(x)
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(8), popcorn_pri.jitter_int(256))]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pos", torch.zeros(300))
+    def forward(self, x):
+        assert x.shape[1] <= 300, "longer than the table"
+        return x + self.pos[: x.shape[1]].unsqueeze(0)
+)");
+  const auto r = run_eval(p, c, with({"--shapes", "stress"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_TRUE(has_flag(r.result, "stress_not_applicable")) << r.result.dump(1);
+  EXPECT_FALSE(has_flag(r.result, "stress_not_scaled")) << r.result.dump(1);
+  EXPECT_EQ(r.result["correctness"]["stress_skipped"], 2);
+  int skipped = 0;
+  for (const auto& t : r.result["trials"])
+    if (t["kind"] == "stress") {
+      EXPECT_TRUE(t["skipped"].get<bool>()) << t.dump();
+      EXPECT_FALSE(t["passed"].get<bool>()) << t.dump();
+      ++skipped;
+    }
+  EXPECT_EQ(skipped, 2);
+  EXPECT_NE(r.output.find("stress skipped"), std::string::npos) << r.output;
+}
+
+TEST(JudgementCpu, AReferenceThatCannotRunItsOwnTrialIsTheProblemsErrorNotTheCandidates) {
+  // The input's width jitters, the Linear's does not: the reference fails on a nominal trial's
+  // inputs, and the candidate, which raises on them first, is not blamed.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 32)
+    def forward(self, x):
+        return self.fc(x)
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(16), popcorn_pri.jitter_int(64))]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 32)
+    def forward(self, x):
+        return self.fc(x)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 6) << r.output;
+  EXPECT_EQ(r.result["status"], "problem_error");
+  EXPECT_NE(r.result["message"].get<std::string>().find("the reference fails on the inputs of"),
+            std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, StressScalesOnlySizesThatJitter) {
+  // 3 input channels never jitter, so they stay 3 under stress; the batch and image sizes grow.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+    def forward(self, x):
+        return self.conv(x)
+def get_inputs():
+    j = popcorn_pri.jitter_int
+    return [torch.randn(j(2), j(3), j(16), j(16))]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+    def forward(self, x):
+        return self.conv(x)
+)");
+  const auto r = run_eval(p, c, with({"--shapes", "stress"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["correctness"]["stress_passed"], 2) << r.result.dump(1);
+  for (const auto& t : r.result["trials"])
+    if (t["kind"] == "stress") {
+      const auto shape = t["input_shapes"][0];
+      EXPECT_EQ(shape[0], 2) << shape;  // below 7: neither jittered nor scaled
+      EXPECT_EQ(shape[1], 3) << shape;
+      EXPECT_GE(shape[2].get<int>(), 4 * 14) << shape;  // 16 jittered (14..18), then x4
+    }
+}
+
 TEST(JudgementCpu, AnOutputDtypeKjudgeCannotCompareIsADtypeMismatch) {
   const auto p = write_case("p.py", R"(import torch
 import torch.nn as nn

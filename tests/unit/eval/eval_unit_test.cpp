@@ -26,6 +26,7 @@
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/ncu_run.hpp>
 #include <kjudge/eval/protocol.hpp>
+#include <kjudge/eval/stress_size.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 
 #include "commands.hpp"
@@ -73,6 +74,23 @@ TEST(Jitter, SeedsDrawDifferentValuesAndStressScales) {
   // Timing inputs: nominal sizes, still scaled.
   EXPECT_EQ(jitter_table(7, 1, false).jitter_int(100), 100);
   EXPECT_EQ(jitter_table(7, 4, false).jitter_int(100), 400);
+  // Sizes below 7 never jitter, and are not scaled either (3 input channels stay 3); 7 is.
+  for (std::int64_t n = 1; n < 7; ++n) EXPECT_EQ(jitter_table(7, 4).jitter_int(n), n);
+  EXPECT_EQ(jitter_table(7, 4, false).jitter_int(7), 28);
+}
+
+TEST(StressSize, ScalesTheDimensionsThatJitteredByTheScale) {
+  // x: (B=70 drawn from 64, 3 fixed, 130 drawn from 128) fp32; idx: (70) int64; a number.
+  const std::map<std::string, std::int64_t> jitter = {{"64", 70}, {"128", 130}, {"3", 3}};
+  const double bytes =
+      eval::stress_input_bytes({{70, 3, 130}, {70}, {}}, {"float32", "int64", "float"}, jitter, 4);
+  EXPECT_DOUBLE_EQ(bytes, 4.0 * (70 * 4) * 3 * (130 * 4) + 8.0 * (70 * 4) + 4.0);
+  // A size below 7 never scales, even where it was "drawn"; scale 1 is the nominal trial's.
+  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{3, 3}}, {"bfloat16"}, jitter, 4), 2.0 * 9);
+  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{70, 130}}, {"float32"}, jitter, 1), 4.0 * 70 * 130);
+  // An unknown dtype counts 8 bytes an element.
+  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{10}}, {"complex128"}, {}, 4), 80.0);
+  EXPECT_GT(eval::host_available_bytes().value_or(1), 0);
 }
 
 TEST(Jitter, PinnedSizesKeepTheirValueUnscaled) {
