@@ -302,6 +302,24 @@ struct dependency {
   return kj::sha256_file(p);
 }
 
+/** Whether a filed build at `dir` is whole: its build.json names the library's size and
+ *  SHA-256, and candidate.so has them. A library cut short (a full disk, a copy interrupted) or
+ *  changed, or an entry without its library or its record (one an older kjudge filed included),
+ *  is not served: loading it would fail, or crash, and the candidate would be blamed. */
+[[nodiscard]] bool filed_build_whole(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path library = dir / "candidate.so";
+  if (!fs::is_regular_file(library, ec)) return false;
+  try {
+    const auto info = nlohmann::json::parse(kj::read_file(dir / "build.json"));
+    const auto bytes = info.at("library_bytes").get<std::uintmax_t>();
+    const auto size = fs::file_size(library, ec);
+    return !ec && size == bytes && kj::sha256_file(library) == info.at("library_sha256");
+  } catch (const std::exception&) {  // unreadable, not JSON, fields missing or of another type
+    return false;
+  }
+}
+
 [[nodiscard]] std::vector<dependency> scan_dependencies(const nvcc_request& request,
                                                         const context& ctx, std::string& why) {
   std::error_code ec;
@@ -650,7 +668,7 @@ build_result build_native(const nvcc_request& request) {
   const std::vector<dependency> deps = scan_dependencies(request, ctx, scan_error);
   const std::string variant = deps.empty() ? std::string() : variant_name(deps);
 
-  if (!variant.empty() && fs::is_regular_file(entry / variant / "candidate.so", ec)) {
+  if (!variant.empty() && filed_build_whole(entry / variant)) {
     // build.log and build.json are renamed into place with the library, so a hit has them.
     const fs::path hit = entry / variant;
     out.library = hit / "candidate.so";
@@ -677,6 +695,8 @@ build_result build_native(const nvcc_request& request) {
     return out;
   }
   auto fail = [&](build_failure kind, std::string message) {
+    out.ok = false;  // a failure after the library was made (filing it) serves nothing
+    out.library.clear();
     out.failure = kind;
     out.error = std::move(message);
     fs::remove_all(work, ec);
@@ -736,6 +756,8 @@ build_result build_native(const nvcc_request& request) {
       {"dependencies", to_json(deps)},
       {"build_seconds", out.build_time.count()},
       {"key", out.key},
+      {"library_bytes", fs::file_size(work / "candidate.so", ec)},
+      {"library_sha256", kj::sha256_file(work / "candidate.so")},
   };
   // Paths that are not UTF-8 (a header's name in Latin-1) are kept, replaced where they are not.
   const std::string info_text =
@@ -744,10 +766,21 @@ build_result build_native(const nvcc_request& request) {
       !write_file_atomic(work, "build.json", info_text, why))
     return unfiled(why);  // the library itself is complete
   fs::rename(work, final_dir, ec);
+  if (ec && fs::exists(final_dir) && !filed_build_whole(final_dir)) {
+    // A damaged entry in the way (its library missing, cut short or changed, or not recorded):
+    // moved aside whole (a rename: a build of another process that files meanwhile is not
+    // touched), then this build filed in its place. Named as a build folder of this process:
+    // left behind, the next build of this key removes it once this process has ended.
+    const fs::path aside = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
+    std::error_code moved;
+    fs::rename(final_dir, aside, moved);
+    if (!moved) fs::rename(work, final_dir, ec);
+    fs::remove_all(aside, moved);
+  }
   if (ec) {
     // Another build of the same key and bytes finished first (the target folder exists and is
     // not empty): the same bytes, so its library serves.
-    if (!fs::is_regular_file(final_dir / "candidate.so"))
+    if (!filed_build_whole(final_dir))
       return fail(build_failure::tool, fmt::format("cannot move the build into {}: {}",
                                                    final_dir.string(), ec.message()));
     fs::remove_all(work, ec);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <regex>
 #include <set>
@@ -162,6 +163,53 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
   // A hit lists the includes (nvcc -M) and hashes them, no compile: well under a build, which
   // does that and compiles too (a quarter failed under a loaded 2-core CI: 0.33 against 0.92 s).
   EXPECT_LT(second.build_time.count(), first.build_time.count() / 2);
+}
+
+TEST_F(nvcc_test, a_damaged_cache_entry_is_built_again_not_served) {
+  // A filed library cut short, emptied or removed (or an entry without its record of the
+  // library) must not be served: loading it fails and the candidate would be blamed. Each is
+  // built again, filed in its place, and loads.
+  require_nvcc();
+  const auto source = write("ok.cu", k_valid_source);
+  const build_result first = build_native(request(source));
+  ASSERT_TRUE(first.ok) << first.error << "\n" << first.log;
+  const fs::path library = first.library;
+  const auto whole = fs::file_size(library);
+  const std::vector<std::pair<std::string, std::function<void()>>> damages = {
+      {"cut short", [&] { fs::resize_file(library, 4096); }},
+      {"emptied", [&] { fs::resize_file(library, 0); }},
+      {"removed", [&] { fs::remove(library); }},
+      {"same size, other bytes",
+       [&] {
+         std::fstream f(library, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(static_cast<std::streamoff>(whole / 2));
+         f.put('\x5a').put('\x5a').put('\x5a').put('\x5a');
+       }},
+      {"record without the library's hash",
+       [&] {
+         auto info = nlohmann::json::parse(std::ifstream(library.parent_path() / "build.json"));
+         info.erase("library_sha256");
+         std::ofstream(library.parent_path() / "build.json") << info.dump();
+       }},
+  };
+  for (const auto& [what, damage] : damages) {
+    damage();
+    const build_result again = build_native(request(source));
+    ASSERT_TRUE(again.ok) << what << ": " << again.error << "\n" << again.log;
+    EXPECT_FALSE(again.cached) << what;
+    EXPECT_EQ(again.library, library) << what << ": not filed in the damaged entry's place";
+    ASSERT_TRUE(fs::is_regular_file(again.library)) << what;
+    EXPECT_EQ(fs::file_size(again.library), whole) << what;
+    void* handle = ::dlopen(again.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << what << ": " << ::dlerror();
+    ::dlclose(handle);
+    const build_result hit = build_native(request(source));
+    EXPECT_TRUE(hit.ok && hit.cached) << what;
+  }
+  // Nothing left beside the entry: the damaged folders were removed.
+  EXPECT_EQ(
+      std::distance(fs::directory_iterator(m_dir / "cache" / first.key), fs::directory_iterator()),
+      1);
 }
 
 TEST_F(nvcc_test, concurrent_builds_of_one_key_are_safe) {
