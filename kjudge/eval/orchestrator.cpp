@@ -173,7 +173,19 @@ eval_result evaluate(const job& j, const run_options& options) {
   // named only by the name given to load_inline, writing the sources there before it takes its
   // lock, and without its own per-Python subfolder once this variable is set: two candidates
   // that use one name, evaluated at once, or under two interpreters, would build each other's.
-  so.env.emplace_back("TORCH_EXTENSIONS_DIR", torch_extensions_dir(j).string());
+  const fs::path extensions = torch_extensions_dir(j);
+  so.env.emplace_back("TORCH_EXTENSIONS_DIR", extensions.string());
+  // Made here, so that a cache folder that cannot be had (a file in its path, no permission) is
+  // known as kjudge's environment's failure: a candidate whose import then fails (its load_inline
+  // the first to find out) is not given a compile error for it. One that builds nothing runs.
+  std::string unusable_cache;
+  if (j.kind == candidate_kind::python) {
+    std::error_code ec;
+    fs::create_directories(extensions, ec);
+    if (ec || !fs::is_directory(extensions))
+      unusable_cache = fmt::format("{}: {}", extensions.string(),
+                                   ec ? ec.message() : std::string("not a directory"));
+  }
   const bool pool =
       options.use_pool && options.wrapper.empty() && options.worker_executable.empty();
   const std::string address = pool ? pool_address(exe, j.python) : "";
@@ -269,6 +281,35 @@ eval_result evaluate(const job& j, const run_options& options) {
                                     "code had run a forward: counted as the candidate's crash)"
                                   : "");
     }
+  }
+  // (Only an import whose error names the cache: a syntax error stays the candidate's.)
+  const auto names_cache = [&](const std::string& text) {
+    return text.find(j.cache_dir.string()) != std::string::npos;
+  };
+  if (r.status == eval_status::compile_error && !unusable_cache.empty() &&
+      (names_cache(r.build.log) || names_cache(r.message))) {
+    r.status = eval_status::internal_error;
+    r.message = fmt::format(
+        "the candidate's import failed where its build folder could not be made ({}): an "
+        "extension it builds has nowhere to go, which is the cache directory's fault, not the "
+        "candidate's; the import's error: {}",
+        unusable_cache, r.message);
+  }
+  // A Python candidate's failed import (a load_inline build): the exception carries the
+  // compiler's output, unless the build was verbose, which sends it to the worker's output
+  // instead; what the worker printed comes with the build's log, so the compiler's diagnostics
+  // are in the report and the result either way.
+  if (r.status == eval_status::compile_error && j.kind == candidate_kind::python &&
+      !p.output_tail.empty()) {
+    if (!r.build.log.empty() && r.build.log.back() != '\n') r.build.log += '\n';
+    r.build.log += fmt::format(
+        "[kjudge: the worker's output{}, where a verbose load_inline build prints the "
+        "compiler's:]\n{}",
+        p.output_bytes > p.output_tail.size()
+            ? fmt::format(" (its last {} KiB of {} KiB)", p.output_tail.size() >> 10,
+                          p.output_bytes >> 10)
+            : std::string(),
+        p.output_tail);
   }
   if (p.leftovers_killed > 0)
     r.add_flag("leftover_processes", "warning",

@@ -270,6 +270,7 @@ class pipeline {
       m_import_step = import_step::candidate;
       m_candidate_ran = true;  // its import is candidate code, which may use the device
       b.tool = "python-import";
+      const auto import_start = std::chrono::steady_clock::now();
       try {
         b.build_s = m_session->load_candidate(m_job.candidate);
         stop_watch();
@@ -279,6 +280,11 @@ class pipeline {
       } catch (const kj::error& e) {
         if (e.kind() != error_kind::candidate) throw;
         stop_watch();  // its flags before the final event
+        // A failed import took its time too (a load_inline build that failed after 20 s).
+        b.build_s = std::max(
+            0.0,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - import_start).count() -
+                m_import_lock_wait_s);
         b.log = e.message();
         m_events.send({{"build", b}});
         // The headline and the error's own last line ("SyntaxError: invalid syntax").

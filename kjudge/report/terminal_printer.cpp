@@ -474,12 +474,16 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
         "; {:.2f} s waiting for another evaluation's work on the GPU{}", r.worker.gpu_lock_wait_s,
         r.worker.gpu_lock_at.starts_with("at the first GPU work") ? " " + r.worker.gpu_lock_at
                                                                   : std::string());
-  // --processes: each process's own wall clock; the worker's details are the first's.
+  // --processes: each process's own wall clock; the worker's details are the first's, or where
+  // a process's verdict was not correct (the last one run), that process's.
   std::string processes;
   if (r.runs.is_array() && r.runs.size() > 1) {
     for (const auto& run : r.runs)
       processes += fmt::format("{}{:.2f}", processes.empty() ? "" : ", ", run.value("wall_s", 0.0));
-    processes = fmt::format("{} processes: {} s; the first's ", r.runs.size(), processes);
+    const std::string whose = r.status == eval_status::correct
+                                  ? std::string("the first's")
+                                  : fmt::format("process {}'s", r.runs.size());
+    processes = fmt::format("{} processes: {} s; {} ", r.runs.size(), processes, whose);
   }
   out += fmt::format("\nwall {:.2f} s ({}worker {:.2f} s{})\n", r.wall_s, processes,
                      r.worker.wall_s, how);

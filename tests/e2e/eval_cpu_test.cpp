@@ -937,6 +937,47 @@ TEST(EvalCpu, HelpComesFromTheDocs) {
   EXPECT_NE(eval.output.find("--precise"), std::string::npos);
 }
 
+TEST(EvalCpu, AFailedImportSaysWhatItPrintedHowLongItTookAndWhoseFaultTheCacheIs) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kjudge_import_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // A verbose load_inline build prints the compiler's output and raises a short error: what the
+  // worker printed comes with the build's log. The import's time is its build time, failed or not.
+  std::ofstream(dir / "verbose.py") << "import time\n"
+                                       "time.sleep(0.3)\n"
+                                       "print('error: COMPILER_SAID_THIS at line 3', flush=True)\n"
+                                       "raise RuntimeError('Error building extension')\n";
+  const auto verbose = run_eval("problems/level1/softmax.py", (dir / "verbose.py").string(),
+                                {"--device", "cpu", "--no-timing", "--trials", "1"});
+  EXPECT_EQ(verbose.exit_code, 3) << verbose.output;
+  EXPECT_NE(verbose.result["build"]["log"].get<std::string>().find("COMPILER_SAID_THIS"),
+            std::string::npos)
+      << verbose.result["build"].dump(1);
+  EXPECT_GE(verbose.result["build"]["build_s"].get<double>(), 0.25);
+  EXPECT_NE(verbose.output.find("COMPILER_SAID_THIS"), std::string::npos) << verbose.output;
+
+  // A cache directory that cannot be made: an import that fails on it is kjudge's environment's
+  // failure (7), a syntax error still the candidate's (3), and a candidate that builds nothing
+  // runs (0).
+  std::ofstream(dir / "afile") << "x";
+  const std::string cache = (dir / "afile" / "cache").string();
+  std::ofstream(dir / "uses_cache.py")
+      << "import os\n"
+         "os.makedirs(os.path.join(os.environ['TORCH_EXTENSIONS_DIR'], 'ext'), exist_ok=True)\n";
+  std::ofstream(dir / "syntax.py") << "def f(:\n";
+  const std::vector<std::string> args = {"--device", "cpu",         "--no-timing", "--trials",
+                                         "1",        "--cache-dir", cache};
+  const auto uses = run_eval("problems/level1/softmax.py", (dir / "uses_cache.py").string(), args);
+  EXPECT_EQ(uses.exit_code, 7) << uses.output;
+  EXPECT_NE(uses.result["message"].get<std::string>().find("could not be made"), std::string::npos)
+      << uses.result["message"];
+  const auto syntax = run_eval("problems/level1/softmax.py", (dir / "syntax.py").string(), args);
+  EXPECT_EQ(syntax.exit_code, 3) << syntax.output;
+  const auto plain = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", args);
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  fs::remove_all(dir);
+}
+
 TEST(EvalCpu, LoadInlineFoldersKeepCopiesInTwoFoldersAndTwoProblemsApart) {
   // A candidate whose load_inline sources come from a file beside it: two byte-identical copies
   // in two folders must not share a build folder (run at once, each would build the other's
