@@ -248,8 +248,9 @@ class pipeline {
       run_profile_ranges();
     } else if (m_job.timing) {
       run_timing();
-    } else if (gpu) {
-      settle_gpu_turn("");
+    } else {
+      if (gpu) settle_gpu_turn("");
+      check_nominal_sizes();
     }
     release_gpu();                  // the rest is the report and teardown
     note_candidate_changes(false);  // the timing check's
@@ -1067,7 +1068,8 @@ class pipeline {
    *  rewrite and must agree too: a graph that captured less than the forward computes does not.
    *  With `reference_graphs` (the reference's device figure replayed its graphs, which live in
    *  the harness), likewise the reference's graph against its own forward. */
-  withheld_figures check_timed_outputs(bool reference_graphs, measure::target* graph_candidate) {
+  withheld_figures check_timed_outputs(bool reference_graphs, measure::target* graph_candidate,
+                                       bool after_timing = true) {
     using source = python::session::check_source;
     withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
@@ -1108,16 +1110,36 @@ class pipeline {
                         "the reference's output ({}): the graph does not hold all the work the "
                         "forward does",
                         i, e)
-                  : fmt::format(
-                        "after timing, on fresh (rescaled) inputs of set {}, the candidate's "
-                        "output no longer matches the reference's ({}): it may replay results "
-                        "cached during timing, or rely on values that scaling changes (targets of "
-                        "+-1, 0/1 masks; docs/methodology.md, Timing)",
-                        i, e);
+            : after_timing
+                ? fmt::format(
+                      "after timing, on fresh (rescaled) inputs of set {}, the candidate's "
+                      "output no longer matches the reference's ({}): it may replay results "
+                      "cached during timing, or rely on values that scaling changes (targets of "
+                      "+-1, 0/1 masks; docs/methodology.md, Timing)",
+                      i, e)
+                : fmt::format(
+                      "at the problem's nominal sizes (which the trials' jitter seldom draws), "
+                      "on inputs of set {}, the candidate's output does not match the "
+                      "reference's ({})",
+                      i, e);
         return out;
       }
     }
     return out;
+  }
+
+  /** With --no-timing, the check that follows timing otherwise: every trial jitters the sizes
+   *  (7 and above), so without it a candidate wrong at the nominal sizes alone, the ones a
+   *  benchmark times, would pass. Both sides on two sets of inputs at those sizes. */
+  void check_nominal_sizes() {
+    m_events.phase("nominal sizes check");
+    const auto ti = m_session->timing_setup(2, m_job.base_seed ^ 0x5eed, 1ull << 30, false);
+    if (m_job.kind == candidate_kind::native)
+      for (std::size_t k = 0; k < ti.sets; ++k) ensure_workspace(timing_call(k)->shape_only());
+    const auto withheld = check_timed_outputs(false, nullptr, false);
+    if (withheld.candidate.empty()) return;
+    m_events.flag("nominal_sizes_differ", "error", withheld.candidate);
+    m_timing_failed = withheld.candidate;
   }
 
   /** The candidate's forward on its (rewritten) timing set k, for check_timed_outputs. */

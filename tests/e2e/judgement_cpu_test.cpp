@@ -441,6 +441,35 @@ class ModelNew(nn.Module):
       << r.result["message"];
 }
 
+TEST(JudgementCpu, WithoutTimingTheNominalSizesAreStillChecked) {
+  // Wrong only at the nominal shape, the one a benchmark times, which the trials' jitter does not
+  // draw here (with these seeds): the check at the nominal sizes catches it without timing too.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(64), popcorn_pri.jitter_int(96))]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if tuple(x.shape) == (64, 96):
+            return torch.zeros_like(x)
+        return torch.softmax(x, dim=-1)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_TRUE(has_flag(r.result, "nominal_sizes_differ")) << r.result.dump(1);
+  for (const auto& t : r.result["trials"])
+    EXPECT_TRUE(t["passed"].get<bool>()) << "a trial drew the nominal shape: " << t.dump();
+}
+
 TEST(JudgementCpu, StressScalesOnlySizesThatJitter) {
   // 3 input channels never jitter, so they stay 3 under stress; the batch and image sizes grow.
   const auto p = write_case("p.py", R"(import torch
