@@ -40,6 +40,11 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
       .def(
           "jitter_int",
           [](popcorn_pri& self, py::object n) {
+            // An integer (anything with __index__: numpy's too), never a float truncated, a
+            // string parsed or a bool: a size computed wrongly is the problem's error to see.
+            if (py::isinstance<py::bool_>(n) || !PyIndex_Check(n.ptr()))
+              throw py::type_error("popcorn_pri.jitter_int takes an integer size, not " +
+                                   std::string(py::str(py::type::of(n).attr("__name__"))));
             return self.table.jitter_int(py::cast<std::int64_t>(py::int_(n)));
           },
           "One jittered value (+-15%) per distinct nominal size per trial.")

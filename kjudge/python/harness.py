@@ -157,6 +157,7 @@ def load_problem(path):
                            "get_inputs and get_init_inputs)" % (path, ", ".join(missing)))
     _problem = module
     _build_draws.update(_kjudge.popcorn_pri.draws())  # sizes drawn at the problem's import
+    _build_draws_sealed[0] = dict(_build_draws)
 
 
 def tolerance():
@@ -385,7 +386,9 @@ def build_reference(seed):
     state.update((name, buf) for name, buf in _non_persistent_buffers(_ref).items()
                  if buf.dtype in _ABI_DTYPES)
     _params = [v.detach().clone(memory_format=torch.contiguous_format) for v in state.values()]
+    _check_jitter_intact()  # the candidate's import ran since the problem's
     _build_draws.update(_kjudge.popcorn_pri.draws())
+    _build_draws_sealed[0] = dict(_build_draws)
     _param_names.clear()
     _param_names.extend(state.keys())
     _reach.watch_reference()
@@ -444,11 +447,31 @@ def _input_list(got, what, flat=True):
     return list(got)
 
 
+# popcorn_pri and its methods as loaded, and the pinned sizes once the reference is built: a
+# candidate that replaced a method (`type(popcorn_pri).jitter_int = ...`) or pinned sizes of its
+# own would choose every trial's shapes. Checked before every draw (_fresh_jitter).
+_POPCORN = _kjudge.popcorn_pri
+_POPCORN_METHODS = {k: type(_POPCORN).__dict__[k] for k in ("jitter_int", "reset", "pin", "draws")}
+_build_draws_sealed = [None]
+
+
+def _check_jitter_intact():
+    kind = type(_POPCORN)
+    if _kjudge.popcorn_pri is not _POPCORN or any(
+            kind.__dict__.get(k) is not v for k, v in _POPCORN_METHODS.items()):
+        raise CandidateError("the candidate replaced kjudge's popcorn_pri or one of its methods "
+                             "(jitter_int): the trials' sizes would be its choice")
+    if _build_draws_sealed[0] is not None and _build_draws != _build_draws_sealed[0]:
+        raise CandidateError("the candidate changed kjudge's table of the sizes drawn while the "
+                             "models were built: the trials' sizes would be its choice")
+
+
 def _fresh_jitter(seed, scale, jitter):
     """A new popcorn_pri table, with the sizes drawn at the problem's import or while the reference
     was built (get_init_inputs, Model's constructor) pinned: those were nominal and keep that
     value in every trial, stress trials included, since the models are built once and their
     sizes must agree with the inputs'. Only sizes drawn first in get_inputs jitter."""
+    _check_jitter_intact()
     _kjudge.popcorn_pri.reset(seed, scale, jitter)
     for n, v in _build_draws.items():
         _kjudge.popcorn_pri.pin(n, v)

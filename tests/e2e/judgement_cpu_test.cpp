@@ -470,6 +470,53 @@ class ModelNew(nn.Module):
     EXPECT_TRUE(t["passed"].get<bool>()) << "a trial drew the nominal shape: " << t.dump();
 }
 
+TEST(JudgementCpu, ACandidateThatChoosesTheTrialsSizesIsNotBelievedAndSizesAreIntegers) {
+  // Hard-coded to 256 x 128, with the trials' sizes pinned there by replacing jitter_int or by
+  // adding to kjudge's table of sizes drawn while the models were built: each is caught before
+  // the first trial's draw, and not judged correct.
+  const std::string problem = R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(256), popcorn_pri.jitter_int(128))]
+def get_init_inputs():
+    return []
+)";
+  const auto p = write_case("p.py", problem);
+  const std::string forward = R"(import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.zeros_like(x)
+        y[:256, :128] = torch.softmax(x[:256, :128], dim=-1)
+        return y
+)";
+  const auto patch =
+      write_case("patch.py",
+                 "import torch\ntype(popcorn_pri).jitter_int = lambda self, n: int(n)\n" + forward);
+  const auto pins = write_case("pins.py",
+                               "import sys, torch\nsys.modules['kjudge_harness']._build_draws."
+                               "update({256: 256, 128: 128})\n" +
+                                   forward);
+  for (const auto& c : {patch, pins}) {
+    const auto r = run_eval(p, c, quick);
+    EXPECT_EQ(r.exit_code, 4) << r.output;
+    EXPECT_NE(r.result["message"].get<std::string>().find("the trials' sizes would be its choice"),
+              std::string::npos)
+        << r.result["message"];
+  }
+  // A size that is not an integer (a float the problem computed) is the problem's error.
+  const auto floats = write_case(
+      "floats.py",
+      std::string(problem).replace(problem.find("jitter_int(128)"), 15, "jitter_int(128 * 1.0)"));
+  const auto r = run_eval(floats, write_case("ok.py", "import torch\n" + forward), quick);
+  EXPECT_EQ(r.exit_code, 6) << r.output;
+  EXPECT_NE(r.result["message"].get<std::string>().find("takes an integer size, not float"),
+            std::string::npos)
+      << r.result["message"];
+}
+
 TEST(JudgementCpu, StressScalesOnlySizesThatJitter) {
   // 3 input channels never jitter, so they stay 3 under stress; the batch and image sizes grow.
   const auto p = write_case("p.py", R"(import torch
