@@ -179,6 +179,19 @@ def get_init_inputs():
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(EvalGpu, ANativeCandidateWithoutTimingIsCheckedAtTheNominalSizes) {
+  // --no-timing runs both sides on two input sets at the nominal sizes, as the check after
+  // timing does: a native candidate's forward on those sets' buffers, its workspace sized for
+  // them.
+  const auto r = run_eval(quantvla, "examples/quantvla/fused.cu", {"--no-timing"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has_flag(r.result, "nominal_sizes_differ")) << r.output;
+  bool checked = false;
+  for (const auto& ph : r.result["worker"]["phases"])
+    checked = checked || ph["name"].get<std::string>().starts_with("timing check 1 candidate");
+  EXPECT_TRUE(checked) << r.result["worker"]["phases"].dump();
+}
+
 TEST_F(EvalGpu, ANativeWriteIntoANonContiguousInputIsReported) {
   // A native candidate gets contiguous copies of inputs that are not contiguous; the check for
   // modified inputs looked only at the tensors the copies were made from, and missed a write.
