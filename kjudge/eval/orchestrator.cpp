@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <ctime>
 #include <random>
 #include <sstream>
@@ -280,6 +281,17 @@ eval_result evaluate(const job& j, const run_options& options) {
                                   ? " (the reference's part of a trial, after the candidate's "
                                     "code had run a forward: counted as the candidate's crash)"
                                   : "");
+      // A bus error while a Python candidate is imported is how loading an extension library
+      // cut short in the build cache ends (a disk that filled, a copy interrupted): torch's
+      // build sees it up to date and loads it again every time.
+      std::error_code ec;
+      if (j.kind == candidate_kind::python && state.last_phase == "load_candidate" &&
+          p.how == runner::exit_kind::signaled && p.signal == SIGBUS &&
+          !fs::is_empty(extensions, ec) && !ec)
+        r.message += fmt::format(
+            "; a library in its load_inline build folder ({}) that was cut short ends so: "
+            "delete the folder to build it again",
+            extensions.string());
     }
   }
   // (Only an import whose error names the cache: a syntax error stays the candidate's.)
