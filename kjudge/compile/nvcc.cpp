@@ -314,7 +314,8 @@ struct dependency {
     const auto info = nlohmann::json::parse(kj::read_file(dir / "build.json"));
     const auto bytes = info.at("library_bytes").get<std::uintmax_t>();
     const auto size = fs::file_size(library, ec);
-    return !ec && size == bytes && kj::sha256_file(library) == info.at("library_sha256");
+    return !ec && size == bytes &&
+           kj::sha256_file(library) == info.at("library_sha256").get<std::string>();
   } catch (const std::exception&) {  // unreadable, not JSON, fields missing or of another type
     return false;
   }

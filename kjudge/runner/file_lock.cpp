@@ -457,7 +457,9 @@ void file_lock::release() noexcept {
     return;
   }
   // A waiter that reads the file after this must not name this process.
-  if (m_wrote_holder) static_cast<void>(::ftruncate(m_fd, 0));
+  if (m_wrote_holder && ::ftruncate(m_fd, 0) != 0) {
+    // best effort: a holder line left names a process that no longer holds the lock
+  }
   // Explicitly: closing drops the lock only when no forked child kept a copy of the descriptor.
   static_cast<void>(::flock(m_fd, LOCK_UN));
   close_lock_fd(std::exchange(m_fd, -1));
