@@ -11,11 +11,14 @@ namespace kj::eval {
 
 double stress_input_bytes(const std::vector<std::vector<std::int64_t>>& shapes,
                           const std::vector<std::string>& dtypes,
-                          const std::map<std::string, std::int64_t>& jitter, std::int64_t scale) {
+                          const std::map<std::string, std::int64_t>& jitter,
+                          const std::vector<std::int64_t>& pinned, std::int64_t scale) {
   std::set<std::int64_t> scaled;
   for (const auto& [nominal, drawn] : jitter) {
     try {
-      if (std::stoll(nominal) >= 7) scaled.insert(drawn);
+      const long long n = std::stoll(nominal);
+      if (n >= 7 && std::find(pinned.begin(), pinned.end(), n) == pinned.end())
+        scaled.insert(drawn);
     } catch (const std::exception&) {
       // not a size of ours
     }

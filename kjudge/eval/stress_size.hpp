@@ -15,11 +15,13 @@ namespace kj::eval {
 /** The bytes of one copy of the stress inputs: each tensor input of a nominal trial (`shapes`,
  *  `dtypes` as trial_result holds them) with every dimension that equals a size the trial drew
  *  by jitter from a nominal size of 7 or more (`jitter`: nominal -> drawn; the sizes a stress
- *  trial multiplies) times `scale`. An estimate: a fixed dimension that happens to equal a drawn
- *  size counts as scaled. Dtypes kjudge does not know count 8 bytes an element. */
+ *  trial multiplies; not those in `pinned`, drawn while the models were built, which keep their
+ *  value in every trial) times `scale`. An estimate: a fixed dimension that happens to equal a
+ * drawn size counts as scaled. Dtypes kjudge does not know count 8 bytes an element. */
 [[nodiscard]] double stress_input_bytes(const std::vector<std::vector<std::int64_t>>& shapes,
                                         const std::vector<std::string>& dtypes,
                                         const std::map<std::string, std::int64_t>& jitter,
+                                        const std::vector<std::int64_t>& pinned,
                                         std::int64_t scale);
 
 /** The host's available memory (MemAvailable of /proc/meminfo), or nullopt. */

@@ -465,7 +465,21 @@ class pipeline {
     try {
       m_session->trial_run_reference(seed, scale);
     } catch (const kj::error& e) {
-      if (e.kind() == error_kind::problem) return e.message();
+      // Only the reference's own forward failing on inputs drawn as before counts, and not by
+      // the state the candidate's code can leave in the process: a sticky CUDA error (an
+      // illegal address, a device-side assert) or memory it took or limited. Those fail the
+      // draw or the forward as well, and stay the candidate's.
+      static constexpr std::string_view left_by_candidate[] = {
+          "CUDA error",     "cudaError",         "AcceleratorError",      "device-side assert",
+          "illegal memory", "out of memory",     "can't allocate memory", "CUBLAS_STATUS",
+          "CUDNN_STATUS",   "misaligned address"};
+      const std::string& m = e.message();
+      if (e.kind() != error_kind::problem ||
+          !m.starts_with("the reference Model failed on trial inputs"))
+        return {};
+      for (const auto marker : left_by_candidate)
+        if (m.find(marker) != std::string::npos) return {};
+      return m;
     }
     return {};
   }
@@ -492,8 +506,8 @@ class pipeline {
       t.input_shapes = info.shapes;
       t.input_dtypes = info.dtypes;
       if (kind == "held_out")
-        m_stress_bytes =
-            stress_input_bytes(info.shapes, info.dtypes, info.jitter, m_job.stress_scale);
+        m_stress_bytes = stress_input_bytes(info.shapes, info.dtypes, info.jitter, info.pinned,
+                                            m_job.stress_scale);
       m_events.phase(fmt::format("trial {} {} candidate", kind, index));
       native_ms = run_candidate_on_trial();
       if (!reference_ran) {  // after the candidate: see trial_begin
@@ -617,8 +631,11 @@ class pipeline {
     if (m_job.device == "cuda") {
       std::size_t free = 0, total = 0;
       if (cudaMemGetInfo(&free, &total) == cudaSuccess) {
-        if (!have || static_cast<double>(free) < *have) where = "GPU";
-        have = have ? std::min(*have, static_cast<double>(free)) : static_cast<double>(free);
+        // What torch's allocator holds unused is free to the trials' copies too.
+        const double gpu =
+            static_cast<double>(free) + static_cast<double>(m_session->cached_free_bytes());
+        if (!have || gpu < *have) where = "GPU";
+        have = have ? std::min(*have, gpu) : gpu;
       } else {
         (void)cudaGetLastError();
       }
@@ -1119,8 +1136,10 @@ class pipeline {
                       i, e)
                 : fmt::format(
                       "at the problem's nominal sizes (which the trials' jitter seldom draws), "
-                      "on inputs of set {}, the candidate's output does not match the "
-                      "reference's ({})",
+                      "on inputs of set {} (their floating-point values rescaled, as the timed "
+                      "sets' are), the candidate's output does not match the reference's ({}): "
+                      "a path of its own for the nominal shape, or values the rescaling changes "
+                      "(targets of +-1, 0/1 masks; docs/methodology.md, Timing)",
                       i, e);
         return out;
       }

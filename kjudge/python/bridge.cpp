@@ -8,8 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
+#include <stdexcept>
 
+#include <fmt/format.h>
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
 
@@ -30,7 +33,20 @@ namespace {
  *  a trial (the problem's import, the models' construction) sizes are nominal. */
 struct popcorn_pri {
   kj::jitter_table table{0, 1, false};
+  /** Sizes drawn at the problem's import (seal 1) and while the models were built (seal 2):
+   *  pinned in every table reset() makes. Kept here, out of Python's reach: a candidate could
+   *  otherwise pin the trials' sizes to the ones its kernel was written for. */
+  std::map<std::int64_t, std::int64_t> sealed;
+  int seals = 0;
 };
+
+/** The popcorn_pri object and its type's methods as the module made them (leaked on purpose:
+ *  alive as long as the interpreter), for session's check that nothing replaced them. */
+struct popcorn_originals {
+  py::object object;
+  std::vector<std::pair<std::string, py::object>> methods;
+};
+popcorn_originals* g_popcorn = nullptr;
 
 }  // namespace
 
@@ -48,12 +64,33 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
             return self.table.jitter_int(py::cast<std::int64_t>(py::int_(n)));
           },
           "One jittered value (+-15%) per distinct nominal size per trial.")
-      .def("reset", [](popcorn_pri& self, std::uint64_t seed, std::int64_t scale,
-                       bool jitter) { self.table = kj::jitter_table(seed, scale, jitter); })
-      .def("pin",
-           [](popcorn_pri& self, std::int64_t n, std::int64_t value) { self.table.pin(n, value); })
+      .def("reset",
+           [](popcorn_pri& self, std::uint64_t seed, std::int64_t scale, bool jitter) {
+             self.table = kj::jitter_table(seed, scale, jitter);
+             for (const auto& [n, v] : self.sealed) self.table.pin(n, v);
+           })
+      .def("seal",
+           [](popcorn_pri& self, int stage) {
+             // Once each, in order: 1 after the problem's import, 2 once the models are built.
+             if (stage != self.seals + 1)
+               throw std::runtime_error(
+                   fmt::format("popcorn_pri.seal({}) after seal {}: only kjudge seals, once", stage,
+                               self.seals));
+             self.sealed = self.table.draws();
+             self.seals = stage;
+           })
+      .def("pinned",
+           [](const popcorn_pri& self) {
+             std::vector<std::int64_t> out;
+             for (const auto& kv : self.sealed) out.push_back(kv.first);
+             return out;
+           })
       .def("draws", [](const popcorn_pri& self) { return self.table.draws(); });
   m.attr("popcorn_pri") = py::cast(popcorn_pri{}, py::return_value_policy::move);
+  g_popcorn = new popcorn_originals{m.attr("popcorn_pri"), {}};
+  const py::dict methods = m.attr("PopcornPri").attr("__dict__");
+  for (const char* name : {"jitter_int", "reset", "seal", "pinned", "draws"})
+    g_popcorn->methods.emplace_back(name, methods[name]);
 }
 
 namespace kj::python {
@@ -100,6 +137,7 @@ trial_inputs_info to_inputs_info(const py::handle& d) {
   info.shapes = d["shapes"].cast<std::vector<std::vector<std::int64_t>>>();
   info.dtypes = d["dtypes"].cast<std::vector<std::string>>();
   info.jitter = d["jitter"].cast<std::map<std::string, std::int64_t>>();
+  if (d.contains("pinned")) info.pinned = d["pinned"].cast<std::vector<std::int64_t>>();
   return info;
 }
 
@@ -125,6 +163,34 @@ struct session::impl {
   environment_info env;
   void* stream = nullptr;
   py::object problem_error, candidate_error, env_error;
+  /** The problem's module and its get_inputs as loaded, and whether its namespace held kjudge's
+   *  popcorn_pri then (check_untouched). */
+  py::object problem_module, problem_get_inputs;
+  bool problem_has_popcorn = false;
+
+  /** Before a trial's or the timing's draws, outside the candidate's code: popcorn_pri, its
+   *  methods, the problem's module, its popcorn_pri and its get_inputs are those kjudge loaded.
+   *  A candidate that replaced one (type(popcorn_pri).jitter_int = ...) would choose the trials'
+   *  sizes or inputs: its error. Held here, where Python code cannot replace the check. */
+  void check_untouched() const {
+    if (g_popcorn == nullptr) return;
+    const py::object current = py::module_::import("_kjudge").attr("popcorn_pri");
+    bool same = current.is(g_popcorn->object);
+    const py::object methods = py::type::of(g_popcorn->object).attr("__dict__");
+    for (const auto& [name, fn] : g_popcorn->methods)
+      same = same && methods.attr("get")(name).is(fn);
+    if (problem_module) {
+      const py::object d = problem_module.attr("__dict__");
+      const py::object loaded = harness.attr("_problem");
+      same = same && loaded.is(problem_module) &&
+             d.attr("get")("get_inputs").is(problem_get_inputs) &&
+             (!problem_has_popcorn || d.attr("get")("popcorn_pri").is(g_popcorn->object));
+    }
+    if (!same)
+      KJ_THROW(error_kind::candidate,
+               "the candidate replaced kjudge's popcorn_pri, one of its methods, or the problem's "
+               "module or get_inputs: the trials' sizes and inputs would be its choice");
+  }
 
   static PyConfig make_config(const session_options& options) {
     PyConfig config;
@@ -296,7 +362,15 @@ void* session::stream() const noexcept {
 }
 
 void session::load_problem(const std::filesystem::path& path) {
-  m_impl->call("load_problem", [&] { return m_impl->harness.attr("load_problem")(path.string()); });
+  m_impl->call("load_problem", [&] {
+    m_impl->harness.attr("load_problem")(path.string());
+    m_impl->problem_module = m_impl->harness.attr("_problem");
+    const py::object d = m_impl->problem_module.attr("__dict__");
+    m_impl->problem_get_inputs = d.attr("get")("get_inputs");
+    m_impl->problem_has_popcorn =
+        g_popcorn != nullptr && d.attr("get")("popcorn_pri").is(g_popcorn->object);
+    return py::none();
+  });
 }
 
 problem_tolerance session::tolerance() const {
@@ -337,6 +411,7 @@ std::vector<tensor_view> session::parameters() {
 
 trial_inputs_info session::trial_begin(std::uint64_t seed, std::int64_t shape_scale) {
   return m_impl->call("trial_begin", [&] {
+    m_impl->check_untouched();
     return to_inputs_info(m_impl->harness.attr("trial_begin")(seed, shape_scale));
   });
 }
@@ -347,8 +422,10 @@ void session::trial_run_candidate() {
 }
 
 void session::trial_run_reference(std::uint64_t seed, std::int64_t shape_scale) {
-  m_impl->call("trial_run_reference",
-               [&] { return m_impl->harness.attr("trial_run_reference")(seed, shape_scale); });
+  m_impl->call("trial_run_reference", [&] {
+    m_impl->check_untouched();
+    return m_impl->harness.attr("trial_run_reference")(seed, shape_scale);
+  });
 }
 
 std::vector<tensor_view> session::trial_native_inputs() {
@@ -397,6 +474,7 @@ trial_outputs session::trial_finish() {
 timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t data_seed,
                                          std::uint64_t byte_budget, bool native_per_set) {
   return m_impl->call("timing_setup", [&] {
+    m_impl->check_untouched();
     const py::object d =
         m_impl->harness.attr("timing_setup")(max_sets, data_seed, byte_budget, native_per_set);
     timing_inputs_info out;
@@ -492,6 +570,12 @@ std::unique_ptr<measure::target> session::make_target(side s) {
         m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate"));
   });
   return std::make_unique<python_target>(fns, s, sets, m_impl->candidate_error);
+}
+
+std::size_t session::cached_free_bytes() const {
+  return m_impl->call("cached free bytes", [&] {
+    return m_impl->harness.attr("cached_free_bytes")().cast<std::size_t>();
+  });
 }
 
 std::size_t session::timing_sets() const {

@@ -88,6 +88,9 @@ struct trial_inputs_info {
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<std::string> dtypes;
   std::map<std::string, std::int64_t> jitter;  ///< nominal -> drawn, as strings of the nominal
+  /** The nominal sizes among `jitter` pinned to their value while the models were built (or at
+   *  the problem's import): never jittered, never scaled by a stress trial. */
+  std::vector<std::int64_t> pinned;
 };
 
 struct timing_inputs_info {
@@ -180,6 +183,9 @@ class session {
    *  the sample's input set (float tensors scaled by a per-sample factor), run() calls it. */
   [[nodiscard]] std::unique_ptr<measure::target> make_target(side s);
   [[nodiscard]] std::size_t timing_sets() const;
+  /** Device memory torch's caching allocator holds but does not use (0 on the CPU): free to
+   *  kjudge's next allocations, though cudaMemGetInfo counts it as taken. */
+  [[nodiscard]] std::size_t cached_free_bytes() const;
   /** Rewrites side `s`'s copy of set sample % sets for `sample`; returns the set index. */
   std::size_t timing_refresh(side s, std::size_t sample);
   /** After timing: both sides once more on a fresh rewrite (set returned by begin), outputs to

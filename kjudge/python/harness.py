@@ -156,8 +156,7 @@ def load_problem(path):
         raise ProblemError("problem file %s does not define %s (KernelBench format needs Model, "
                            "get_inputs and get_init_inputs)" % (path, ", ".join(missing)))
     _problem = module
-    _build_draws.update(_kjudge.popcorn_pri.draws())  # sizes drawn at the problem's import
-    _build_draws_sealed[0] = dict(_build_draws)
+    _kjudge.popcorn_pri.seal(1)  # sizes drawn at the problem's import: pinned from now on
 
 
 def tolerance():
@@ -195,9 +194,40 @@ def _start_cpu_threads():
         torch.ones(n * 65536, device="cpu", dtype=torch.float32).mul_(1.0)
 
 
+# The process's resource limits before the candidate's code first ran: one that lowers them (the
+# memory a trial's inputs may take) would make the reference's part of a trial fail, the problem
+# then blamed. Checked before every trial's draws (_check_limits).
+_LIMIT_NAMES = ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_RSS", "RLIMIT_STACK", "RLIMIT_NOFILE",
+                "RLIMIT_MEMLOCK", "RLIMIT_FSIZE")
+_limits_before = {}
+
+
+def _current_limits():
+    import resource
+    out = {}
+    for name in _LIMIT_NAMES:
+        if hasattr(resource, name):
+            try:
+                out[name] = resource.getrlimit(getattr(resource, name))
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def _check_limits():
+    if not _limits_before:
+        return
+    changed = [n for n, v in _current_limits().items() if _limits_before.get(n) != v]
+    if changed:
+        raise CandidateError("the candidate changed the process's resource limits (%s): the "
+                             "trials' inputs and the reference would run under its limits"
+                             % ", ".join(changed))
+
+
 def load_candidate(path):
     global _candidate
     start = time.perf_counter()
+    _limits_before.update(_current_limits())
     _reach.arm()
     _start_cpu_threads()
     module = _blamed_on_candidate(
@@ -386,9 +416,11 @@ def build_reference(seed):
     state.update((name, buf) for name, buf in _non_persistent_buffers(_ref).items()
                  if buf.dtype in _ABI_DTYPES)
     _params = [v.detach().clone(memory_format=torch.contiguous_format) for v in state.values()]
-    _check_jitter_intact()  # the candidate's import ran since the problem's
-    _build_draws.update(_kjudge.popcorn_pri.draws())
-    _build_draws_sealed[0] = dict(_build_draws)
+    try:  # and those drawn while the models were built (the table was reset before them)
+        _kjudge.popcorn_pri.seal(2)
+    except RuntimeError as exc:
+        raise CandidateError("kjudge's jitter table was sealed before kjudge sealed it (%s): "
+                             "the candidate chose the sizes kept in every trial" % exc)
     _param_names.clear()
     _param_names.extend(state.keys())
     _reach.watch_reference()
@@ -417,7 +449,6 @@ def build_candidate(seed):
 
 
 _param_names = []
-_build_draws = {}  # nominal -> value of each popcorn_pri size drawn at import or by the reference
 _cand_init = []  # ModelNew's constructor arguments (build_reference's copy)
 
 
@@ -447,34 +478,12 @@ def _input_list(got, what, flat=True):
     return list(got)
 
 
-# popcorn_pri and its methods as loaded, and the pinned sizes once the reference is built: a
-# candidate that replaced a method (`type(popcorn_pri).jitter_int = ...`) or pinned sizes of its
-# own would choose every trial's shapes. Checked before every draw (_fresh_jitter).
-_POPCORN = _kjudge.popcorn_pri
-_POPCORN_METHODS = {k: type(_POPCORN).__dict__[k] for k in ("jitter_int", "reset", "pin", "draws")}
-_build_draws_sealed = [None]
-
-
-def _check_jitter_intact():
-    kind = type(_POPCORN)
-    if _kjudge.popcorn_pri is not _POPCORN or any(
-            kind.__dict__.get(k) is not v for k, v in _POPCORN_METHODS.items()):
-        raise CandidateError("the candidate replaced kjudge's popcorn_pri or one of its methods "
-                             "(jitter_int): the trials' sizes would be its choice")
-    if _build_draws_sealed[0] is not None and _build_draws != _build_draws_sealed[0]:
-        raise CandidateError("the candidate changed kjudge's table of the sizes drawn while the "
-                             "models were built: the trials' sizes would be its choice")
-
-
 def _fresh_jitter(seed, scale, jitter):
     """A new popcorn_pri table, with the sizes drawn at the problem's import or while the reference
     was built (get_init_inputs, Model's constructor) pinned: those were nominal and keep that
     value in every trial, stress trials included, since the models are built once and their
     sizes must agree with the inputs'. Only sizes drawn first in get_inputs jitter."""
-    _check_jitter_intact()
-    _kjudge.popcorn_pri.reset(seed, scale, jitter)
-    for n, v in _build_draws.items():
-        _kjudge.popcorn_pri.pin(n, v)
+    _kjudge.popcorn_pri.reset(seed, scale, jitter)  # re-pins what seal() kept
 
 
 def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
@@ -496,6 +505,13 @@ def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
 
 def _clone(x):
     return x.clone() if isinstance(x, torch.Tensor) else x
+
+
+def cached_free_bytes():
+    """Device memory torch's caching allocator holds unused (0 on the CPU)."""
+    if DEVICE != "cuda":
+        return 0
+    return max(0, int(torch.cuda.memory_reserved()) - int(torch.cuda.memory_allocated()))
 
 
 def _trial_copies(inputs, side):
@@ -626,7 +642,8 @@ def _input_info(inputs):
             shapes.append([])
             dtypes.append(type(x).__name__)
     jitter = {str(k): int(v) for k, v in _kjudge.popcorn_pri.draws().items()}
-    return {"shapes": shapes, "dtypes": dtypes, "jitter": jitter}
+    return {"shapes": shapes, "dtypes": dtypes, "jitter": jitter,
+            "pinned": list(_kjudge.popcorn_pri.pinned())}
 
 
 # --- the candidate's reach ----------------------------------------------------------------------
@@ -1358,6 +1375,7 @@ def trial_begin(seed, scale):
     after the candidate ran, so nothing the candidate's code did to objects it could reach (the
     reference's inputs or outputs among them) reaches the reference."""
     _trial.clear()
+    _check_limits()
     _next_poison()
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
@@ -1401,6 +1419,7 @@ def trial_run_reference(seed, scale):
     trial_begin drew (its digest), the candidate changed it; if it does, get_inputs() is not
     reproducible under a seed (a problem whose first call draws more, such as a constant it makes
     once, included)."""
+    _check_limits()
     again = _make_inputs(seed, seed, scale)
     if not all(_identical(a, b) for a, b in zip(again, _trial["pristine"])):
         if [_digest(x) for x in _trial["pristine"]] != _trial["pristine_digest"]:

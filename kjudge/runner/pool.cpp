@@ -516,7 +516,8 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
                       std::min(answer_by, steady::now() + std::chrono::milliseconds(100)))) {
     if (is_stopped(server->pid))
       return refuse(fmt::format("the pool (pid {}) was stopped before it answered", server->pid));
-    if (steady::now() >= answer_by) break;
+    if (steady::now() >= answer_by)  // (read_line would wait its own 10 s on top)
+      return refuse("the pool closed the connection (or took 10 s) without an answer");
   }
   const auto reply = read_line(conn.get());
   if (!reply) return refuse("the pool closed the connection (or took 10 s) without an answer");

@@ -495,15 +495,17 @@ class ModelNew(nn.Module):
   const auto patch =
       write_case("patch.py",
                  "import torch\ntype(popcorn_pri).jitter_int = lambda self, n: int(n)\n" + forward);
+  // Drawn at its import and sealed before kjudge seals the sizes kept in every trial.
   const auto pins = write_case("pins.py",
-                               "import sys, torch\nsys.modules['kjudge_harness']._build_draws."
-                               "update({256: 256, 128: 128})\n" +
+                               "import torch\npopcorn_pri.jitter_int(256)\npopcorn_pri.jitter_int("
+                               "128)\npopcorn_pri.seal(2)\n" +
                                    forward);
-  for (const auto& c : {patch, pins}) {
+  for (const auto& [c, says] :
+       {std::pair{patch, "replaced kjudge's popcorn_pri"},
+        std::pair{pins, "the candidate chose the sizes kept in every trial"}}) {
     const auto r = run_eval(p, c, quick);
     EXPECT_EQ(r.exit_code, 4) << r.output;
-    EXPECT_NE(r.result["message"].get<std::string>().find("the trials' sizes would be its choice"),
-              std::string::npos)
+    EXPECT_NE(r.result["message"].get<std::string>().find(says), std::string::npos)
         << r.result["message"];
   }
   // A size that is not an integer (a float the problem computed) is the problem's error.
@@ -513,6 +515,34 @@ class ModelNew(nn.Module):
   const auto r = run_eval(floats, write_case("ok.py", "import torch\n" + forward), quick);
   EXPECT_EQ(r.exit_code, 6) << r.output;
   EXPECT_NE(r.result["message"].get<std::string>().find("takes an integer size, not float"),
+            std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, ACandidateThatChangesTheProcesssLimitsIsCaughtBeforeTheNextDraw) {
+  // Lowered limits (the memory a trial's inputs may take, say) would fail the reference's part of
+  // the next trial, and the problem would be blamed: the change is the candidate's error.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(popcorn_pri.jitter_int(64), 32)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import resource, torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(64, soft - 1), hard))
+        return torch.relu(x)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.result["message"].get<std::string>().find("changed the process's resource limits"),
             std::string::npos)
       << r.result["message"];
 }

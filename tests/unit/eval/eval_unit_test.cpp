@@ -82,14 +82,19 @@ TEST(Jitter, SeedsDrawDifferentValuesAndStressScales) {
 TEST(StressSize, ScalesTheDimensionsThatJitteredByTheScale) {
   // x: (B=70 drawn from 64, 3 fixed, 130 drawn from 128) fp32; idx: (70) int64; a number.
   const std::map<std::string, std::int64_t> jitter = {{"64", 70}, {"128", 130}, {"3", 3}};
-  const double bytes =
-      eval::stress_input_bytes({{70, 3, 130}, {70}, {}}, {"float32", "int64", "float"}, jitter, 4);
+  const double bytes = eval::stress_input_bytes({{70, 3, 130}, {70}, {}},
+                                                {"float32", "int64", "float"}, jitter, {}, 4);
   EXPECT_DOUBLE_EQ(bytes, 4.0 * (70 * 4) * 3 * (130 * 4) + 8.0 * (70 * 4) + 4.0);
   // A size below 7 never scales, even where it was "drawn"; scale 1 is the nominal trial's.
-  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{3, 3}}, {"bfloat16"}, jitter, 4), 2.0 * 9);
-  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{70, 130}}, {"float32"}, jitter, 1), 4.0 * 70 * 130);
+  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{3, 3}}, {"bfloat16"}, jitter, {}, 4), 2.0 * 9);
+  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{70, 130}}, {"float32"}, jitter, {}, 1),
+                   4.0 * 70 * 130);
+  // A size pinned while the models were built (2048 -> 2048) keeps its value in stress trials.
+  const std::map<std::string, std::int64_t> pins = {{"8", 9}, {"2048", 2048}};
+  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{9, 2048, 2048}}, {"float32"}, pins, {2048}, 4),
+                   4.0 * (9 * 4) * 2048 * 2048);
   // An unknown dtype counts 8 bytes an element.
-  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{10}}, {"complex128"}, {}, 4), 80.0);
+  EXPECT_DOUBLE_EQ(eval::stress_input_bytes({{10}}, {"complex128"}, {}, {}, 4), 80.0);
   EXPECT_GT(eval::host_available_bytes().value_or(1), 0);
 }
 
