@@ -215,11 +215,20 @@ def _current_limits():
 
 
 def _check_limits():
+    """Raises where the candidate lowered a limit (soft or hard). A raised one is harmless, and
+    libraries raise the open-files limit at import."""
     if not _limits_before:
         return
-    changed = [n for n, v in _current_limits().items() if _limits_before.get(n) != v]
+    import resource
+
+    def lower(now, before):
+        as_num = lambda v: float("inf") if v == resource.RLIM_INFINITY else v
+        return as_num(now) < as_num(before)
+
+    changed = [n for n, v in _current_limits().items()
+               if n in _limits_before and any(lower(a, b) for a, b in zip(v, _limits_before[n]))]
     if changed:
-        raise CandidateError("the candidate changed the process's resource limits (%s): the "
+        raise CandidateError("the candidate lowered the process's resource limits (%s): the "
                              "trials' inputs and the reference would run under its limits"
                              % ", ".join(changed))
 

@@ -542,7 +542,7 @@ class ModelNew(nn.Module):
 )");
   const auto r = run_eval(p, c, quick);
   EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_NE(r.result["message"].get<std::string>().find("changed the process's resource limits"),
+  EXPECT_NE(r.result["message"].get<std::string>().find("lowered the process's resource limits"),
             std::string::npos)
       << r.result["message"];
 }
