@@ -767,25 +767,25 @@ build_result build_native(const nvcc_request& request) {
       !write_file_atomic(work, "build.json", info_text, why))
     return unfiled(why);  // the library itself is complete
   fs::rename(work, final_dir, ec);
-  if (ec && fs::exists(final_dir) && !filed_build_whole(final_dir)) {
-    // A damaged entry in the way (its library missing, cut short or changed, or not recorded):
-    // moved aside whole (a rename: a build of another process that files meanwhile is not
-    // touched), then this build filed in its place. Named as a build folder of this process:
-    // left behind, the next build of this key removes it once this process has ended.
+  // The target folder exists and is not empty: another build of the same key and bytes finished
+  // first (its library serves), or a damaged entry is in the way (its library missing, cut
+  // short or changed, or not recorded). That one is moved aside whole (a rename: a build of
+  // another process that files meanwhile is not touched), and this build filed in its place; the
+  // folder moved aside is named as a build folder of this process, which the next build of this
+  // key removes once this process has ended, were it left behind.
+  bool served = !ec || filed_build_whole(final_dir);
+  if (!served && fs::exists(final_dir)) {
     const fs::path aside = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
     std::error_code moved;
     fs::rename(final_dir, aside, moved);
     if (!moved) fs::rename(work, final_dir, ec);
     fs::remove_all(aside, moved);
+    served = !ec || filed_build_whole(final_dir);
   }
-  if (ec) {
-    // Another build of the same key and bytes finished first (the target folder exists and is
-    // not empty): the same bytes, so its library serves.
-    if (!filed_build_whole(final_dir))
-      return fail(build_failure::tool, fmt::format("cannot move the build into {}: {}",
-                                                   final_dir.string(), ec.message()));
-    fs::remove_all(work, ec);
-  }
+  if (!served)
+    return fail(build_failure::tool,
+                fmt::format("cannot move the build into {}: {}", final_dir.string(), ec.message()));
+  if (ec) fs::remove_all(work, ec);  // another build's library serves
   out.command = make_command(nvcc, request, final_dir);
   out.library = final_dir / "candidate.so";
   return out;

@@ -657,38 +657,40 @@ class pipeline {
       const bool held_out = run_trial("held_out", 0, m_job.held_out_seed, 1);
       int stress_failed = 0;
       if (m_job.stress) {
-        bool skipped = false;
-        const std::string too_large = stress_too_large();
-        for (int i = 0; i < stress_trials && !skipped; ++i) {
+        // A problem that cannot run at these sizes (its reference or get_inputs() fails on them,
+        // or their inputs do not fit in memory) is not stress-checked: the verdict rests on the
+        // nominal and held-out trials, and the trials not run are sent skipped (one that failed
+        // was sent so by run_trial).
+        std::string skip_why = stress_too_large();
+        int run_to = skip_why.empty() ? stress_trials : 0;  // the first stress trial not run
+        for (int i = 0; i < run_to; ++i) {
           try {
-            if (!too_large.empty()) KJ_THROW(error_kind::problem, "{}", too_large);
             stress_failed +=
                 run_trial("stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale) ? 0
                                                                                                : 1;
           } catch (const kj::error& e) {
             if (e.kind() != error_kind::problem) throw;
-            // The problem cannot run at these sizes (its reference or get_inputs() fails, or the
-            // inputs do not fit in memory): the stress check does not apply to it, and the
-            // verdict rests on the nominal and held-out trials. The trials left are sent skipped.
-            skipped = true;
-            for (int k = too_large.empty() ? i + 1 : i; k < stress_trials; ++k) {
-              trial_result rest;
-              rest.kind = "stress";
-              rest.index = k;
-              rest.seed = trial_seed(m_job.base_seed + 1, k);
-              rest.shape_scale = static_cast<double>(m_job.stress_scale);
-              rest.skipped = true;
-              rest.error = too_large.empty()
-                               ? "not run: stress trial " + std::to_string(i + 1) + " could not be"
-                               : "not run: " + too_large;
-              m_events.send({{"trial", rest}});
-            }
-            m_events.flag("stress_not_applicable", "warning",
-                          fmt::format("the stress trials (sizes x{}) were skipped: the problem "
-                                      "cannot run at those sizes here: {}; the verdict rests on "
-                                      "the nominal and held-out trials",
-                                      m_job.stress_scale, first_line(e.message())));
+            skip_why = first_line(e.message());
+            run_to = i + 1;
           }
+        }
+        const bool skipped = !skip_why.empty();
+        if (skipped) {
+          for (int k = run_to; k < stress_trials; ++k) {
+            trial_result rest;
+            rest.kind = "stress";
+            rest.index = k;
+            rest.seed = trial_seed(m_job.base_seed + 1, k);
+            rest.shape_scale = static_cast<double>(m_job.stress_scale);
+            rest.skipped = true;
+            rest.error = "not run: " + skip_why;
+            m_events.send({{"trial", rest}});
+          }
+          m_events.flag("stress_not_applicable", "warning",
+                        fmt::format("the stress trials (sizes x{}) were skipped: the problem "
+                                    "cannot run at those sizes here: {}; the verdict rests on "
+                                    "the nominal and held-out trials",
+                                    m_job.stress_scale, skip_why));
         }
         if (!m_stress_scaled && !skipped)
           m_events.flag("stress_not_scaled", "warning",

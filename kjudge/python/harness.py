@@ -15,6 +15,7 @@ import importlib.util
 import math
 import os
 import random
+import resource
 import sys
 import threading
 import time
@@ -203,7 +204,6 @@ _limits_before = {}
 
 
 def _current_limits():
-    import resource
     out = {}
     for name in _LIMIT_NAMES:
         if hasattr(resource, name):
@@ -219,7 +219,6 @@ def _check_limits():
     libraries raise the open-files limit at import."""
     if not _limits_before:
         return
-    import resource
 
     def lower(now, before):
         as_num = lambda v: float("inf") if v == resource.RLIM_INFINITY else v
