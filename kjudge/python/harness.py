@@ -703,6 +703,9 @@ _storage_of, _offset_of, _set = (_TensorBase.untyped_storage, _TensorBase.storag
                                  _TensorBase.set_)
 _copy_into = _TensorBase.copy_
 _tuple = tuple
+# Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
+# mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
+_grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
 
 
 def _layout(x):
@@ -1704,6 +1707,17 @@ def refresh(which, sample):
     f = _factor(sample)
     work = _timing_work[which][k]
     base_layouts, made = _timing_made["base"][k], _timing_made[which][k]
+    grad = _grad_enabled()
+    _set_grad_enabled(False)
+    try:
+        _rewrite(k, f, work, base_layouts, made)
+    finally:
+        _set_grad_enabled(grad)
+    return k
+
+
+def _rewrite(k, f, work, base_layouts, made):
+    """refresh()'s rewrite of set k's working copies `work` with factor f."""
     with _no_torch_function():
         for i, src in _enumerate(_timing_base[k]):
             if not _isinstance(src, _Tensor):
@@ -1726,7 +1740,6 @@ def refresh(which, sample):
                 _mul(src, f, out=work[i])
             else:
                 _copy_into(work[i], src)
-    return k
 
 
 def make_runner(which):

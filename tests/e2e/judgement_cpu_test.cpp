@@ -1254,5 +1254,34 @@ class ModelNew(nn.Module):
       << r.result["message"];
 }
 
+TEST(JudgementCpu, InputsThatRequireGradAreTimedAndChecked) {
+  // kjudge's rewrite of the timing inputs (mul with out=) raised with autograd on: a problem
+  // whose get_inputs gives an nn.Parameter or a tensor that requires grad was a problem error
+  // when timed and an internal error under --no-timing.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, a, b, c):
+        return a + b * c
+def get_inputs():
+    return [torch.randn(64, 32, requires_grad=True), nn.Parameter(torch.randn(64, 32)),
+            torch.randn(64, 32)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, a, b, c):
+        return torch.addcmul(a, b, c)
+)");
+  for (const auto& extra :
+       {std::vector<std::string>{"--device", "cpu", "--trials", "2", "--budget", "0.2"}, quick}) {
+    const auto r = run_eval(p, c, extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  }
+}
+
 }  // namespace
 }  // namespace kj::test
