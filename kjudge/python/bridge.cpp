@@ -48,6 +48,17 @@ struct popcorn_originals {
 };
 popcorn_originals* g_popcorn = nullptr;
 
+/** str(obj) in UTF-8 whatever it holds: a lone surrogate ("\\ud800", which a candidate's message
+ *  may carry) becomes its escape instead of an encoding error that would make the candidate's
+ *  error kjudge's. Raises (error_already_set) only if str() itself does. */
+std::string utf8_text(py::handle obj) {
+  const py::str text(obj);
+  const auto bytes = py::reinterpret_steal<py::object>(
+      PyUnicode_AsEncodedString(text.ptr(), "utf-8", "backslashreplace"));
+  if (!bytes) throw py::error_already_set();
+  return {PyBytes_AS_STRING(bytes.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes.ptr()))};
+}
+
 }  // namespace
 
 PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
@@ -220,7 +231,7 @@ struct session::impl {
     try {
       return f();
     } catch (py::error_already_set& e) {
-      std::string message = py::str(e.value());
+      std::string message = utf8_text(e.value());
       if (e.matches(problem_error)) throw kj::error(error_kind::problem, message);
       if (e.matches(candidate_error)) throw kj::error(error_kind::candidate, message);
       if (e.matches(env_error)) throw kj::error(error_kind::python, message);
@@ -400,9 +411,8 @@ void session::build_reference(std::uint64_t seed) {
 }
 
 std::string session::build_candidate(std::uint64_t seed) {
-  return m_impl->call("build_candidate", [&] {
-    return m_impl->harness.attr("build_candidate")(seed).cast<std::string>();
-  });
+  return m_impl->call("build_candidate",
+                      [&] { return utf8_text(m_impl->harness.attr("build_candidate")(seed)); });
 }
 
 std::vector<tensor_view> session::parameters() {
@@ -523,7 +533,7 @@ class python_target final : public measure::target {
     if (!m_capture_stream) m_capture_stream.emplace(cudaStreamDefault);
     const auto handle = reinterpret_cast<std::uintptr_t>(m_capture_stream->get());
     std::string why;
-    guarded("capturing", [&] { why = m_capture(handle).cast<std::string>(); });
+    guarded("capturing", [&] { why = utf8_text(m_capture(handle)); });
     return why;
   }
 
@@ -624,7 +634,7 @@ std::vector<state_change> session::candidate_changes(bool after_timing) {
     std::vector<state_change> out;
     for (const auto& item : m_impl->harness.attr("candidate_changes")(after_timing)) {
       const auto pair = item.cast<py::tuple>();
-      out.push_back({pair[0].cast<std::string>(), pair[1].cast<bool>()});
+      out.push_back({utf8_text(pair[0]), pair[1].cast<bool>()});
     }
     return out;
   });

@@ -83,13 +83,35 @@ def _blamed_on_candidate(fn, what, limit=12):
 
 
 _MESSAGE_LIMIT = 16 << 20
+# Bound before any candidate code runs (a candidate that replaced traceback.format_exception made
+# every error it raised kjudge's own); its helpers could still be broken: _format_exception falls
+# back to the type and message.
+_format_traceback = traceback.format_exception
+
+
+def _type_name(exc):
+    try:
+        return type.__getattribute__(type(exc), "__qualname__")
+    except BaseException:
+        return "exception"
+
+
+def _safe_str(exc):
+    try:
+        return str(exc)
+    except BaseException:
+        return "[its message could not be read]"
 
 
 def _format_exception(exc, limit=12):
     """The exception's traceback, each traceback in the chain cut to its last `limit` frames, and
     its message whole (a load_inline build failure carries the compiler's complete output in it),
     up to 16 MiB: beyond that the first characters are dropped, after a line saying how many."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-limit))
+    try:
+        text = "".join(_format_traceback(type(exc), exc, exc.__traceback__, limit=-limit))
+    except BaseException as failed:  # traceback's helpers broken by the candidate, or __str__
+        text = "%s: %s\n[kjudge: its traceback could not be formatted: %s]" % (
+            _type_name(exc), _safe_str(exc), _type_name(failed))
     if len(text) > _MESSAGE_LIMIT:
         dropped = len(text) - _MESSAGE_LIMIT
         text = "[kjudge: the first %d characters were dropped]\n%s" % (dropped, text[dropped:])

@@ -1283,5 +1283,49 @@ class ModelNew(nn.Module):
   }
 }
 
+TEST(JudgementCpu, ACandidatesErrorStaysItsOwnWhateverItsMessageOrTraceback) {
+  // A lone surrogate in the message could not be encoded as UTF-8, and a candidate that broke
+  // the traceback module broke the harness's formatting: both were kjudge's internal errors.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)");
+  const auto surrogate = write_case("surrogate.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise ValueError("bad \ud800 value")
+)");
+  const auto r = run_eval(p, surrogate, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("bad \\ud800 value"), std::string::npos)
+      << r.result["message"];
+  EXPECT_FALSE(r.result["trials"].empty()) << r.result.dump(1);
+
+  const auto broken = write_case("broken.py", R"(import traceback
+import torch
+import torch.nn as nn
+def _broken(*args, **kwargs):
+    return 1 / 0
+traceback.format_exception = traceback.format_exc = traceback.format_tb = _broken
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise ValueError("the candidate's own error")
+)");
+  const auto b = run_eval(p, broken, quick);
+  EXPECT_EQ(b.exit_code, 4) << b.output;
+  EXPECT_EQ(b.result["status"], "runtime_error") << b.result.dump(1);
+  EXPECT_NE(b.result["message"].get<std::string>().find("the candidate's own error"),
+            std::string::npos)
+      << b.result["message"];
+}
+
 }  // namespace
 }  // namespace kj::test
