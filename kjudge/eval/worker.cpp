@@ -901,7 +901,8 @@ class pipeline {
                      {"native_buffers_per_set", m_job.kind == candidate_kind::native
                                                     ? nlohmann::json(ti.native_buffers_per_set)
                                                     : nlohmann::json(nullptr)},
-                     {"output_bytes", ti.output_bytes}}}});
+                     {"output_bytes", ti.output_bytes},
+                     {"shrink_only_inputs", ti.shrink_only_inputs}}}});
 
     auto [reference, candidate] = make_targets(sets);
     measure::device_facts facts;

@@ -493,6 +493,7 @@ timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t dat
     out.bytes_per_set = d["bytes_per_set"].cast<std::uint64_t>();
     out.output_bytes = d["output_bytes"].cast<std::uint64_t>();
     out.native_buffers_per_set = d["native_buffers_per_set"].cast<bool>();
+    out.shrink_only_inputs = d["shrink_only_inputs"].cast<std::vector<std::int64_t>>();
     return out;
   });
 }

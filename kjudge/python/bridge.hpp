@@ -100,6 +100,9 @@ struct timing_inputs_info {
   std::uint64_t output_bytes = 0;   ///< the reference's outputs on one set
   /** A native candidate's parameters and outputs are copied per set (else all sets share one). */
   bool native_buffers_per_set = false;
+  /** Floating-point inputs whose values lay within [-1, 1] in every set: rescaled by factors of
+   *  at most 1 only (kept in their domain). */
+  std::vector<std::int64_t> shrink_only_inputs;
 };
 
 /** Tolerance the problem file asks for (module constants KJUDGE_ATOL / KJUDGE_RTOL), if any. */

@@ -53,6 +53,10 @@ _timing_work = {"reference": [], "candidate": []}  # each side's working copies 
 # As timing_setup made them, per set and input ("base": each base's _layout; "reference",
 # "candidate": _made() of each working copy): what refresh() checks against. Filled in place.
 _timing_made = {}
+# Per input: True for a floating-point tensor whose values lie within [-1, 1] in every set (a
+# probability, a target, an argument of asin): the rewrite scales it by factors <= 1 only, which
+# keep it in its domain (BCE raised on predictions and targets scaled above 1).
+_timing_shrink = []
 _timing_native_outputs = {}  # set -> the native candidate's outputs of that set (poisoned)
 _timing_native_params = {}  # set -> its copies of the reference's parameters and buffers
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
@@ -1699,6 +1703,8 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     _timing_base.append(first)
     for i in range(1, count):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
+    _timing_shrink[:] = [_within_unit(base[i] for base in _timing_base)
+                         for i in range(len(first))]
     for side in ("reference", "candidate"):
         _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
     _timing_made.clear()
@@ -1709,11 +1715,25 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     info["bytes_per_set"] = set_bytes
     info["output_bytes"] = out_bytes
     info["native_buffers_per_set"] = _timing_native_own[0]
+    info["shrink_only_inputs"] = [i for i, shrink in enumerate(_timing_shrink) if shrink]
     return info
 
 
+def _within_unit(tensors):
+    """Whether every one of `tensors` (one input across the sets) is a non-empty floating-point
+    tensor with all its values within [-1, 1] (NaN is not)."""
+    with torch.no_grad():
+        for x in tensors:
+            if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0):
+                return False
+            if not bool((x.abs() <= 1).all()):
+                return False
+    return True
+
+
 def _factor(sample):
-    """A scale in [0.5, 2) that differs for every sample index (golden-ratio sequence)."""
+    """A scale in [0.5, 2) that differs for every sample index (golden-ratio sequence); inputs
+    within [-1, 1] take it or its inverse, whichever is at most 1 (_timing_shrink)."""
     return _float(2.0 ** (((sample * 0.6180339887498949) % 1.0) * 2.0 - 1.0))
 
 
@@ -1759,7 +1779,7 @@ def _rewrite(k, f, work, base_layouts, made):
             if _layout(work[i]) != made[i][1]:
                 _restore(work[i], made[i], k)
             if _is_floating_point(src):
-                _mul(src, f, out=work[i])
+                _mul(src, (f if f <= 1.0 else 1.0 / f) if _timing_shrink[i] else f, out=work[i])
             else:
                 _copy_into(work[i], src)
 

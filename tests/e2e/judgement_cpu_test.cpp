@@ -1327,5 +1327,40 @@ class ModelNew(nn.Module):
       << b.result["message"];
 }
 
+TEST(JudgementCpu, InputsWithinMinusOneToOneStayInTheirDomainWhenTimed) {
+  // The timing rewrite scaled every float input by a factor up to 2: probabilities and targets
+  // left [0, 1], and binary cross-entropy raised on them, an exact copy of the reference a
+  // runtime error (--no-timing's check at the nominal sizes) or a problem error (timed).
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+import torch.nn.functional as F
+class Model(nn.Module):
+    def forward(self, pred, target, x):
+        return F.binary_cross_entropy(pred, target) + x.sum()
+def get_inputs():
+    return [torch.rand(128, 16) * 0.98 + 0.01, torch.randint(0, 2, (128, 16)).float(),
+            torch.randn(8) * 4]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+import torch.nn.functional as F
+class ModelNew(nn.Module):
+    def forward(self, pred, target, x):
+        return F.binary_cross_entropy(pred, target) + x.sum()
+)");
+  for (const auto& extra :
+       {std::vector<std::string>{"--device", "cpu", "--trials", "2", "--budget", "0.2"}, quick}) {
+    const auto r = run_eval(p, c, extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  }
+  const auto r = run_eval(p, c, {"--device", "cpu", "--trials", "1", "--budget", "0.1"});
+  EXPECT_EQ(r.result["options"]["timing_inputs"]["shrink_only_inputs"],
+            nlohmann::json::array({0, 1}))
+      << r.result["options"].dump(1);
+}
+
 }  // namespace
 }  // namespace kj::test
