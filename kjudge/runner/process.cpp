@@ -393,8 +393,10 @@ using detail::pipe_ends;
 using detail::set_nonblocking;
 using detail::unique_fd;
 
-/** How long the group gets between SIGTERM and SIGKILL. */
-constexpr auto k_term_grace = std::chrono::seconds(1);
+/** How long the group gets between SIGTERM and SIGKILL: what a timed-out worker that ignores
+ *  SIGTERM runs past the limit (the worker itself takes SIGTERM's default action; 1 s put a
+ *  candidate that ignored it a second past --timeout). */
+constexpr auto k_term_grace = std::chrono::milliseconds(250);
 /** After the child is gone, how long we keep reading pipes that escaped the group (setsid). */
 constexpr auto k_drain_grace = std::chrono::milliseconds(500);
 /** Poll period when no pidfd is available to tell us that the child exited. */
