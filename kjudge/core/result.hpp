@@ -115,9 +115,10 @@ struct correctness_summary {
   int trials = 0, trials_passed = 0;
   bool held_out_ran = false, held_out_passed = false;
   int stress_trials = 0, stress_passed = 0;
-  int stress_skipped = 0;        ///< reported skipped: the problem cannot run at the stress sizes
-  std::string weight_copy;       ///< "by_name", "by_order", "by_shape", "seed_only", "none" (no
-                                 ///< parameters), "native" (ABI)
+  int stress_skipped = 0;  ///< reported skipped: the problem cannot run at the stress sizes
+  /** "by_name", "by_order", "by_shape", "seed_only", "none" (no parameters), "native" (ABI), or
+   *  "not_built": the evaluation ended before the models were built. */
+  std::string weight_copy = "not_built";
   std::string tolerance_source;  ///< "dtype-default", "problem", "command line"
   precision_summary precision;
 };
