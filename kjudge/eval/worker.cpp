@@ -1133,9 +1133,11 @@ class pipeline {
             : after_timing
                 ? fmt::format(
                       "after timing, on fresh (rescaled) inputs of set {}, the candidate's "
-                      "output no longer matches the reference's ({}): it may replay results "
-                      "cached during timing, or rely on values that scaling changes (targets of "
-                      "+-1, 0/1 masks; docs/methodology.md, Timing)",
+                      "output does not match the reference's ({}): it may replay results "
+                      "cached during timing, take a path of its own at the problem's nominal "
+                      "sizes (the timed ones, which the trials' jitter seldom draws), or rely on "
+                      "values that scaling changes (targets of +-1, 0/1 masks; "
+                      "docs/methodology.md, Timing)",
                       i, e)
                 : fmt::format(
                       "at the problem's nominal sizes (which the trials' jitter seldom draws), "
