@@ -14,9 +14,13 @@
 #include <filesystem>
 #include <future>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <kjudge/check/compare.hpp>
@@ -701,8 +705,15 @@ class pipeline {
       }
       note_candidate_changes(false);
       if (passed < m_job.trials) {
-        m_events.final(eval_status::incorrect,
-                       fmt::format("{} of {} trials failed", m_job.trials - passed, m_job.trials));
+        std::vector<std::string> also;
+        if (!held_out) also.emplace_back("the held-out trial");
+        if (stress_failed > 0)
+          also.push_back(fmt::format("{} stress-shape trial(s) (sizes x{})", stress_failed,
+                                     m_job.stress_scale));
+        m_events.final(
+            eval_status::incorrect,
+            fmt::format("{} of {} nominal trials failed{}{}", m_job.trials - passed, m_job.trials,
+                        also.empty() ? "" : ", and so did ", fmt::join(also, " and ")));
         return false;
       }
       if (!held_out) {

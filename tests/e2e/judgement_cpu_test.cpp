@@ -91,6 +91,7 @@ class ModelNew(nn.Module):
   const auto r = run_eval(p, off, quick);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_EQ(r.result["message"], "2 of 2 nominal trials failed, and so did the held-out trial");
   const auto& o = r.result["trials"][0]["outputs"][0];
   EXPECT_EQ(o["mismatch_count"], 64);
   EXPECT_EQ(o["max_abs_err"], 1.0);
