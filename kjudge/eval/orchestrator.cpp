@@ -7,7 +7,9 @@
 #include <ctime>
 #include <random>
 #include <sstream>
+#include <vector>
 
+#include <kjudge/compile/shared_library_check.hpp>
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/sha256.hpp>
@@ -180,12 +182,17 @@ eval_result evaluate(const job& j, const run_options& options) {
   // known as kjudge's environment's failure: a candidate whose import then fails (its load_inline
   // the first to find out) is not given a compile error for it. One that builds nothing runs.
   std::string unusable_cache;
+  // A library of an earlier build that was cut short (torch would load it again, and die of
+  // SIGBUS, on every import) is removed, so that torch builds it again.
+  std::vector<compile::removed_library> damaged;
   if (j.kind == candidate_kind::python) {
     std::error_code ec;
     fs::create_directories(extensions, ec);
     if (ec || !fs::is_directory(extensions))
       unusable_cache = fmt::format("{}: {}", extensions.string(),
                                    ec ? ec.message() : std::string("not a directory"));
+    else
+      damaged = compile::remove_damaged_libraries(extensions);
   }
   const bool pool =
       options.use_pool && options.wrapper.empty() && options.worker_executable.empty();
@@ -323,6 +330,11 @@ eval_result evaluate(const job& j, const run_options& options) {
             : std::string(),
         p.output_tail);
   }
+  for (const auto& d : damaged)
+    r.add_flag("damaged_build_removed", "warning",
+               fmt::format("{} was removed before the candidate's import, which built it again: "
+                           "a library cut short by an earlier build ({}) would have crashed it",
+                           d.path.string(), d.why));
   if (p.leftovers_killed > 0)
     r.add_flag("leftover_processes", "warning",
                fmt::format("{} process(es) the worker left behind outside its process group "

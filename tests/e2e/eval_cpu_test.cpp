@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -1025,6 +1026,44 @@ TEST(EvalCpu, LoadInlineFoldersKeepCopiesInTwoFoldersAndTwoProblemsApart) {
   EXPECT_NE(a[0], b[0]) << "two copies in two folders share " << a[0];
   EXPECT_EQ(a[0], a[1]) << "the same file and problem found another folder";
   EXPECT_NE(a[0], a[2]) << "one file against two problems shares " << a[0];
+  fs::remove_all(dir);
+}
+
+TEST(EvalCpu, ALibraryCutShortInTheCandidatesBuildFolderIsRemovedBeforeItsImport) {
+  // torch's load_inline loads a library it finds up to date, whole or not: one cut short ends
+  // the import in SIGBUS, every time. kjudge removes it first, and says so.
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kjudge_cut_library_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.py") << "import os\n"
+                                     "import torch\n"
+                                     "here = os.path.dirname(os.path.abspath(__file__))\n"
+                                     "with open(os.path.join(here, 'ext_dir.txt'), 'w') as f:\n"
+                                     "    f.write(os.environ['TORCH_EXTENSIONS_DIR'])\n"
+                                     "class ModelNew(torch.nn.Module):\n"
+                                     "    def forward(self, x):\n"
+                                     "        return torch.softmax(x, dim=-1)\n";
+  const std::vector<std::string> args = {"--device", "cpu", "--no-timing", "--trials", "1"};
+  const auto first = run_eval("problems/level1/softmax.py", (dir / "model.py").string(), args);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_FALSE(has_flag(first.result, "damaged_build_removed"));
+  std::ifstream in(dir / "ext_dir.txt");
+  std::string extensions;
+  std::getline(in, extensions);
+  ASSERT_FALSE(extensions.empty());
+  // Half of an ELF file (this machine's kjudge executable) where torch keeps an extension.
+  std::ifstream exe(KJ_KJUDGE_EXE, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(exe)), std::istreambuf_iterator<char>());
+  const fs::path library = fs::path(extensions) / "ext" / "ext.so";
+  fs::create_directories(library.parent_path());
+  std::ofstream(library, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+
+  const auto second = run_eval("problems/level1/softmax.py", (dir / "model.py").string(), args);
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_TRUE(has_flag(second.result, "damaged_build_removed")) << second.result["flags"].dump(1);
+  EXPECT_FALSE(fs::exists(library));
+  fs::remove_all(extensions);
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,90 @@
+#include <kjudge/compile/shared_library_check.hpp>
+
+#include <elf.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace kj::compile {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/** Reads `bytes` at `offset` into `out`; false when the file ends first. */
+bool read_at(std::ifstream& in, std::uint64_t offset, void* out, std::size_t bytes) {
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
+  return static_cast<std::size_t>(in.gcount()) == bytes;
+}
+
+/** Whether [offset, offset + count * entry) lies within `size` (no overflow). */
+bool table_fits(std::uint64_t offset, std::uint64_t count, std::uint64_t entry,
+                std::uint64_t size) {
+  if (count == 0) return true;
+  if (entry != 0 && count > (UINT64_MAX - offset) / entry) return false;
+  return offset + count * entry <= size;
+}
+
+}  // namespace
+
+std::string elf_damage(const fs::path& path) {
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(path, ec);
+  if (ec) return fmt::format("cannot read its size: {}", ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fmt::format("cannot open it: {}", std::strerror(errno));
+  Elf64_Ehdr header{};
+  if (size < sizeof header || !read_at(in, 0, &header, sizeof header))
+    return fmt::format("{} bytes, shorter than an ELF header", size);
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) return "not an ELF file";
+  if (header.e_ident[EI_CLASS] != ELFCLASS64) return "not a 64-bit ELF file";
+  if (!table_fits(header.e_phoff, header.e_phnum, header.e_phentsize, size))
+    return fmt::format("its program headers end past its {} bytes", size);
+  if (header.e_shoff != 0 && !table_fits(header.e_shoff, header.e_shnum, header.e_shentsize, size))
+    return fmt::format("its section headers end past its {} bytes", size);
+  if (header.e_phentsize < sizeof(Elf64_Phdr) && header.e_phnum > 0)
+    return "its program headers are too small";
+  for (std::uint16_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    if (!read_at(in, header.e_phoff + std::uint64_t{i} * header.e_phentsize, &segment,
+                 sizeof segment))
+      return "its program headers cannot be read";
+    if (segment.p_type == PT_LOAD && !table_fits(segment.p_offset, 1, segment.p_filesz, size))
+      return fmt::format("a loadable segment ends at byte {}, past its {} bytes",
+                         segment.p_offset + segment.p_filesz, size);
+  }
+  return {};
+}
+
+std::vector<removed_library> remove_damaged_libraries(const fs::path& dir) {
+  std::vector<removed_library> removed;
+  std::error_code ec;
+  const auto check_folder = [&](const fs::path& folder) {
+    if (fs::exists(folder / "lock", ec)) return;  // torch's build underway
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code file_ec;
+      if (it->path().extension() != ".so" || !it->is_regular_file(file_ec)) continue;
+      std::string why = elf_damage(it->path());
+      if (why.empty() || why.rfind("cannot ", 0) == 0) continue;
+      if (fs::remove(it->path(), file_ec)) removed.push_back({it->path(), std::move(why)});
+    }
+    ec.clear();
+  };
+  check_folder(dir);
+  std::vector<fs::path> folders;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) folders.push_back(it->path());
+  }
+  for (const auto& folder : folders) check_folder(folder);
+  return removed;
+}
+
+}  // namespace kj::compile
