@@ -1,6 +1,9 @@
 #include <kjudge/compile/shared_library_check.hpp>
 
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -9,6 +12,8 @@
 #include <system_error>
 
 #include <fmt/format.h>
+
+#include <kjudge/runner/process_detail.hpp>
 
 namespace kj::compile {
 
@@ -49,41 +54,48 @@ std::string elf_damage(const fs::path& path) {
     return fmt::format("its program headers end past its {} bytes", size);
   if (header.e_shoff != 0 && !table_fits(header.e_shoff, header.e_shnum, header.e_shentsize, size))
     return fmt::format("its section headers end past its {} bytes", size);
+  if (header.e_phnum == PN_XNUM) return {};  // the count lives elsewhere: not checked further
   if (header.e_phentsize < sizeof(Elf64_Phdr) && header.e_phnum > 0)
     return "its program headers are too small";
   for (std::uint16_t i = 0; i < header.e_phnum; ++i) {
     Elf64_Phdr segment{};
     if (!read_at(in, header.e_phoff + std::uint64_t{i} * header.e_phentsize, &segment,
                  sizeof segment))
-      return "its program headers cannot be read";
-    if (segment.p_type == PT_LOAD && !table_fits(segment.p_offset, 1, segment.p_filesz, size))
+      return "cannot read its program headers";
+    if (segment.p_type == PT_LOAD && segment.p_filesz > 0 &&
+        !table_fits(segment.p_offset, 1, segment.p_filesz, size))
       return fmt::format("a loadable segment ends at byte {}, past its {} bytes",
                          segment.p_offset + segment.p_filesz, size);
   }
   return {};
 }
 
-std::vector<removed_library> remove_damaged_libraries(const fs::path& dir) {
+std::vector<removed_library> remove_damaged_libraries(const fs::path& dir,
+                                                      std::chrono::seconds quiet) {
   std::vector<removed_library> removed;
   std::error_code ec;
-  const auto check_folder = [&](const fs::path& folder) {
-    if (fs::exists(folder / "lock", ec)) return;  // torch's build underway
-    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code file_ec;
-      if (it->path().extension() != ".so" || !it->is_regular_file(file_ec)) continue;
-      std::string why = elf_damage(it->path());
-      if (why.empty() || why.rfind("cannot ", 0) == 0) continue;
-      if (fs::remove(it->path(), file_ec)) removed.push_back({it->path(), std::move(why)});
-    }
-    ec.clear();
-  };
-  check_folder(dir);
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return removed;
   std::vector<fs::path> folders;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code type_ec;
-    if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) folders.push_back(it->path());
+    if (it->symlink_status(type_ec).type() == fs::file_type::directory)
+      folders.push_back(it->path());
   }
-  for (const auto& folder : folders) check_folder(folder);
+  for (const auto& folder : folders) {
+    const fs::path library = folder / (folder.filename().string() + ".so");
+    std::error_code file_ec;
+    if (fs::symlink_status(library, file_ec).type() != fs::file_type::regular) continue;
+    // A build underway under torch's FileLock holds flock on `lock`; this holds it in turn while
+    // the library is looked at, so that no build starts writing it meanwhile.
+    const runner::detail::unique_fd lock(
+        ::open((folder / "lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (lock.open() && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    const auto modified = fs::last_write_time(library, file_ec);
+    if (file_ec || fs::file_time_type::clock::now() - modified < quiet) continue;
+    std::string why = elf_damage(library);
+    if (why.empty() || why.rfind("cannot ", 0) == 0) continue;
+    if (fs::remove(library, file_ec)) removed.push_back({library, std::move(why)});
+  }
   return removed;
 }
 

@@ -4,6 +4,7 @@
  *  in SIGBUS when the loader touches the missing pages. torch's load_inline sees such a library
  *  as up to date and loads it again on every import; kjudge removes it first. */
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -21,11 +22,16 @@ struct removed_library {
   std::string why;
 };
 
-/** Removes every `*.so` file under `dir` (two levels: torch builds an extension in
- *  <dir>/<name>/<name>.so) that elf_damage() finds damaged, except in a folder that holds torch's
- *  build `lock` (a build underway writes its library there). Returns what it removed; errors
- *  (an unreadable folder, a removal refused) leave the file and are not reported: torch's own
- *  import then fails or crashes as it would have. */
-std::vector<removed_library> remove_damaged_libraries(const std::filesystem::path& dir);
+/** Removes the libraries torch's builds left under `dir`, <dir>/<name>/<name>.so, that
+ *  elf_damage() finds damaged (read errors aside), unless a build may be writing one now: its
+ *  folder's `lock` is held (torch's FileLock takes flock on it; it is held here while a library
+ *  is checked and removed, so a build that starts meanwhile waits), or the library was modified
+ *  less than `quiet` ago (torch's older FileBaton takes no flock and its lock file stays behind
+ *  a killed build, so neither its presence nor its absence says whether a link is underway; a
+ *  linker writing the file keeps its time fresh). Nothing is done when `dir` is a symlink
+ *  (kjudge makes it a folder; one the candidate replaced could point anywhere). Returns what it
+ *  removed; errors leave the file, unreported: torch's import then fails as it would have. */
+std::vector<removed_library> remove_damaged_libraries(
+    const std::filesystem::path& dir, std::chrono::seconds quiet = std::chrono::seconds(10));
 
 }  // namespace kj::compile

@@ -332,8 +332,9 @@ eval_result evaluate(const job& j, const run_options& options) {
   }
   for (const auto& d : damaged)
     r.add_flag("damaged_build_removed", "warning",
-               fmt::format("{} was removed before the candidate's import, which built it again: "
-                           "a library cut short by an earlier build ({}) would have crashed it",
+               fmt::format("{} was removed before the candidate's import, for its build to "
+                           "make again: a library cut short by an earlier build ({}) would have "
+                           "crashed the import",
                            d.path.string(), d.why));
   if (p.leftovers_killed > 0)
     r.add_flag("leftover_processes", "warning",

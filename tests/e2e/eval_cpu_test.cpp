@@ -1058,6 +1058,9 @@ TEST(EvalCpu, ALibraryCutShortInTheCandidatesBuildFolderIsRemovedBeforeItsImport
   const fs::path library = fs::path(extensions) / "ext" / "ext.so";
   fs::create_directories(library.parent_path());
   std::ofstream(library, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  // An earlier build's: an hour old, beside the lock file torch's FileLock leaves behind.
+  fs::last_write_time(library, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  std::ofstream(library.parent_path() / "lock") << "";
 
   const auto second = run_eval("problems/level1/softmax.py", (dir / "model.py").string(), args);
   EXPECT_EQ(second.exit_code, 0) << second.output;

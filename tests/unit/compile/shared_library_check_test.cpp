@@ -1,11 +1,14 @@
 // elf_damage and remove_damaged_libraries on real ELF files: this test's own executable, whole
 // and cut short at several lengths, and files that are no ELF at all.
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -55,29 +58,54 @@ TEST_F(shared_library_check, a_whole_file_passes_and_every_cut_is_found) {
   EXPECT_NE(elf_damage(dir / "missing.so").rfind("cannot ", 0), std::string::npos);
 }
 
-TEST_F(shared_library_check, damaged_libraries_are_removed_except_under_a_build_lock) {
+/** Sets `path`'s modification time an hour back: older than any build underway. */
+void age(const fs::path& path) {
+  fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::hours(1));
+}
+
+TEST_F(shared_library_check, damaged_libraries_are_removed_unless_a_build_may_be_writing_them) {
   const auto whole = write(dir / "ext" / "ext.so");
   const auto cut = write(dir / "other" / "other.so", elf.size() / 3);
-  const auto top = write(dir / "top.so", 100);
-  const auto not_a_library = write(dir / "ext" / "ext.o", 100);  // only .so files are looked at
-  const auto building = write(dir / "busy" / "busy.so", 100);    // torch's build holds its lock
+  // torch's FileLock leaves its lock file behind: present but not held is no build.
+  const auto idle_lock = write(dir / "idle" / "idle.so", 100);
+  std::ofstream(dir / "idle" / "lock") << "";
+  const auto held = write(dir / "busy" / "busy.so", 100);  // a build holds flock on its lock
   std::ofstream(dir / "busy" / "lock") << "";
-  const auto deep = write(dir / "a" / "b" / "deep.so", 100);  // deeper than torch builds
+  const auto fresh = write(dir / "fresh" / "fresh.so", 100);  // written just now: maybe a link
+  const auto top = write(dir / "top.so", 100);                // not where torch builds
+  const auto other_name = write(dir / "ext" / "helper.so", 100);
+  const auto deep = write(dir / "a" / "b" / "b.so", 100);
+  for (const auto& p : {whole, cut, idle_lock, held, top, other_name, deep}) age(p);
 
+  const int fd = ::open((dir / "busy" / "lock").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
   auto removed = remove_damaged_libraries(dir);
+  ::close(fd);
   std::vector<fs::path> paths;
   for (const auto& r : removed) {
     paths.push_back(r.path);
     EXPECT_FALSE(r.why.empty());
   }
   std::sort(paths.begin(), paths.end());
-  EXPECT_EQ(paths, (std::vector<fs::path>{cut, top}));
-  EXPECT_TRUE(fs::exists(whole));
+  EXPECT_EQ(paths, (std::vector<fs::path>{idle_lock, cut}));
+  for (const auto& p : {whole, held, fresh, top, other_name, deep}) EXPECT_TRUE(fs::exists(p)) << p;
   EXPECT_FALSE(fs::exists(cut));
-  EXPECT_FALSE(fs::exists(top));
-  EXPECT_TRUE(fs::exists(not_a_library));
-  EXPECT_TRUE(fs::exists(building));
-  EXPECT_TRUE(fs::exists(deep));
+  EXPECT_FALSE(fs::exists(idle_lock));
+
+  // Once the build is over (its lock let go) and the fresh file is old enough, they go too.
+  age(fresh);
+  removed = remove_damaged_libraries(dir);
+  EXPECT_EQ(removed.size(), 2u);
+  EXPECT_FALSE(fs::exists(held));
+  EXPECT_FALSE(fs::exists(fresh));
+
+  // A build folder that is a symlink (kjudge makes a folder) is left alone, and so is its target.
+  const auto target = write(dir / "elsewhere" / "x" / "x.so", 100);
+  age(target);
+  fs::create_directory_symlink(dir / "elsewhere", dir / "link");
+  EXPECT_TRUE(remove_damaged_libraries(dir / "link").empty());
+  EXPECT_TRUE(fs::exists(target));
   EXPECT_TRUE(remove_damaged_libraries(dir / "no such folder").empty());
 }
 
