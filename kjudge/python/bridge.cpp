@@ -11,8 +11,11 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
 
@@ -57,6 +60,44 @@ std::string utf8_text(py::handle obj) {
       PyUnicode_AsEncodedString(text.ptr(), "utf-8", "backslashreplace"));
   if (!bytes) throw py::error_already_set();
   return {PyBytes_AS_STRING(bytes.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes.ptr()))};
+}
+
+/** The exception's message as utf8_text reads it, or a placeholder where even that fails (a
+ *  message whose str() raises). Never throws. */
+std::string message_of(const py::error_already_set& e) noexcept {
+  try {
+    return utf8_text(e.value());
+  } catch (...) {
+    return "[the exception's message could not be read]";
+  }
+}
+
+/** What pybind11's what() says (type, message, then the traceback's frames, the innermost
+ *  last), built without it: what() is noexcept and converts frame names with
+ *  cast<std::string>, so a code object whose name is no valid UTF-8 (a lone surrogate a
+ *  candidate put there) ended the worker in std::terminate. Never throws. */
+std::string error_text(const py::error_already_set& e) noexcept {
+  std::string out;
+  try {
+    out = utf8_text(e.type().attr("__qualname__"));
+  } catch (...) {
+    out = "exception";
+  }
+  out += ": " + message_of(e);
+  try {
+    std::vector<std::string> frames;
+    for (py::handle tb = e.trace(); tb && !tb.is_none(); tb = tb.attr("tb_next")) {
+      const py::object code = tb.attr("tb_frame").attr("f_code");
+      frames.push_back(fmt::format("  {}({}): {}", utf8_text(code.attr("co_filename")),
+                                   utf8_text(tb.attr("tb_lineno")),
+                                   utf8_text(code.attr("co_name"))));
+      if (frames.size() > 64) frames.erase(frames.begin());
+    }
+    if (!frames.empty()) out += fmt::format("\n\nAt:\n{}", fmt::join(frames, "\n"));
+  } catch (...) {
+    // the message alone
+  }
+  return out;
 }
 
 }  // namespace
@@ -231,11 +272,11 @@ struct session::impl {
     try {
       return f();
     } catch (py::error_already_set& e) {
-      std::string message = utf8_text(e.value());
+      std::string message = message_of(e);
       if (e.matches(problem_error)) throw kj::error(error_kind::problem, message);
       if (e.matches(candidate_error)) throw kj::error(error_kind::candidate, message);
       if (e.matches(env_error)) throw kj::error(error_kind::python, message);
-      throw kj::error(error_kind::python, fmt::format("{}: {}", what, e.what()));
+      throw kj::error(error_kind::python, fmt::format("{}: {}", what, error_text(e)));
     } catch (py::cast_error& e) {
       throw kj::error(error_kind::python, fmt::format("{}: {}", what, e.what()));
     }
@@ -266,7 +307,7 @@ std::unique_ptr<session::impl> start_interpreter(
     py::module_::import("builtins").attr("exec")(code, scope);
     py::module_::import("sys").attr("modules")["kjudge_harness"] = s.harness;
   } catch (py::error_already_set& e) {
-    std::string text = e.what();
+    std::string text = error_text(e);
     if (e.matches(PyExc_ImportError))
       KJ_THROW(error_kind::python,
                "the embedded interpreter ({}) cannot import torch: {}. Pass --python with a "
@@ -557,7 +598,7 @@ class python_target final : public measure::target {
     try {
       f();
     } catch (py::error_already_set& e) {
-      const std::string text = e.what();
+      const std::string text = error_text(e);
       if (m_side == side::reference && !e.matches(m_candidate_error))
         KJ_THROW(error_kind::problem, "the reference failed while {} it: {}", what, text);
       KJ_THROW(error_kind::candidate, "the candidate failed while {} it: {}", what, text);

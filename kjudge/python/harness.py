@@ -80,9 +80,11 @@ def _blamed_on_candidate(fn, what, limit=12):
     entries."""
     try:
         return fn()
-    except CandidateError:
-        raise
     except BaseException as exc:
+        # Only the harness's own: a subclass the candidate made could carry a message that
+        # cannot be read (its __str__ raising), which would make its error kjudge's.
+        if type(exc) is CandidateError:
+            raise
         raise CandidateError("%s:\n%s" % (what, _format_exception(exc, limit=limit)))
 
 
@@ -94,17 +96,26 @@ _format_traceback = traceback.format_exception
 
 
 def _type_name(exc):
+    """The exception type's name, as a plain str (a name the candidate set may be a str subclass
+    whose own methods raise)."""
     try:
-        return type.__getattribute__(type(exc), "__qualname__")
+        return _plain_str(type.__getattribute__(type(exc), "__qualname__"))
     except BaseException:
         return "exception"
 
 
 def _safe_str(exc):
     try:
-        return str(exc)
+        return _plain_str(str(exc))
     except BaseException:
         return "[its message could not be read]"
+
+
+def _plain_str(text):
+    """A copy of `text` (a str or a subclass) as a plain str, read without its own methods."""
+    if type(text) is str:
+        return text
+    return str.__str__(text) if isinstance(text, str) else "[not text]"
 
 
 def _format_exception(exc, limit=12):
@@ -114,8 +125,11 @@ def _format_exception(exc, limit=12):
     try:
         text = "".join(_format_traceback(type(exc), exc, exc.__traceback__, limit=-limit))
     except BaseException as failed:  # traceback's helpers broken by the candidate, or __str__
-        text = "%s: %s\n[kjudge: its traceback could not be formatted: %s]" % (
-            _type_name(exc), _safe_str(exc), _type_name(failed))
+        try:
+            text = "%s: %s\n[kjudge: its traceback could not be formatted: %s]" % (
+                _type_name(exc), _safe_str(exc), _type_name(failed))
+        except BaseException:  # names or messages whose own str() raises
+            text = "[kjudge: an exception whose type, message and traceback could not be read]"
     if len(text) > _MESSAGE_LIMIT:
         dropped = len(text) - _MESSAGE_LIMIT
         text = "[kjudge: the first %d characters were dropped]\n%s" % (dropped, text[dropped:])
@@ -1721,13 +1735,17 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
 
 def _within_unit(tensors):
     """Whether every one of `tensors` (one input across the sets) is a non-empty floating-point
-    tensor with all its values within [-1, 1] (NaN is not)."""
-    with torch.no_grad():
-        for x in tensors:
-            if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0):
-                return False
-            if not bool((x.abs() <= 1).all()):
-                return False
+    tensor with all its values within [-1, 1] (NaN is not). A dtype whose values cannot be
+    compared so (float8 has no abs) is not."""
+    try:
+        with torch.no_grad(), _no_torch_function():
+            for x in tensors:
+                if not (_isinstance(x, _Tensor) and _is_floating_point(x) and x.numel() > 0):
+                    return False
+                if not bool((x.abs() <= 1).all()):
+                    return False
+    except Exception:
+        return False
     return True
 
 

@@ -1310,12 +1310,16 @@ class ModelNew(nn.Module):
       << r.result["message"];
   EXPECT_FALSE(r.result["trials"].empty()) << r.result.dump(1);
 
+  // The traceback module broken (its module attributes, and the class format_exception uses
+  // inside), a type whose name raises when formatted, kjudge's own error type subclassed with a
+  // message that raises: each was kjudge's internal error.
   const auto broken = write_case("broken.py", R"(import traceback
 import torch
 import torch.nn as nn
 def _broken(*args, **kwargs):
     return 1 / 0
 traceback.format_exception = traceback.format_exc = traceback.format_tb = _broken
+traceback.TracebackException = _broken
 class ModelNew(nn.Module):
     def forward(self, x):
         raise ValueError("the candidate's own error")
@@ -1326,6 +1330,61 @@ class ModelNew(nn.Module):
   EXPECT_NE(b.result["message"].get<std::string>().find("the candidate's own error"),
             std::string::npos)
       << b.result["message"];
+  EXPECT_NE(b.result["message"].get<std::string>().find("could not be formatted"),
+            std::string::npos)
+      << b.result["message"];
+  const auto name = write_case("name.py", R"(import torch
+import torch.nn as nn
+class Evil(str):
+    def __format__(self, spec):
+        raise RuntimeError("no format")
+    def __str__(self):
+        raise RuntimeError("no str")
+class E(Exception):
+    pass
+E.__qualname__ = Evil("E")
+E.__module__ = "builtins"
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise E("the candidate's own error")
+)");
+  const auto subclass = write_case("subclass.py", R"(import sys
+import torch
+import torch.nn as nn
+class E(sys.modules["kjudge_harness"].CandidateError):
+    def __str__(self):
+        raise RuntimeError("no str")
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise E("x")
+)");
+  for (const auto& c : {name, subclass}) {
+    const auto e = run_eval(p, c, quick);
+    EXPECT_EQ(e.exit_code, 4) << c << "\n" << e.output;
+    EXPECT_EQ(e.result["status"], "runtime_error") << e.result.dump(1);
+  }
+  // A function whose code object's name is no valid UTF-8, raising while timed: its traceback
+  // ended the worker in std::terminate (SIGABRT).
+  const auto late = write_case("late.py", R"(import torch
+import torch.nn as nn
+calls = [0]
+def helper(x):
+    calls[0] += 1
+    if calls[0] > 12:
+        raise ValueError("late failure")
+    return x * 2
+helper.__code__ = helper.__code__.replace(co_name="h\udc80lper")
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return helper(x)
+)");
+  const auto t = run_eval(p, late, {"--device", "cpu", "--trials", "2", "--budget", "0.2"});
+  EXPECT_EQ(t.exit_code, 4) << t.output;
+  EXPECT_EQ(t.result["status"], "runtime_error") << t.result.dump(1);
+  EXPECT_NE(t.result["message"].get<std::string>().find("late failure"), std::string::npos)
+      << t.result["message"];
+  EXPECT_NE(t.result["message"].get<std::string>().find("h\\udc80lper"), std::string::npos)
+      << t.result["message"];
 }
 
 TEST(JudgementCpu, InputsWithinMinusOneToOneStayInTheirDomainWhenTimed) {
