@@ -21,7 +21,7 @@ struct spawn_options {
   std::vector<std::string> argv;
   /** Written to the child's stdin, which is then closed. */
   std::string stdin_data;
-  /** Wall-clock limit; the child's whole process group gets SIGTERM, then SIGKILL 1 s later. */
+  /** Wall-clock limit; the child's whole process group gets SIGTERM, then SIGKILL 0.25 s later. */
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   /** The last this many bytes of the child's combined stdout and stderr are kept. */
   std::size_t output_tail_bytes = 64 * 1024;
