@@ -613,6 +613,9 @@ def _number(v, who, error_type):
                             _first_line(exc)))
 
 
+_MAX_OUTPUTS = 65536
+
+
 def _normalise(out, who, error_type):
     """Outputs as a list of tensors: a tensor, a tuple/list of tensors or numbers, or a number."""
     if isinstance(out, torch.Tensor):
@@ -620,6 +623,11 @@ def _normalise(out, who, error_type):
     if isinstance(out, (bool, int, float)):
         return [_number(out, who, error_type)]
     if isinstance(out, (list, tuple)):
+        if len(out) > _MAX_OUTPUTS:
+            # Each becomes a tensor, is described to C++ and compared: a million numbers took
+            # seconds a call, and the evaluation ended timed out instead of judged.
+            raise error_type("%s returned a %s of %d items; kjudge compares at most %d outputs"
+                             % (who, type(out).__name__, len(out), _MAX_OUTPUTS))
         items = []
         for i, v in enumerate(out):
             if isinstance(v, torch.Tensor):

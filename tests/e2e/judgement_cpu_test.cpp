@@ -1422,5 +1422,31 @@ class ModelNew(nn.Module):
       << r.result["options"].dump(1);
 }
 
+TEST(JudgementCpu, AMillionOutputsAreRefusedAtOnce) {
+  // Each number became a tensor and was compared: seconds a call, and a --timeout instead of a
+  // judgement.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return [x * 2] + [0.0] * 1000000
+)");
+  const auto r = run_eval(p, c, with({"--timeout", "60"}));
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("at most 65536 outputs"), std::string::npos)
+      << r.result["message"];
+  EXPECT_LT(r.result["wall_s"].get<double>(), 30.0);
+}
+
 }  // namespace
 }  // namespace kj::test
