@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@
 #include <kjudge/core/exit_codes.hpp>
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/core/result.hpp>
+#include <kjudge/core/sha256.hpp>
 #include <kjudge/eval/combine.hpp>
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/orchestrator.hpp>
@@ -81,8 +83,8 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   cmd->add_flag("--no-graph", a.no_graph)->excludes(graph)->disable_flag_override();
   cmd->add_flag("--no-timing", a.no_timing);
   cmd->add_option("--timeout", a.timeout_s)->check(finite_in(0, 1e6, true));
-  cmd->add_option("--python", a.python);
-  cmd->add_option("--cache-dir", a.cache_dir);
+  cmd->add_option("--python", a.python)->check(not_empty_path("a python3"));
+  cmd->add_option("--cache-dir", a.cache_dir)->check(not_empty_path("a folder"));
   cmd->add_option("--nvcc-flag", a.nvcc_flags)->allow_extra_args(false);
   cmd->add_flag("-v,--verbose", a.verbose);
   auto* quiet = cmd->add_flag("-q,--quiet", a.quiet);
@@ -128,12 +130,12 @@ int write_json_last(const std::string& path, const std::string& document, const 
   return 0;
 }
 
-/** `--json ''` named no file: it wrote nothing and said nothing. */
-CLI::Validator not_empty_path() {
+/** An empty path names nothing (`--json ''` wrote nothing and said nothing; `--python ''` and
+ *  `--cache-dir ''` fell back to the defaults as if not given): `what` says what to name. */
+CLI::Validator not_empty_path(const char* what) {
   return CLI::Validator(
-      [](const std::string& text) -> std::string {
-        return text.empty() ? "an empty path: name a file, or - for standard output"
-                            : std::string();
+      [what](const std::string& text) -> std::string {
+        return text.empty() ? fmt::format("an empty path: name {}", what) : std::string();
       },
       "PATH", "not_empty_path");
 }
@@ -247,8 +249,37 @@ void check_utf8(std::string_view what, const std::string& value) {
   }
 }
 
-/** A saved profile to compare with: a kjudge.profile/1 document, or an eval result holding one. */
-std::optional<profile::profile_report> read_baseline(const std::string& path) {
+/** Refuses a baseline taken of another problem than `problem`: an eval result names its
+ *  problem's SHA-256 (compared with the file's), a bare profile only its path (its file name
+ *  compared: the same problem may have been evaluated from another folder). */
+void check_baseline_problem(const std::string& path, const nlohmann::json& document,
+                            const std::string& baseline_problem, const std::string& problem) {
+  const auto refuse = [&](const std::string& why) {
+    KJ_THROW(error_kind::usage,
+             "--baseline {}: a result of another problem ({}; this one is {}): deltas would "
+             "compare two different functions",
+             path, why, problem);
+  };
+  const nlohmann::json* p = document.is_object() ? &document : nullptr;
+  if (p != nullptr && p->contains("problem") && p->at("problem").is_object()) {
+    const std::string sha = p->at("problem").value("sha256", std::string());
+    std::string now;
+    try {
+      now = sha256_file(problem);
+    } catch (const kj::error&) {
+      return;  // an unreadable problem is reported by the evaluation itself
+    }
+    if (!sha.empty() && sha != now) refuse(fmt::format("{}, SHA-256 {}", baseline_problem, sha));
+    return;
+  }
+  if (fs::path(baseline_problem).filename() != fs::path(problem).filename())
+    refuse(baseline_problem);
+}
+
+/** A saved profile to compare with: a kjudge.profile/1 document, or an eval result holding one,
+ *  taken of `problem` (check_baseline_problem). */
+std::optional<profile::profile_report> read_baseline(const std::string& path,
+                                                     const std::string& problem) {
   if (path.empty()) return std::nullopt;
   nlohmann::json j;
   try {
@@ -258,6 +289,7 @@ std::optional<profile::profile_report> read_baseline(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::usage, "--baseline {}: not JSON ({})", path, e.what());
   }
+  nlohmann::json result;
   if (j.is_object() && j.value("schema", nlohmann::json{}) == nlohmann::json(eval_schema)) {
     // An eval result holds a profile only when it was taken with one.
     if (!j.contains("profile") || j.at("profile").is_null())
@@ -265,15 +297,19 @@ std::optional<profile::profile_report> read_baseline(const std::string& path) {
                "--baseline {}: the result holds no profile (take it with kjudge profile or eval "
                "--profile)",
                path);
-    j = j.at("profile");
+    result = j;
+    j = result.at("profile");
   }
+  std::optional<profile::profile_report> report;
   try {
-    return profile::report_from_json(j);
+    report = profile::report_from_json(j);
   } catch (const kj::error& e) {
     // Not a profile (wrong schema, malformed): the user named the wrong file. Other errors stay.
     if (e.kind() != error_kind::protocol) throw;
     KJ_THROW(error_kind::usage, "--baseline {}: {}", path, e.message());
   }
+  check_baseline_problem(path, result, report->problem, problem);
+  return report;
 }
 
 void print(const std::string& text) {
@@ -321,6 +357,12 @@ int run_eval(const eval_args& a) {
   runner::exit_on_interrupt("kjudge");
   runner::set_orphan_cleanup(true);
   check_json_path(a.json_path);
+  for (const auto& [what, file] : {std::pair{"problem", &a.problem}, {"candidate", &a.candidate}}) {
+    std::error_code ec;
+    if (!a.json_path.empty() && a.json_path != "-" && fs::equivalent(a.json_path, *file, ec))
+      KJ_THROW(error_kind::usage, "--json {}: is the {} file; the result would overwrite it",
+               a.json_path, what);
+  }
   check_utf8("the problem's path", a.problem);
   check_utf8("the candidate's path", a.candidate);
   check_utf8("--python", a.python);
@@ -338,7 +380,7 @@ int run_eval(const eval_args& a) {
     KJ_THROW(error_kind::usage,
              "--processes pools the timing of several processes: not with "
              "--no-timing");
-  const auto baseline = read_baseline(a.baseline_path);
+  const auto baseline = read_baseline(a.baseline_path, a.problem);
   const auto j = make_job(a);
   // Kept ncu reports (docs/cli.md) go to a folder checked now, not once the evaluation is over.
   fs::path ncu_keep;

@@ -12,8 +12,9 @@
 
 namespace kj::app {
 
-/** `--json ''` names no file: refused (a usage error) by every command that writes JSON. */
-[[nodiscard]] CLI::Validator not_empty_path();
+/** An empty path names nothing: refused (a usage error) for --json by every command that writes
+ *  JSON, and for --python and --cache-dir; `what` says what to name instead. */
+[[nodiscard]] CLI::Validator not_empty_path(const char* what = "a file, or - for standard output");
 /** An integer in [min, max] written in decimal digits only, rewritten without leading zeros; for
  *  ->transform(). CLI11 alone reads "010" as octal 8 and "0x10" as 16. */
 [[nodiscard]] CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max);

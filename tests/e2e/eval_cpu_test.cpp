@@ -1159,5 +1159,57 @@ TEST(ProfileCpu, WithoutAGpuTheProfileSaysWhyThereAreNoCounters) {
   EXPECT_TRUE(r.result["launches"].is_null());
 }
 
+TEST(ProfileCpu, ABaselineOfAnotherProblemIsRefused) {
+  // It was compared silently: deltas between two different functions.
+  const auto mse =
+      run_command("profile", "problems/level1/mse_loss.py", "examples/mse_loss/naive.py",
+                  {"--device", "cpu", "--no-timing", "--trials", "1"});
+  ASSERT_EQ(mse.exit_code, 0) << mse.output;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("kjudge_other_baseline_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "result.json") << mse.result.dump();
+  std::ofstream(dir / "profile.json") << mse.result["profile"].dump();
+  const std::string softmax = (source_dir() / "problems/level1/softmax.py").string();
+  for (const char* name : {"result.json", "profile.json"}) {
+    const auto r =
+        run_raw({"profile", softmax, (source_dir() / "examples/softmax/naive.py").string(),
+                 "--device", "cpu", "--no-timing", "--baseline", (dir / name).string()});
+    EXPECT_EQ(r.exit_code, 2) << name << ": " << r.output;
+    EXPECT_NE(r.output.find("a result of another problem"), std::string::npos) << r.output;
+  }
+  // The same problem's result is taken.
+  const auto same = run_raw({"profile", (source_dir() / "problems/level1/mse_loss.py").string(),
+                             (source_dir() / "examples/mse_loss/naive.py").string(), "--device",
+                             "cpu", "--no-timing", "--trials", "1", "--summary", "--baseline",
+                             (dir / "result.json").string()});
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_NE(same.output.find("baseline"), std::string::npos) << same.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EvalCpu, AJsonPathThatIsAnInputAndEmptyPathsAreUsageErrors) {
+  // --json naming the candidate overwrote it with the result; --python '' and --cache-dir ''
+  // were taken as not given.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kjudge_json_input_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto candidate = dir / "cand.py";
+  std::filesystem::copy_file(source_dir() / "examples/softmax/naive.py", candidate);
+  const std::string problem = (source_dir() / "problems/level1/softmax.py").string();
+  const auto before = std::filesystem::file_size(candidate);
+  const auto over = run_raw(
+      {"eval", problem, candidate.string(), "--device", "cpu", "--json", candidate.string()});
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_NE(over.output.find("is the candidate file"), std::string::npos) << over.output;
+  EXPECT_EQ(std::filesystem::file_size(candidate), before);
+  for (const char* option : {"--python", "--cache-dir"}) {
+    const auto r = run_raw({"eval", problem, candidate.string(), "--device", "cpu", option, ""});
+    EXPECT_EQ(r.exit_code, 2) << option << ": " << r.output;
+    EXPECT_NE(r.output.find("an empty path"), std::string::npos) << r.output;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kj::test
