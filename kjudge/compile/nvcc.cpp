@@ -593,7 +593,8 @@ std::string nvcc_version(const fs::path& nvcc) {
 
 fs::path default_cache_dir() {
   if (std::string dir = env_or_empty("KJUDGE_CACHE_DIR"); !dir.empty()) return dir;
-  if (std::string xdg = env_or_empty("XDG_CACHE_HOME"); !xdg.empty())
+  // The XDG base directory spec: a relative XDG_CACHE_HOME is invalid and ignored.
+  if (std::string xdg = env_or_empty("XDG_CACHE_HOME"); !xdg.empty() && xdg.front() == '/')
     return fs::path(xdg) / "kjudge";
   std::string home = env_or_empty("HOME");
   if (home.empty()) {

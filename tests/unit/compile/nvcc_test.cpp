@@ -723,6 +723,11 @@ TEST_F(nvcc_test, default_cache_dir_order) {
     scoped_env xdg("XDG_CACHE_HOME", "/xdg");
     EXPECT_EQ(kj::compile::default_cache_dir(), fs::path("/xdg/kjudge"));
   }
+  {
+    // Relative: invalid under the XDG base directory spec, and ignored.
+    scoped_env xdg("XDG_CACHE_HOME", "relative");
+    EXPECT_EQ(kj::compile::default_cache_dir(), fs::path("/home/kj/.cache/kjudge"));
+  }
   scoped_env no_xdg("XDG_CACHE_HOME", nullptr);
   EXPECT_EQ(kj::compile::default_cache_dir(), fs::path("/home/kj/.cache/kjudge"));
 }
