@@ -177,6 +177,19 @@ void from_json(const nlohmann::json& j, roofline_result& r) {
                j.is_object() ? j.value("schema", "") : std::string("?"));
     r = roofline_result{};
     const auto& g = j.at("gpu");
+    // What get_if reads from something that is no object is nothing: a `gpu` of 5 gave an
+    // empty device, and a negative count read into an unsigned field a huge one.
+    const auto require_object = [](const nlohmann::json& v, const char* name) {
+      if (!v.is_object())
+        KJ_THROW(error_kind::protocol, "malformed {} object: `{}` is a {}, not an object",
+                 roofline_schema, name, v.type_name());
+    };
+    require_object(g, "gpu");
+    for (const char* name :
+         {"cc_major", "cc_minor", "sm_count", "memory_bytes", "l2_bytes", "smem_per_sm_bytes"})
+      if (g.contains(name) && g.at(name).is_number() && g.at(name).get<double>() < 0)
+        KJ_THROW(error_kind::protocol, "malformed {} object: gpu.{} is negative ({})",
+                 roofline_schema, name, g.at(name).dump());
     get_if(g, "name", r.gpu.name);
     get_if(g, "uuid", r.gpu.uuid);
     get_if(g, "pci_bus_id", r.gpu.pci_bus_id);
@@ -192,6 +205,7 @@ void from_json(const nlohmann::json& j, roofline_result& r) {
     get_if(j, "measure_s", r.measure_s);
     if (j.contains("clocks")) {
       const auto& c = j.at("clocks");
+      require_object(c, "clocks");
       get_if(c, "source", r.clocks.source);
       get_if(c, "readings", r.clocks.readings);
       get_if(c, "clock_event_reasons", r.clocks.clock_event_reasons);
@@ -202,6 +216,7 @@ void from_json(const nlohmann::json& j, roofline_result& r) {
       get_optional(c, "sm_boost_mhz", r.clocks.sm_boost_mhz);
     }
     const auto& b = j.at("benchmarks");
+    require_object(b, "benchmarks");
     for_each_figure(r, [&b](const char* name, auto& f) {
       if (b.contains(name))
         from_json_figure(b.at(name), f);

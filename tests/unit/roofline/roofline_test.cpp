@@ -103,6 +103,27 @@ TEST(RooflineResult, AnOlderFileWithoutAFigureReadsWithItAbsent) {
   EXPECT_EQ(absent_benchmarks(none).size(), 13u);
 }
 
+TEST(RooflineResult, RejectsSectionsThatAreNoObjectsAndNegativeCounts) {
+  // Each was read as an empty or absurd device ("0 SMs", "-5 SMs, L2 17179869184.00 GiB").
+  roofline_result r;
+  {
+    nlohmann::json j = h200_like();
+    j["gpu"] = 5;
+    EXPECT_THROW(from_json(j, r), kj::error);
+  }
+  {
+    nlohmann::json j = h200_like();
+    j["benchmarks"] = nlohmann::json::array({1});
+    EXPECT_THROW(from_json(j, r), kj::error);
+  }
+  for (const char* field : {"sm_count", "l2_bytes"}) {
+    nlohmann::json j = h200_like();
+    j["gpu"][field] = -5;
+    EXPECT_THROW(from_json(j, r), kj::error) << field;
+  }
+  from_json(nlohmann::json(h200_like()), r);  // the document itself reads
+}
+
 TEST(RooflineResult, RejectsAnotherSchema) {
   nlohmann::json j = h200_like();
   j["schema"] = "kjudge.roofline/0";
