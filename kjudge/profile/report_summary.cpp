@@ -56,10 +56,9 @@ std::string stall_list(const derived_metrics& d) {
 void side_lines(std::string& out, const side_profile& s) {
   const auto t = detail::forward_time(s);
   const auto n = detail::launch_count(s);
-  out +=
-      fmt::format("{}: {}, {} kernel{} ({}), {}: {}\n", s.side,
-                  t.ns > 0 ? fmt::format("{} ({})", format_ns(t.ns), t.what) : "not timed", n.count,
-                  n.count == 1 ? "" : "s", n.source, to_string(s.bound.bound), s.bound.reason);
+  out += fmt::format("{}: {}, {} kernel{} ({}), {}: {}\n", s.side,
+                     t.ns > 0 ? fmt::format("{} ({})", format_ns(t.ns), t.what) : t.what, n.count,
+                     n.count == 1 ? "" : "s", n.source, to_string(s.bound.bound), s.bound.reason);
   if (s.kernels.empty()) {
     if (s.cupti && !s.cupti->kernels.empty()) {
       const auto timed = detail::cupti_kernels_by_time(*s.cupti);

@@ -71,7 +71,7 @@ side_time forward_time(const side_profile& s) {
     return {s.cupti->launches.value().kernel_span.count(), "CUPTI span"};
   if (s.total && s.total->derived.duration_ns.ok())
     return {s.total->derived.duration_ns.value(), "summed ncu kernel time"};
-  return {0, "not timed"};
+  return {0, "no GPU time"};
 }
 
 side_launches launch_count(const side_profile& s) {
