@@ -1750,7 +1750,8 @@ def _within_unit(tensors):
             for x in tensors:
                 if not (_isinstance(x, _Tensor) and _is_floating_point(x) and x.numel() > 0):
                     return False
-                if not bool((x.abs() <= 1).all()):
+                lo, hi = torch.aminmax(x)  # no copy of x (abs() made one); NaN fails both
+                if not (bool(lo >= -1) and bool(hi <= 1)):
                     return False
     except Exception:
         return False
