@@ -49,6 +49,11 @@ CLI::Validator finite_in(double min, double max, bool open_min) {
         double v = 0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec == std::errc::result_out_of_range && ptr == end)
+          return fmt::format(
+              "{} is beyond what a double holds (it underflows or overflows): "
+              "give a number in {}",
+              text, range);
         const bool above_min = open_min ? v > min : v >= min;
         if (ec != std::errc() || ptr != end || !std::isfinite(v) || !above_min || v > max)
           return fmt::format("{} is not a number in {}", text, range);

@@ -863,6 +863,10 @@ TEST(EvalCpu, UsageErrors) {
     EXPECT_EQ(refused.exit_code, 2) << bad[0] << " " << bad[1] << ": " << refused.output;
     EXPECT_NE(refused.output.find(bad[0]), std::string::npos) << refused.output;
   }
+  // A number no double holds says so (it read as out of a range it lies in).
+  const auto tiny = run_raw({"eval", problem, candidate, "--device", "cpu", "--atol", "1e-400"});
+  EXPECT_EQ(tiny.exit_code, 2) << tiny.output;
+  EXPECT_NE(tiny.output.find("underflows"), std::string::npos) << tiny.output;
   // nvcc's dependency flags are kjudge's own (its build cache compares two such lists).
   for (const char* flag : {"--nvcc-flag=-MMD", "--nvcc-flag=-E"}) {
     const auto refused = run_raw({"eval", problem, candidate, "--device", "cpu", flag});
