@@ -99,4 +99,23 @@ std::vector<removed_library> remove_damaged_libraries(const fs::path& dir,
   return removed;
 }
 
+std::vector<fs::path> remove_abandoned_build_locks(const fs::path& dir, fs::file_time_type since) {
+  std::vector<fs::path> removed;
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return removed;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code file_ec;
+    if (it->symlink_status(file_ec).type() != fs::file_type::directory) continue;
+    const fs::path lock_path = it->path() / "lock";
+    if (fs::symlink_status(lock_path, file_ec).type() != fs::file_type::regular) continue;
+    const auto made = fs::last_write_time(lock_path, file_ec);
+    if (file_ec || made < since) continue;
+    const runner::detail::unique_fd lock(
+        ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!lock.open() || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;  // held: in use
+    if (fs::remove(lock_path, file_ec)) removed.push_back(lock_path);
+  }
+  return removed;
+}
+
 }  // namespace kj::compile

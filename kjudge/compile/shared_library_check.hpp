@@ -34,4 +34,13 @@ struct removed_library {
 std::vector<removed_library> remove_damaged_libraries(
     const std::filesystem::path& dir, std::chrono::seconds quiet = std::chrono::seconds(10));
 
+/** Removes the build locks torch left under `dir` (<dir>/<name>/lock) since `since` that no
+ *  process holds (flock), for a worker that ended during the candidate's import without letting
+ *  go of them (timed out, killed, crashed, exited): older torch's FileBaton takes no flock and
+ *  waits for its lock file to go, so a stale one made every later import of that candidate wait
+ *  until --timeout. A lock made before `since` belongs to another evaluation and stays. Returns
+ *  the locks removed. */
+std::vector<std::filesystem::path> remove_abandoned_build_locks(
+    const std::filesystem::path& dir, std::filesystem::file_time_type since);
+
 }  // namespace kj::compile

@@ -185,6 +185,8 @@ eval_result evaluate(const job& j, const run_options& options) {
   // A library of an earlier build that was cut short (torch would load it again, and die of
   // SIGBUS, on every import) is removed, so that torch builds it again.
   std::vector<compile::removed_library> damaged;
+  // Build locks made from here on may be this worker's (remove_abandoned_build_locks).
+  const auto worker_start = fs::file_time_type::clock::now();
   if (j.kind == candidate_kind::python) {
     std::error_code ec;
     fs::create_directories(extensions, ec);
@@ -330,6 +332,15 @@ eval_result evaluate(const job& j, const run_options& options) {
             : std::string(),
         p.output_tail);
   }
+  // A worker that ended in the candidate's import without its verdict (timed out in a long
+  // load_inline build, killed, crashed) may have left torch's build lock behind.
+  if (j.kind == candidate_kind::python && !state.final_seen && state.last_phase == "load_candidate")
+    for (const auto& lock : compile::remove_abandoned_build_locks(extensions, worker_start))
+      r.add_flag("stale_build_lock_removed", "warning",
+                 fmt::format("{} was removed: the lock of a load_inline build that the worker "
+                             "did not finish (it ended during the candidate's import); older "
+                             "torch would have waited on it in every later evaluation",
+                             lock.string()));
   for (const auto& d : damaged)
     r.add_flag("damaged_build_removed", "warning",
                fmt::format("{} was removed before the candidate's import, for its build to "

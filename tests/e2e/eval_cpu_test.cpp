@@ -1033,6 +1033,35 @@ TEST(EvalCpu, LoadInlineFoldersKeepCopiesInTwoFoldersAndTwoProblemsApart) {
   fs::remove_all(dir);
 }
 
+TEST(EvalCpu, ABuildLockLeftByAWorkerThatEndedInTheImportIsRemoved) {
+  // Older torch's build lock (FileBaton) is a file it waits on until it goes: a worker timed out
+  // in a long load_inline build left it, and every later evaluation of the candidate timed out.
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kjudge_stale_lock_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.py") << "import os, time\n"
+                                     "import torch\n"
+                                     "here = os.path.dirname(os.path.abspath(__file__))\n"
+                                     "ext = os.environ['TORCH_EXTENSIONS_DIR']\n"
+                                     "with open(os.path.join(here, 'ext_dir.txt'), 'w') as f:\n"
+                                     "    f.write(ext)\n"
+                                     "os.makedirs(os.path.join(ext, 'ext'), exist_ok=True)\n"
+                                     "open(os.path.join(ext, 'ext', 'lock'), 'w').close()\n"
+                                     "time.sleep(600)\n";
+  const auto r = run_eval("problems/level1/softmax.py", (dir / "model.py").string(),
+                          {"--device", "cpu", "--no-timing", "--trials", "1", "--timeout", "10"});
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  EXPECT_TRUE(has_flag(r.result, "stale_build_lock_removed")) << r.result["flags"].dump(1);
+  std::ifstream in(dir / "ext_dir.txt");
+  std::string extensions;
+  std::getline(in, extensions);
+  ASSERT_FALSE(extensions.empty());
+  EXPECT_FALSE(fs::exists(fs::path(extensions) / "ext" / "lock"));
+  fs::remove_all(extensions);
+  fs::remove_all(dir);
+}
+
 TEST(EvalCpu, ALibraryCutShortInTheCandidatesBuildFolderIsRemovedBeforeItsImport) {
   // torch's load_inline loads a library it finds up to date, whole or not: one cut short ends
   // the import in SIGBUS, every time. kjudge removes it first, and says so.

@@ -109,5 +109,22 @@ TEST_F(shared_library_check, damaged_libraries_are_removed_unless_a_build_may_be
   EXPECT_TRUE(remove_damaged_libraries(dir / "no such folder").empty());
 }
 
+TEST_F(shared_library_check, abandoned_build_locks_made_since_go_unless_held) {
+  const auto since = fs::file_time_type::clock::now() - std::chrono::minutes(1);
+  for (const char* name : {"fresh", "held", "old"}) {
+    fs::create_directories(dir / name);
+    std::ofstream(dir / name / "lock") << "";
+  }
+  fs::last_write_time(dir / "old" / "lock", since - std::chrono::hours(1));  // another's
+  const int fd = ::open((dir / "held" / "lock").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  const auto removed = remove_abandoned_build_locks(dir, since);
+  ::close(fd);
+  EXPECT_EQ(removed, (std::vector<fs::path>{dir / "fresh" / "lock"}));
+  EXPECT_TRUE(fs::exists(dir / "held" / "lock"));
+  EXPECT_TRUE(fs::exists(dir / "old" / "lock"));
+}
+
 }  // namespace
 }  // namespace kj::compile
