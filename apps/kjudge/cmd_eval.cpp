@@ -255,9 +255,9 @@ void check_utf8(std::string_view what, const std::string& value) {
 }
 
 /** Refuses a baseline taken of another problem than `problem`: an eval result names its
- *  problem's SHA-256 (compared with the file's), a bare profile only its path (its file name
- *  compared: the same problem may have been evaluated from another folder). */
-void check_baseline_problem(const std::string& path, const nlohmann::json& document,
+ *  problem's SHA-256 (`sha256`, compared with the file's), a bare profile only its path (its file
+ *  name compared: the same problem may have been evaluated from another folder). */
+void check_baseline_problem(const std::string& path, const std::string& sha256,
                             const std::string& baseline_problem, const std::string& problem) {
   const auto refuse = [&](const std::string& why) {
     KJ_THROW(error_kind::usage,
@@ -265,20 +265,17 @@ void check_baseline_problem(const std::string& path, const nlohmann::json& docum
              "compare two different functions",
              path, why, problem);
   };
-  const nlohmann::json* p = document.is_object() ? &document : nullptr;
-  if (p != nullptr && p->contains("problem") && p->at("problem").is_object()) {
-    const std::string sha = p->at("problem").value("sha256", std::string());
+  if (!sha256.empty()) {
     std::string now;
     try {
       now = sha256_file(problem);
     } catch (const kj::error&) {
       return;  // an unreadable problem is reported by the evaluation itself
     }
-    if (!sha.empty() && sha != now) refuse(fmt::format("{}, SHA-256 {}", baseline_problem, sha));
-    return;
-  }
-  if (fs::path(baseline_problem).filename() != fs::path(problem).filename())
+    if (sha256 != now) refuse(fmt::format("{}, SHA-256 {}", baseline_problem, sha256));
+  } else if (fs::path(baseline_problem).filename() != fs::path(problem).filename()) {
     refuse(baseline_problem);
+  }
 }
 
 /** A saved profile to compare with: a kjudge.profile/1 document, or an eval result holding one,
@@ -294,7 +291,7 @@ std::optional<profile::profile_report> read_baseline(const std::string& path,
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::usage, "--baseline {}: not JSON ({})", path, e.what());
   }
-  nlohmann::json result;
+  std::string sha256;  // an eval result's problem's
   if (j.is_object() && j.value("schema", nlohmann::json{}) == nlohmann::json(eval_schema)) {
     // An eval result holds a profile only when it was taken with one.
     if (!j.contains("profile") || j.at("profile").is_null())
@@ -302,8 +299,10 @@ std::optional<profile::profile_report> read_baseline(const std::string& path,
                "--baseline {}: the result holds no profile (take it with kjudge profile or eval "
                "--profile)",
                path);
-    result = j;
-    j = result.at("profile");
+    if (const auto p = j.find("problem"); p != j.end() && p->is_object())
+      sha256 = p->value("sha256", std::string());
+    nlohmann::json profile = std::move(j.at("profile"));
+    j = std::move(profile);
   }
   std::optional<profile::profile_report> report;
   try {
@@ -313,7 +312,7 @@ std::optional<profile::profile_report> read_baseline(const std::string& path,
     if (e.kind() != error_kind::protocol) throw;
     KJ_THROW(error_kind::usage, "--baseline {}: {}", path, e.message());
   }
-  check_baseline_problem(path, result, report->problem, problem);
+  check_baseline_problem(path, sha256, report->problem, problem);
   return report;
 }
 

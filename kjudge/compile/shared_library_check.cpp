@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,32 @@ bool table_fits(std::uint64_t offset, std::uint64_t count, std::uint64_t entry,
   if (entry != 0 && count > (UINT64_MAX - offset) / entry) return false;
   return offset + count * entry <= size;
 }
+
+/** The folders directly under `dir` (torch's build folders), none when `dir` is a symlink or no
+ *  folder (kjudge makes it a folder; one the candidate replaced could point anywhere); symlinks
+ *  among them are left out. */
+std::vector<fs::path> build_folders(const fs::path& dir) {
+  std::vector<fs::path> folders;
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return folders;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->symlink_status(type_ec).type() == fs::file_type::directory)
+      folders.push_back(it->path());
+  }
+  return folders;
+}
+
+/** `lock` opened and flock-held by this process while it lives (torch's FileLock takes flock on
+ *  it): `taken` false when there is none, it cannot be opened, or another process holds it. */
+struct build_lock {
+  runner::detail::unique_fd fd;
+  bool taken = false;
+  explicit build_lock(const fs::path& lock)
+      : fd(::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)),
+        taken(fd.open() && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {}
+  [[nodiscard]] bool held_elsewhere() const { return fd.open() && !taken; }
+};
 
 }  // namespace
 
@@ -73,47 +100,34 @@ std::string elf_damage(const fs::path& path) {
 std::vector<removed_library> remove_damaged_libraries(const fs::path& dir,
                                                       std::chrono::seconds quiet) {
   std::vector<removed_library> removed;
-  std::error_code ec;
-  if (!fs::is_directory(fs::symlink_status(dir, ec))) return removed;
-  std::vector<fs::path> folders;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->symlink_status(type_ec).type() == fs::file_type::directory)
-      folders.push_back(it->path());
-  }
-  for (const auto& folder : folders) {
+  for (const auto& folder : build_folders(dir)) {
     const fs::path library = folder / (folder.filename().string() + ".so");
-    std::error_code file_ec;
-    if (fs::symlink_status(library, file_ec).type() != fs::file_type::regular) continue;
-    // A build underway under torch's FileLock holds flock on `lock`; this holds it in turn while
-    // the library is looked at, so that no build starts writing it meanwhile.
-    const runner::detail::unique_fd lock(
-        ::open((folder / "lock").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-    if (lock.open() && ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
-    const auto modified = fs::last_write_time(library, file_ec);
-    if (file_ec || fs::file_time_type::clock::now() - modified < quiet) continue;
+    std::error_code ec;
+    if (fs::symlink_status(library, ec).type() != fs::file_type::regular) continue;
+    // A build underway under torch's FileLock holds `lock`; held here in turn while the library
+    // is looked at, no build starts writing it meanwhile.
+    const build_lock lock(folder / "lock");
+    if (lock.held_elsewhere()) continue;
+    const auto modified = fs::last_write_time(library, ec);
+    if (ec || fs::file_time_type::clock::now() - modified < quiet) continue;
     std::string why = elf_damage(library);
     if (why.empty() || why.rfind("cannot ", 0) == 0) continue;
-    if (fs::remove(library, file_ec)) removed.push_back({library, std::move(why)});
+    if (fs::remove(library, ec)) removed.push_back({library, std::move(why)});
   }
   return removed;
 }
 
 std::vector<fs::path> remove_abandoned_build_locks(const fs::path& dir, fs::file_time_type since) {
   std::vector<fs::path> removed;
-  std::error_code ec;
-  if (!fs::is_directory(fs::symlink_status(dir, ec))) return removed;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code file_ec;
-    if (it->symlink_status(file_ec).type() != fs::file_type::directory) continue;
-    const fs::path lock_path = it->path() / "lock";
-    if (fs::symlink_status(lock_path, file_ec).type() != fs::file_type::regular) continue;
-    const auto made = fs::last_write_time(lock_path, file_ec);
-    if (file_ec || made < since) continue;
-    const runner::detail::unique_fd lock(
-        ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
-    if (!lock.open() || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;  // held: in use
-    if (fs::remove(lock_path, file_ec)) removed.push_back(lock_path);
+  for (const auto& folder : build_folders(dir)) {
+    const fs::path path = folder / "lock";
+    std::error_code ec;
+    if (fs::symlink_status(path, ec).type() != fs::file_type::regular) continue;
+    const auto made = fs::last_write_time(path, ec);
+    if (ec || made < since) continue;
+    const build_lock lock(path);  // held while the file goes, as above
+    if (!lock.taken) continue;    // held elsewhere: in use (or it cannot be opened)
+    if (fs::remove(path, ec)) removed.push_back(path);
   }
   return removed;
 }

@@ -1779,14 +1779,15 @@ def refresh(which, sample):
     grad = _grad_enabled()
     _set_grad_enabled(False)
     try:
-        _rewrite(k, f, work, base_layouts, made)
+        _rewrite(k, f, f if f <= 1.0 else 1.0 / f, work, base_layouts, made)
     finally:
         _set_grad_enabled(grad)
     return k
 
 
-def _rewrite(k, f, work, base_layouts, made):
-    """refresh()'s rewrite of set k's working copies `work` with factor f."""
+def _rewrite(k, f, shrunk, work, base_layouts, made):
+    """refresh()'s rewrite of set k's working copies `work` with factor f (`shrunk`, at most 1,
+    for the inputs of _timing_shrink)."""
     with _no_torch_function():
         for i, src in _enumerate(_timing_base[k]):
             if not _isinstance(src, _Tensor):
@@ -1806,7 +1807,7 @@ def _rewrite(k, f, work, base_layouts, made):
             if _layout(work[i]) != made[i][1]:
                 _restore(work[i], made[i], k)
             if _is_floating_point(src):
-                _mul(src, (f if f <= 1.0 else 1.0 / f) if _timing_shrink[i] else f, out=work[i])
+                _mul(src, shrunk if _timing_shrink[i] else f, out=work[i])
             else:
                 _copy_into(work[i], src)
 
