@@ -24,7 +24,7 @@ double mean_of(std::span<const double> v) noexcept {
 }
 
 double sample_stddev(std::span<const double> v, double mean) noexcept {
-  if (v.size() < 2) return 0.0;
+  if (v.size() < 2) return std::numeric_limits<double>::quiet_NaN();  // undefined: n - 1 = 0
   double ss = 0.0;
   for (const double x : v) ss += (x - mean) * (x - mean);
   return std::sqrt(ss / static_cast<double>(v.size() - 1));
@@ -277,7 +277,9 @@ void fill_interval(double num_med, double den_med, std::size_t resamples, std::u
     const double a = draw(rng, true);
     const double b = draw(rng, false);
     const double q = a / b;
-    if (std::isfinite(q)) ratios.push_back(q);  // a resample whose median is 0 says nothing
+    // A resample whose denominator median is 0 reads an unbounded ratio: kept as +inf, so the
+    // upper percentile is not biased low by leaving it out; 0 / 0 says nothing and is left out.
+    if (!std::isnan(q)) ratios.push_back(q);
   }
   out.resamples = ratios.size();
   if (ratios.empty()) return;
@@ -295,7 +297,10 @@ double quantile_sorted(std::span<const double> sorted, double q) {
   const double h = static_cast<double>(sorted.size() - 1) * q;
   const auto lo = static_cast<std::size_t>(std::floor(h));
   if (lo + 1 >= sorted.size()) return sorted.back();
-  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[lo + 1] - sorted[lo]);
+  const double frac = h - static_cast<double>(lo);
+  // Exactly at a value, or between equal ones: that value (0 * (inf - inf) would be NaN).
+  if (frac == 0.0 || sorted[lo] == sorted[lo + 1]) return sorted[lo];
+  return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
 }
 
 double median(std::span<const double> values) {

@@ -219,9 +219,10 @@ void print_figure_row(const char* label, const measure::figure& f, const std::st
   const auto& s = f.summary;
   // One sample says nothing of the spread: its relative error is infinite (null in JSON).
   const std::string rse = std::isfinite(s.rse_pct) ? fmt::format("{:.2f}%", s.rse_pct) : "-";
+  const std::string stddev = std::isfinite(s.stddev) ? us(s.stddev) : "-";
   out += fmt::format("  {:<10} {:<10} {:>11} {:>23} {:>11} {:>10} {:>11} {:>6} {:>7}{}\n", label,
-                     side, us(s.median), us(s.q1) + " - " + us(s.q3), us(s.mean), us(s.stddev),
-                     us(s.min), s.n, rse, f.noisy ? " noisy" : "");
+                     side, us(s.median), us(s.q1) + " - " + us(s.q3), us(s.mean), stddev, us(s.min),
+                     s.n, rse, f.noisy ? " noisy" : "");
 }
 
 /** The range of each side's per-input-set device medians, when there are two sets or more. */

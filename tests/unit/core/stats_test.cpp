@@ -64,7 +64,7 @@ TEST(stats_summarize, empty_and_single_samples) {
   EXPECT_EQ(one.median, 3.5);
   EXPECT_EQ(one.min, 3.5);
   EXPECT_EQ(one.max, 3.5);
-  EXPECT_EQ(one.stddev, 0.0);
+  EXPECT_TRUE(std::isnan(one.stddev));   // the n - 1 standard deviation of one sample: undefined
   EXPECT_TRUE(std::isinf(one.rse_pct));  // one sample: no spread known
 }
 
@@ -208,6 +208,29 @@ TEST(stats_bootstrap, degenerate_inputs_give_zeros) {
     EXPECT_EQ(ci.lo, 0.0);
     EXPECT_EQ(ci.hi, 0.0);
   }
+}
+
+TEST(stats_bootstrap, resamples_with_a_zero_denominator_median_bound_nothing) {
+  // 9 of the denominator's 20 samples are 0: about a quarter of its resamples have median 0.
+  // Their ratios are unbounded and count as such (they were dropped, and the interval read
+  // [1, 2] over 1515 resamples).
+  const std::vector<double> num(20, 1.0);
+  std::vector<double> den(9, 0.0);
+  den.resize(20, 1.0);
+  const st::ratio_ci ci = st::bootstrap_ratio_of_medians(num, den);
+  EXPECT_EQ(ci.ratio, 1.0);
+  EXPECT_EQ(ci.resamples, 2000u);
+  EXPECT_TRUE(std::isinf(ci.hi));
+  EXPECT_LE(ci.lo, 1.0);
+}
+
+TEST(stats_quantile, infinite_values_interpolate_without_nan) {
+  const std::vector<double> v = {1.0, 2.0, std::numeric_limits<double>::infinity(),
+                                 std::numeric_limits<double>::infinity()};
+  EXPECT_EQ(st::quantile_sorted(v, 0.0), 1.0);
+  EXPECT_EQ(st::quantile_sorted(v, 1.0 / 3.0), 2.0);
+  EXPECT_TRUE(std::isinf(st::quantile_sorted(v, 0.5)));
+  EXPECT_TRUE(std::isinf(st::quantile_sorted(v, 0.9)));
 }
 
 TEST(stats_bootstrap, ratio_is_the_ratio_of_medians_inside_its_interval) {
