@@ -91,7 +91,7 @@ struct trial_result {
   std::string kind;  ///< "nominal", "held_out" or "stress"
   int index = 0;
   std::uint64_t seed = 0;
-  double shape_scale = 1;                      ///< 4 for stress trials: jittered sizes scaled up
+  std::int64_t shape_scale = 1;                ///< 4 for stress trials: jittered sizes scaled up
   std::map<std::string, std::int64_t> jitter;  ///< nominal size -> drawn size
   std::vector<std::vector<std::int64_t>> input_shapes;
   std::vector<std::string> input_dtypes;
@@ -119,7 +119,9 @@ struct correctness_summary {
   /** "by_name", "by_order", "by_shape", "seed_only", "none" (no parameters), "native" (ABI), or
    *  "not_built": the evaluation ended before the models were built. */
   std::string weight_copy = "not_built";
-  std::string tolerance_source;  ///< "dtype-default", "problem", "command line"
+  /** "dtype-default", "problem", "command line", "atol: <source>, rtol: <source>", or
+   *  "not_resolved": the evaluation ended before the problem's tolerances were read. */
+  std::string tolerance_source = "not_resolved";
   precision_summary precision;
 };
 

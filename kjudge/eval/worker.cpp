@@ -495,7 +495,7 @@ class pipeline {
     t.kind = kind;
     t.index = index;
     t.seed = seed;
-    t.shape_scale = static_cast<double>(scale);
+    t.shape_scale = scale;
     double native_ms = 0;
     python::trial_outputs out;
     // A native candidate's reference runs in trial_begin, a Python candidate's after it.
@@ -687,7 +687,7 @@ class pipeline {
             rest.kind = "stress";
             rest.index = k;
             rest.seed = trial_seed(m_job.base_seed + 1, k);
-            rest.shape_scale = static_cast<double>(m_job.stress_scale);
+            rest.shape_scale = m_job.stress_scale;
             rest.skipped = true;
             rest.error = "not run: " + skip_why;
             m_events.send({{"trial", rest}});

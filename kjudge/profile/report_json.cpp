@@ -6,6 +6,9 @@
 #include <kjudge/profile/report.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/profile/forward_json.hpp>
@@ -24,6 +27,31 @@ std::optional<double> optional_from(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   return it->get<double>();
+}
+
+/** A figure that is 0 where it was not measured (a ceiling, a device time): null then, so that
+ *  no reader takes the 0 for a measurement. */
+json measured_or_null(double v) {
+  return v > 0 && std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+json measured_or_null(std::uint64_t v) {
+  return v > 0 ? json(v) : json(nullptr);
+}
+
+/** measured_or_null() read back: 0 where null or absent. */
+double measured_from(const json& j, const char* key) {
+  return optional_from(j, key).value_or(0.0);
+}
+
+/** A text that is empty where nothing was run (the counters' tool and controls): null then. */
+json text_or_null(const std::string& v) {
+  return v.empty() ? json(nullptr) : json(v);
+}
+
+std::string text_from(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? std::string{} : it->get<std::string>();
 }
 
 json ops_json(const scalar_ops& o) {
@@ -172,22 +200,23 @@ json profile_json(const kernel_profile& p) {
 }
 
 json bandwidth_json(const bandwidth_ceiling& c) {
-  return {{"measured_bytes_per_s", c.measured_bytes_per_s},
-          {"datasheet_bytes_per_s", c.datasheet_bytes_per_s},
-          {"working_set_bytes", c.working_set_bytes}};
+  return {{"measured_bytes_per_s", measured_or_null(c.measured_bytes_per_s)},
+          {"datasheet_bytes_per_s", measured_or_null(c.datasheet_bytes_per_s)},
+          {"working_set_bytes", measured_or_null(c.working_set_bytes)}};
 }
 
 bandwidth_ceiling bandwidth_from(const json& j) {
-  return {j.value("measured_bytes_per_s", 0.0), j.value("datasheet_bytes_per_s", 0.0),
-          j.value("working_set_bytes", std::uint64_t{0})};
+  const auto set = j.find("working_set_bytes");
+  return {measured_from(j, "measured_bytes_per_s"), measured_from(j, "datasheet_bytes_per_s"),
+          set == j.end() || set->is_null() ? std::uint64_t{0} : set->get<std::uint64_t>()};
 }
 
 json ceilings_json(const ceilings& c) {
   json compute = json::object();
   for (auto t : all_flop_types)
     compute[std::string(to_string(t))] = {
-        {"measured_flop_per_s", c.at(t).measured_flop_per_s},
-        {"datasheet_dense_flop_per_s", c.at(t).datasheet_dense_flop_per_s}};
+        {"measured_flop_per_s", measured_or_null(c.at(t).measured_flop_per_s)},
+        {"datasheet_dense_flop_per_s", measured_or_null(c.at(t).datasheet_dense_flop_per_s)}};
   return {{"l1", bandwidth_json(c.l1)},
           {"l2", bandwidth_json(c.l2)},
           {"dram", bandwidth_json(c.dram)},
@@ -203,7 +232,8 @@ ceilings ceilings_from(const json& j) {
   for (auto t : all_flop_types) {
     const auto it = compute.find(std::string(to_string(t)));
     if (it == compute.end()) continue;
-    c.at(t) = {it->value("measured_flop_per_s", 0.0), it->value("datasheet_dense_flop_per_s", 0.0)};
+    c.at(t) = {measured_from(*it, "measured_flop_per_s"),
+               measured_from(*it, "datasheet_dense_flop_per_s")};
   }
   return c;
 }
@@ -218,7 +248,7 @@ json side_json(const side_profile& s) {
                          {"ncu_ns", d.ncu_ns},
                          {"difference_pct", d.difference_pct}});
   return {{"side", s.side},
-          {"device_time_ns", s.device_time_ns},
+          {"device_time_ns", measured_or_null(s.device_time_ns)},
           {"device_time_from_graph", s.device_time_from_graph},
           {"kernels", kernels},
           {"total", s.total ? profile_json(*s.total) : json(nullptr)},
@@ -238,7 +268,7 @@ side_inputs side_inputs_from(const json& j) {
   for (const auto& k : j.at("kernels")) in.ncu_kernels.push_back(counters_from(k.at("counters")));
   if (const auto it = j.find("cupti"); it != j.end() && !it->is_null())
     in.cupti = cupti_forward_from_json(*it);
-  in.device_time_ns = j.value("device_time_ns", 0.0);
+  in.device_time_ns = measured_from(j, "device_time_ns");
   in.device_time_from_graph = j.value("device_time_from_graph", false);
   return in;
 }
@@ -262,9 +292,9 @@ nlohmann::json to_json(const profile_report& r) {
           {"ceilings", ceilings_json(r.roofs)},
           {"counters",
            {{"collected", r.counters.collected},
-            {"tool", r.counters.tool},
-            {"clock_control", r.counters.clock_control},
-            {"cache_control", r.counters.cache_control},
+            {"tool", text_or_null(r.counters.tool)},
+            {"clock_control", text_or_null(r.counters.clock_control)},
+            {"cache_control", text_or_null(r.counters.cache_control)},
             {"unavailable_reason", r.counters.unavailable_reason},
             {"wall_s", r.counters.wall_s},
             {"missing_metrics", r.counters.missing_metrics}}},
@@ -283,9 +313,9 @@ profile_report report_from_json(const nlohmann::json& j) {
     counter_source counters;
     const json& c = j.at("counters");
     counters.collected = c.value("collected", false);
-    counters.tool = c.value("tool", std::string{});
-    counters.clock_control = c.value("clock_control", std::string{});
-    counters.cache_control = c.value("cache_control", std::string{});
+    counters.tool = text_from(c, "tool");
+    counters.clock_control = text_from(c, "clock_control");
+    counters.cache_control = text_from(c, "cache_control");
     counters.unavailable_reason = c.value("unavailable_reason", std::string{});
     counters.wall_s = c.value("wall_s", 0.0);
     // Absent in profiles written before the field existed: nothing was known to be missing.

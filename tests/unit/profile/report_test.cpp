@@ -691,6 +691,34 @@ TEST(ProfileReport, JsonRoundTripKeepsNumbersClassesAndFlags) {
   EXPECT_EQ(to_json(back), j) << "a restored report writes the same JSON";
 }
 
+TEST(ProfileReport, WhatWasNotMeasuredIsNullInJsonNotZero) {
+  // A CPU profile: no ceilings, no counters run, no device time.
+  counter_source none;
+  none.unavailable_reason = "no GPU";
+  side_inputs ref, cand;
+  const auto r = build_report("p", "c", "cpu", ceilings{}, "", none, ref, cand);
+  const auto j = to_json(r);
+  EXPECT_TRUE(j["ceilings"]["dram"]["measured_bytes_per_s"].is_null());
+  EXPECT_TRUE(j["ceilings"]["dram"]["datasheet_bytes_per_s"].is_null());
+  EXPECT_TRUE(j["ceilings"]["l1"]["working_set_bytes"].is_null());
+  EXPECT_TRUE(j["ceilings"]["compute"]["fp32"]["measured_flop_per_s"].is_null());
+  EXPECT_TRUE(j["sides"]["reference"]["device_time_ns"].is_null());
+  EXPECT_TRUE(j["counters"]["clock_control"].is_null());
+  EXPECT_TRUE(j["counters"]["tool"].is_null());
+  // Measured ones stay numbers (h200(): the DRAM datasheet, L1's measured figure, but no L1
+  // datasheet figure).
+  const auto k = to_json(make_report(reference_inputs(), candidate_inputs()));
+  EXPECT_DOUBLE_EQ(k["ceilings"]["dram"]["datasheet_bytes_per_s"].get<double>(), 4.8 * tb);
+  EXPECT_TRUE(k["ceilings"]["l1"]["datasheet_bytes_per_s"].is_null());
+  EXPECT_EQ(k["counters"]["clock_control"], "none");
+  // Read back: the nulls are the zeros and empty texts they were, and write the same JSON.
+  const auto back = report_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(back.roofs.dram.measured_bytes_per_s, 0.0);
+  EXPECT_EQ(back.reference.device_time_ns, 0.0);
+  EXPECT_EQ(back.counters.clock_control, "");
+  EXPECT_EQ(to_json(back), j);
+}
+
 TEST(ProfileReport, JsonOfAnotherSchemaIsRejected) {
   auto j = to_json(make_report(reference_inputs(), candidate_inputs()));
   j["schema"] = "kjudge.profile/0";
