@@ -278,8 +278,8 @@ void check_baseline_problem(const std::string& path, const std::string& sha256,
   }
 }
 
-/** A saved profile to compare with: a kjudge.profile/1 document, or an eval result holding one,
- *  taken of `problem` (check_baseline_problem). */
+/** A saved profile to compare with: a kjudge.profile/2 (or /1) document, or an eval result holding
+ * one, taken of `problem` (check_baseline_problem). */
 std::optional<profile::profile_report> read_baseline(const std::string& path,
                                                      const std::string& problem) {
   if (path.empty()) return std::nullopt;

@@ -202,7 +202,7 @@ struct eval_result {
   /** CUPTI records of one cold-L2 forward per side ({"reference": ..., "candidate": ...,
    *  "fusion_ratio": ...}; kjudge::profile's cupti_forward JSON); null when not recorded. */
   nlohmann::json launches;
-  /** `kjudge eval --profile`: the kjudge.profile/1 report; null otherwise. */
+  /** `kjudge eval --profile`: the kjudge.profile/2 report; null otherwise. */
   nlohmann::json profile;
   std::vector<flag> flags;
   provenance prov;

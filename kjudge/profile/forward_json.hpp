@@ -1,6 +1,6 @@
 #pragma once
 /** @file JSON of what CUPTI saw in one forward (report.hpp's cupti_forward), as the worker sends
- *  it in every GPU evaluation (eval_result::launches) and as kjudge.profile/1 embeds it. Units are
+ *  it in every GPU evaluation (eval_result::launches) and as kjudge.profile/2 embeds it. Units are
  *  in the field names. Reading restores the checked<> figures with their flags. */
 
 #include <nlohmann/json.hpp>

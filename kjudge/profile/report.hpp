@@ -4,7 +4,7 @@
  *  their total, the bottleneck class, the roofline point against the measured ceilings, and what
  *  CUPTI saw in an unprofiled forward (launches, copies, kernel durations, peak memory). Built by
  *  build_report() from raw inputs, so every number in it went through derive()/the invariants.
- *  JSON schema `kjudge.profile/1` (docs/result-schema.md); to_json/report_from_json round-trip so
+ *  JSON schema `kjudge.profile/2` (docs/result-schema.md); to_json/report_from_json round-trip so
  *  a saved profile can serve as the baseline of the next one (deltas in the agent summary). */
 
 #include <cstddef>
@@ -27,7 +27,10 @@
 
 namespace kj::profile {
 
-inline constexpr const char* profile_schema = "kjudge.profile/1";
+/** Version 2 writes null where version 1 wrote 0 or "" for what was not measured (ceilings,
+ *  device times, ncu's tool and settings); report_from_json reads both. */
+inline constexpr const char* profile_schema = "kjudge.profile/2";
+inline constexpr const char* profile_schema_v1 = "kjudge.profile/1";
 
 /** CUPTI and ncu durations of one kernel are compared (flag `duration_disagrees`) only for
  *  kernels at least this long, ns: shorter ones are dominated by launch jitter. */

@@ -1,7 +1,7 @@
-// JSON of kjudge.profile/1. The raw inputs (every counter, the roofs, the CUPTI forward) are
-// written in full next to the derived figures; reading takes the raw inputs and derives again
-// with build_report(), so a restored report holds the same numbers, classes and flags as the
-// one written, through the same checks.
+// JSON of kjudge.profile/2 (read: /1 too). The raw inputs (every counter, the roofs, the CUPTI
+// forward) are written in full next to the derived figures; reading takes the raw inputs and
+// derives again with build_report(), so a restored report holds the same numbers, classes and flags
+// as the one written, through the same checks.
 
 #include <kjudge/profile/report.hpp>
 
@@ -305,9 +305,12 @@ nlohmann::json to_json(const profile_report& r) {
 }
 
 profile_report report_from_json(const nlohmann::json& j) {
-  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string() ||
-      j["schema"].get<std::string>() != profile_schema)
-    KJ_THROW(error_kind::protocol, "not a {} profile: schema is {}", profile_schema,
+  const auto schema = j.is_object() && j.contains("schema") && j["schema"].is_string()
+                          ? j["schema"].get<std::string>()
+                          : std::string();
+  if (schema != profile_schema && schema != profile_schema_v1)
+    KJ_THROW(error_kind::protocol, "not a {} profile (nor {}): schema is {}", profile_schema,
+             profile_schema_v1,
              j.is_object() && j.contains("schema") ? j["schema"].dump() : "missing");
   try {
     counter_source counters;

@@ -322,14 +322,19 @@ void print_timing(const eval_result& r, std::string& out) {
     const auto ratio = [](double v) {
       return std::abs(v) >= 0.1 || v == 0 ? fmt::format("{:.2f}", v) : fmt::format("{:.3g}", v);
     };
+    // An interval's end is infinite (null in JSON, NaN read back) where too many resamples had
+    // a candidate median of 0; no resamples at all means a side had one sample.
+    const auto end = [&](double v) {
+      return std::isfinite(v) ? ratio(v) : std::string("unbounded");
+    };
     for (const auto& s : t.speedups)
-      if (s.valid && !(std::isfinite(s.ci.lo) && std::isfinite(s.ci.hi)))
+      if (s.valid && s.ci.resamples == 0)
         out += fmt::format("  {} {}x (no interval: one sample on a side)",
                            measure::to_string(s.kind), ratio(s.ci.ratio));
       else if (s.valid)
         out += fmt::format(
-            "  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio), ratio(s.ci.lo),
-            ratio(s.ci.hi),
+            "  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio), end(s.ci.lo),
+            end(s.ci.hi),
             s.ci.by_group == first.by_group && s.ci.by_process == first.by_process
                 ? std::string()
                 : fmt::format(

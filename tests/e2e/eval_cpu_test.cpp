@@ -1165,7 +1165,8 @@ TEST(ProfileCpu, ABaselineThatIsNotAProfileIsAUsageError) {
       // An eval result without --profile: it has no `profile` key at all.
       {write("eval.json", R"({"schema": "kjudge.eval/1", "status": "correct"})"),
        "holds no profile"},
-      {write("other.json", R"({"schema": "something/1"})"), "not a kjudge.profile/1 profile"},
+      {write("other.json", R"({"schema": "something/1"})"),
+       "not a kjudge.profile/2 profile (nor kjudge.profile/1)"},
       {write("broken.json", "{not json"), "not JSON"},
       {(dir / "missing.json").string(), "missing.json"}};
   for (const auto& [path, says] : cases) {
@@ -1184,7 +1185,7 @@ TEST(ProfileCpu, WithoutAGpuTheProfileSaysWhyThereAreNoCounters) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto& p = r.result["profile"];
   ASSERT_TRUE(p.is_object()) << r.output;
-  EXPECT_EQ(p["schema"], "kjudge.profile/1");
+  EXPECT_EQ(p["schema"], "kjudge.profile/2");
   EXPECT_FALSE(p["counters"]["collected"].get<bool>());
   EXPECT_NE(p["counters"]["unavailable_reason"].get<std::string>().find("CPU"), std::string::npos)
       << p["counters"].dump();

@@ -85,7 +85,7 @@ TEST_F(ProfileGpu, QuantvlaCountersForBothSidesAgreeWithCupti) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto& p = r.result["profile"];
   ASSERT_TRUE(p.is_object()) << r.output;
-  EXPECT_EQ(p["schema"], "kjudge.profile/1");
+  EXPECT_EQ(p["schema"], "kjudge.profile/2");
   const auto& c = p["counters"];
   if (!c["collected"].get<bool>()) {
     const auto why = c["unavailable_reason"].get<std::string>();

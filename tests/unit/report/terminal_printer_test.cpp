@@ -86,6 +86,15 @@ TEST(TerminalPrinter, TimingShowsTheSetRangesAndHowEachIntervalWasResampled) {
       {measure::figure_kind::host_wall, true, {0.00266, 0.00265, 0.00268, 0.95, 2000, true}}};
   text = render_terminal(r);
   EXPECT_NE(text.find("host_wall 0.00266x [0.00265, 0.00268]"), std::string::npos) << text;
+  // Resampled, but too many resamples had a candidate median of 0: the upper end is unbounded
+  // (NaN once read back from JSON's null), not "one sample on a side".
+  r.timing->speedups = {{measure::figure_kind::stream, true, {1.0, 0.5, none, 0.95, 2000, true}}};
+  text = render_terminal(r);
+  EXPECT_NE(text.find("stream 1.00x [0.50, unbounded]"), std::string::npos) << text;
+  r.timing->speedups = {{measure::figure_kind::stream, true, {1.0, none, none, 0.95, 0, false}}};
+  text = render_terminal(r);
+  EXPECT_NE(text.find("stream 1.00x (no interval: one sample on a side)"), std::string::npos)
+      << text;
 }
 
 TEST(TerminalPrinter, ATrialThatComparedNothingShowsNoErrors) {
