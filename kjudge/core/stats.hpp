@@ -18,8 +18,8 @@ struct summary {
   double q1 = 0;  ///< 25th percentile (linear interpolation between order statistics)
   double q3 = 0;  ///< 75th percentile
   double mean = 0;
-  double stddev =
-      0;  ///< sample standard deviation (n - 1); NaN for one sample (0 for none: an empty summary)
+  /** Sample standard deviation (n - 1); NaN for one sample (0 for none: an empty summary). */
+  double stddev = 0;
   double min = 0;
   double max = 0;
   /** Relative standard error of the median, in percent: the larger of 1.2533 * sigma / sqrt(n)

@@ -6,7 +6,6 @@
 #include <kjudge/profile/report.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -31,17 +30,9 @@ std::optional<double> optional_from(const json& j, const char* key) {
 
 /** A figure that is 0 where it was not measured (a ceiling, a device time): null then, so that
  *  no reader takes the 0 for a measurement. */
-json measured_or_null(double v) {
-  return v > 0 && std::isfinite(v) ? json(v) : json(nullptr);
-}
-
-json measured_or_null(std::uint64_t v) {
+template <class T>
+json measured_or_null(T v) {
   return v > 0 ? json(v) : json(nullptr);
-}
-
-/** measured_or_null() read back: 0 where null or absent. */
-double measured_from(const json& j, const char* key) {
-  return optional_from(j, key).value_or(0.0);
 }
 
 /** A text that is empty where nothing was run (the counters' tool and controls): null then. */
@@ -49,9 +40,12 @@ json text_or_null(const std::string& v) {
   return v.empty() ? json(nullptr) : json(v);
 }
 
-std::string text_from(const json& j, const char* key) {
+/** The field read back, `unset` where null or absent (what measured_or_null() and text_or_null()
+ *  wrote null for, and what profiles of kjudge.profile/1 wrote as 0 or ""). */
+template <class T>
+T field_or(const json& j, const char* key, T unset) {
   const auto it = j.find(key);
-  return it == j.end() || it->is_null() ? std::string{} : it->get<std::string>();
+  return it == j.end() || it->is_null() ? unset : it->get<T>();
 }
 
 json ops_json(const scalar_ops& o) {
@@ -206,9 +200,8 @@ json bandwidth_json(const bandwidth_ceiling& c) {
 }
 
 bandwidth_ceiling bandwidth_from(const json& j) {
-  const auto set = j.find("working_set_bytes");
-  return {measured_from(j, "measured_bytes_per_s"), measured_from(j, "datasheet_bytes_per_s"),
-          set == j.end() || set->is_null() ? std::uint64_t{0} : set->get<std::uint64_t>()};
+  return {field_or(j, "measured_bytes_per_s", 0.0), field_or(j, "datasheet_bytes_per_s", 0.0),
+          field_or(j, "working_set_bytes", std::uint64_t{0})};
 }
 
 json ceilings_json(const ceilings& c) {
@@ -232,8 +225,8 @@ ceilings ceilings_from(const json& j) {
   for (auto t : all_flop_types) {
     const auto it = compute.find(std::string(to_string(t)));
     if (it == compute.end()) continue;
-    c.at(t) = {measured_from(*it, "measured_flop_per_s"),
-               measured_from(*it, "datasheet_dense_flop_per_s")};
+    c.at(t) = {field_or(*it, "measured_flop_per_s", 0.0),
+               field_or(*it, "datasheet_dense_flop_per_s", 0.0)};
   }
   return c;
 }
@@ -268,7 +261,7 @@ side_inputs side_inputs_from(const json& j) {
   for (const auto& k : j.at("kernels")) in.ncu_kernels.push_back(counters_from(k.at("counters")));
   if (const auto it = j.find("cupti"); it != j.end() && !it->is_null())
     in.cupti = cupti_forward_from_json(*it);
-  in.device_time_ns = measured_from(j, "device_time_ns");
+  in.device_time_ns = field_or(j, "device_time_ns", 0.0);
   in.device_time_from_graph = j.value("device_time_from_graph", false);
   return in;
 }
@@ -305,20 +298,17 @@ nlohmann::json to_json(const profile_report& r) {
 }
 
 profile_report report_from_json(const nlohmann::json& j) {
-  const auto schema = j.is_object() && j.contains("schema") && j["schema"].is_string()
-                          ? j["schema"].get<std::string>()
-                          : std::string();
-  if (schema != profile_schema && schema != profile_schema_v1)
+  const json* schema = j.is_object() && j.contains("schema") ? &j["schema"] : nullptr;
+  if (schema == nullptr || (*schema != profile_schema && *schema != profile_schema_v1))
     KJ_THROW(error_kind::protocol, "not a {} profile (nor {}): schema is {}", profile_schema,
-             profile_schema_v1,
-             j.is_object() && j.contains("schema") ? j["schema"].dump() : "missing");
+             profile_schema_v1, schema != nullptr ? schema->dump() : "missing");
   try {
     counter_source counters;
     const json& c = j.at("counters");
     counters.collected = c.value("collected", false);
-    counters.tool = text_from(c, "tool");
-    counters.clock_control = text_from(c, "clock_control");
-    counters.cache_control = text_from(c, "cache_control");
+    counters.tool = field_or(c, "tool", std::string{});
+    counters.clock_control = field_or(c, "clock_control", std::string{});
+    counters.cache_control = field_or(c, "cache_control", std::string{});
     counters.unavailable_reason = c.value("unavailable_reason", std::string{});
     counters.wall_s = c.value("wall_s", 0.0);
     // Absent in profiles written before the field existed: nothing was known to be missing.
