@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <sstream>
 #include <system_error>
 
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
+#include <kjudge/runner/process.hpp>
 
 namespace kj::python {
 
@@ -39,6 +42,51 @@ bool has_torch(const fs::path& python, std::string& why) {
   return false;
 }
 
+/** Runs an interpreter the user named, once, to learn that it is a Python, its version and
+ *  whether torch is on its path (found, not imported: a few tens of milliseconds). Without this,
+ *  a program that is no Python (`--python /bin/ls`) or a Python of another version than the one
+ *  embedded ended as "the embedded interpreter cannot import torch" deep in the worker. */
+void check_named_interpreter(const fs::path& python, const std::string& what) {
+  runner::spawn_options o;
+  o.argv = {python.string(), "-c",
+            // The markers are joined at run time: a program that echoes its arguments (ls does, in
+            // its complaint) does not print them.
+            "import sys; print('kjudge' + '-probe %d.%d' % sys.version_info[:2]); "
+            "import importlib.util as u; "
+            "print('kjudge' + '-torch %d' % (u.find_spec('torch') is not None))"};
+  o.timeout = std::chrono::seconds(20);
+  o.output_tail_bytes = 4096;
+  const auto r = runner::run_process(o);
+  const auto word_after = [&r](const std::string& key) {
+    const auto at = r.output_tail.find(key);
+    if (at == std::string::npos) return std::string();
+    std::istringstream in(r.output_tail.substr(at + key.size()));
+    std::string word;
+    in >> word;
+    return word;
+  };
+  const std::string version = word_after("kjudge-probe ");
+  const bool looks_like_version = version.size() >= 3 && version.find('.') != std::string::npos &&
+                                  version.find_first_not_of("0123456789.") == std::string::npos;
+  if (!looks_like_version) {
+    std::string said = runner::last_lines(r.output_tail, 1);
+    while (!said.empty() && (said.back() == '\n' || said.back() == '\r')) said.pop_back();
+    if (said.size() > 160) said = said.substr(0, 160) + "...";
+    KJ_THROW(error_kind::usage, "{}: not a Python interpreter (run with -c, it {}{}{})", what,
+             r.describe(), said.empty() ? "" : ": ", said);
+  }
+  if (version != embedded_version())
+    KJ_THROW(error_kind::usage,
+             "{} is Python {}, but this kjudge embeds Python {}: name a python{} (or a venv made "
+             "from one), or build kjudge against this one (-DKJ_PYTHON={})",
+             what, version, embedded_version(), embedded_version(), python.string());
+  if (word_after("kjudge-torch ") != "1")
+    KJ_THROW(error_kind::python,
+             "{} (Python {}) finds no torch on its path ({}); install torch for it, or name "
+             "another interpreter",
+             what, version, r.ok() ? "importlib finds no 'torch'" : r.describe());
+}
+
 }  // namespace
 
 interpreter_choice choose_interpreter(const fs::path& explicit_python) {
@@ -61,11 +109,15 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python) {
     if (::access(path.c_str(), X_OK) != 0) KJ_THROW(error_kind::usage, "{}: not executable", what);
   };
   if (!explicit_python.empty()) {
-    check(explicit_python, "--python " + explicit_python.string());
+    const std::string what = "--python " + explicit_python.string();
+    check(explicit_python, what);
+    check_named_interpreter(explicit_python, what);
     return take(explicit_python, "--python");
   }
   if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env) {
-    check(env, std::string("$KJUDGE_PYTHON=") + env);
+    const std::string what = std::string("$KJUDGE_PYTHON=") + env;
+    check(env, what);
+    check_named_interpreter(env, what);
     return take(env, "$KJUDGE_PYTHON");
   }
   struct probe {

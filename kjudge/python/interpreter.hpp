@@ -3,7 +3,9 @@
  *  against); the interpreter chosen here only decides sys.prefix and site-packages, so it must be
  *  that same version and hold torch. Order: an explicit setting (--python, then $KJUDGE_PYTHON),
  *  then the interpreter kjudge was configured with, then probing known virtual environments.
- *  Never plain PATH: a python3 on PATH may lack a shared libpython or torch. No Python runs here.
+ *  Never plain PATH: a python3 on PATH may lack a shared libpython or torch. Probed interpreters
+ *  are judged by their layout alone; an explicit one is run once (`-c`, torch found but not
+ *  imported) to learn that it is a Python of the embedded version with torch on its path.
  */
 
 #include <filesystem>
@@ -18,8 +20,9 @@ struct interpreter_choice {
   std::vector<std::string> rejected;  ///< candidates looked at and why they were skipped
 };
 
-/** Throws kj::error(usage) when an explicit choice does not exist, kj::error(python) when nothing
- *  usable is found (the message lists what was tried). */
+/** Throws kj::error(usage) when an explicit choice does not exist, is not a Python or is one of
+ *  another version than the embedded one; kj::error(python) when an explicit choice finds no
+ *  torch, or nothing usable is found (the message lists what was tried). */
 [[nodiscard]] interpreter_choice choose_interpreter(const std::filesystem::path& explicit_python);
 
 /** "3.11": the Python version this binary embeds. */

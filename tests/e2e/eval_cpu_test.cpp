@@ -922,6 +922,64 @@ TEST(EvalCpu, UsageErrors) {
   }
 }
 
+// A named interpreter is run once before the worker: a program that is no Python, a Python of
+// another version than the embedded one and one that finds no torch each say so (the first two
+// ended as "cannot import torch" in the worker, exit 7).
+TEST(EvalCpu, ANamedInterpreterThatIsNoPythonOrAnotherVersionSaysSo) {
+  namespace fs = std::filesystem;
+  const auto version = run_raw({"version"});
+  ASSERT_EQ(version.exit_code, 0) << version.output;
+  const auto at = version.output.find("embeds Python ");
+  ASSERT_NE(at, std::string::npos) << version.output;
+  std::istringstream in(version.output.substr(at + 14));
+  std::string embedded;
+  in >> embedded;
+  const fs::path dir =
+      fs::temp_directory_path() / ("kjudge_fake_python_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto fake = [&dir](const std::string& name, const std::string& body) {
+    const fs::path p = dir / name;
+    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(p, fs::perms::owner_all);
+    return p.string();
+  };
+  struct expectation {
+    std::string python;
+    int exit_code;
+    std::string says;
+  };
+  const std::vector<expectation> cases = {
+      {"/bin/ls", 2, "not a Python interpreter"},
+      {fake("silent", "exit 0"), 2, "not a Python interpreter"},
+      {fake("old", "echo kjudge-probe 2.7"), 2,
+       "is Python 2.7, but this kjudge embeds Python " + embedded},
+      {fake("bare", "echo kjudge-probe " + embedded + "; echo kjudge-torch 0"), 7,
+       "finds no torch on its path"},
+  };
+  const std::string problem = (source_dir() / "problems/level1/softmax.py").string();
+  const std::string candidate = (source_dir() / "examples/softmax/naive.py").string();
+  for (const auto& c : cases) {
+    const auto r = run_raw(
+        {"eval", problem, candidate, "--device", "cpu", "--no-timing", "--python", c.python});
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.python << ": " << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.python << ": " << r.output;
+    EXPECT_EQ(r.output.find("cannot import torch"), std::string::npos) << r.output;
+  }
+  // $KJUDGE_PYTHON is checked the same way.
+  const char* was = std::getenv("KJUDGE_PYTHON");
+  const std::string before = was ? was : "";
+  ::setenv("KJUDGE_PYTHON", "/bin/ls", 1);
+  const auto env = run_raw({"eval", problem, candidate, "--device", "cpu", "--no-timing"});
+  if (was)
+    ::setenv("KJUDGE_PYTHON", before.c_str(), 1);
+  else
+    ::unsetenv("KJUDGE_PYTHON");
+  EXPECT_EQ(env.exit_code, 2) << env.output;
+  EXPECT_NE(env.output.find("$KJUDGE_PYTHON=/bin/ls: not a Python interpreter"), std::string::npos)
+      << env.output;
+  fs::remove_all(dir);
+}
+
 TEST(EvalCpu, AskingForTheGpuWithoutOneSaysTheGpuIsNotUsable) {
   // The device query runs in a thread while Python starts; without a usable GPU torch's device
   // setup fails too, but the result reports the query's CUDA error, not torch's.
