@@ -218,6 +218,14 @@ eval::job make_job(const eval_args& a) {
              a.candidate);
   j.python = python::choose_interpreter(a.python).executable;
   j.cache_dir = a.cache_dir.empty() ? compile::default_cache_dir() : fs::path(a.cache_dir);
+  // nvcc takes these paths through a shell: refused here, before a worker starts, rather than
+  // failing (or running what a folder's name says) in the build.
+  if (j.kind == eval::candidate_kind::native)
+    for (const auto& [what, path] :
+         {std::pair{"candidate", j.candidate},
+          std::pair{"build cache", fs::absolute(j.cache_dir) / "native"}})
+      if (std::string why = compile::shell_hazard(path); !why.empty())
+        KJ_THROW(error_kind::usage, "{}: {}", what, why);
   j.include_dir = fs::path(KJ_SOURCE_DIR) / "include";
   j.trials = a.trials;
   j.base_seed = a.seed;

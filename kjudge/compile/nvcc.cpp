@@ -40,10 +40,14 @@ using steady = std::chrono::steady_clock;
 constexpr std::size_t k_log_limit = std::size_t{16} << 20;
 /** Bumped when the layout of the cache or the meaning of a key changes. */
 constexpr std::string_view k_cache_version = "kjudge-native-cache-v3";  // v3: launch probe
-/** Environment variables that nvcc or its host compiler read: they change what a build makes. */
-constexpr std::array<const char*, 6> k_build_env = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS",
-                                                    "NVCC_CCBIN",         "CPATH",
-                                                    "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH"};
+/** Environment variables that nvcc or its host compiler read: they change what a build makes.
+ *  The second line's are nvcc.profile's, which extends them from the environment (`+=`). */
+constexpr std::array<const char*, 11> k_build_env = {
+    "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "CPATH",
+    "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH",    "INCLUDES",   "SYSTEM_INCLUDES",
+    "LIBRARIES",          "CUDAFE_FLAGS",      "PTXAS_FLAGS"};
+/** The flags nvcc takes from the environment, before and after the command line's. */
+constexpr std::array<const char*, 2> k_env_flags = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"};
 
 [[nodiscard]] std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -163,6 +167,8 @@ struct context {
   fs::path nvcc;
   std::vector<std::string> env;  ///< NAME=value
   fs::path cwd;
+  /** The request's time limit counts for the whole build (scan, build, canary), not each run. */
+  steady::time_point deadline = steady::time_point::max();
 
   [[nodiscard]] std::optional<std::string> value(std::string_view name) const {
     for (const auto& entry : env)
@@ -177,7 +183,9 @@ struct context {
     o.argv = std::move(argv);
     o.base_environment = env;
     o.cwd = cwd;
-    o.timeout = timeout;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline == steady::time_point::max() ? timeout : deadline - steady::now());
+    o.timeout = std::clamp(left, std::chrono::milliseconds(1), timeout);
     o.output_tail_bytes = tail_bytes;
     return o;
   }
@@ -197,12 +205,31 @@ struct context {
   }
 }
 
-/** Arguments of the extra flags that name existing files (an --options-file, an object, an
- *  archive or a linker script given by path, `-Xlinker=script.ld`...): their bytes change what
- *  nvcc makes, and nvcc -M does not list them. Libraries found by `-l` are not. */
+/** The words of `text` split on white space (the flags in NVCC_APPEND_FLAGS and the like; nvcc
+ *  splits them so, quotes aside). */
+[[nodiscard]] std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(std::move(w));
+  return out;
+}
+
+/** Every extra flag a build gets: the request's, then those of the environment's NVCC_*_FLAGS. */
+[[nodiscard]] std::vector<std::string> all_extra_flags(const nvcc_request& request,
+                                                       const context& ctx) {
+  std::vector<std::string> flags = request.extra_flags;
+  for (const char* name : k_env_flags)
+    for (auto& w : words_of(ctx.value(name).value_or(""))) flags.push_back(std::move(w));
+  return flags;
+}
+
+/** Arguments of the extra flags (the request's and the environment's) that name existing files
+ *  (an --options-file, an object, an archive or a linker script given by path,
+ *  `-Xlinker=script.ld`...): their bytes change what nvcc makes, and nvcc -M does not list them.
+ *  Libraries found by `-l` are not. */
 [[nodiscard]] std::vector<fs::path> flag_files(const nvcc_request& request, const context& ctx) {
   std::vector<fs::path> out;
-  for (const auto& flag : request.extra_flags) {
+  for (const auto& flag : all_extra_flags(request, ctx)) {
     std::vector<std::string> candidates{flag};
     if (const auto eq = flag.find('='); eq != std::string::npos)
       candidates.push_back(flag.substr(eq + 1));
@@ -221,9 +248,36 @@ struct context {
   return out;
 }
 
+/** The host compilers nvcc would find on PATH where NVCC_CCBIN does not name one, resolved:
+ *  another g++ first on PATH makes another library. */
+[[nodiscard]] std::string host_compilers(const context& ctx) {
+  if (ctx.value("NVCC_CCBIN").value_or("") != "") return "<NVCC_CCBIN>";
+  std::string out;
+  const std::string path = ctx.value("PATH").value_or("");
+  for (const char* name : {"gcc", "g++"}) {
+    std::string found = "<none>";
+    for (std::size_t start = 0; start <= path.size();) {
+      std::size_t colon = path.find(':', start);
+      if (colon == std::string::npos) colon = path.size();
+      const fs::path dir = path.substr(start, colon - start);
+      start = colon + 1;
+      const fs::path candidate = ctx.resolve(dir.empty() ? fs::path(".") : dir) / name;
+      if (runner::is_executable_file(candidate)) {
+        std::error_code ec;
+        const fs::path real = fs::canonical(candidate, ec);
+        found = ec ? candidate.string() : real.string();
+        break;
+      }
+    }
+    out += found + ";";
+  }
+  return out;
+}
+
 /** The key of everything known before nvcc runs: the source's bytes, the flags (and the bytes of
- *  files they name), which nvcc and its release, the ABI header, the build environment, and
- *  (with extra flags, whose relative paths resolve there) the working folder. The headers the
+ *  files they name), which nvcc and its release, the ABI header, the build environment and the
+ *  host compilers on PATH, and (with extra flags, the environment's too, whose relative paths
+ *  resolve there) the working folder. The headers the
  *  source includes are checked after: see dependency. */
 [[nodiscard]] std::string cache_key(const nvcc_request& request, const context& ctx,
                                     std::string_view source, std::string_view version,
@@ -248,7 +302,8 @@ struct context {
   const fs::path nvcc_real = fs::weakly_canonical(ctx.nvcc, ec);
   hash_field(hash, ec ? ctx.nvcc.string() : nvcc_real.string());
   for (const char* name : k_build_env) hash_field(hash, ctx.value(name).value_or("<unset>"));
-  if (!request.extra_flags.empty()) hash_field(hash, ctx.cwd.string());
+  hash_field(hash, host_compilers(ctx));
+  if (!all_extra_flags(request, ctx).empty()) hash_field(hash, ctx.cwd.string());
   return hash.hex();
 }
 
@@ -432,6 +487,25 @@ struct dependency {
   return r.ok();
 }
 
+/** `line` without its quoted spans (`...', '...', "...", each only where it closes): the linker
+ *  and the compilers quote the names they report, symbols and files among them, which a
+ *  candidate chooses. An apostrophe that closes nothing ("can't") stays. */
+[[nodiscard]] std::string without_quoted(const std::string& line) {
+  std::string out;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '`' || c == '\'' || c == '"') {
+      const std::size_t end = line.find(c == '`' ? '\'' : c, i + 1);
+      if (end != std::string::npos) {
+        i = end;
+        continue;
+      }
+    }
+    out += c;
+  }
+  return out;
+}
+
 /** Output that says the compiler or the machine failed, not the source: nvcc's report of a
  *  child killed by a signal (the OOM killer), the host compiler's, a full disk. Only the tools'
  *  own lines count: a diagnostic about a source line ("c.cu(1): error: ...", "c.cu:1:2: error:
@@ -451,10 +525,16 @@ struct dependency {
         return true;
     return line.starts_with(quoted_path) || line.starts_with(quoted_name);
   };
+  // The linker's lines about an object (`x.o:(.text+0x71): undefined reference to ...`) carry
+  // no source position but name the candidate's sections and symbols, which it chooses.
+  static const std::regex object_location(R"(:\([^)]*\+0x[0-9a-fA-F]+\))");
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == ' ' || line[0] == '\t' || about_source(line) ||
-        line.find("#error") != std::string::npos || line.find("#warning") != std::string::npos ||
+    if (about_source(line)) continue;
+    line = without_quoted(line);  // names the candidate chose (symbols, files) are quoted
+    if (line.empty() || line[0] == ' ' || line[0] == '\t' ||
+        std::regex_search(line, object_location) || line.find("#error") != std::string::npos ||
+        line.find("#warning") != std::string::npos ||
         (std::regex_search(line, diagnostic) &&
          line.find("fatal error: error writing to") == std::string::npos))  // the host compiler's
       continue;
@@ -609,11 +689,36 @@ fs::path default_cache_dir() {
   return fs::path(home) / ".cache" / "kjudge";
 }
 
+std::string shell_hazard(const fs::path& path) {
+  const std::string text = path.string();
+  for (const char c : {'$', '`', '"', '\\'})
+    if (text.find(c) != std::string::npos)
+      return fmt::format(
+          "{} has a {} in its path, which nvcc does not pass on as it is (it runs its tools "
+          "through a shell, which expands $ and backquotes, and lists \\ as /): use a path "
+          "without $, `, \" or \\",
+          text, c == '`' ? std::string("backquote") : fmt::format("'{}'", c));
+  return {};
+}
+
+namespace {
+
+/** The first of the paths nvcc is given that it cannot take, as shell_hazard says; empty if
+ *  none. */
+[[nodiscard]] std::string path_hazard(const nvcc_request& request, const fs::path& cache_dir) {
+  for (const fs::path* p : {&request.source, &cache_dir, &request.include_dir})
+    if (std::string why = shell_hazard(*p); !why.empty()) return why;
+  return {};
+}
+
+}  // namespace
+
 build_result build_native(const nvcc_request& request) {
   const auto start = steady::now();
   build_result out;
   out.failure = build_failure::tool;  // until nvcc has run (or the cache has answered)
   context ctx;
+  ctx.deadline = start + request.timeout;
   ctx.nvcc = request.nvcc.empty() ? find_nvcc() : request.nvcc;
   ctx.env = request.environment ? *request.environment : runner::environment_snapshot();
   std::error_code ec;
@@ -634,6 +739,10 @@ build_result build_native(const nvcc_request& request) {
         "kjudge's include folder {} has a comma in its path, which nvcc reads as a list "
         "separator in -I and -include: install or check out kjudge where the path has none",
         request.include_dir.string());
+    return out;
+  }
+  if (std::string hazard = path_hazard(request, cache_dir); !hazard.empty()) {
+    out.error = std::move(hazard);
     return out;
   }
   for (const auto& flag : request.extra_flags)
@@ -739,6 +848,7 @@ build_result build_native(const nvcc_request& request) {
   // key on this host removes once this process has ended.
   // An unfiled build serves this evaluation from its own folder, which out.command names.
   const auto unfiled = [&](const std::string& reason) {
+    out.not_cached = reason;
     out.log += fmt::format("[kjudge: this build was not cached: {}]\n", reason);
     return out;
   };
@@ -749,7 +859,7 @@ build_result build_native(const nvcc_request& request) {
     not_cached = "an included file changed during it";
   if (!not_cached.empty()) return unfiled(not_cached);
   const fs::path final_dir = entry / variant;
-  const nlohmann::json info = {
+  nlohmann::json info = {
       {"command", make_command(nvcc, request, final_dir)},
       {"nvcc", nvcc.string()},
       {"nvcc_version", out.nvcc_version},
@@ -759,8 +869,12 @@ build_result build_native(const nvcc_request& request) {
       {"build_seconds", out.build_time.count()},
       {"key", out.key},
       {"library_bytes", fs::file_size(work / "candidate.so", ec)},
-      {"library_sha256", kj::sha256_file(work / "candidate.so")},
   };
+  try {  // failures are values: a library gone meanwhile is not filed
+    info["library_sha256"] = kj::sha256_file(work / "candidate.so");
+  } catch (const kj::error& e) {
+    return unfiled(e.message());
+  }
   // Paths that are not UTF-8 (a header's name in Latin-1) are kept, replaced where they are not.
   const std::string info_text =
       info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -50,6 +50,9 @@ struct build_result {
   std::string log;
   std::chrono::duration<double> build_time{0};
   std::string nvcc_version;  ///< "13.0.88" (from nvcc --version)
+  /** Why a build that succeeded was not filed in the cache (it serves from its own folder);
+   *  empty when it was filed or came from the cache. The log ends with the same words. */
+  std::string not_cached;
   std::string error;  ///< one line when !ok: "nvcc exited with code 1", "nvcc not found", ...
 };
 
@@ -62,6 +65,12 @@ struct build_result {
  *  are kjudge's own (its cache compares the list its scan makes with the one the build makes;
  *  neither builds a library). */
 [[nodiscard]] std::string refused_flag(std::string_view flag);
+
+/** Why nvcc cannot be given `path` (the candidate, its cache folder, kjudge's include folder),
+ *  or empty: nvcc runs its tools through a shell with every path in double quotes, where `$`,
+ *  a backquote, `"` and `\` are still read (a `$HOME` in a folder's name was expanded, a
+ *  backquoted command ran, and nvcc's dependency list turns `\` into `/`). */
+[[nodiscard]] std::string shell_hazard(const std::filesystem::path& path);
 
 /** Release string of an nvcc binary ("13.0.88"); cached per path for the process. */
 [[nodiscard]] std::string nvcc_version(const std::filesystem::path& nvcc);

@@ -4,6 +4,8 @@
 #include <limits>
 #include <type_traits>
 
+#include <fmt/format.h>
+
 #include <kjudge/core/error.hpp>
 
 namespace kj {
@@ -45,8 +47,8 @@ void get(const nlohmann::json& j, const char* name, T& value) {
 KJ_JSON_FIELDS(flag, code, severity, message)
 KJ_JSON_FIELDS(file_info, path, sha256, kind)
 KJ_JSON_FIELDS(build_info, attempted, ok, cached, build_s, tool, command, cache_key,
-               compiler_version, log)
-KJ_JSON_FIELDS(mismatch_info, index, expected, actual, abs_err)
+               compiler_version, log, not_cached)
+KJ_JSON_FIELDS(mismatch_info, index, expected, actual, abs_err, expected_text, actual_text)
 KJ_JSON_FIELDS(output_check, index, passed, expected_shape, actual_shape, expected_dtype,
                actual_dtype, atol, rtol, numel, nan_count, inf_count, mismatch_count, max_abs_err,
                mean_abs_err, max_rel_err, mean_rel_err, abs_err_count, rel_err_count, worst_index,
@@ -77,6 +79,10 @@ void from_json(const nlohmann::json& j, provenance& v) {
                       torch_cuda_version, python_version, python_executable, base_seed, trial_seeds,
                       held_out_seed, timing_preset)
   if (auto it = j.find("gpu"); it != j.end() && it->is_object()) v.gpu = it->get<gpu_info>();
+}
+
+std::string value_text(double v) {
+  return fmt::format("{}", v);
 }
 
 bool same_flag(const flag& a, const flag& b) noexcept {

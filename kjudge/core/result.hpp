@@ -4,7 +4,9 @@
  *  carries its unit in its name and every figure its method. Printers read this and nothing else.
  */
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,15 +51,38 @@ struct build_info {
   std::string command;
   std::string cache_key;
   std::string compiler_version;
-  std::string log;  ///< complete compiler output on failure (never truncated)
+  std::string log;  ///< the compiler's output: complete on failure; nvcc's warnings on success
+  /** Why a native build that succeeded was not filed in the cache (it served this evaluation
+   *  alone); empty when it was filed, or came from the cache. */
+  std::string not_cached;
 };
+
+/** An output's error as a maximum takes it: JSON has no infinity, so an error that was infinite
+ *  (a relative error over a reference value near 0 that overflowed a double) comes back from the
+ *  worker as null, read as NaN; over elements that were compared (`count` > 0) it was infinite.
+ *  NaN where none were (an output with no finite pair), which a maximum leaves out. */
+[[nodiscard]] inline double compared_error(double v, std::uint64_t count) noexcept {
+  return v != v && count > 0 ? std::numeric_limits<double>::infinity() : v;
+}
+
+/** max(acc, v) leaving out NaN (an error that was not taken). */
+[[nodiscard]] inline double max_error(double acc, double v) noexcept {
+  return v != v ? acc : std::max(acc, v);
+}
 
 struct mismatch_info {
   std::vector<std::int64_t> index;
-  double expected = 0;
+  double expected = 0;  ///< null in JSON when not finite: expected_text says which
   double actual = 0;
   double abs_err = 0;
+  /** The values as text ("0.125", "inf", "-inf", "nan"): JSON numbers hold no infinity. */
+  std::string expected_text;
+  std::string actual_text;
 };
+
+/** A value as mismatch_info's texts give it: the shortest text that reads back as the same
+ *  double ("0.1", "1e+300"), "inf", "-inf" or "nan". */
+[[nodiscard]] std::string value_text(double v);
 
 struct output_check {
   int index = 0;

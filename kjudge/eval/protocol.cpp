@@ -156,12 +156,18 @@ void summarize_correctness(eval_result& r) {
     if (t.kind != "nominal") continue;
     for (const auto& o : t.outputs) {
       if (!o.shape_ok()) continue;
-      c.precision.max_abs_err = std::max(c.precision.max_abs_err, o.max_abs_err);
-      c.precision.max_rel_err = std::max(c.precision.max_rel_err, o.max_rel_err);
+      c.precision.max_abs_err =
+          max_error(c.precision.max_abs_err, compared_error(o.max_abs_err, o.abs_err_count));
+      c.precision.max_rel_err =
+          max_error(c.precision.max_rel_err, compared_error(o.max_rel_err, o.rel_err_count));
       // Each output's means weighted by the elements they were taken over: an output of NaN
       // (no finite pair) weighed its element count at an error of 0.
-      abs_sum += o.mean_abs_err * static_cast<double>(o.abs_err_count);
-      rel_sum += o.mean_rel_err * static_cast<double>(o.rel_err_count);
+      if (o.abs_err_count > 0)
+        abs_sum +=
+            compared_error(o.mean_abs_err, o.abs_err_count) * static_cast<double>(o.abs_err_count);
+      if (o.rel_err_count > 0)
+        rel_sum +=
+            compared_error(o.mean_rel_err, o.rel_err_count) * static_cast<double>(o.rel_err_count);
       abs_count += o.abs_err_count;
       rel_count += o.rel_err_count;
     }

@@ -76,7 +76,8 @@ output_check to_output_check(int index, const check::output_comparison& c) {
   o.rel_err_count = c.rel_err_count;
   o.worst_index = c.worst_index;
   for (const auto& m : c.mismatches)
-    o.mismatches.push_back({m.index, m.expected, m.actual, m.abs_err});
+    o.mismatches.push_back(
+        {m.index, m.expected, m.actual, m.abs_err, value_text(m.expected), value_text(m.actual)});
   o.constant_output = c.constant_output;
   o.actual_hash = c.actual_hash;
   o.reference_varies = c.reference_varies;
@@ -310,8 +311,9 @@ class pipeline {
     b.cache_key = r.key;
     b.compiler_version = r.nvcc_version;
     for (const auto& a : r.command) b.command += (b.command.empty() ? "" : " ") + a;
+    b.log = r.log;  // on success: nvcc's warnings, and why a build was not cached
+    b.not_cached = r.not_cached;
     if (!r.ok) {
-      b.log = r.log;
       m_events.send({{"build", b}});
       // Only nvcc's verdict on the source is a compile error; a missing or killed compiler, the
       // time limit or an unwritable cache is kjudge's side.

@@ -599,8 +599,16 @@ class python_target final : public measure::target {
       f();
     } catch (py::error_already_set& e) {
       const std::string text = error_text(e);
+      // Timing's inputs are not the trials': the nominal sizes, each sample's floating-point
+      // values rescaled (docs/methodology.md, Timing 1). Said, since a forward that passed every
+      // trial and fails here fails on that.
       if (m_side == side::reference && !e.matches(m_candidate_error))
-        KJ_THROW(error_kind::problem, "the reference failed while {} it: {}", what, text);
+        KJ_THROW(error_kind::problem,
+                 "the reference failed while {} it: {} (timing runs it at the nominal sizes, on "
+                 "input sets whose floating-point values are rescaled for every sample: a "
+                 "forward that needs the values get_inputs() drew, floats used as indices say, "
+                 "cannot be timed so; docs/methodology.md, Timing 1)",
+                 what, text);
       KJ_THROW(error_kind::candidate, "the candidate failed while {} it: {}", what, text);
     }
   }

@@ -523,6 +523,12 @@ def _input_list(got, what, flat=True):
             # native candidate (an array used to fail inside the reproducibility check).
             raise ProblemError("%s item %d is a %s: kjudge passes tensors and Python numbers "
                                "(bool, int, float)" % (what, i, type(x).__name__))
+        if isinstance(x, torch.Tensor) and x.layout != torch.strided:
+            # A sparse or nested tensor: torch cannot compare or copy it the way every input is
+            # (the reproducibility check's torch.equal raised, an internal error).
+            raise ProblemError("%s item %d is a tensor of layout %s: kjudge passes dense "
+                               "(strided) tensors; give the dense tensor and call to_sparse() "
+                               "in forward" % (what, i, str(x.layout).replace("torch.", "")))
     return list(got)
 
 
@@ -537,11 +543,13 @@ def _fresh_jitter(seed, scale, jitter):
 def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
     """get_inputs() under a fresh jitter table (_fresh_jitter)."""
     _fresh_jitter(jitter_seed, scale, jitter)
+    before = _class_bindings(_problem)
     try:
         _seed(data_seed)
         got = _problem.get_inputs()
     except BaseException as exc:
         raise ProblemError("get_inputs() failed:\n%s" % _format_exception(exc))
+    _reach.adopt_problem_call(before)
     try:
         return [_plain(_to_device(x)) for x in _input_list(got, "get_inputs()")]
     except ProblemError:
@@ -1279,6 +1287,24 @@ class _Reach:
                     if later:
                         self.churn.add(("param", name))
 
+    def adopt_problem_call(self, before):
+        """After a call of the problem's own functions (get_inputs): the bindings of the problem
+        module that call made or changed (a warnings registry, a global set on first use) are
+        the problem's, the new baseline, not the next candidate call's doing. `before`: the
+        bindings just before the call. Only keys the call itself changed: one that differs from
+        the baseline since earlier stays checked."""
+        if self.entered is None or self.entered[0] is None:
+            return
+        after = _class_bindings(_problem)
+        baseline = dict(self.entered[0])
+        for k in set(before) | set(after):
+            if after.get(k, _ABSENT) is not before.get(k, _ABSENT):
+                if k in after:
+                    baseline[k] = after[k]
+                else:
+                    baseline.pop(k, None)
+        self.entered = (baseline, self.entered[1], self.entered[2])
+
     def _param_baseline(self):
         """name -> the values the reference's parameters must hold: as built, or as its own
         untimed runs left them (adopt_reference_run())."""
@@ -1436,6 +1462,7 @@ def trial_begin(seed, scale):
     _trial.clear()
     _check_limits()
     _next_poison()
+    _trial["seed"], _trial["scale"] = seed, scale
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
     _trial["pristine"] = inputs
@@ -1531,6 +1558,11 @@ def _plain_hosts(hosts, who):
     return hosts
 
 
+class _CandidateOutputError(CandidateError):
+    """The candidate's outputs are of a kind kjudge cannot judge (None, a dict, a tuple holding
+    one, more than _MAX_OUTPUTS items): its error, unless the reference's are too."""
+
+
 def _candidate_outputs(call, who):
     """call() (the candidate's forward, or its graph's replay), synchronised, its outputs copied
     to the host, all under the candidate's state; returns (host copies, ms)."""
@@ -1543,7 +1575,7 @@ def _candidate_outputs(call, who):
 
     def run():
         out, ms = _blamed_on_candidate(timed_call, "%s raised" % who)
-        outs = _normalise(out, who, CandidateError)
+        outs = _normalise(out, who, _CandidateOutputError)
         _trial["cand_devices"] = [t.device.type for t in outs]
         return _hosts(outs, CandidateError, "the candidate's"), ms
 
@@ -1563,8 +1595,16 @@ def _check_output_devices():
 
 
 def trial_run_candidate():
-    _trial["cand_host"], _trial["cand_ms"] = _candidate_outputs(
-        lambda: _cand(*_trial["cand_in"]), "ModelNew.forward")
+    try:
+        _trial["cand_host"], _trial["cand_ms"] = _candidate_outputs(
+            lambda: _cand(*_trial["cand_in"]), "ModelNew.forward")
+    except _CandidateOutputError:
+        # A candidate that returns what the reference returns must not take the blame for an
+        # output kjudge cannot judge: the reference runs on the trial's inputs (drawn again, as
+        # its turn would draw them), and where its own outputs are of such a kind, or it fails,
+        # that is the problem's error (ProblemError from trial_run_reference).
+        trial_run_reference(_trial["seed"], _trial["scale"])
+        raise
 
 
 def trial_native_inputs():

@@ -81,7 +81,7 @@ void check_named_interpreter(const fs::path& python, const std::string& what) {
              "from one), or build kjudge against this one (-DKJ_PYTHON={})",
              what, version, embedded_version(), embedded_version(), python.string());
   if (word_after("kjudge-torch ") != "1")
-    KJ_THROW(error_kind::python,
+    KJ_THROW(error_kind::usage,
              "{} (Python {}) finds no torch on its path ({}); install torch for it, or name "
              "another interpreter",
              what, version, r.ok() ? "importlib finds no 'torch'" : r.describe());

@@ -20,9 +20,9 @@ struct interpreter_choice {
   std::vector<std::string> rejected;  ///< candidates looked at and why they were skipped
 };
 
-/** Throws kj::error(usage) when an explicit choice does not exist, is not a Python or is one of
- *  another version than the embedded one; kj::error(python) when an explicit choice finds no
- *  torch, or nothing usable is found (the message lists what was tried). */
+/** Throws kj::error(usage) when an explicit choice does not exist, is not a Python, is one of
+ *  another version than the embedded one or finds no torch; kj::error(python) when nothing usable
+ *  is found by probing (the message lists what was tried). */
 [[nodiscard]] interpreter_choice choose_interpreter(const std::filesystem::path& explicit_python);
 
 /** "3.11": the Python version this binary embeds. */

@@ -129,6 +129,8 @@ void print_header(const eval_result& r, std::string& out) {
         fmt::format("build      {}{} {} in {:.2f} s\n", r.build.tool,
                     r.build.compiler_version.empty() ? "" : " " + r.build.compiler_version,
                     r.build.ok ? (r.build.cached ? "cached," : "ok,") : "FAILED,", r.build.build_s);
+  if (r.build.ok && !r.build.not_cached.empty())
+    out += fmt::format("           not cached: {}\n", r.build.not_cached);
 }
 
 /** Whether a dtype name (as results carry it) is a floating-point type. */
@@ -166,9 +168,9 @@ void print_trials(const eval_result& r, std::string& out) {
     for (const auto& o : t.outputs) {
       if (!values_compared(o)) continue;
       compared = true;
-      max_abs = std::max(max_abs, o.max_abs_err);
-      mean_abs = std::max(mean_abs, o.mean_abs_err);
-      max_rel = std::max(max_rel, o.max_rel_err);
+      max_abs = max_error(max_abs, compared_error(o.max_abs_err, o.abs_err_count));
+      mean_abs = max_error(mean_abs, compared_error(o.mean_abs_err, o.abs_err_count));
+      max_rel = max_error(max_rel, compared_error(o.max_rel_err, o.rel_err_count));
     }
     const std::string label = t.kind == "nominal"    ? fmt::format("{}", t.index + 1)
                               : t.kind == "held_out" ? std::string("held-out")
@@ -189,13 +191,16 @@ void print_trials(const eval_result& r, std::string& out) {
       out += fmt::format("             output {}: {}\n", o.index, o.message);
       // Integers print as integers while a double holds them exactly (below 2^53).
       const bool integral = !is_float_name(o.expected_dtype);
-      const auto value = [&](double v) {
+      // A value JSON could not carry (an infinity, NaN) reads back as NaN: its text says which.
+      const auto value = [&](double v, const std::string& text) {
+        if (std::isnan(v) && !text.empty()) return text;
         return integral && std::abs(v) < 0x1p53 ? fmt::format("{:.0f}", v)
                                                 : fmt::format("{:.6g}", v);
       };
       for (const auto& m : o.mismatches)
         out += fmt::format("               at {} expected {} got {} (abs err {:.3g})\n",
-                           shape_str(m.index), value(m.expected), value(m.actual), m.abs_err);
+                           shape_str(m.index), value(m.expected, m.expected_text),
+                           value(m.actual, m.actual_text), m.abs_err);
     }
   }
   const bool any_compared = std::any_of(r.trials.begin(), r.trials.end(), [](const auto& t) {

@@ -1448,5 +1448,183 @@ class ModelNew(nn.Module):
   EXPECT_LT(r.result["wall_s"].get<double>(), 30.0);
 }
 
+TEST(JudgementCpu, WhatTheProblemsOwnGetInputsChangesIsNotTheCandidates) {
+  // A warning in get_inputs() makes the problem module's __warningregistry__, a global set on
+  // first use changes a binding: both were read as the candidate's change to the reference's
+  // side (runtime_error), so no candidate could pass such a problem.
+  const auto c = write_case("c.py", R"(import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * 2
+)");
+  for (const char* body : {"    warnings.warn('a harmless warning from the problem')\n",
+                           "    global _SCALE\n    if _SCALE is None:\n        _SCALE = 3.0\n"}) {
+    const auto p = write_case("p.py", std::string(R"(import warnings
+import torch
+import torch.nn as nn
+_SCALE = None
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+)") + body + R"(    return [torch.randn(8, 16)]
+def get_init_inputs():
+    return []
+)");
+    const auto r = run_eval(p, c, quick);
+    EXPECT_EQ(r.exit_code, 0) << body << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << body << r.result.dump(1);
+  }
+  // The candidate's own change to a problem global is still its error.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+_SCALE = None
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8, 16)]
+def get_init_inputs():
+    return []
+)");
+  const auto meddler = write_case("meddler.py", R"(import sys
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        for m in list(sys.modules.values()):
+            if getattr(m, "_SCALE", 0) is None:
+                m._SCALE = 5.0
+        return x * 2
+)");
+  const auto r = run_eval(p, meddler, quick);
+  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("the problem's _SCALE"), std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, AnOutputKjudgeCannotJudgeIsTheProblemsWhenTheReferenceReturnsIt) {
+  // The candidate runs first: a faithful copy of a reference whose output holds a None (as
+  // nn.MultiheadAttention's does with need_weights=False) took the blame (runtime_error), where
+  // another candidate had the problem_error.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2, None
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)");
+  const auto copy = write_case("copy.py", R"(import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * 2, None
+)");
+  const auto r = run_eval(p, copy, quick);
+  EXPECT_EQ(r.exit_code, 6) << r.output;
+  EXPECT_EQ(r.result["status"], "problem_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("Model.forward returned a tuple whose "
+                                                        "item 1 is a NoneType"),
+            std::string::npos)
+      << r.result["message"];
+  // Against a reference whose output is fine, the same output stays the candidate's error.
+  const auto fine = write_case("fine.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)");
+  const auto own = run_eval(fine, copy, quick);
+  EXPECT_EQ(own.exit_code, 4) << own.output;
+  EXPECT_NE(own.result["message"].get<std::string>().find("ModelNew.forward returned a tuple"),
+            std::string::npos)
+      << own.result["message"];
+}
+
+TEST(JudgementCpu, ASparseInputIsTheProblemsError) {
+  // torch.equal has no sparse kernel: the reproducibility check raised, an internal error.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sparse.mm(x, torch.ones(16, 4))
+def get_inputs():
+    return [torch.randn(8, 16).relu().to_sparse()]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.sparse.mm(x, torch.ones(16, 4))
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 6) << r.output;
+  EXPECT_NE(r.result["message"].get<std::string>().find("layout sparse_coo"), std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, AnInfiniteRelativeErrorIsNotReportedAsZero) {
+  // A reference value near 0 (a float64 denormal): the relative error overflows a double, came
+  // back from the worker as null, and the maxima read it as 0.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x.double() * 0 + 5e-324
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.double() * 0 + 1e-5
+)");
+  const auto r = run_eval(p, c, quick);
+  ASSERT_EQ(r.exit_code, 0) << r.output;  // within atol
+  EXPECT_TRUE(r.result["correctness"]["precision"]["max_rel_err"].is_null())
+      << r.result["correctness"]["precision"].dump();
+  EXPECT_NE(r.output.find("max rel inf"), std::string::npos) << r.output;
+}
+
+TEST(JudgementCpu, AnInfiniteValueIsShownAsOneNotAsNan) {
+  // JSON has no infinity: a mismatch's values came back from the worker as null, and the report
+  // said "expected nan got nan" for -inf against inf.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        y[0] = float('-inf')
+        return y
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        y[0] = float('inf')
+        return y
+)");
+  const auto r = run_eval(p, c, quick);
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("at [0] expected -inf got inf"), std::string::npos) << r.output;
+  const auto& m = r.result["trials"][0]["outputs"][0]["mismatches"][0];
+  EXPECT_TRUE(m["expected"].is_null()) << m.dump();
+  EXPECT_EQ(m["expected_text"], "-inf") << m.dump();
+  EXPECT_EQ(m["actual_text"], "inf") << m.dump();
+}
+
 }  // namespace
 }  // namespace kj::test

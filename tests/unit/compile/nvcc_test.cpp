@@ -557,6 +557,23 @@ TEST_F(nvcc_test, build_environment_is_in_the_key) {
   }
   EXPECT_NE(appended, base);
   EXPECT_EQ(build_native(request(source)).key, base);
+  // nvcc.profile extends these from the environment: ptxas's flags, the includes.
+  for (const char* name : {"PTXAS_FLAGS", "INCLUDES", "CUDAFE_FLAGS", "LIBRARIES"}) {
+    scoped_env set(name, "-DKJ_FROM_ENV=2");
+    EXPECT_NE(build_native(request(source)).key, base) << name;
+  }
+  // A file named in the environment's flags is hashed as one named by --nvcc-flag is.
+  const auto options = write("env_flags.txt", "-DKJ_TILE=1\n");
+  std::string one, two;
+  {
+    const std::string value = "--options-file " + options.string();
+    scoped_env flags("NVCC_APPEND_FLAGS", value.c_str());
+    one = build_native(request(source)).key;
+    write("env_flags.txt", "-DKJ_TILE=2\n");
+    two = build_native(request(source)).key;
+  }
+  EXPECT_NE(one, base);
+  EXPECT_NE(two, one);
 }
 
 TEST_F(nvcc_test, a_warning_from_nvcc_does_not_turn_the_cache_off) {
@@ -619,12 +636,58 @@ TEST_F(nvcc_test, a_source_that_quotes_a_tool_failure_is_still_a_compile_error) 
         std::string("#line 1 \"elsewhere.h\"\n"
                     "static_assert(sizeof(int) == 3, \"No space left on device\");\n"),
         std::string("#line 1 \"nvcc error   : 'cicc' died due to signal 9 (Kill signal)\"\n"
-                    "static_assert(sizeof(int) == 3, \"x\");\n")}) {
+                    "static_assert(sizeof(int) == 3, \"x\");\n"),
+        // The linker's words about a symbol the source named (no source position in its
+        // line: "x.o:(.text+0x33): undefined reference to `No space left on device'") read as
+        // the tool's failure (an internal error).
+        std::string("extern \"C\" int kj_g() __asm__(\"\\\"No space left on device\\\"\");\n"
+                    "extern \"C\" int kj_test_answer() { return kj_g(); }\n")}) {
     const auto source = write("quoting.cu", "#include <kjudge/candidate.h>\n" + body);
     const build_result r = build_native(request(source));
     EXPECT_FALSE(r.ok) << body;
     EXPECT_EQ(r.failure, kj::compile::build_failure::rejected) << body << r.error << "\n" << r.log;
   }
+}
+
+TEST_F(nvcc_test, paths_a_shell_would_change_are_refused_before_nvcc_runs) {
+  // nvcc runs its tools through a shell with the paths in double quotes: a `$HOME` in a folder's
+  // name was expanded (a compile error blamed on the candidate), a backquoted command ran.
+  for (const std::string folder : {"src$HOME", "bt`touch PWNED`", "quo\"te", "back\\slash"}) {
+    const auto source = write(folder + "/ok.cu", k_valid_source);
+    const build_result r = build_native(request(source));
+    EXPECT_FALSE(r.ok) << folder;
+    EXPECT_EQ(r.failure, kj::compile::build_failure::tool) << folder;
+    EXPECT_NE(r.error.find("in its path"), std::string::npos) << folder << ": " << r.error;
+    EXPECT_FALSE(fs::exists(m_dir / folder / "PWNED")) << folder;
+    EXPECT_FALSE(fs::exists("PWNED")) << folder;
+  }
+  auto r = request(write("ok.cu", k_valid_source));
+  r.cache_dir = m_dir / "cache$USER";
+  const build_result cache = build_native(r);
+  EXPECT_FALSE(cache.ok);
+  EXPECT_NE(cache.error.find("cache$USER has a '$' in its path"), std::string::npos) << cache.error;
+  EXPECT_TRUE(kj::compile::shell_hazard(m_dir / "plain folder, with comma" / "ok.cu").empty());
+}
+
+TEST_F(nvcc_test, the_time_limit_counts_for_the_whole_build) {
+  // A compiler that hangs on every run: the scan and the build (and a canary) had the whole
+  // limit each, so a build asked to end in 1.5 s ran for three times that.
+  const auto fake = write("bin/nvcc",
+                          "#!/bin/sh\n"
+                          "case \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, "
+                          "V13.0.88'; exit 0;; esac\n"
+                          "exec sleep 30\n",
+                          true);
+  auto r = request(write("ok.cu", k_valid_source));
+  r.nvcc = fake;
+  r.timeout = std::chrono::milliseconds(1500);
+  const auto start = std::chrono::steady_clock::now();
+  const build_result b = build_native(r);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.failure, kj::compile::build_failure::tool) << b.error;
+  EXPECT_LT(took.count(), 2.5) << b.error;
+  EXPECT_LT(b.build_time.count(), 2.5) << b.error;
 }
 
 TEST_F(nvcc_test, every_library_carries_the_launch_probe) {
