@@ -251,10 +251,14 @@ struct context {
 /** The host compilers nvcc would find on PATH where NVCC_CCBIN does not name one, resolved:
  *  another g++ first on PATH makes another library. */
 [[nodiscard]] std::string host_compilers(const context& ctx) {
-  if (ctx.value("NVCC_CCBIN").value_or("") != "") return "<NVCC_CCBIN>";
+  // NVCC_CCBIN's own value is in the key; a bare name there is found on PATH too.
+  const std::string ccbin = ctx.value("NVCC_CCBIN").value_or("");
+  if (ccbin.find('/') != std::string::npos) return "<NVCC_CCBIN>";
+  std::vector<std::string> names = {"gcc", "g++"};
+  if (!ccbin.empty()) names = {ccbin};
   std::string out;
   const std::string path = ctx.value("PATH").value_or("");
-  for (const char* name : {"gcc", "g++"}) {
+  for (const std::string& name : names) {
     std::string found = "<none>";
     for (std::size_t start = 0; start <= path.size();) {
       std::size_t colon = path.find(':', start);
@@ -528,19 +532,22 @@ struct dependency {
   // The linker's lines about an object (`x.o:(.text+0x71): undefined reference to ...`) carry
   // no source position but name the candidate's sections and symbols, which it chooses.
   static const std::regex object_location(R"(:\([^)]*\+0x[0-9a-fA-F]+\))");
+  // The assembler's diagnostics (`/tmp/x.s:12: Error: ...`) echo what the source's asm says.
+  static const std::regex assembler(R"(\.s:\d+: (Error|Warning): )");
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
     if (about_source(line)) continue;
     line = without_quoted(line);  // names the candidate chose (symbols, files) are quoted
     if (line.empty() || line[0] == ' ' || line[0] == '\t' ||
-        std::regex_search(line, object_location) || line.find("#error") != std::string::npos ||
-        line.find("#warning") != std::string::npos ||
+        std::regex_search(line, object_location) || std::regex_search(line, assembler) ||
+        line.find("#error") != std::string::npos || line.find("#warning") != std::string::npos ||
         (std::regex_search(line, diagnostic) &&
          line.find("fatal error: error writing to") == std::string::npos))  // the host compiler's
       continue;
     if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
       return true;
-    if (line.find("fatal error: Killed signal terminated program") != std::string::npos)
+    if (line.find("fatal error: Killed signal terminated program") != std::string::npos ||
+        line.find("terminated with signal") != std::string::npos)  // collect2: ld ... [Killed]
       return true;
     if (line.find("No space left on device") != std::string::npos) return true;
   }
@@ -870,10 +877,10 @@ build_result build_native(const nvcc_request& request) {
       {"key", out.key},
       {"library_bytes", fs::file_size(work / "candidate.so", ec)},
   };
-  try {  // failures are values: a library gone meanwhile is not filed
+  try {  // failures are values: a library gone meanwhile is the tool's (the disk's) failure
     info["library_sha256"] = kj::sha256_file(work / "candidate.so");
   } catch (const kj::error& e) {
-    return unfiled(e.message());
+    return fail(build_failure::tool, "the library nvcc wrote cannot be read: " + e.message());
   }
   // Paths that are not UTF-8 (a header's name in Latin-1) are kept, replaced where they are not.
   const std::string info_text =

@@ -82,7 +82,7 @@ void from_json(const nlohmann::json& j, provenance& v) {
 }
 
 std::string value_text(double v) {
-  return fmt::format("{}", v);
+  return v != v ? std::string("nan") : fmt::format("{}", v);  // fmt writes a signed NaN "-nan"
 }
 
 bool same_flag(const flag& a, const flag& b) noexcept {

@@ -462,9 +462,10 @@ class pipeline {
     return passed;
   }
 
-  /** After a Python candidate raised on a trial before the reference ran: the reference on the
-   *  same inputs (drawn again). Its error where it fails too (the problem's: it cannot run its
-   *  own trial), else empty. */
+  /** After a Python candidate raised on a trial before the reference ran (or returned outputs
+   *  kjudge cannot judge): the reference on the same inputs (drawn again). Its error where it
+   *  fails too, or returns such outputs itself (the problem's: it cannot run its own trial),
+   *  else empty. */
   std::string reference_fails_too(const std::string& kind, int index, std::uint64_t seed,
                                   std::int64_t scale) {
     m_events.phase(fmt::format("trial {} {} reference", kind, index));
@@ -481,7 +482,8 @@ class pipeline {
           "CUDNN_STATUS",   "misaligned address"};
       const std::string& m = e.message();
       if (e.kind() != error_kind::problem ||
-          !m.starts_with("the reference Model failed on trial inputs"))
+          !(m.starts_with("the reference Model failed on trial inputs") ||
+            m.starts_with("Model.forward returned")))
         return {};
       for (const auto marker : left_by_candidate)
         if (m.find(marker) != std::string::npos) return {};

@@ -523,12 +523,13 @@ def _input_list(got, what, flat=True):
             # native candidate (an array used to fail inside the reproducibility check).
             raise ProblemError("%s item %d is a %s: kjudge passes tensors and Python numbers "
                                "(bool, int, float)" % (what, i, type(x).__name__))
-        if isinstance(x, torch.Tensor) and x.layout != torch.strided:
+        if isinstance(x, torch.Tensor) and (x.layout != torch.strided or x.is_nested):
             # A sparse or nested tensor: torch cannot compare or copy it the way every input is
             # (the reproducibility check's torch.equal raised, an internal error).
-            raise ProblemError("%s item %d is a tensor of layout %s: kjudge passes dense "
-                               "(strided) tensors; give the dense tensor and call to_sparse() "
-                               "in forward" % (what, i, str(x.layout).replace("torch.", "")))
+            raise ProblemError("%s item %d is a %s tensor: kjudge passes dense (strided) "
+                               "tensors; give the dense tensor and make the other in forward"
+                               % (what, i, "nested" if x.is_nested
+                                  else "layout " + str(x.layout).replace("torch.", "")))
     return list(got)
 
 
@@ -1462,7 +1463,6 @@ def trial_begin(seed, scale):
     _trial.clear()
     _check_limits()
     _next_poison()
-    _trial["seed"], _trial["scale"] = seed, scale
     inputs = _make_inputs(seed, seed, scale)
     info = _input_info(inputs)
     _trial["pristine"] = inputs
@@ -1558,11 +1558,6 @@ def _plain_hosts(hosts, who):
     return hosts
 
 
-class _CandidateOutputError(CandidateError):
-    """The candidate's outputs are of a kind kjudge cannot judge (None, a dict, a tuple holding
-    one, more than _MAX_OUTPUTS items): its error, unless the reference's are too."""
-
-
 def _candidate_outputs(call, who):
     """call() (the candidate's forward, or its graph's replay), synchronised, its outputs copied
     to the host, all under the candidate's state; returns (host copies, ms)."""
@@ -1575,7 +1570,7 @@ def _candidate_outputs(call, who):
 
     def run():
         out, ms = _blamed_on_candidate(timed_call, "%s raised" % who)
-        outs = _normalise(out, who, _CandidateOutputError)
+        outs = _normalise(out, who, CandidateError)
         _trial["cand_devices"] = [t.device.type for t in outs]
         return _hosts(outs, CandidateError, "the candidate's"), ms
 
@@ -1595,16 +1590,8 @@ def _check_output_devices():
 
 
 def trial_run_candidate():
-    try:
-        _trial["cand_host"], _trial["cand_ms"] = _candidate_outputs(
-            lambda: _cand(*_trial["cand_in"]), "ModelNew.forward")
-    except _CandidateOutputError:
-        # A candidate that returns what the reference returns must not take the blame for an
-        # output kjudge cannot judge: the reference runs on the trial's inputs (drawn again, as
-        # its turn would draw them), and where its own outputs are of such a kind, or it fails,
-        # that is the problem's error (ProblemError from trial_run_reference).
-        trial_run_reference(_trial["seed"], _trial["scale"])
-        raise
+    _trial["cand_host"], _trial["cand_ms"] = _candidate_outputs(
+        lambda: _cand(*_trial["cand_in"]), "ModelNew.forward")
 
 
 def trial_native_inputs():

@@ -48,7 +48,11 @@ bool has_torch(const fs::path& python, std::string& why) {
  *  embedded ended as "the embedded interpreter cannot import torch" deep in the worker. */
 void check_named_interpreter(const fs::path& python, const std::string& what) {
   runner::spawn_options o;
-  o.argv = {python.string(), "-c",
+  // Absolute: the program the worker will take (a bare name is the file in this folder), not
+  // one PATH finds.
+  std::error_code ec;
+  const fs::path program = fs::absolute(python, ec);
+  o.argv = {(ec ? python : program).string(), "-c",
             // The markers are joined at run time: a program that echoes its arguments (ls does, in
             // its complaint) does not print them.
             "import sys; print('kjudge' + '-probe %d.%d' % sys.version_info[:2]); "
@@ -65,6 +69,11 @@ void check_named_interpreter(const fs::path& python, const std::string& what) {
     in >> word;
     return word;
   };
+  if (r.how == runner::exit_kind::timed_out)
+    KJ_THROW(error_kind::usage,
+             "{}: started with -c to read its version, it did not end within {} s (a Python whose "
+             "start imports much, or a program that waits for input?)",
+             what, std::chrono::duration_cast<std::chrono::seconds>(o.timeout).count());
   const std::string version = word_after("kjudge-probe ");
   const bool looks_like_version = version.size() >= 3 && version.find('.') != std::string::npos &&
                                   version.find_first_not_of("0123456789.") == std::string::npos;

@@ -1568,6 +1568,21 @@ class ModelNew(nn.Module):
   EXPECT_EQ(r.exit_code, 6) << r.output;
   EXPECT_NE(r.result["message"].get<std::string>().find("layout sparse_coo"), std::string::npos)
       << r.result["message"];
+  // A nested tensor's layout reads strided.
+  const auto nested = write_case("nested.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x.to_padded_tensor(0.0)
+def get_inputs():
+    return [torch.nested.nested_tensor([torch.randn(3), torch.randn(5)])]
+def get_init_inputs():
+    return []
+)");
+  const auto n = run_eval(nested, c, quick);
+  EXPECT_EQ(n.exit_code, 6) << n.output;
+  EXPECT_NE(n.result["message"].get<std::string>().find("is a nested tensor"), std::string::npos)
+      << n.result["message"];
 }
 
 TEST(JudgementCpu, AnInfiniteRelativeErrorIsNotReportedAsZero) {

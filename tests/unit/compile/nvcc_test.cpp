@@ -641,7 +641,10 @@ TEST_F(nvcc_test, a_source_that_quotes_a_tool_failure_is_still_a_compile_error) 
         // line: "x.o:(.text+0x33): undefined reference to `No space left on device'") read as
         // the tool's failure (an internal error).
         std::string("extern \"C\" int kj_g() __asm__(\"\\\"No space left on device\\\"\");\n"
-                    "extern \"C\" int kj_test_answer() { return kj_g(); }\n")}) {
+                    "extern \"C\" int kj_test_answer() { return kj_g(); }\n"),
+        // The assembler's words on the source's own asm ("x.s:47: Error: ...").
+        std::string("#ifndef __CUDA_ARCH__\nasm(\".error \\\"No space left on device\\\"\");\n"
+                    "#endif\n")}) {
     const auto source = write("quoting.cu", "#include <kjudge/candidate.h>\n" + body);
     const build_result r = build_native(request(source));
     EXPECT_FALSE(r.ok) << body;
