@@ -223,13 +223,14 @@ struct context {
   return flags;
 }
 
-/** Arguments of the extra flags (the request's and the environment's) that name existing files
- *  (an --options-file, an object, an archive or a linker script given by path,
- *  `-Xlinker=script.ld`...): their bytes change what nvcc makes, and nvcc -M does not list them.
- *  Libraries found by `-l` are not. */
-[[nodiscard]] std::vector<fs::path> flag_files(const nvcc_request& request, const context& ctx) {
+/** Arguments of the extra flags (all_extra_flags(): the request's and the environment's) that
+ *  name existing files (an --options-file, an object, an archive or a linker script given by
+ *  path, `-Xlinker=script.ld`...): their bytes change what nvcc makes, and nvcc -M does not list
+ *  them. Libraries found by `-l` are not. */
+[[nodiscard]] std::vector<fs::path> flag_files(const std::vector<std::string>& flags,
+                                               const context& ctx) {
   std::vector<fs::path> out;
-  for (const auto& flag : all_extra_flags(request, ctx)) {
+  for (const auto& flag : flags) {
     std::vector<std::string> candidates{flag};
     if (const auto eq = flag.find('='); eq != std::string::npos)
       candidates.push_back(flag.substr(eq + 1));
@@ -259,21 +260,10 @@ struct context {
   std::string out;
   const std::string path = ctx.value("PATH").value_or("");
   for (const std::string& name : names) {
-    std::string found = "<none>";
-    for (std::size_t start = 0; start <= path.size();) {
-      std::size_t colon = path.find(':', start);
-      if (colon == std::string::npos) colon = path.size();
-      const fs::path dir = path.substr(start, colon - start);
-      start = colon + 1;
-      const fs::path candidate = ctx.resolve(dir.empty() ? fs::path(".") : dir) / name;
-      if (runner::is_executable_file(candidate)) {
-        std::error_code ec;
-        const fs::path real = fs::canonical(candidate, ec);
-        found = ec ? candidate.string() : real.string();
-        break;
-      }
-    }
-    out += found + ";";
+    const fs::path found = runner::find_on_path(name, path);
+    std::error_code ec;
+    const fs::path real = found.empty() ? found : fs::canonical(found, ec);
+    out += (found.empty() ? std::string("<none>") : ec ? found.string() : real.string()) + ";";
   }
   return out;
 }
@@ -292,7 +282,8 @@ struct context {
   for (const auto& flag : base_flags(request.arch)) hash_field(hash, flag);
   hash_field(hash, "extra");
   for (const auto& flag : request.extra_flags) hash_field(hash, flag);
-  for (const auto& file : flag_files(request, ctx)) {
+  const std::vector<std::string> flags = all_extra_flags(request, ctx);
+  for (const auto& file : flag_files(flags, ctx)) {
     hash_field(hash, file.string());
     try {
       hash_field(hash, kj::sha256_file(file));
@@ -307,7 +298,7 @@ struct context {
   hash_field(hash, ec ? ctx.nvcc.string() : nvcc_real.string());
   for (const char* name : k_build_env) hash_field(hash, ctx.value(name).value_or("<unset>"));
   hash_field(hash, host_compilers(ctx));
-  if (!all_extra_flags(request, ctx).empty()) hash_field(hash, ctx.cwd.string());
+  if (!flags.empty()) hash_field(hash, ctx.cwd.string());
   return hash.hex();
 }
 

@@ -544,7 +544,7 @@ def _fresh_jitter(seed, scale, jitter):
 def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
     """get_inputs() under a fresh jitter table (_fresh_jitter)."""
     _fresh_jitter(jitter_seed, scale, jitter)
-    before = _class_bindings(_problem)
+    before = _class_bindings(_problem) if _reach.entered is not None else None
     try:
         _seed(data_seed)
         got = _problem.get_inputs()
@@ -1294,7 +1294,7 @@ class _Reach:
         the problem's, the new baseline, not the next candidate call's doing. `before`: the
         bindings just before the call. Only keys the call itself changed: one that differs from
         the baseline since earlier stays checked."""
-        if self.entered is None or self.entered[0] is None:
+        if before is None or self.entered is None or self.entered[0] is None:
             return
         after = _class_bindings(_problem)
         baseline = dict(self.entered[0])

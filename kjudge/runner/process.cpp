@@ -884,4 +884,8 @@ std::filesystem::path find_on_path(const std::string& name) {
   return resolve_program(name, path);
 }
 
+std::filesystem::path find_on_path(const std::string& name, std::string_view search_path) {
+  return resolve_program(name, search_path);
+}
+
 }  // namespace kj::runner

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,10 @@ void exit_on_interrupt(const std::string& program);
 /** The first executable `name` in the folders of $PATH, as exec would find it; empty when none
  *  (or PATH is unset). */
 [[nodiscard]] std::filesystem::path find_on_path(const std::string& name);
+/** The same with `search_path` for PATH (another process's environment); an empty one searches
+ *  /usr/local/bin:/usr/bin:/bin, as exec does. */
+[[nodiscard]] std::filesystem::path find_on_path(const std::string& name,
+                                                 std::string_view search_path);
 
 /** The path of the running executable (/proc/self/exe). */
 [[nodiscard]] std::filesystem::path self_executable();
