@@ -517,6 +517,17 @@ __device__ __forceinline__ unsigned int cluster_rank() {
   return r;
 }
 
+/** The cluster's index in the grid (blockIdx.x / cluster_blocks(), without the division). */
+__device__ __forceinline__ int cluster_index() {
+#if QV_HAS_CLUSTERS
+  unsigned int c;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(c));
+  return static_cast<int>(c);
+#else
+  return static_cast<int>(blockIdx.x);
+#endif
+}
+
 __device__ __forceinline__ unsigned int cluster_blocks() {
   unsigned int n = 1;
 #if QV_HAS_CLUSTERS
@@ -547,10 +558,10 @@ __device__ __forceinline__ void cluster_wait() {
 // completes, the running maximum is the cluster's: one shared load, no block barrier before the
 // push and no reduction after the wait. The running maximum's 0 must be visible to the peers'
 // red.async before them: thread 0 stores it, then a release fence restricted to shared::cta and
-// the relaxed cluster arrival at the kernel's entry publish it with the mbarrier (the peers push
-// only past their cluster_wait()). A release arrival (barrier.cluster.arrive.release) would do
-// the same with a GPU-scope memory barrier before the loads: 0.27-0.28 us longer to the block's
-// maximum (bench/quantvla_phases, fourteenth session).
+// the relaxed cluster arrival once the block's loads are issued publish it with the mbarrier (the
+// peers push only past their cluster_wait()). A release arrival (barrier.cluster.arrive.release)
+// would do the same with a GPU-scope memory barrier before the loads: 0.27-0.28 us longer to the
+// block's maximum (bench/quantvla_phases, fourteenth session).
 
 /** Thread 0: the block's running maximum (0) and an mbarrier of `arrivals` arrivals, one of them
  *  made here, expecting `bytes` of maxima reduced into it from the other blocks. */
@@ -782,6 +793,10 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // among randn put outputs 2.6 times the tolerance off), W's maximum over finite values (an
 // infinite weight had zeroed the rest of its slice) and one exact scale back a row: 6.08-6.21
 // us against 6.05-6.11 us without them, on one machine (the no-scale work 0.40 -> 0.49 us).
+// Then (thirty-sixth session): the first pass's loads straight-line where the tile is in range,
+// the cluster's index from %clusterid (no division), and the exchange's set-up after the loads:
+// the block maximum 1.09 -> 0.89 us (median block, traced), kjudge's default figure 6.27-6.34
+// us against 6.46-6.50 us for the kernel before (three evaluations each, one machine).
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
@@ -802,6 +817,36 @@ __device__ __forceinline__ void load_strip_rows(float (&xr)[kStripMT][2][4], con
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       load_row4<VEC>(xr[i][h], a.x, row0 + 16 * i + 8 * h + g, a.m, k0, a.k);
+}
+
+/** The first pass's x rows and W rows where all of them are in range (the block's tile within
+ *  x, its strip within W, this thread's four columns within k; VEC): straight-line loads at a
+ *  stride of 8 rows, with none of load_row4()'s per-row tests, so that all are issued a few
+ *  instructions into the kernel. */
+template <int NT>
+__device__ __forceinline__ void load_strip_whole(float (&xr)[kStripMT][2][4], float (&wr)[NT][4],
+                                                 const qv_args& a, int row0, int n0, int g,
+                                                 int k0) {
+  const long long stride = 8LL * a.k;  // 8 rows
+  const float* px = a.x + static_cast<long long>(row0 + g) * a.k + k0;
+  const float* pw = a.w + static_cast<long long>(n0 + g) * a.k + k0;
+  float4 v[2 * kStripMT + NT];
+#pragma unroll
+  for (int r = 0; r < 2 * kStripMT; ++r)
+    v[r] = __ldg(reinterpret_cast<const float4*>(px + r * stride));
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+    v[2 * kStripMT + j] = __ldg(reinterpret_cast<const float4*>(pw + j * stride));
+#pragma unroll
+  for (int r = 0; r < 2 * kStripMT; ++r) {
+    float* d = xr[r / 2][r % 2];  // row 16 i + 8 h + g: r = 2 i + h
+    d[0] = v[r].x, d[1] = v[r].y, d[2] = v[r].z, d[3] = v[r].w;
+  }
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const float4 f = v[2 * kStripMT + j];
+    wr[j][0] = f.x, wr[j][1] = f.y, wr[j][2] = f.z, wr[j][3] = f.w;
+  }
 }
 
 static_assert(kStripBM == 32, "one row of the tile a lane");
@@ -945,23 +990,30 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const unsigned int rank = cluster_rank(), blocks = cluster_blocks();
-  const int n0 = static_cast<int>(blockIdx.x / blocks) * kBN;
-  const int pass_rows = static_cast<int>(blocks) * kStripBM;
-  const int passes = (a.m + pass_rows - 1) / pass_rows;
+  const int n0 = cluster_index() * kBN;
+  const int pass_rows = static_cast<int>(blocks) * kStripBM;  // a pass: the cluster's tiles
   const int k0 = warp * 16 + t * 4;  // this thread's four physical columns of K
   QV_STAMP(0);
-  // One arrival made at the set-up and one a warp of this block; 4 bytes a warp of the others.
-  if (tid == 0) max_init(&s_push_bar, &s_max, kStripWarps + 1, 4u * kStripWarps * (blocks - 1u));
-  cluster_arrive_relaxed();  // the set-up precedes any push (cluster_wait() below; max_init())
-
   // Everything of the first pass that does not depend on the scale, issued at once: x rows
   // 16i + 8h + g of the tile, W rows n0 + 8j + g, the rows' logits, the stored columns' bias.
+  // Where the whole tile is in range (the nominal shape), straight-line loads with no per-row
+  // tests: 0.12 us less to the block maximum than load_row4()'s tested loads, whose branches
+  // put about 250 instructions before the last load (bench/quantvla_phases, thirty-sixth session).
   int row0 = static_cast<int>(rank) * kStripBM;
   float xr[kStripMT][2][4], wr[NT][4];
-  load_strip_rows<VEC>(xr, a, row0, g, k0);
+  if (VEC && row0 + kStripBM <= a.m && n0 + kBN <= a.n && k0 < a.k) {
+    load_strip_whole<NT>(xr, wr, a, row0, n0, g, k0);
+  } else {
+    load_strip_rows<VEC>(xr, a, row0, g, k0);
 #pragma unroll
-  for (int j = 0; j < NT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
+    for (int j = 0; j < NT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
+  }
   float logit = load_lane_logit(a, row0, lane);
+  // The exchange's set-up once the loads are out (before them, its fence held warp 0's loads
+  // back: 0.08 us more to the block maximum). One arrival made at the set-up and one a warp of
+  // this block; 4 bytes a warp of the others.
+  if (tid == 0) max_init(&s_push_bar, &s_max, kStripWarps + 1, 4u * kStripWarps * (blocks - 1u));
+  cluster_arrive_relaxed();  // the set-up precedes any push (cluster_wait() below; max_init())
   // Thread tid < kTileQuads sums and stores the tile's outputs 4 tid .. 4 tid + 3: row
   // tid / kRowQuads, columns 4 (tid % kRowQuads) ..
   constexpr int kRowQuads = kBN / 4, kTileQuads = kStripBM * kRowQuads;
@@ -980,10 +1032,10 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   // output itself aligned (the ABI promises no alignment of outputs).
   const bool quads = (a.n & 3) == 0 && (reinterpret_cast<uintptr_t>(a.out) & 15u) == 0;
   float local = strip_abs_max(xr);
-  for (int p = 1; p < passes; ++p) {  // later passes' rows: read now for the maximum only
+  // Later passes' rows: read now for the maximum only (none past the last row).
+  for (int r = row0 + pass_rows; r < a.m; r += pass_rows) {
     float more[kStripMT][2][4];
-    load_strip_rows<VEC>(more, a,
-                         (p * static_cast<int>(blocks) + static_cast<int>(rank)) * kStripBM, g, k0);
+    load_strip_rows<VEC>(more, a, r, g, k0);
     local = fmaxf(local, strip_abs_max(more));
   }
 
@@ -1040,7 +1092,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   const float rcp = __frcp_rn(scale);
   QV_STAMP(3);
 
-  for (int p = 0;;) {
+  for (;;) {
     float mixed[kStripMT][2][4];
 #pragma unroll
     for (int i = 0; i < kStripMT; ++i)
@@ -1098,10 +1150,9 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
         }
       }
     }
-    if (++p >= passes) break;
     // The next pass's rows (read before, for the maximum: from L2 now); none for a block whose
     // tile starts past the last row (the same for all its threads).
-    row0 = (p * static_cast<int>(blocks) + static_cast<int>(rank)) * kStripBM;
+    row0 += pass_rows;
     if (row0 >= a.m) break;
     load_strip_rows<VEC>(xr, a, row0, g, k0);
     logit = load_lane_logit(a, row0, lane);
