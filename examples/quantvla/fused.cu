@@ -796,7 +796,11 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // Then (thirty-sixth session): the first pass's loads straight-line where the tile is in range,
 // the cluster's index from %clusterid (no division), and the exchange's set-up after the loads:
 // the block maximum 1.09 -> 0.89 us (median block, traced), kjudge's default figure 6.27-6.34
-// us against 6.46-6.50 us for the kernel before (three evaluations each, one machine).
+// us against 6.46-6.50 us for the kernel before (three evaluations each, one machine). Not kept
+// (no change in kjudge's figure, 6.14-6.37 against 6.21-6.30 us): the warp maxima by one redux
+// and the push's cluster addresses formed before the wait; with them, the blend as
+// fma(alpha s 2^kx, q, ((1 - alpha) 2^kx) x) (36 fewer instructions a thread, no longer
+// PyTorch's roundings bit for bit).
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
