@@ -249,21 +249,62 @@ struct context {
   return out;
 }
 
-/** The host compilers nvcc would find on PATH where NVCC_CCBIN does not name one, resolved:
- *  another g++ first on PATH makes another library. */
-[[nodiscard]] std::string host_compilers(const context& ctx) {
-  // NVCC_CCBIN's own value is in the key; a bare name there is found on PATH too.
-  const std::string ccbin = ctx.value("NVCC_CCBIN").value_or("");
-  if (ccbin.find('/') != std::string::npos) return "<NVCC_CCBIN>";
-  std::vector<std::string> names = {"gcc", "g++"};
-  if (!ccbin.empty()) names = {ccbin};
+/** PATH as a process running in `cwd` searches it: relative folders (an empty entry is the
+ *  current one) made absolute there, since nvcc runs in the request's folder, not kjudge's. */
+[[nodiscard]] std::string search_path_in(std::string_view search_path, const fs::path& cwd) {
+  if (search_path.empty()) return {};  // exec's default folders, all absolute
   std::string out;
-  const std::string path = ctx.value("PATH").value_or("");
-  for (const std::string& name : names) {
-    const fs::path found = runner::find_on_path(name, path);
-    std::error_code ec;
-    const fs::path real = found.empty() ? found : fs::canonical(found, ec);
-    out += (found.empty() ? std::string("<none>") : ec ? found.string() : real.string()) + ";";
+  for (std::size_t begin = 0; begin <= search_path.size();) {
+    std::size_t end = search_path.find(':', begin);
+    if (end == std::string_view::npos) end = search_path.size();
+    std::string dir(search_path.substr(begin, end - begin));
+    if (dir.empty() || dir.front() != '/') dir = (cwd / (dir.empty() ? "." : dir)).string();
+    out += (out.empty() ? "" : ":") + dir;
+    begin = end + 1;
+  }
+  return out;
+}
+
+/** The host compiler the flags name (-ccbin, --compiler-bindir; alone with the value after, or
+ *  joined by '='), the last one as nvcc takes it; empty where none does. */
+[[nodiscard]] std::string ccbin_in_flags(const std::vector<std::string>& flags) {
+  std::string out;
+  for (std::size_t i = 0; i < flags.size(); ++i)
+    for (const std::string_view name : {"-ccbin", "--compiler-bindir"}) {
+      const std::string_view flag = flags[i];
+      if (flag == name && i + 1 < flags.size())
+        out = flags[i + 1];
+      else if (flag.size() > name.size() && flag.starts_with(name) && flag[name.size()] == '=')
+        out = std::string(flag.substr(name.size() + 1));
+    }
+  return out;
+}
+
+/** The host compilers nvcc would run, resolved (another g++ makes another library): the one
+ *  -ccbin in the flags or else NVCC_CCBIN names (a file, a folder holding gcc and g++, or a bare
+ *  name found on PATH), or gcc and g++ found on PATH; each by its real path, "<none>" where none
+ *  is found. PATH and relative names are taken as nvcc sees them, in the request's folder. */
+[[nodiscard]] std::string host_compilers(const context& ctx,
+                                         const std::vector<std::string>& flags) {
+  std::string ccbin = ccbin_in_flags(flags);
+  if (ccbin.empty()) ccbin = ctx.value("NVCC_CCBIN").value_or("");
+  const std::string path = search_path_in(ctx.value("PATH").value_or(""), ctx.cwd);
+  std::vector<fs::path> found;
+  std::error_code ec;
+  if (ccbin.empty()) {
+    for (const char* name : {"gcc", "g++"}) found.push_back(runner::find_on_path(name, path));
+  } else if (ccbin.find('/') == std::string::npos) {
+    found.push_back(runner::find_on_path(ccbin, path));
+  } else if (const fs::path named = ctx.resolve(ccbin); fs::is_directory(named, ec)) {
+    for (const char* name : {"gcc", "g++"})
+      found.push_back(runner::is_executable_file(named / name) ? named / name : fs::path());
+  } else {
+    found.push_back(named);
+  }
+  std::string out = ccbin + ":";
+  for (const fs::path& f : found) {
+    const fs::path real = f.empty() ? f : fs::canonical(f, ec);
+    out += (f.empty() ? std::string("<none>") : ec ? f.string() : real.string()) + ";";
   }
   return out;
 }
@@ -297,7 +338,7 @@ struct context {
   const fs::path nvcc_real = fs::weakly_canonical(ctx.nvcc, ec);
   hash_field(hash, ec ? ctx.nvcc.string() : nvcc_real.string());
   for (const char* name : k_build_env) hash_field(hash, ctx.value(name).value_or("<unset>"));
-  hash_field(hash, host_compilers(ctx));
+  hash_field(hash, host_compilers(ctx, flags));
   if (!flags.empty()) hash_field(hash, ctx.cwd.string());
   return hash.hex();
 }
@@ -622,6 +663,20 @@ void remove_dead_builds(const fs::path& entry, const std::string& owner) {
   }
 }
 
+/** remove_dead_builds() in every key's entry under `root`, and the entries it leaves empty: an
+ *  unfiled build stays in its key's entry until its process has ended, and a key may never be
+ *  built again (an agent's candidates differ from one call to the next). A build of another
+ *  process that just made its key's entry and lost it here makes it again (build_native()). */
+void remove_dead_builds_under(const fs::path& root, const std::string& owner) {
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->is_directory(e2) || it->path().filename().string().starts_with(".")) continue;
+    remove_dead_builds(it->path(), owner);
+    fs::remove(it->path(), e2);  // only if empty
+  }
+}
+
 [[nodiscard]] std::chrono::duration<double> since(steady::time_point start) {
   return steady::now() - start;
 }
@@ -793,15 +848,35 @@ build_result build_native(const nvcc_request& request) {
 
   // The whole build happens in a folder of its own, named by this host, PID namespace and
   // process, renamed into place once complete; what builds of processes of the same host and
-  // namespace that have ended left (killed, or not filed) goes first.
+  // namespace that have ended left (killed, or not filed), under any key, goes first.
   const std::string owner = build_folder_owner();
-  remove_dead_builds(entry, owner);
-  const fs::path work = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
+  remove_dead_builds_under(cache_dir, owner);
+  fs::path build_entry = entry;  // where the build's folder is: the key's entry, if writable
+  fs::path work = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
   fs::create_directories(work, ec);
   if (ec) fs::create_directories(work, ec);  // a failed build of this key removed `entry`
+  // A cache that cannot take the build (read-only, another user's) still serves its hits; a miss
+  // builds in a folder of this host's temporary directory, unfiled, removed as the cache's
+  // unfiled builds are.
+  std::string unwritable;
   if (ec) {
-    out.error = fmt::format("cannot create build directory {}: {}", work.string(), ec.message());
-    return out;
+    unwritable = fmt::format("the cache cannot take it ({}: {})", entry.string(), ec.message());
+    std::error_code tmp_ec;
+    const fs::path unfiled_root =
+        fs::temp_directory_path(tmp_ec) / fmt::format("kjudge-unfiled-builds-{}", ::getuid());
+    remove_dead_builds_under(unfiled_root, owner);
+    build_entry = unfiled_root / out.key;
+    const fs::path fallback =
+        build_entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
+    std::error_code fallback_ec = tmp_ec;
+    if (!fallback_ec) fs::create_directories(fallback, fallback_ec);
+    if (fallback_ec) {
+      out.error = fmt::format("cannot create build directory {}: {}; nor {}: {}", work.string(),
+                              ec.message(), fallback.string(), fallback_ec.message());
+      return out;
+    }
+    work = fallback;
+    ec.clear();
   }
   auto fail = [&](build_failure kind, std::string message) {
     out.ok = false;  // a failure after the library was made (filing it) serves nothing
@@ -809,7 +884,7 @@ build_result build_native(const nvcc_request& request) {
     out.failure = kind;
     out.error = std::move(message);
     fs::remove_all(work, ec);
-    fs::remove(entry, ec);  // only if empty: no other build of this key
+    fs::remove(build_entry, ec);  // only if empty: no other build of this key
     return out;
   };
   out.command = make_command(nvcc, request, work);
@@ -851,7 +926,9 @@ build_result build_native(const nvcc_request& request) {
     return out;
   };
   std::string not_cached;
-  if (variant.empty())
+  if (!unwritable.empty())
+    not_cached = unwritable;  // nowhere to file it
+  else if (variant.empty())
     not_cached = "its includes could not be listed (" + scan_error + ")";
   else if (built_from_scanned(work / k_build_depfile, deps, ctx, not_cached) && !unchanged(deps))
     not_cached = "an included file changed during it";

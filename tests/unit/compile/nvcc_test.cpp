@@ -545,6 +545,99 @@ TEST_F(nvcc_test, dependency_and_preprocessing_flags_are_refused) {
   EXPECT_NE(r.error.find("-MMD"), std::string::npos) << r.error;
 }
 
+TEST_F(nvcc_test, a_cache_that_cannot_take_a_build_still_builds_unfiled) {
+  require_nvcc();
+  const auto source = write("unwritable.cu", k_valid_source);
+  // Root writes through permission bits, so the cache folder sits under a regular file: no
+  // user can create it. (Not as root, a read-only folder is tried as well.)
+  write("not_a_folder", "");
+  std::vector<fs::path> caches = {m_dir / "not_a_folder" / "cache"};
+  if (::geteuid() != 0) {
+    fs::create_directories(m_dir / "read_only");
+    fs::permissions(m_dir / "read_only", fs::perms::owner_read | fs::perms::owner_exec);
+    caches.push_back(m_dir / "read_only");
+  }
+  for (const fs::path& cache : caches) {
+    auto r = request(source);
+    r.cache_dir = cache;
+    const build_result built = build_native(r);
+    ASSERT_TRUE(built.ok) << cache << ": " << built.error << "\n" << built.log;
+    EXPECT_FALSE(built.cached);
+    EXPECT_NE(built.not_cached.find("the cache cannot take it"), std::string::npos)
+        << built.not_cached;
+    const fs::path unfiled_root =
+        fs::temp_directory_path() / ("kjudge-unfiled-builds-" + std::to_string(::getuid()));
+    EXPECT_EQ(built.library.parent_path().parent_path(), unfiled_root / built.key);
+    void* handle = ::dlopen(built.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << ::dlerror();
+    EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))(), 42);
+    ::dlclose(handle);
+    fs::remove_all(built.library.parent_path());
+    std::error_code ec;
+    fs::remove(unfiled_root / built.key, ec);
+  }
+  if (::geteuid() != 0) fs::permissions(m_dir / "read_only", fs::perms::owner_all);  // TearDown
+}
+
+TEST_F(nvcc_test, builds_left_behind_under_other_keys_are_removed_once_their_process_ended) {
+  require_nvcc();
+  const std::string owner = kj::compile::build_folder_owner();
+  const auto ended = [] {
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ::waitpid(child, nullptr, 0);
+    return child;
+  }();
+  // An unfiled build of a key never built again, and one of another host beside it.
+  const fs::path lone_key = m_dir / "cache" / std::string(64, 'a');
+  const fs::path dead = lone_key / (".build." + owner + ".tmp." + std::to_string(ended) + ".1.2");
+  const fs::path shared_key = m_dir / "cache" / std::string(64, 'b');
+  const fs::path dead_too =
+      shared_key / (".build." + owner + ".tmp." + std::to_string(ended) + ".3.4");
+  const fs::path foreign = shared_key / (".build.otherhost.tmp." + std::to_string(ended) + ".1.2");
+  for (const auto& d : {dead, dead_too, foreign}) fs::create_directories(d / "x");
+
+  const build_result built = build_native(request(write("other_key.cu", k_valid_source)));
+  ASSERT_TRUE(built.ok) << built.error;
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(lone_key));  // left empty: removed with it
+  EXPECT_FALSE(fs::exists(dead_too));
+  EXPECT_TRUE(fs::exists(foreign));
+}
+
+TEST_F(nvcc_test, the_host_compiler_is_in_the_key_as_nvcc_finds_it) {
+  require_nvcc();
+  const auto source = write("ccbin.cu", "#error stop\n");
+  // Two compilers of one name in two folders; nvcc would run the first on PATH.
+  write("one/kjcc", "#!/bin/sh\nexit 1\n", true);
+  write("two/kjcc", "#!/bin/sh\nexit 2\n", true);
+  const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  const auto key = [&](const std::string& search, std::vector<std::string> flags,
+                       const char* ccbin_env = nullptr) {
+    scoped_env set("PATH", search.c_str());
+    scoped_env cc("NVCC_CCBIN", ccbin_env);
+    auto r = request(source);
+    r.extra_flags = std::move(flags);
+    r.working_dir = m_dir;
+    return build_native(r).key;
+  };
+  const std::string in_one = (m_dir / "one").string() + ":" + path;
+  const std::string in_two = (m_dir / "two").string() + ":" + path;
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"-ccbin", "kjcc"}, {"-ccbin=kjcc"}, {"--compiler-bindir=kjcc"}}) {
+    const std::string one = key(in_one, flags);
+    ASSERT_EQ(one.size(), 64U);
+    EXPECT_NE(key(in_two, flags), one) << flags[0];
+    // A relative folder on PATH is the working folder's, where nvcc runs, not kjudge's.
+    EXPECT_EQ(key("one:" + path, flags), one) << flags[0];
+  }
+  // NVCC_CCBIN's bare name is found the same way; a folder names its gcc and g++.
+  EXPECT_NE(key(in_one, {}, "kjcc"), key(in_two, {}, "kjcc"));
+  const std::string folder_key = key(path, {"-ccbin", (m_dir / "gcc_folder").string()});
+  write("gcc_folder/g++", "#!/bin/sh\nexit 3\n", true);
+  EXPECT_NE(key(path, {"-ccbin", (m_dir / "gcc_folder").string()}), folder_key);
+}
+
 TEST_F(nvcc_test, build_environment_is_in_the_key) {
   require_nvcc();
   const auto source = write("a.cu", "#error stop\n");
