@@ -824,7 +824,7 @@ __device__ __forceinline__ void load_strip_rows(float (&xr)[kStripMT][2][4], con
 }
 
 /** The first pass's x rows and W rows where all of them are in range (the block's tile within
- *  x, its strip within W, this thread's four columns within k; VEC): straight-line loads at a
+ *  x, its strip within W, its warp's 16 columns within k; VEC): straight-line loads at a
  *  stride of 8 rows, with none of load_row4()'s per-row tests, so that all are issued a few
  *  instructions into the kernel. */
 template <int NT>
@@ -1005,7 +1005,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   // put about 250 instructions before the last load (bench/quantvla_phases, thirty-sixth session).
   int row0 = static_cast<int>(rank) * kStripBM;
   float xr[kStripMT][2][4], wr[NT][4];
-  if (VEC && row0 + kStripBM <= a.m && n0 + kBN <= a.n && k0 < a.k) {
+  if (VEC && row0 + kStripBM <= a.m && n0 + kBN <= a.n && warp * 16 + 16 <= a.k) {  // warp-wide
     load_strip_whole<NT>(xr, wr, a, row0, n0, g, k0);
   } else {
     load_strip_rows<VEC>(xr, a, row0, g, k0);

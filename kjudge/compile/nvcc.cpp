@@ -16,6 +16,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -266,8 +267,13 @@ struct context {
 }
 
 /** The host compiler the flags name (-ccbin, --compiler-bindir; alone with the value after, or
- *  joined by '='), the last one as nvcc takes it; empty where none does. */
-[[nodiscard]] std::string ccbin_in_flags(const std::vector<std::string>& flags) {
+ *  joined by '='), the last one in the order nvcc reads them (NVCC_PREPEND_FLAGS, the command
+ *  line's, NVCC_APPEND_FLAGS); empty where none does. One an --options-file names is not seen. */
+[[nodiscard]] std::string ccbin_in_flags(const nvcc_request& request, const context& ctx) {
+  std::vector<std::string> flags = words_of(ctx.value("NVCC_PREPEND_FLAGS").value_or(""));
+  flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
+  for (auto& w : words_of(ctx.value("NVCC_APPEND_FLAGS").value_or("")))
+    flags.push_back(std::move(w));
   std::string out;
   for (std::size_t i = 0; i < flags.size(); ++i)
     for (const std::string_view name : {"-ccbin", "--compiler-bindir"}) {
@@ -284,9 +290,8 @@ struct context {
  *  -ccbin in the flags or else NVCC_CCBIN names (a file, a folder holding gcc and g++, or a bare
  *  name found on PATH), or gcc and g++ found on PATH; each by its real path, "<none>" where none
  *  is found. PATH and relative names are taken as nvcc sees them, in the request's folder. */
-[[nodiscard]] std::string host_compilers(const context& ctx,
-                                         const std::vector<std::string>& flags) {
-  std::string ccbin = ccbin_in_flags(flags);
+[[nodiscard]] std::string host_compilers(const nvcc_request& request, const context& ctx) {
+  std::string ccbin = ccbin_in_flags(request, ctx);
   if (ccbin.empty()) ccbin = ctx.value("NVCC_CCBIN").value_or("");
   const std::string path = search_path_in(ctx.value("PATH").value_or(""), ctx.cwd);
   std::vector<fs::path> found;
@@ -338,7 +343,7 @@ struct context {
   const fs::path nvcc_real = fs::weakly_canonical(ctx.nvcc, ec);
   hash_field(hash, ec ? ctx.nvcc.string() : nvcc_real.string());
   for (const char* name : k_build_env) hash_field(hash, ctx.value(name).value_or("<unset>"));
-  hash_field(hash, host_compilers(ctx, flags));
+  hash_field(hash, host_compilers(request, ctx));
   if (!flags.empty()) hash_field(hash, ctx.cwd.string());
   return hash.hex();
 }
@@ -649,8 +654,9 @@ namespace {
  *  were killed, and unfiled ones whose evaluation is over. A folder of a live process, or of
  *  another host or PID namespace (a cache on a shared disk, or shared between containers), is
  *  left alone. */
-void remove_dead_builds(const fs::path& entry, const std::string& owner) {
-  const std::string prefix = fmt::format(".build.{}.tmp.", owner);
+void remove_dead_builds(const fs::path& entry, const std::string& owner,
+                        std::string_view name_start = ".build.") {
+  const std::string prefix = fmt::format("{}{}.tmp.", name_start, owner);
   std::error_code ec;
   for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -661,6 +667,33 @@ void remove_dead_builds(const fs::path& entry, const std::string& owner) {
     std::error_code e2;
     fs::remove_all(it->path(), e2);
   }
+}
+
+/** The start of the names of this user's builds in the temporary directory (unfiled_build()). */
+[[nodiscard]] std::string unfiled_name_start() {
+  return fmt::format("kjudge-unfiled-build.{}.", ::getuid());
+}
+
+/** A build folder of this process in the system's temporary directory, for a cache that cannot
+ *  take the build: made by mkdtemp (this user's alone, mode 0700, a name no other process had),
+ *  so that no other user can put a library where this evaluation will load one. Dead ones of
+ *  this user, host and PID namespace are removed first. Empty, with `why` set, if none can be
+ *  made. */
+[[nodiscard]] fs::path unfiled_build(const std::string& owner, std::string& why) {
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) {
+    why = ec.message();
+    return {};
+  }
+  remove_dead_builds(tmp, owner, unfiled_name_start());
+  std::string name =
+      (tmp / fmt::format("{}{}.tmp.{}.XXXXXX", unfiled_name_start(), owner, ::getpid())).string();
+  if (::mkdtemp(name.data()) == nullptr) {
+    why = fmt::format("{}: {}", name, std::strerror(errno));
+    return {};
+  }
+  return name;
 }
 
 /** remove_dead_builds() in every key's entry under `root`, and the entries it leaves empty: an
@@ -851,31 +884,29 @@ build_result build_native(const nvcc_request& request) {
   // namespace that have ended left (killed, or not filed), under any key, goes first.
   const std::string owner = build_folder_owner();
   remove_dead_builds_under(cache_dir, owner);
-  fs::path build_entry = entry;  // where the build's folder is: the key's entry, if writable
+  fs::path build_entry = entry;  // the key's entry, where the build's folder is; none outside it
   fs::path work = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
-  fs::create_directories(work, ec);
-  if (ec) fs::create_directories(work, ec);  // a failed build of this key removed `entry`
+  // Another process's sweep may remove the key's entry between its creation and the folder's.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    fs::create_directories(work, ec);
+    if (ec != std::errc::no_such_file_or_directory) break;
+  }
   // A cache that cannot take the build (read-only, another user's) still serves its hits; a miss
-  // builds in a folder of this host's temporary directory, unfiled, removed as the cache's
-  // unfiled builds are.
+  // builds unfiled, in a folder of the system's temporary directory.
   std::string unwritable;
   if (ec) {
     unwritable = fmt::format("the cache cannot take it ({}: {})", entry.string(), ec.message());
-    std::error_code tmp_ec;
-    const fs::path unfiled_root =
-        fs::temp_directory_path(tmp_ec) / fmt::format("kjudge-unfiled-builds-{}", ::getuid());
-    remove_dead_builds_under(unfiled_root, owner);
-    build_entry = unfiled_root / out.key;
-    const fs::path fallback =
-        build_entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
-    std::error_code fallback_ec = tmp_ec;
-    if (!fallback_ec) fs::create_directories(fallback, fallback_ec);
-    if (fallback_ec) {
-      out.error = fmt::format("cannot create build directory {}: {}; nor {}: {}", work.string(),
-                              ec.message(), fallback.string(), fallback_ec.message());
+    std::string fallback_why;
+    const fs::path fallback = unfiled_build(owner, fallback_why);
+    if (fallback.empty()) {
+      out.error = fmt::format(
+          "cannot create build directory {}: {}; nor one in the temporary "
+          "directory: {}",
+          work.string(), ec.message(), fallback_why);
       return out;
     }
     work = fallback;
+    build_entry.clear();
     ec.clear();
   }
   auto fail = [&](build_failure kind, std::string message) {
@@ -884,7 +915,7 @@ build_result build_native(const nvcc_request& request) {
     out.failure = kind;
     out.error = std::move(message);
     fs::remove_all(work, ec);
-    fs::remove(build_entry, ec);  // only if empty: no other build of this key
+    if (!build_entry.empty()) fs::remove(build_entry, ec);  // only if empty: no other build
     return out;
   };
   out.command = make_command(nvcc, request, work);

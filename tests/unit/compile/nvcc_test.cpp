@@ -565,16 +565,18 @@ TEST_F(nvcc_test, a_cache_that_cannot_take_a_build_still_builds_unfiled) {
     EXPECT_FALSE(built.cached);
     EXPECT_NE(built.not_cached.find("the cache cannot take it"), std::string::npos)
         << built.not_cached;
-    const fs::path unfiled_root =
-        fs::temp_directory_path() / ("kjudge-unfiled-builds-" + std::to_string(::getuid()));
-    EXPECT_EQ(built.library.parent_path().parent_path(), unfiled_root / built.key);
+    // A folder of the temporary directory that only this user can enter, made for this build.
+    const fs::path folder = built.library.parent_path();
+    EXPECT_EQ(folder.parent_path(), fs::temp_directory_path());
+    EXPECT_TRUE(folder.filename().string().starts_with("kjudge-unfiled-build." +
+                                                       std::to_string(::getuid()) + "."))
+        << folder;
+    EXPECT_EQ(fs::status(folder).permissions() & fs::perms::all, fs::perms::owner_all);
     void* handle = ::dlopen(built.library.c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle, nullptr) << ::dlerror();
     EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))(), 42);
     ::dlclose(handle);
-    fs::remove_all(built.library.parent_path());
-    std::error_code ec;
-    fs::remove(unfiled_root / built.key, ec);
+    fs::remove_all(folder);
   }
   if (::geteuid() != 0) fs::permissions(m_dir / "read_only", fs::perms::owner_all);  // TearDown
 }
@@ -613,9 +615,11 @@ TEST_F(nvcc_test, the_host_compiler_is_in_the_key_as_nvcc_finds_it) {
   write("two/kjcc", "#!/bin/sh\nexit 2\n", true);
   const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
   const auto key = [&](const std::string& search, std::vector<std::string> flags,
-                       const char* ccbin_env = nullptr) {
+                       const char* ccbin_env = nullptr, const char* prepended = nullptr) {
     scoped_env set("PATH", search.c_str());
     scoped_env cc("NVCC_CCBIN", ccbin_env);
+    scoped_env before("NVCC_PREPEND_FLAGS", prepended);
+    scoped_env after("NVCC_APPEND_FLAGS", nullptr);
     auto r = request(source);
     r.extra_flags = std::move(flags);
     r.working_dir = m_dir;
@@ -633,9 +637,16 @@ TEST_F(nvcc_test, the_host_compiler_is_in_the_key_as_nvcc_finds_it) {
   }
   // NVCC_CCBIN's bare name is found the same way; a folder names its gcc and g++.
   EXPECT_NE(key(in_one, {}, "kjcc"), key(in_two, {}, "kjcc"));
-  const std::string folder_key = key(path, {"-ccbin", (m_dir / "gcc_folder").string()});
   write("gcc_folder/g++", "#!/bin/sh\nexit 3\n", true);
-  EXPECT_NE(key(path, {"-ccbin", (m_dir / "gcc_folder").string()}), folder_key);
+  const std::vector<std::string> folder = {"-ccbin", (m_dir / "gcc_folder").string()};
+  const std::string folder_key = key(path, folder);
+  write("gcc_folder/gcc", "#!/bin/sh\nexit 4\n", true);
+  EXPECT_NE(key(path, folder), folder_key);
+  // nvcc reads NVCC_PREPEND_FLAGS before the command line: the command line's -ccbin is the one
+  // it runs (found on PATH here), not the prepended one (the same in both).
+  const std::string prepended = "-ccbin " + (m_dir / "two" / "kjcc").string();
+  EXPECT_NE(key(in_one, {"-ccbin", "kjcc"}, nullptr, prepended.c_str()),
+            key(in_two, {"-ccbin", "kjcc"}, nullptr, prepended.c_str()));
 }
 
 TEST_F(nvcc_test, build_environment_is_in_the_key) {
