@@ -59,7 +59,7 @@ CLI::Validator finite_in(double min, double max, bool open_min) {
           return fmt::format("{} is not a number in {}", text, range);
         return {};
       },
-      "NUMBER in " + range, "finite_in");
+      "", "finite_in");  // no description: CLI11 would print it after the type, "FLOAT:..."
 }
 
 /** The options `eval` and `profile` share. */
@@ -118,7 +118,7 @@ CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max) {
         text = std::to_string(v);  // "010" is ten: CLI11 would read a leading 0 as octal
         return {};
       },
-      "INT in " + range, "decimal_in");
+      "", "decimal_in");  // no description, as finite_in()
 }
 
 int write_json_last(const std::string& path, const std::string& document, const char* command,
@@ -408,7 +408,7 @@ int run_eval(const eval_args& a) {
   ro.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
   ro.echo_output = a.verbose;
   ro.use_pool = use_pool(a);
-  ro.max_pools = max_pools();
+  if (ro.use_pool) ro.max_pools = max_pools();  // a limit on pools: read where one may start
   // --processes: the job again in a fresh worker each time, until one is not correct; the
   // timing pooled (eval/combine.hpp). The pool, where used, makes each later one quick.
   std::vector<eval_result> runs;

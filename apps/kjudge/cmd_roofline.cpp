@@ -24,10 +24,10 @@ CLI::App* add_roofline_command(CLI::App& app, roofline_args& a) {
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
   cmd->add_flag("--refresh", a.refresh);
   cmd->add_option("--json", a.json_path)->check(not_empty_path());
-  cmd->add_option("--from", a.from_path);
+  cmd->add_option("--from", a.from_path)->check(not_empty_path("a kjudge.roofline/1 file"));
   cmd->add_option("--device", a.device)->transform(decimal_in(0, 1023));
   cmd->add_option("--repetitions", a.repetitions)->transform(decimal_in(5, 100));
-  cmd->add_option("--cache-dir", a.cache_dir);
+  cmd->add_option("--cache-dir", a.cache_dir)->check(not_empty_path("a folder"));
   return cmd;
 }
 

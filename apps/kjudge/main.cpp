@@ -22,6 +22,10 @@ bool wants_help(int argc, char** argv, std::string& command) {
   bool help = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--nvcc-flag") {  // its value is nvcc's, "-h" included
+      ++i;
+      continue;
+    }
     if (a == "-h" || a == "--help")
       help = true;
     else if (command.empty() && !a.starts_with("-"))

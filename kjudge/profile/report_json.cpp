@@ -289,7 +289,8 @@ nlohmann::json to_json(const profile_report& r) {
             {"clock_control", text_or_null(r.counters.clock_control)},
             {"cache_control", text_or_null(r.counters.cache_control)},
             {"unavailable_reason", r.counters.unavailable_reason},
-            {"wall_s", r.counters.wall_s},
+            // null where no Nsight Compute run happened (no ncu, no counters asked for)
+            {"wall_s", r.counters.wall_s > 0 ? json(r.counters.wall_s) : json(nullptr)},
             {"missing_metrics", r.counters.missing_metrics}}},
           {"sides",
            {{"reference", side_json(r.reference)}, {"candidate", side_json(r.candidate_side)}}},
@@ -310,7 +311,8 @@ profile_report report_from_json(const nlohmann::json& j) {
     counters.clock_control = field_or(c, "clock_control", std::string{});
     counters.cache_control = field_or(c, "cache_control", std::string{});
     counters.unavailable_reason = c.value("unavailable_reason", std::string{});
-    counters.wall_s = c.value("wall_s", 0.0);
+    counters.wall_s = c.contains("wall_s") && c["wall_s"].is_number() ? c["wall_s"].get<double>()
+                                                                      : 0.0;  // null: no run
     // Absent in profiles written before the field existed: nothing was known to be missing.
     counters.missing_metrics = c.value("missing_metrics", std::vector<std::string>{});
     const json& sides = j.at("sides");

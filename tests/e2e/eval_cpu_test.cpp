@@ -1003,6 +1003,17 @@ TEST(EvalCpu, HelpComesFromTheDocs) {
   EXPECT_EQ(eval.exit_code, 0);
   EXPECT_NE(eval.output.find("Exit codes:"), std::string::npos);
   EXPECT_NE(eval.output.find("--precise"), std::string::npos);
+  // "-h" as --nvcc-flag's value is nvcc's, not a request for help: the command runs (here it
+  // stops at a missing problem file).
+  const auto passed_on =
+      run_raw({"eval", "no/such/problem.py", "examples/softmax/naive.py", "--nvcc-flag", "-h"});
+  EXPECT_EQ(passed_on.exit_code, 2) << passed_on.output;
+  EXPECT_EQ(passed_on.output.find("Exit codes:"), std::string::npos) << passed_on.output;
+  // An option given no value says which kind of value it takes, once.
+  const auto no_value = run_raw({"eval", "a.py", "b.py", "--trials="});
+  EXPECT_EQ(no_value.exit_code, 2);
+  EXPECT_NE(no_value.output.find("--trials: 1 required INT missing"), std::string::npos)
+      << no_value.output;
 }
 
 TEST(EvalCpu, AFailedImportSaysWhatItPrintedHowLongItTookAndWhoseFaultTheCacheIs) {

@@ -307,6 +307,10 @@ TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
   const auto zero = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
   ::setenv("KJUDGE_POOL_MAX", "4x", 1);
   const auto junk = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  // A limit on pools: without the pool it is not read.
+  std::vector<std::string> no_pool = cpu_pool;
+  no_pool.back() = "--no-pool";  // in place of --pool
+  const auto unread = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", no_pool);
   ::setenv("KJUDGE_POOL_MAX", "64", 1);
   ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
   ::close(fd);
@@ -328,6 +332,7 @@ TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
   EXPECT_NE(zero.output.find("KJUDGE_POOL_MAX=0"), std::string::npos) << zero.output;
   EXPECT_EQ(junk.exit_code, 2) << junk.output;
   EXPECT_NE(junk.output.find("KJUDGE_POOL_MAX=4x"), std::string::npos) << junk.output;
+  EXPECT_EQ(unread.exit_code, 0) << unread.output;
 }
 
 }  // namespace

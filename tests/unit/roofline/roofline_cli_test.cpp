@@ -83,6 +83,12 @@ TEST(RooflineCli, WithoutAGpuOrAFileSaysWhyAndExitsOne) {
 TEST(RooflineCli, UnreadableFileAndBadOptionsFail) {
   EXPECT_EQ(run_kjudge({"roofline", "--from", "/nonexistent/roofline.json"}).exit_code, 7);
   EXPECT_EQ(run_kjudge({"roofline", "--repetitions", "2"}).exit_code, 2);
+  // An empty path is a usage error, not "no file given" (which would measure the GPU).
+  for (const char* option : {"--from", "--cache-dir"}) {
+    const auto empty = run_kjudge({"roofline", option, ""});
+    EXPECT_EQ(empty.exit_code, 2) << option << ": " << empty.output;
+    EXPECT_NE(empty.output.find("an empty path"), std::string::npos) << empty.output;
+  }
   const auto help = run_kjudge({"roofline", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("--refresh"), std::string::npos) << help.output;
