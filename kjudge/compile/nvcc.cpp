@@ -47,8 +47,6 @@ constexpr std::array<const char*, 11> k_build_env = {
     "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "CPATH",
     "CPLUS_INCLUDE_PATH", "C_INCLUDE_PATH",    "INCLUDES",   "SYSTEM_INCLUDES",
     "LIBRARIES",          "CUDAFE_FLAGS",      "PTXAS_FLAGS"};
-/** The flags nvcc takes from the environment, before and after the command line's. */
-constexpr std::array<const char*, 2> k_env_flags = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"};
 
 [[nodiscard]] std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -215,16 +213,18 @@ struct context {
   return out;
 }
 
-/** Every extra flag a build gets: the request's, then those of the environment's NVCC_*_FLAGS. */
+/** Every extra flag a build gets, in the order nvcc reads them: NVCC_PREPEND_FLAGS', the
+ *  request's, NVCC_APPEND_FLAGS'. */
 [[nodiscard]] std::vector<std::string> all_extra_flags(const nvcc_request& request,
                                                        const context& ctx) {
-  std::vector<std::string> flags = request.extra_flags;
-  for (const char* name : k_env_flags)
-    for (auto& w : words_of(ctx.value(name).value_or(""))) flags.push_back(std::move(w));
+  std::vector<std::string> flags = words_of(ctx.value("NVCC_PREPEND_FLAGS").value_or(""));
+  flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
+  for (auto& w : words_of(ctx.value("NVCC_APPEND_FLAGS").value_or("")))
+    flags.push_back(std::move(w));
   return flags;
 }
 
-/** Arguments of the extra flags (all_extra_flags(): the request's and the environment's) that
+/** Arguments of the extra flags (all_extra_flags(): the environment's and the request's) that
  *  name existing files (an --options-file, an object, an archive or a linker script given by
  *  path, `-Xlinker=script.ld`...): their bytes change what nvcc makes, and nvcc -M does not list
  *  them. Libraries found by `-l` are not. */
@@ -250,30 +250,10 @@ struct context {
   return out;
 }
 
-/** PATH as a process running in `cwd` searches it: relative folders (an empty entry is the
- *  current one) made absolute there, since nvcc runs in the request's folder, not kjudge's. */
-[[nodiscard]] std::string search_path_in(std::string_view search_path, const fs::path& cwd) {
-  if (search_path.empty()) return {};  // exec's default folders, all absolute
-  std::string out;
-  for (std::size_t begin = 0; begin <= search_path.size();) {
-    std::size_t end = search_path.find(':', begin);
-    if (end == std::string_view::npos) end = search_path.size();
-    std::string dir(search_path.substr(begin, end - begin));
-    if (dir.empty() || dir.front() != '/') dir = (cwd / (dir.empty() ? "." : dir)).string();
-    out += (out.empty() ? "" : ":") + dir;
-    begin = end + 1;
-  }
-  return out;
-}
-
-/** The host compiler the flags name (-ccbin, --compiler-bindir; alone with the value after, or
- *  joined by '='), the last one in the order nvcc reads them (NVCC_PREPEND_FLAGS, the command
- *  line's, NVCC_APPEND_FLAGS); empty where none does. One an --options-file names is not seen. */
-[[nodiscard]] std::string ccbin_in_flags(const nvcc_request& request, const context& ctx) {
-  std::vector<std::string> flags = words_of(ctx.value("NVCC_PREPEND_FLAGS").value_or(""));
-  flags.insert(flags.end(), request.extra_flags.begin(), request.extra_flags.end());
-  for (auto& w : words_of(ctx.value("NVCC_APPEND_FLAGS").value_or("")))
-    flags.push_back(std::move(w));
+/** The host compiler the flags (all_extra_flags(), in nvcc's order) name (-ccbin,
+ *  --compiler-bindir; alone with the value after, or joined by '='): the last one, as nvcc
+ *  takes it; empty where none does. One an --options-file names is not seen. */
+[[nodiscard]] std::string ccbin_in_flags(const std::vector<std::string>& flags) {
   std::string out;
   for (std::size_t i = 0; i < flags.size(); ++i)
     for (const std::string_view name : {"-ccbin", "--compiler-bindir"}) {
@@ -290,16 +270,18 @@ struct context {
  *  -ccbin in the flags or else NVCC_CCBIN names (a file, a folder holding gcc and g++, or a bare
  *  name found on PATH), or gcc and g++ found on PATH; each by its real path, "<none>" where none
  *  is found. PATH and relative names are taken as nvcc sees them, in the request's folder. */
-[[nodiscard]] std::string host_compilers(const nvcc_request& request, const context& ctx) {
-  std::string ccbin = ccbin_in_flags(request, ctx);
+[[nodiscard]] std::string host_compilers(const context& ctx,
+                                         const std::vector<std::string>& flags) {
+  std::string ccbin = ccbin_in_flags(flags);
   if (ccbin.empty()) ccbin = ctx.value("NVCC_CCBIN").value_or("");
-  const std::string path = search_path_in(ctx.value("PATH").value_or(""), ctx.cwd);
+  const std::string path = ctx.value("PATH").value_or("");
   std::vector<fs::path> found;
   std::error_code ec;
   if (ccbin.empty()) {
-    for (const char* name : {"gcc", "g++"}) found.push_back(runner::find_on_path(name, path));
+    for (const char* name : {"gcc", "g++"})
+      found.push_back(runner::find_on_path(name, path, ctx.cwd));
   } else if (ccbin.find('/') == std::string::npos) {
-    found.push_back(runner::find_on_path(ccbin, path));
+    found.push_back(runner::find_on_path(ccbin, path, ctx.cwd));
   } else if (const fs::path named = ctx.resolve(ccbin); fs::is_directory(named, ec)) {
     for (const char* name : {"gcc", "g++"})
       found.push_back(runner::is_executable_file(named / name) ? named / name : fs::path());
@@ -343,7 +325,7 @@ struct context {
   const fs::path nvcc_real = fs::weakly_canonical(ctx.nvcc, ec);
   hash_field(hash, ec ? ctx.nvcc.string() : nvcc_real.string());
   for (const char* name : k_build_env) hash_field(hash, ctx.value(name).value_or("<unset>"));
-  hash_field(hash, host_compilers(request, ctx));
+  hash_field(hash, host_compilers(ctx, flags));
   if (!flags.empty()) hash_field(hash, ctx.cwd.string());
   return hash.hex();
 }

@@ -311,8 +311,7 @@ profile_report report_from_json(const nlohmann::json& j) {
     counters.clock_control = field_or(c, "clock_control", std::string{});
     counters.cache_control = field_or(c, "cache_control", std::string{});
     counters.unavailable_reason = c.value("unavailable_reason", std::string{});
-    counters.wall_s = c.contains("wall_s") && c["wall_s"].is_number() ? c["wall_s"].get<double>()
-                                                                      : 0.0;  // null: no run
+    counters.wall_s = field_or(c, "wall_s", 0.0);  // null: no Nsight Compute run
     // Absent in profiles written before the field existed: nothing was known to be missing.
     counters.missing_metrics = c.value("missing_metrics", std::vector<std::string>{});
     const json& sides = j.at("sides");

@@ -407,7 +407,11 @@ constexpr auto k_unreported_grace = std::chrono::seconds(3);
 
 /** argv[0] as a path to execve: names without a slash are looked up on `search_path`. Empty when
  *  not found. Done before fork, because PATH lookup allocates. */
-[[nodiscard]] std::string resolve_program(const std::string& name, std::string_view search_path) {
+/** `name` as exec finds it on `search_path` for a process that runs in `cwd` (this process's
+ *  folder when empty): a relative folder of PATH (an empty entry is the current one) is that
+ *  folder's, and is returned joined to it. */
+[[nodiscard]] std::string resolve_program(const std::string& name, std::string_view search_path,
+                                          const std::filesystem::path& cwd = {}) {
   if (name.find('/') != std::string::npos) return name;
   if (search_path.empty()) search_path = "/usr/local/bin:/usr/bin:/bin";
   std::size_t begin = 0;
@@ -416,6 +420,7 @@ constexpr auto k_unreported_grace = std::chrono::seconds(3);
     if (end == std::string_view::npos) end = search_path.size();
     std::string dir(search_path.substr(begin, end - begin));
     if (dir.empty()) dir = ".";
+    if (dir.front() != '/' && !cwd.empty()) dir = (cwd / dir).string();
     std::string candidate = dir + "/" + name;
     if (is_executable_file(candidate)) return candidate;
     begin = end + 1;
@@ -752,7 +757,7 @@ process_result run_process(const spawn_options& options) {
   } else if (search_path.empty()) {
     if (const char* p = std::getenv("PATH")) search_path = p;
   }
-  const std::string program = resolve_program(options.argv[0], search_path);
+  const std::string program = resolve_program(options.argv[0], search_path, options.cwd);
   if (program.empty()) {
     result.error = fmt::format("cannot execute '{}': not found on PATH", options.argv[0]);
     return result;
@@ -884,8 +889,9 @@ std::filesystem::path find_on_path(const std::string& name) {
   return resolve_program(name, path);
 }
 
-std::filesystem::path find_on_path(const std::string& name, std::string_view search_path) {
-  return resolve_program(name, search_path);
+std::filesystem::path find_on_path(const std::string& name, std::string_view search_path,
+                                   const std::filesystem::path& cwd) {
+  return resolve_program(name, search_path, cwd);
 }
 
 }  // namespace kj::runner

@@ -106,9 +106,11 @@ void exit_on_interrupt(const std::string& program);
  *  (or PATH is unset). */
 [[nodiscard]] std::filesystem::path find_on_path(const std::string& name);
 /** The same with `search_path` for PATH (another process's environment); an empty one searches
- *  /usr/local/bin:/usr/bin:/bin, as exec does. */
+ *  /usr/local/bin:/usr/bin:/bin, as exec does. With `cwd`, the folder that process runs in, a
+ *  relative folder of PATH is taken there (and the path found is joined to it). */
 [[nodiscard]] std::filesystem::path find_on_path(const std::string& name,
-                                                 std::string_view search_path);
+                                                 std::string_view search_path,
+                                                 const std::filesystem::path& cwd = {});
 
 /** The path of the running executable (/proc/self/exe). */
 [[nodiscard]] std::filesystem::path self_executable();

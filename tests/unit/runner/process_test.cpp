@@ -459,6 +459,25 @@ TEST_F(process_test, programs_are_found_on_path) {
   EXPECT_EQ(r.output_tail, "hi\n");
 }
 
+// A relative folder of PATH is the folder the child runs in, as exec finds it there after the
+// child's chdir, not this process's.
+TEST_F(process_test, a_relative_path_folder_is_the_childs) {
+  fs::create_directories(m_dir / "bin");
+  const fs::path tool = m_dir / "bin" / "kj-relative-tool";
+  std::ofstream(tool) << "#!/bin/sh\necho found\n";
+  fs::permissions(tool, fs::perms::owner_all);
+  EXPECT_EQ(kj::runner::find_on_path("kj-relative-tool", "bin", m_dir),
+            m_dir / "bin" / "kj-relative-tool");
+  EXPECT_TRUE(kj::runner::find_on_path("kj-relative-tool", "bin").empty());  // not in our folder
+  spawn_options options;
+  options.argv = {"kj-relative-tool"};
+  options.env = {{"PATH", "bin"}};
+  options.cwd = m_dir;
+  const auto r = run_process(options);
+  EXPECT_EQ(r.how, exit_kind::exited) << r.error;
+  EXPECT_EQ(r.output_tail, "found\n");
+}
+
 TEST_F(process_test, start_failures_are_values) {
   spawn_options options;
   options.argv = {(m_dir / "no-such-program").string()};
