@@ -261,6 +261,23 @@ class grouped_samples {
   std::vector<std::size_t> m_counts;          ///< times each group was drawn (this resample)
 };
 
+/** sqrt(G / (G - 1)): a bootstrap over G groups drawn with replacement spreads a statistic of
+ *  the groups by a factor sqrt((G - 1) / G) less than drawing G new groups would (the plug-in
+ *  variance's divisor G, not G - 1): 13% short of the spread with four groups, 7% with eight. */
+double group_widening(std::size_t groups) {
+  const auto g = static_cast<double>(groups);
+  return std::sqrt(g / (g - 1.0));
+}
+
+/** A resampled median moved away from the sample's median by `factor` on the log scale
+ *  (centre (m / centre)^factor: a ratio of medians spreads evenly in the logarithm, and the
+ *  result stays positive); left as it is where either is not positive or finite. */
+double widened(double resampled, double centre, double factor) {
+  if (!(resampled > 0.0 && centre > 0.0) || !std::isfinite(resampled) || !std::isfinite(centre))
+    return resampled;
+  return centre * std::pow(resampled / centre, factor);
+}
+
 /** The ratio num_med / den_med and its percentile interval (at out.confidence) over
  *  `resamples` ratios of resampled medians, numerator's then denominator's drawn by
  *  `draw(rng, numerator)`; left at 0 when either median is 0. */
@@ -365,8 +382,7 @@ grouped_rse median_rse_by_group(std::span<const double> values,
   }
   const double b = static_cast<double>(resamples);
   const double var = std::max(0.0, (sum_sq - sum * sum / b) / (b - 1.0));
-  const double groups = static_cast<double>(g.groups());
-  const double se = std::sqrt(var * groups / (groups - 1.0));
+  const double se = std::sqrt(var) * group_widening(g.groups());
   out.groups_pct = se == 0.0    ? 0.0
                    : med == 0.0 ? std::numeric_limits<double>::infinity()
                                 : 100.0 * se / std::abs(med);
@@ -406,9 +422,15 @@ ratio_ci bootstrap_ratio_of_medians_by_group(std::span<const double> numerator,
   ratio_ci out;
   out.confidence = confidence;
   out.by_group = true;
+  const double num_med = num.median(), den_med = den.median();
+  const double num_widen = group_widening(num.groups()), den_widen = group_widening(den.groups());
   fill_interval(
-      num.median(), den.median(), resamples, seed,
-      [&](sampler& rng, bool numer) { return (numer ? num : den).resampled_median(rng); }, out);
+      num_med, den_med, resamples, seed,
+      [&](sampler& rng, bool numer) {
+        return numer ? widened(num.resampled_median(rng), num_med, num_widen)
+                     : widened(den.resampled_median(rng), den_med, den_widen);
+      },
+      out);
   return out;
 }
 

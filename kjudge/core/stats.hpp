@@ -114,7 +114,12 @@ struct ratio_ci {
  *  (a timing figure's input sets: where a set's buffers lie, and its data, shift every sample
  *  taken on it): each resample draws as many groups as a side has (those with samples), with
  *  replacement, and takes the median of all their samples; the interval then covers what a run
- *  on other groups would read, not only the sampling noise within these. `numerator_groups[i]`
+ *  on other groups would read, not only the sampling noise within these. Each side's resampled
+ *  medians are moved away from its median by sqrt(G / (G - 1)) on the log scale (G its groups),
+ *  the bootstrap's shortfall with few groups, as grouped_rse's error is scaled: in
+ *  bench/ci_coverage.py's simulation with sets alike (4000 evaluations), the 95% interval covered
+ *  the true ratio in 86.5% of evaluations over four sets unwidened and 89.8% widened (92.5% and
+ *  93.4% over eight). `numerator_groups[i]`
  *  is the group of numerator[i] (likewise for the denominator). Resamples by sample instead
  *  (`by_group` false), as bootstrap_ratio_of_medians with the same seed, when a group array's
  *  length differs from its samples' or either side has fewer than min_bootstrap_groups groups.

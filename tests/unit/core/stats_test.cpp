@@ -372,7 +372,15 @@ grouped in_groups(std::size_t groups, std::size_t per_group, double centre, doub
   return out;
 }
 
-/** Textbook two-level resampling by group: draw the groups, concatenate their samples, select. */
+/** A resampled median of G groups as the interval takes it: moved from the side's median by
+ *  sqrt(G / (G - 1)) on the log scale. */
+double widened(double resampled, double centre, std::size_t groups) {
+  const auto g = static_cast<double>(groups);
+  return centre * std::pow(resampled / centre, std::sqrt(g / (g - 1.0)));
+}
+
+/** Textbook two-level resampling by group: draw the groups, concatenate their samples, select;
+ *  each side's medians widened. */
 st::ratio_ci brute_force_group_bootstrap(const grouped& num, const grouped& den,
                                          std::size_t resamples, double confidence) {
   std::mt19937_64 rng(777);
@@ -388,7 +396,7 @@ st::ratio_ci brute_force_group_bootstrap(const grouped& num, const grouped& den,
       const auto& g = by[pick(rng)];
       r.insert(r.end(), g.begin(), g.end());
     }
-    return st::median(r);
+    return widened(st::median(r), st::median(side.values), by.size());
   };
   std::vector<double> ratios;
   for (std::size_t i = 0; i < resamples; ++i)
@@ -421,7 +429,8 @@ TEST(stats_group_bootstrap, agrees_with_brute_force_resampling_of_groups) {
 
 // Tiny groups of unequal sizes (odd and even totals): the bootstrap distribution of the pooled
 // median can be enumerated over every equally likely ordered draw of groups, and every tail
-// quantile must land on the right atom.
+// quantile must land on the right atom, widened by sqrt(4 / 3) on the log scale about the
+// median of all eight values, 6.5 (the denominator's groups are alike: its medians are all 1).
 TEST(stats_group_bootstrap, matches_the_exact_distribution_of_tiny_unequal_groups) {
   const std::vector<double> values = {1, 2, 3, 5, 8, 13, 21, 34};
   const std::vector<std::uint32_t> group = {0, 1, 1, 2, 2, 2, 3, 3};  // sizes 1, 2, 3, 2
@@ -441,21 +450,25 @@ TEST(stats_group_bootstrap, matches_the_exact_distribution_of_tiny_unequal_group
                                medians.begin()) /
            static_cast<double>(medians.size());
   };
-  int checked = 0;
+  int checked = 0, moved = 0;
   for (const double tail : {0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45}) {
-    const double exact =
+    const double atom =
         medians[static_cast<std::size_t>(std::ceil(tail * static_cast<double>(medians.size()))) -
                 1];
-    const double below = cdf_below(exact);
-    const double through = cdf_below(std::nextafter(exact, 1e300));
+    const double below = cdf_below(atom);
+    const double through = cdf_below(std::nextafter(atom, 1e300));
     if (tail - below < 0.02 || through - tail < 0.02) continue;  // too close to call
     const auto ci = st::bootstrap_ratio_of_medians_by_group(values, group, unit, unit_groups,
                                                             40'000, 1.0 - 2.0 * tail);
     ASSERT_TRUE(ci.by_group);
+    const double exact = widened(atom, 6.5, 4);
     EXPECT_DOUBLE_EQ(ci.lo, exact) << "tail " << tail;
+    if (atom < 6.5) EXPECT_LT(ci.lo, atom) << "tail " << tail;  // moved down from the median
+    moved += atom < 6.5 ? 1 : 0;
     ++checked;
   }
   EXPECT_GE(checked, 3);
+  EXPECT_GE(moved, 2);
 }
 
 TEST(stats_group_bootstrap, groups_apart_widen_the_interval_that_sampling_noise_alone_gives) {
