@@ -146,13 +146,28 @@ int run_worker_pool_command(int argc, char** argv) {
     }
     std::_Exit(run_worker_command());
   };
-  try {
-    if (!runner::serve_pool(o)) return 0;  // another pool serves this address already
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kjudge worker-pool: %s\n", e.what());
-    exit_without_teardown(1);
-  }
-  exit_without_teardown(0);  // as the worker
+  // The server runs in a child of this process, which only waits for it: a server killed while
+  // its workers run (from outside, by the OOM killer, or by a candidate, whose worker's parent
+  // it is) leaves them, and the daemons they had adopted, to this process, which kills them
+  // (without it they would outlive their evaluations, reparented to init).
+  const pid_t guard = ::getpid();
+  return runner::run_guarded(
+      [&]() -> int {
+        try {
+          if (!runner::serve_pool(o)) return 0;  // another pool serves this address already
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "kjudge worker-pool: %s\n", e.what());
+          exit_without_teardown(1);
+        }
+        exit_without_teardown(0);  // as the worker
+      },
+      [guard](int status, std::size_t killed) {
+        if (status == 0 && killed == 0) return;
+        std::fprintf(stderr,
+                     "kjudge worker-pool: pid %d: the server ended with status %d; killed %zu "
+                     "processes its workers left behind\n",
+                     static_cast<int>(guard), status, killed);
+      });
 }
 
 }  // namespace kj::app

@@ -684,4 +684,50 @@ bool serve_pool(const pool_server_options& o) {
   }
 }
 
+namespace {
+
+/** The guarded child of run_guarded(), for the forwarding handler (0: none). */
+volatile sig_atomic_t g_guarded = 0;
+
+extern "C" void forward_to_guarded(int sig) {
+  const pid_t child = static_cast<pid_t>(g_guarded);
+  if (child > 0) ::kill(child, sig);
+}
+
+}  // namespace
+
+int run_guarded(const std::function<int()>& body,
+                const std::function<void(int, std::size_t)>& ended) {
+  // A subreaper before the fork: once the child has ended, whatever its descendants leave (its
+  // workers, then the daemons they had adopted) is reparented here, and to nobody else's care.
+  const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  const pid_t child = subreaper ? ::fork() : -1;
+  if (child == 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);  // the body makes itself one where it needs to
+    int code = 1;
+    try {
+      code = body();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  if (child < 0) return body();  // unguarded: no subreaper or no fork, the body runs here
+  g_guarded = static_cast<sig_atomic_t>(child);
+  struct sigaction forward {};
+  forward.sa_handler = forward_to_guarded;
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &forward, nullptr);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_guarded = 0;
+  // Every process here now was left by the child's descendants: its own children were
+  // reparented here when it ended, before its end could be waited for.
+  const std::size_t killed = detail::kill_adopted(0, [](pid_t) { return false; });
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (ended) ended(code, killed);
+  return code;
+}
+
 }  // namespace kj::runner

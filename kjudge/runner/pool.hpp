@@ -86,4 +86,16 @@ struct pool_server_options {
  *  holds the address; throws kj::error(io) when the socket cannot be set up. */
 bool serve_pool(const pool_server_options& options);
 
+/** Runs `body` in a forked child and stays its parent, a child subreaper, until the child ends;
+ *  then kills (SIGKILL) every process reparented here meanwhile, with its descendants, and
+ *  returns the child's exit status (128 + the signal where a signal ended it), after calling
+ *  `ended` (when given) with that status and how many running processes were killed. For a pool
+ *  server: a server killed while its children run leaves them and what they adopted (a daemon a
+ *  candidate started with setsid()) to the nearest subreaper above it, which is this process.
+ *  SIGTERM, SIGINT, SIGHUP and SIGQUIT sent here are passed on to the child (the caller's
+ *  handlers for them are replaced). Where this process cannot be a subreaper or fork, `body`
+ *  runs here, unguarded. Call it before any thread starts. */
+int run_guarded(const std::function<int()>& body,
+                const std::function<void(int status, std::size_t killed)>& ended = {});
+
 }  // namespace kj::runner

@@ -459,23 +459,6 @@ pid_t worker_of(pid_t eval) {
   return 0;
 }
 
-/** Gone or a zombie (killed, not reaped yet by its new parent). */
-bool process_gone(pid_t pid) {
-  const std::string stat = text_of("/proc/" + std::to_string(pid) + "/stat");
-  const auto paren = stat.rfind(')');
-  return stat.empty() ||
-         (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
-}
-
-bool gone_within(pid_t pid, std::chrono::seconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!process_gone(pid)) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 /** The wait status of `pid`, or -1 when it still runs after `limit`. */
 int wait_status_within(pid_t pid, std::chrono::seconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;

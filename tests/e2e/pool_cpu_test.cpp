@@ -230,6 +230,74 @@ TEST_F(PoolCpu, APoolWhoseImportFoldersChangedRefusesAndEnds) {
   EXPECT_TRUE(ended) << "the stale pool " << stale << " is still running";
 }
 
+// A pool killed while its worker runs: the worker dies with it (and the evaluation ends as an
+// internal error), and a daemon the candidate had started (setsid: out of the worker's group,
+// adopted by the worker) is killed by the process that runs the pool's server, which it then
+// goes to; it used to go to init and outlive the evaluation.
+TEST_F(PoolCpu, APoolKilledWhileItsWorkerRunsTakesTheCandidatesDaemonWithIt) {
+  ::setenv("KJ_POOL_TEST_MARKER", (std::to_string(::getpid()) + "-guard").c_str(), 1);
+  const std::size_t before = pool_pids().size();
+  const auto first = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
+  const bool ready = pool_ready(before);
+  const fs::path pid_file = s_cache / "daemon.pid";
+  const fs::path candidate = s_cache / "daemon_then_hang.py";
+  std::ofstream(candidate) << "import os, time\n"
+                              "import torch\n"
+                              "r, w = os.pipe()\n"
+                              "if os.fork() == 0:\n"
+                              "    os.setsid()\n"
+                              "    if os.fork() == 0:\n"
+                              "        os.write(w, str(os.getpid()).encode())\n"
+                              "        time.sleep(300)\n"
+                              "    os._exit(0)\n"
+                              "daemon = os.read(r, 32).decode()\n"
+                              "with open('"
+                           << pid_file.string()
+                           << ".tmp', 'w') as f:\n"
+                              "    f.write(daemon)\n"
+                              "os.rename('"
+                           << pid_file.string() << ".tmp', '" << pid_file.string()
+                           << "')\n"
+                              "class ModelNew(torch.nn.Module):\n"
+                              "    def forward(self, x):\n"
+                              "        time.sleep(300)\n"
+                              "        return torch.softmax(x, dim=-1)\n";
+  auto args = cpu_pool;
+  args.insert(args.end(), {"--timeout", "200"});
+  auto hung = std::async(std::launch::async, [&] {
+    return run_eval("problems/level1/softmax.py", candidate.string(), args);
+  });
+  pid_t daemon = 0;
+  for (int i = 0; i < 600 && daemon == 0; ++i) {
+    std::ifstream(pid_file) >> daemon;
+    if (daemon == 0) std::this_thread::sleep_for(100ms);
+  }
+  const auto pools = pool_pids();
+  if (ready && pools.size() > before) ::kill(pools[before], SIGKILL);
+  const bool ended = hung.wait_for(60s) == std::future_status::ready;
+  ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_TRUE(ready) << "pool log:\n" << log();
+  ASSERT_GT(daemon, 0) << "the candidate never started its daemon";
+  ASSERT_TRUE(ended) << "the evaluation kept waiting for a killed pool";
+  const auto r = hung.get();
+  EXPECT_EQ(r.exit_code, 7) << r.output;
+  EXPECT_EQ(r.result["worker"]["started_by"], "pool") << r.result.dump(1);
+  EXPECT_TRUE(gone_within(daemon, 10s)) << "daemon " << daemon << " outlived the killed pool";
+  if (!process_gone(daemon)) ::kill(daemon, SIGKILL);
+  // The process that ran the server says what it killed (the daemon, and the worker when it was
+  // not yet dead of its server's death).
+  const std::regex said("the server ended with status 137; killed (\\d+) processes");
+  std::smatch m;
+  std::string text = log();
+  for (int i = 0; i < 100 && !std::regex_search(text, m, said); ++i) {
+    std::this_thread::sleep_for(100ms);
+    text = log();
+  }
+  ASSERT_TRUE(std::regex_search(text, m, said)) << text;
+  EXPECT_GE(std::stoi(m[1]), 1) << text;
+}
+
 // Without --pool or --no-pool, KJUDGE_POOL decides, and unset (or empty) means the pool.
 TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
   const std::vector<std::string> cpu = {"--device", "cpu", "--budget", "0.2", "--trials", "2"};

@@ -2,6 +2,7 @@
 // by a pool server (forked from this test, its children exec the helper child) instead of by
 // fork/exec here. The kjudge pool runs the worker in place of exec; everything else is this code.
 #include <kjudge/runner/pool.hpp>
+#include <kjudge/runner/process_detail.hpp>
 
 #include <dirent.h>
 #include <signal.h>
@@ -483,6 +484,81 @@ TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
   EXPECT_TRUE(gone) << "grandchild " << grandchild << " outlived the pool";
   if (!gone) ::kill(grandchild, SIGKILL);
   fs::remove(pid_file);
+}
+
+TEST(pool, a_guarded_server_that_dies_takes_what_its_children_adopted_with_it) {
+  // A child that leaves a daemon (setsid, its parent gone: adopted by the child, a subreaper)
+  // and runs on; then its server is killed. The child dies with its server; unguarded, the
+  // daemon would go to init and live on. Guarded (run_guarded, as `kjudge worker-pool` runs
+  // its server), it goes to the guard, which kills it once the server has ended.
+  const std::string tag = std::to_string(::getpid());
+  const std::string address = "kjudge-pool-test-guarded-" + tag;
+  const fs::path pid_file = fs::temp_directory_path() / ("kj_pool_test_guarded_" + tag);
+  const fs::path ended_file = fs::temp_directory_path() / ("kj_pool_test_guard_ended_" + tag);
+  fs::remove(pid_file);
+  fs::remove(ended_file);
+  const pid_t guard = ::fork();
+  ASSERT_GE(guard, 0);
+  if (guard == 0) {
+    const int code = kj::runner::run_guarded(
+        [&] {
+          kj::runner::pool_server_options o;
+          o.address = address;
+          o.idle_exit = 120s;
+          o.child_main = [](const std::vector<std::string>& argv) {
+            std::vector<char*> args;
+            for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+            args.push_back(nullptr);
+            ::execv(args[0], args.data());
+            ::_exit(126);
+          };
+          try {
+            return kj::runner::serve_pool(o) ? 0 : 3;
+          } catch (...) {
+            return 4;
+          }
+        },
+        [&](int status, std::size_t killed) {
+          std::ofstream(ended_file) << status << ' ' << killed << '\n';
+        });
+    ::_exit(code == 128 + SIGKILL ? 0 : 1);  // never back into the test framework
+  }
+  std::string why;
+  bool listening = false;
+  for (int i = 0; i < 500 && !listening; ++i) {
+    listening = kj::runner::run_process_in_pool(address, child({"exit", "0"}), &why).has_value();
+    if (!listening) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(listening) << why;
+  auto running = std::async(std::launch::async, [&] {
+    auto o = child({"daemon", pid_file.string(), "hang"});
+    o.timeout = 60s;
+    return kj::runner::run_process_in_pool(address, o);
+  });
+  const auto pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U) << "the child never left its daemon";
+  const auto servers = kj::runner::detail::children_of(guard);
+  ASSERT_EQ(servers.size(), 1U) << "the guard should have one child, the server";
+  ::kill(servers[0], SIGKILL);
+  ASSERT_EQ(running.wait_for(10s), std::future_status::ready) << "the requester kept waiting";
+  const auto r = running.get();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->how, exit_kind::lost) << r->describe();
+  EXPECT_TRUE(gone_within(pids[1], 5s)) << "daemon " << pids[1] << " outlived the killed server";
+  if (!process_gone(pids[1])) ::kill(pids[1], SIGKILL);
+  int status = -1;
+  for (int i = 0; i < 500 && ::waitpid(guard, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the guard did not end with its server's status, 137: " << status;
+  std::ifstream in(ended_file);
+  int server_status = 0;
+  std::size_t killed = 0;
+  in >> server_status >> killed;
+  EXPECT_EQ(server_status, 128 + SIGKILL);
+  EXPECT_GE(killed, 1U) << "the daemon was not among the processes the guard killed";
+  fs::remove(pid_file);
+  fs::remove(ended_file);
 }
 
 TEST(pool, a_pool_that_dies_right_after_its_answer_has_its_child_ended) {
