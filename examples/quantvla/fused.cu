@@ -800,7 +800,11 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // (no change in kjudge's figure, 6.14-6.37 against 6.21-6.30 us): the warp maxima by one redux
 // and the push's cluster addresses formed before the wait; with them, the blend as
 // fma(alpha s 2^kx, q, ((1 - alpha) 2^kx) x) (36 fewer instructions a thread, no longer
-// PyTorch's roundings bit for bit).
+// PyTorch's roundings bit for bit). Not kept either (thirty-seventh session): 512 threads, a warp
+// per K slice and m16 tile (half the x rows, blend and mma a warp): 6.53-6.66 us against
+// 6.21-6.40 us (CUPTI 3.81-3.90 against 3.46-3.58 us); traced, the blend fell 0.04 us and the
+// GEMM not at all, while the no-scale work grew 0.07 us and the exchange's wait 0.18 us (twice
+// the warps pushing): the phases after the loads are bound by their chains, not by issue.
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
