@@ -27,6 +27,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -690,19 +691,32 @@ namespace {
 volatile sig_atomic_t g_guarded = 0;
 
 extern "C" void forward_to_guarded(int sig) {
+  const int saved = errno;
   const pid_t child = static_cast<pid_t>(g_guarded);
   if (child > 0) ::kill(child, sig);
+  errno = saved;
 }
 
 }  // namespace
 
 int run_guarded(const std::function<int()>& body,
                 const std::function<void(int, std::size_t)>& ended) {
+  // Waited for here: an inherited SIG_IGN (it survives exec) would have the kernel reap the child
+  // itself, and its status would be lost.
+  ::signal(SIGCHLD, SIG_DFL);
+  // Held until the handlers are in place: one that came between the fork and them would end this
+  // process by its default action and leave the child unguarded.
+  sigset_t passed_on, before;
+  sigemptyset(&passed_on);
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&passed_on, sig);
+  ::sigprocmask(SIG_BLOCK, &passed_on, &before);
   // A subreaper before the fork: once the child has ended, whatever its descendants leave (its
   // workers, then the daemons they had adopted) is reparented here, and to nobody else's care.
   const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  const int subreaper_errno = errno;
   const pid_t child = subreaper ? ::fork() : -1;
   if (child == 0) {
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
     ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);  // the body makes itself one where it needs to
     int code = 1;
     try {
@@ -711,21 +725,45 @@ int run_guarded(const std::function<int()>& body,
     }
     ::_exit(code);
   }
-  if (child < 0) return body();  // unguarded: no subreaper or no fork, the body runs here
+  if (child < 0) {
+    const int err = subreaper ? errno : subreaper_errno;
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+    std::fprintf(stderr, "kjudge: pid %d runs unguarded: %s failed: %s\n",
+                 static_cast<int>(::getpid()), subreaper ? "fork" : "PR_SET_CHILD_SUBREAPER",
+                 errno_text(err).c_str());
+    return body();
+  }
   g_guarded = static_cast<sig_atomic_t>(child);
   struct sigaction forward {};
   forward.sa_handler = forward_to_guarded;
   sigemptyset(&forward.sa_mask);
   forward.sa_flags = SA_RESTART;
   for (const int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &forward, nullptr);
+  ::sigprocmask(SIG_SETMASK, &before, nullptr);
+  // Seen ended but not reaped, so that its pid cannot be reused while a signal may still be
+  // passed on to it; then reaped.
+  siginfo_t info{};
+  int waited = 0;
+  while ((waited = ::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT)) != 0 &&
+         errno == EINTR) {
+  }
+  const int wait_errno = errno;
+  g_guarded = 0;
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  g_guarded = 0;
+  int code = 0;
+  if (waited != 0) {
+    std::fprintf(stderr, "kjudge: pid %d lost its child %d: waitid failed: %s\n",
+                 static_cast<int>(::getpid()), static_cast<int>(child),
+                 errno_text(wait_errno).c_str());
+    code = 127;
+  } else {
+    code = info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+  }
   // Every process here now was left by the child's descendants: its own children were
   // reparented here when it ended, before its end could be waited for.
   const std::size_t killed = detail::kill_adopted(0, [](pid_t) { return false; });
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (ended) ended(code, killed);
   return code;
 }

@@ -93,8 +93,11 @@ bool serve_pool(const pool_server_options& options);
  *  server: a server killed while its children run leaves them and what they adopted (a daemon a
  *  candidate started with setsid()) to the nearest subreaper above it, which is this process.
  *  SIGTERM, SIGINT, SIGHUP and SIGQUIT sent here are passed on to the child (the caller's
- *  handlers for them are replaced). Where this process cannot be a subreaper or fork, `body`
- *  runs here, unguarded. Call it before any thread starts. */
+ *  handlers for them are replaced; they are held from before the fork until the handlers are in
+ *  place), and SIGCHLD is reset to its default (an inherited SIG_IGN would lose the child's
+ *  status). A child that cannot be waited for gives 127, said on stderr. Where this process
+ *  cannot be a subreaper or fork, `body` runs here, unguarded, and stderr says why. Call it
+ *  before any thread starts. */
 int run_guarded(const std::function<int()>& body,
                 const std::function<void(int status, std::size_t killed)>& ended = {});
 

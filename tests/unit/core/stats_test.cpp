@@ -430,7 +430,8 @@ TEST(stats_group_bootstrap, agrees_with_brute_force_resampling_of_groups) {
 // Tiny groups of unequal sizes (odd and even totals): the bootstrap distribution of the pooled
 // median can be enumerated over every equally likely ordered draw of groups, and every tail
 // quantile must land on the right atom, widened by sqrt(4 / 3) on the log scale about the
-// median of all eight values, 6.5 (the denominator's groups are alike: its medians are all 1).
+// median of all eight values, 6.5 (the other side's groups are alike: its medians are all 1);
+// then the same with the sides swapped, for the denominator's widening.
 TEST(stats_group_bootstrap, matches_the_exact_distribution_of_tiny_unequal_groups) {
   const std::vector<double> values = {1, 2, 3, 5, 8, 13, 21, 34};
   const std::vector<std::uint32_t> group = {0, 1, 1, 2, 2, 2, 3, 3};  // sizes 1, 2, 3, 2
@@ -463,6 +464,11 @@ TEST(stats_group_bootstrap, matches_the_exact_distribution_of_tiny_unequal_group
     ASSERT_TRUE(ci.by_group);
     const double exact = widened(atom, 6.5, 4);
     EXPECT_DOUBLE_EQ(ci.lo, exact) << "tail " << tail;
+    // The same groups as the denominator: the ratio's upper end is 1 over the widened atom.
+    const auto flipped = st::bootstrap_ratio_of_medians_by_group(unit, unit_groups, values, group,
+                                                                 40'000, 1.0 - 2.0 * tail);
+    ASSERT_TRUE(flipped.by_group);
+    EXPECT_DOUBLE_EQ(flipped.hi, 1.0 / exact) << "tail " << tail;
     if (atom < 6.5) {  // moved down, away from the median
       EXPECT_LT(ci.lo, atom) << "tail " << tail;
       ++moved;

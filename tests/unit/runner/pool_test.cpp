@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -486,6 +487,28 @@ TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
   fs::remove(pid_file);
 }
 
+TEST(pool, a_guard_returns_its_childs_status_even_where_sigchld_was_ignored) {
+  // SIG_IGN for SIGCHLD survives exec (a caller may start the pool so); the kernel would then
+  // reap the child itself and its status be lost, a killed server read as a clean exit.
+  for (const bool ignored : {false, true}) {
+    const pid_t tester = ::fork();
+    ASSERT_GE(tester, 0);
+    if (tester == 0) {
+      if (ignored) ::signal(SIGCHLD, SIG_IGN);
+      const int exited = kj::runner::run_guarded([] { return 3; });
+      const int killed = kj::runner::run_guarded([]() -> int {
+        ::raise(SIGKILL);
+        return 0;
+      });
+      ::_exit(exited == 3 && killed == 128 + SIGKILL ? 0 : 1);
+    }
+    int status = -1;
+    ASSERT_EQ(::waitpid(tester, &status, 0), tester);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "SIGCHLD ignored: " << ignored << ", status " << status;
+  }
+}
+
 TEST(pool, a_guarded_server_that_dies_takes_what_its_children_adopted_with_it) {
   // A child that leaves a daemon (setsid, its parent gone: adopted by the child, a subreaper)
   // and runs on; then its server is killed. The child dies with its server; unguarded, the
@@ -497,6 +520,7 @@ TEST(pool, a_guarded_server_that_dies_takes_what_its_children_adopted_with_it) {
   const fs::path ended_file = fs::temp_directory_path() / ("kj_pool_test_guard_ended_" + tag);
   fs::remove(pid_file);
   fs::remove(ended_file);
+  std::future<std::optional<process_result>> running;  // ended after the cleanup below
   const pid_t guard = ::fork();
   ASSERT_GE(guard, 0);
   if (guard == 0) {
@@ -529,8 +553,20 @@ TEST(pool, a_guarded_server_that_dies_takes_what_its_children_adopted_with_it) {
     listening = kj::runner::run_process_in_pool(address, child({"exit", "0"}), &why).has_value();
     if (!listening) std::this_thread::sleep_for(10ms);
   }
+  // Whatever an assertion leaves running (the server, the guard) is killed on the way out.
+  struct cleanup {
+    pid_t guard;
+    bool reaped = false;  // then its pid may be another process's
+    ~cleanup() {
+      if (reaped) return;
+      for (const pid_t p : kj::runner::detail::children_of(guard)) ::kill(p, SIGKILL);
+      ::kill(guard, SIGKILL);
+      int status = 0;
+      ::waitpid(guard, &status, 0);
+    }
+  } on_exit{guard};
   ASSERT_TRUE(listening) << why;
-  auto running = std::async(std::launch::async, [&] {
+  running = std::async(std::launch::async, [&] {
     auto o = child({"daemon", pid_file.string(), "hang"});
     o.timeout = 60s;
     return kj::runner::run_process_in_pool(address, o);
@@ -546,9 +582,20 @@ TEST(pool, a_guarded_server_that_dies_takes_what_its_children_adopted_with_it) {
   EXPECT_EQ(r->how, exit_kind::lost) << r->describe();
   EXPECT_TRUE(gone_within(pids[1], 5s)) << "daemon " << pids[1] << " outlived the killed server";
   if (!process_gone(pids[1])) ::kill(pids[1], SIGKILL);
+  // The guard ends on its own (and is reaped here, not by the cleanup): it exits 0 where its
+  // server's status was 137 (see above), and writes what it saw.
+  bool guard_ended = false;
+  for (int i = 0; i < 500 && !guard_ended; ++i) {
+    std::ifstream probe(ended_file);
+    guard_ended = probe.peek() != std::ifstream::traits_type::eof();
+    if (!guard_ended) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(guard_ended) << "the guard never said its server ended";
   int status = -1;
-  for (int i = 0; i < 500 && ::waitpid(guard, &status, WNOHANG) == 0; ++i)
-    std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 500 && !on_exit.reaped; ++i) {
+    on_exit.reaped = ::waitpid(guard, &status, WNOHANG) == guard;
+    if (!on_exit.reaped) std::this_thread::sleep_for(10ms);
+  }
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "the guard did not end with its server's status, 137: " << status;
   std::ifstream in(ended_file);
@@ -556,7 +603,7 @@ TEST(pool, a_guarded_server_that_dies_takes_what_its_children_adopted_with_it) {
   std::size_t killed = 0;
   in >> server_status >> killed;
   EXPECT_EQ(server_status, 128 + SIGKILL);
-  EXPECT_GE(killed, 1U) << "the daemon was not among the processes the guard killed";
+  EXPECT_GE(killed, 1U) << "the guard counted nothing killed";
   fs::remove(pid_file);
   fs::remove(ended_file);
 }
