@@ -41,6 +41,15 @@ spawn_options child(std::vector<std::string> args) {
   return options;
 }
 
+/** A child entry that runs the command, as the suite's server does. */
+void exec_argv(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  ::_exit(126);
+}
+
 bool process_gone(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   if (!stat) return true;
@@ -70,13 +79,7 @@ class pool_test : public ::testing::Test {
       kj::runner::pool_server_options o;
       o.address = s_address;
       o.idle_exit = 120s;
-      o.child_main = [](const std::vector<std::string>& argv) {
-        std::vector<char*> args;
-        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        ::execv(args[0], args.data());
-        ::_exit(126);
-      };
+      o.child_main = exec_argv;
       const bool served = kj::runner::serve_pool(o);
       ::_exit(served ? 0 : 3);
     }
@@ -446,13 +449,7 @@ TEST(pool, a_pool_that_dies_loses_its_child_and_the_childs_group) {
   const fs::path pid_file =
       fs::temp_directory_path() / ("kj_pool_test_lost_" + std::to_string(::getpid()));
   fs::remove(pid_file);
-  dedicated_server server([](const std::vector<std::string>& argv) {
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(126);
-  });
+  dedicated_server server(exec_argv);
   server.run(child({"exit", "0"}));  // listening now
   auto result = std::async(std::launch::async, [&] {
     // The grandchild starts once the requester supervises the child: the pool is killed after
@@ -529,13 +526,7 @@ TEST(pool, a_guarded_server_that_dies_takes_what_its_children_adopted_with_it) {
           kj::runner::pool_server_options o;
           o.address = address;
           o.idle_exit = 120s;
-          o.child_main = [](const std::vector<std::string>& argv) {
-            std::vector<char*> args;
-            for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-            args.push_back(nullptr);
-            ::execv(args[0], args.data());
-            ::_exit(126);
-          };
+          o.child_main = exec_argv;
           try {
             return kj::runner::serve_pool(o) ? 0 : 3;
           } catch (...) {
@@ -732,15 +723,6 @@ TEST(pool, a_server_that_dies_in_prepare_ends_the_wait) {
   EXPECT_EQ(w.state, kj::runner::pool_state::absent);
   EXPECT_GT(w.waited.count(), 0.2);
   EXPECT_LT(w.waited.count(), 5.0);
-}
-
-/** A child entry that runs the command, as the suite's server does. */
-void exec_argv(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  ::execv(args[0], args.data());
-  ::_exit(126);
 }
 
 TEST(pool, a_stopped_server_is_not_asked) {
