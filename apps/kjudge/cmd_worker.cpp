@@ -150,7 +150,6 @@ int run_worker_pool_command(int argc, char** argv) {
   // its workers run (from outside, by the OOM killer, or by a candidate, whose worker's parent
   // it is) leaves them, and the daemons they had adopted, to this process, which kills them
   // (without it they would outlive their evaluations, reparented to init).
-  const pid_t guard = ::getpid();
   return runner::run_guarded(
       [&]() -> int {
         try {
@@ -161,12 +160,12 @@ int run_worker_pool_command(int argc, char** argv) {
         }
         exit_without_teardown(0);  // as the worker
       },
-      [guard](int status, std::size_t killed) {
+      [](int status, std::size_t killed) {  // in this process, the server's parent
         if (status == 0 && killed == 0) return;
         std::fprintf(stderr,
                      "kjudge worker-pool: pid %d: the server ended with status %d; killed %zu "
                      "processes its workers left behind\n",
-                     static_cast<int>(guard), status, killed);
+                     static_cast<int>(::getpid()), status, killed);
       });
 }
 

@@ -687,6 +687,9 @@ bool serve_pool(const pool_server_options& o) {
 
 namespace {
 
+/** The signals run_guarded() passes on to its child. */
+constexpr std::array<int, 4> k_passed_on = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
 /** The guarded child of run_guarded(), for the forwarding handler (0: none). */
 volatile sig_atomic_t g_guarded = 0;
 
@@ -708,7 +711,7 @@ int run_guarded(const std::function<int()>& body,
   // process by its default action and leave the child unguarded.
   sigset_t passed_on, before;
   sigemptyset(&passed_on);
-  for (const int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&passed_on, sig);
+  for (const int sig : k_passed_on) sigaddset(&passed_on, sig);
   ::sigprocmask(SIG_BLOCK, &passed_on, &before);
   // A subreaper before the fork: once the child has ended, whatever its descendants leave (its
   // workers, then the daemons they had adopted) is reparented here, and to nobody else's care.
@@ -738,7 +741,7 @@ int run_guarded(const std::function<int()>& body,
   forward.sa_handler = forward_to_guarded;
   sigemptyset(&forward.sa_mask);
   forward.sa_flags = SA_RESTART;
-  for (const int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) ::sigaction(sig, &forward, nullptr);
+  for (const int sig : k_passed_on) ::sigaction(sig, &forward, nullptr);
   ::sigprocmask(SIG_SETMASK, &before, nullptr);
   // Seen ended but not reaped, so that its pid cannot be reused while a signal may still be
   // passed on to it; then reaped.
@@ -749,8 +752,7 @@ int run_guarded(const std::function<int()>& body,
   }
   const int wait_errno = errno;
   g_guarded = 0;
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {  // the status is `info`'s
   }
   int code = 0;
   if (waited != 0) {

@@ -405,11 +405,10 @@ constexpr int k_fallback_tick_ms = 10;
  *  reported ended before we stop waiting for it. */
 constexpr auto k_unreported_grace = std::chrono::seconds(3);
 
-/** argv[0] as a path to execve: names without a slash are looked up on `search_path`. Empty when
- *  not found. Done before fork, because PATH lookup allocates. */
-/** `name` as exec finds it on `search_path` for a process that runs in `cwd` (this process's
- *  folder when empty): a relative folder of PATH (an empty entry is the current one) is that
- *  folder's, and is returned joined to it. */
+/** argv[0] as a path to execve: names without a slash are looked up on `search_path` as exec
+ *  finds them for a process that runs in `cwd` (this process's folder when empty): a relative
+ *  folder of PATH (an empty entry is the current one) is that folder's, and is returned joined to
+ *  it. Empty when not found. Done before fork, because PATH lookup allocates. */
 [[nodiscard]] std::string resolve_program(const std::string& name, std::string_view search_path,
                                           const std::filesystem::path& cwd = {}) {
   if (name.find('/') != std::string::npos) return name;
