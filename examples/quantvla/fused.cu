@@ -805,6 +805,16 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // 6.21-6.40 us (CUPTI 3.81-3.90 against 3.46-3.58 us); traced, the blend fell 0.04 us and the
 // GEMM not at all, while the no-scale work grew 0.07 us and the exchange's wait 0.18 us (twice
 // the warps pushing): the phases after the loads are bound by their chains, not by issue.
+// Not kept (thirty-eighth session; phase harness, two to four runs a source on one to three
+// machines): the first pass's loads with 256-byte L2 fetches (ld.global.nc.L2::256B; the block
+// maximum 0.89 -> 0.84 us and the span 2.62 -> 2.59 us, but the forward 6.11-6.50 against
+// 6.05-6.69 us and kjudge's figure 6.21-6.43 against 6.18-6.32 us, within the spread between
+// processes); W's loads issued before x's (no change); W's scaling and split before the block
+// maximum (the maximum 0.16 us later, the scale known 0.08 us later); the wait by test_wait
+// polling (no change); each block's warps reducing their maxima in shared memory first, the last
+// to count pushing the block's (16 pushes into each block instead of 128: 0.12 us more before
+// the wait, the span 2.69-2.72 us). The cluster barrier before the push takes 0.05 us; from there
+// to the scale known 0.55 us, of which W's share of the no-scale work is 0.16 us.
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
