@@ -20,7 +20,10 @@
 //      and cold by CUDA graph replay (also timed untraced: kjudge's default device figure
 //      replays a graph, and read 0.2-0.6 us above the forward's own launch in the thirteenth and
 //      fourteenth sessions; the trace says where, and whether the replayed blocks share SMs:
-//      they did not in the fourteenth).
+//      they did not in the fourteenth), and, for the strip kernel, the share of blocks whose
+//      thread 0 found the cluster's maxima already landed when it reached their wait (QV_READY;
+//      low: the exchange is what the blocks wait for; high: their own work before the wait is).
+//   Built with -DKJ_QV_PROBE=N (run.sh's KJ_QV_PROBES), probe site N adds 0.1 us (qv_probe.cuh).
 // Usage: quantvla_phases <label> [samples]. Run by bench/quantvla_phases/run.sh.
 #include <kjudge/candidate.h>
 
@@ -333,6 +336,9 @@ int main(int argc, char** argv) {
   // the launch (at the same time for the strip kernel, whose blocks are all resident at once).
   std::vector<double> phase_alone_us[kTraced][kPhases], phase_shared_us[kTraced][kPhases];
   std::vector<double> blocks_seen[kTraced], shared_seen[kTraced];
+  // The strip kernel's QV_READY: the share of blocks (in %) whose thread 0 found the cluster's
+  // maxima landed on reaching its wait, a sample each (none recorded: other kernels).
+  std::vector<double> landed_pct[kTraced];
   for (int s = 0; s < kKinds * (samples + warmup); ++s) {
     const int kind = s % kKinds;
     check_cuda(cudaMemsetAsync(flush, s & 0xff, flush_bytes, stream), "flush");
@@ -380,9 +386,11 @@ int main(int argc, char** argv) {
     std::vector<int> on_sm(1024, 0);  // blocks of this launch per SM (slot 7: %smid)
     while (blocks < 4096 && stamps[blocks * 2 * kStamps] != 0)
       ++on_sm[stamps[blocks++ * 2 * kStamps + 7] & 1023];
-    int shared_blocks = 0;
+    int shared_blocks = 0, landed = 0, waited = 0;
     for (int b = 0; b < blocks; ++b) {
       const unsigned long long* r = &stamps[b * 2 * kStamps];
+      landed += r[2 * kStamps - 1] == 1 ? 1 : 0;
+      waited += r[2 * kStamps - 1] == 2 ? 1 : 0;
       const bool shared = on_sm[r[7] & 1023] > 1;
       shared_blocks += shared ? 1 : 0;
       first_entry = std::min(first_entry, r[0]);
@@ -395,6 +403,7 @@ int main(int argc, char** argv) {
     span_us[traced].push_back(static_cast<double>(last_end - first_entry) / 1e3);
     entry_spread_us[traced].push_back(static_cast<double>(last_entry - first_entry) / 1e3);
     blocks_seen[traced].push_back(blocks);
+    if (landed + waited > 0) landed_pct[traced].push_back(100.0 * landed / (landed + waited));
     shared_seen[traced].push_back(shared_blocks);
     for (int k = 0; k < kPhases; ++k) {
       std::vector<double> all = phase[k];
@@ -455,6 +464,11 @@ int main(int argc, char** argv) {
         "(median; %.0f to %.0f)\n",
         quantile(blocks_seen[c], 0.5), quantile(shared_seen[c], 0.5), quantile(shared_seen[c], 0.0),
         quantile(shared_seen[c], 1.0));
+    if (!landed_pct[c].empty())
+      std::printf(
+          "  blocks whose thread 0 found the cluster's maxima landed on reaching its wait: %.0f%% "
+          "(median over samples; %.0f%% to %.0f%%)\n",
+          quantile(landed_pct[c], 0.5), quantile(landed_pct[c], 0.0), quantile(landed_pct[c], 1.0));
     const bool split = !phase_shared_us[c][0].empty() && !phase_alone_us[c][0].empty();
     std::printf("  phase (SM clock at %d MHz)            median block   slowest block%s\n",
                 clock_khz / 1000, split ? "   alone on its SM   sharing an SM" : "");

@@ -5,7 +5,9 @@
 //   (after the grid barrier; the cluster kernel: its wait for the maxima begins), 3 the first K
 //   chunk landed in shared memory (the cluster kernel: the scale known), 4 blended, 5 GEMM done,
 //   6 outputs stored;
-// and at entry, in the global timer's slot 7, the SM the block runs on (%smid).
+// at entry, in the global timer's slot 7, the SM the block runs on (%smid); and in the clock's
+// slot 7, where the strip kernel's thread 0 reaches the wait for the cluster's maxima (QV_READY),
+// 1 if they had all landed by then and 2 if it had to wait (0: not recorded).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -35,6 +37,12 @@ __device__ __forceinline__ unsigned int qv_smid() {
       qv_trace[blockIdx.x][kQvStamps + (i)] = static_cast<unsigned long long>(clock64()); \
       if ((i) == 0) qv_trace[blockIdx.x][kQvStamps - 1] = qv_smid();                      \
     }                                                                                     \
+  } while (0)
+
+#define QV_READY(landed)                                                \
+  do {                                                                  \
+    if (threadIdx.x == 0 && blockIdx.x < kQvTraceBlocks)                \
+      qv_trace[blockIdx.x][2 * kQvStamps - 1] = (landed) ? 1ull : 2ull; \
   } while (0)
 
 /** The trace buffer's device address, for the harness (another translation unit). */

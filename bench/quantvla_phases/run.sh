@@ -6,7 +6,9 @@
 # set add) once a run. Usage: bash bench/quantvla_phases/run.sh [samples].
 # KJ_QV_SOURCES lists the kernel sources to compare (default examples/quantvla/fused.cu); each is
 # labelled by its file name and the runs alternate between them; each run is limited to
-# KJ_QV_TIMEOUT seconds (default 120). Needs nvcc and a GPU.
+# KJ_QV_TIMEOUT seconds (default 120). KJ_QV_PROBES lists probe sites (qv_probe.cuh: 1 before the
+# push, 2 after it, 3 after the wait): each source is also built with a 0.1 us delay at each site,
+# labelled <name>+probe<site>. Needs nvcc and a GPU.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -19,13 +21,22 @@ labels=()
 pids=()
 # Binaries of an earlier run are removed first, so a build that fails cannot leave one to run.
 rm -f "$out"/*-plain "$out"/*-traced "$out/graph_paths" "$out/sample_context" "$out/divcheck"
+read -r -a probes <<< "${KJ_QV_PROBES:-}"
 for src in "${sources[@]}"; do
-  label=$(basename "$src" .cu)
-  labels+=("$label")
-  nvcc "${flags[@]}" -o "$out/$label-plain" "$here/main.cu" "$src" &
-  pids+=($!)
-  nvcc "${flags[@]}" -DKJ_QUANTVLA_TRACE -o "$out/$label-traced" "$here/main.cu" "$src" &
-  pids+=($!)
+  for probe in "" "${probes[@]}"; do
+    label=$(basename "$src" .cu)
+    extra=()
+    if [ -n "$probe" ]; then
+      label="$label+probe$probe"
+      extra=(-DKJ_QV_PROBE="$probe")
+    fi
+    labels+=("$label")
+    nvcc "${flags[@]}" "${extra[@]}" -o "$out/$label-plain" "$here/main.cu" "$src" &
+    pids+=($!)
+    nvcc "${flags[@]}" "${extra[@]}" -DKJ_QUANTVLA_TRACE -o "$out/$label-traced" "$here/main.cu" \
+      "$src" &
+    pids+=($!)
+  done
 done
 nvcc "${flags[@]}" -o "$out/graph_paths" "$here/graph_paths.cu" "${sources[0]}" &
 pids+=($!)

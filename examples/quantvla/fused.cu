@@ -37,8 +37,11 @@
 // which skips NaN, where PyTorch's max propagates it; with NaN in x, the rows without one stay
 // finite here and not in PyTorch. No host synchronisation: device attributes and occupancy are
 // host-side queries, cached per device. Built with -DKJ_QUANTVLA_TRACE (bench/quantvla_phases),
-// each block's thread 0 stamps the phase boundaries (QV_STAMP); otherwise the stamps compile to
-// nothing.
+// each block's thread 0 stamps the phase boundaries (QV_STAMP) and, in the strip kernel, whether
+// the cluster's maxima had landed when it reached their wait (QV_READY); built with
+// -DKJ_QV_PROBE=N, the probe site N adds a fixed delay (QV_PROBE, bench/quantvla_phases/
+// qv_probe.cuh: what a delay there does to the whole shows whether that site is on the critical
+// path). Otherwise all of them compile to nothing.
 
 #include <kjudge/candidate.h>
 
@@ -46,6 +49,12 @@
 #include "phase_trace.cuh"
 #else
 #define QV_STAMP(i) ((void)0)
+#define QV_READY(landed) ((void)0)
+#endif
+#ifdef KJ_QV_PROBE
+#include "qv_probe.cuh"
+#else
+#define QV_PROBE(site, v) ((void)0)
 #endif
 
 #include <cuda_runtime.h>
@@ -621,6 +630,23 @@ __device__ __forceinline__ void wait_pushes(unsigned long long* bar) {
 #endif
 }
 
+#ifdef KJ_QUANTVLA_TRACE
+/** Whether the mbarrier's first phase has completed (no waiting): for QV_READY. */
+__device__ __forceinline__ bool pushes_landed(unsigned long long* bar) {
+  unsigned int done = 1u;
+#if QV_HAS_CLUSTERS
+  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{ .reg .pred p; mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; "
+      "selp.u32 %0, 1, 0, p; }"
+      : "=r"(done)
+      : "r"(b)
+      : "memory");
+#endif
+  return done != 0u;
+}
+#endif
+
 /** Elements k0..k0+3 of one row (zero past k or when the row is out of range). VEC: k % 4 == 0
  *  and the row 16-byte aligned, so the four are all in range or all out. */
 template <bool VEC>
@@ -1064,6 +1090,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) local = fmaxf(local, __shfl_xor_sync(0xffffffffu, local, o));
   QV_STAMP(1);
+  QV_PROBE(1, local);
   cluster_wait();
   push_max(&s_max, &s_push_bar, rank, static_cast<unsigned int>(lane), blocks, local);
   // While the maxima travel, what needs no scale. pin() keeps it before the wait in the PTX,
@@ -1083,7 +1110,8 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) wmax = fmaxf(wmax, __shfl_xor_sync(0xffffffffu, wmax, o));
   const int kw = f16_shift(wmax);
-  const float wup = exp2i(kw);
+  float wup = exp2i(kw);
+  QV_PROBE(2, wup);
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
@@ -1106,12 +1134,14 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
       pin(down[i][h]);
     }
   QV_STAMP(2);
+  QV_READY(pushes_landed(&s_push_bar));
   wait_pushes(&s_push_bar);
   const float m = __uint_as_float(*static_cast<volatile unsigned int*>(&s_max));
   cluster_arrive_relaxed();  // with the cluster_wait() before exiting (see the section's comment)
   // The scale exactly as PyTorch on CUDA forms it: (amax clamped) * float(1/127).
   const float scale = fmaxf(m, 1e-8f) * (1.0f / 127.0f);
-  const float rcp = __frcp_rn(scale);
+  float rcp = __frcp_rn(scale);
+  QV_PROBE(3, rcp);
   QV_STAMP(3);
 
   for (;;) {
