@@ -1,8 +1,6 @@
 #pragma once
 // Runs the kjudge executable as a user would and reads back its JSON result.
 
-#include <sys/types.h>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,12 +11,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include <kjudge/runner/process.hpp>
+
+#include "process_probe.hpp"
 
 namespace kj::test {
 
@@ -84,25 +83,6 @@ inline kjudge_run run_eval(const std::string& problem, const std::string& candid
                            std::vector<std::string> extra = {},
                            std::chrono::seconds limit = std::chrono::seconds(240)) {
   return run_command("eval", problem, candidate, std::move(extra), limit);
-}
-
-/** Gone or a zombie (killed, not reaped yet by its new parent). */
-inline bool process_gone(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const auto paren = stat.rfind(')');
-  return stat.empty() ||
-         (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
-}
-
-inline bool gone_within(pid_t pid, std::chrono::seconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!process_gone(pid)) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
 }
 
 /** Runs kjudge with raw arguments (help, usage errors, other commands). */

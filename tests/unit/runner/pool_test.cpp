@@ -25,6 +25,8 @@
 
 #include <gtest/gtest.h>
 
+#include "process_probe.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -32,6 +34,10 @@ using namespace std::chrono_literals;
 using kj::runner::exit_kind;
 using kj::runner::process_result;
 using kj::runner::spawn_options;
+using kj::test::gone_within;
+using kj::test::process_gone;
+using kj::test::process_stopped;
+using kj::test::read_pids;
 
 spawn_options child(std::vector<std::string> args) {
   spawn_options options;
@@ -48,25 +54,6 @@ void exec_argv(const std::vector<std::string>& argv) {
   args.push_back(nullptr);
   ::execv(args[0], args.data());
   ::_exit(126);
-}
-
-bool process_gone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  auto close_paren = line.rfind(')');
-  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
-         line[close_paren + 2] == 'Z';
-}
-
-bool process_stopped(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const auto close_paren = line.rfind(')');
-  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
-         line[close_paren + 2] == 'T';
 }
 
 class pool_test : public ::testing::Test {
@@ -152,27 +139,6 @@ TEST_F(pool_test, timeouts_signal_the_childs_group) {
   }
   EXPECT_TRUE(gone) << "grandchild " << grandchild << " survived the timeout";
   if (!gone) ::kill(grandchild, SIGKILL);
-}
-
-/** The pids in `file` (written whole by the child), once it exists; empty after 10 s. */
-std::vector<pid_t> read_pids(const fs::path& file) {
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream in(file);
-    std::vector<pid_t> pids;
-    for (pid_t p = 0; in >> p;) pids.push_back(p);
-    if (!pids.empty()) return pids;
-    std::this_thread::sleep_for(10ms);
-  }
-  return {};
-}
-
-bool gone_within(pid_t pid, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!process_gone(pid)) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 TEST_F(pool_test, a_requester_that_dies_takes_its_child_with_it) {

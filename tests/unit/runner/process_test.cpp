@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "process_probe.hpp"
+
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/runner/process_detail.hpp>
 
@@ -26,6 +28,9 @@ using kj::runner::exit_kind;
 using kj::runner::process_result;
 using kj::runner::run_process;
 using kj::runner::spawn_options;
+using kj::test::gone_within;
+using kj::test::process_gone;
+using kj::test::read_pids;
 
 /** Options that run the helper child (tests/unit/runner/child_main.cpp) in `mode`. */
 spawn_options child(std::vector<std::string> args) {
@@ -48,17 +53,6 @@ class process_test : public ::testing::Test {
   void TearDown() override { fs::remove_all(m_dir); }
   fs::path m_dir;
 };
-
-/** True when `pid` is gone or a zombie (reparented, awaiting its new parent's wait). */
-bool process_gone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  auto close_paren = line.rfind(')');
-  return close_paren != std::string::npos && close_paren + 2 < line.size() &&
-         line[close_paren + 2] == 'Z';
-}
 
 TEST_F(process_test, reports_exit_code) {
   auto r = run_process(child({"exit", "3"}));
@@ -134,28 +128,6 @@ TEST_F(process_test, descendant_holding_output_does_not_hold_us) {
   EXPECT_TRUE(r.ok()) << r.describe();
   EXPECT_EQ(r.output_tail, "parent done\n");
   EXPECT_LT(took.count(), 0.4);
-}
-
-/** Waits up to `limit` for `pid` to be gone. */
-bool gone_within(pid_t pid, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!process_gone(pid)) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
-/** The pids in `file` (written whole by the child), once it exists; empty after 10 s. */
-std::vector<pid_t> read_pids(const fs::path& file) {
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream in(file);
-    std::vector<pid_t> pids;
-    for (pid_t p = 0; in >> p;) pids.push_back(p);
-    if (!pids.empty()) return pids;
-    std::this_thread::sleep_for(10ms);
-  }
-  return {};
 }
 
 /** Forks a process that runs `body` and exits with what it returns, its stderr in `err`. */
