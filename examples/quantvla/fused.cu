@@ -5,9 +5,9 @@
 //
 // One launch, in one of three forms:
 // - k <= 128 (the nominal shape): blocks load their x rows and W rows straight into tensor-core
-//   fragment registers. Once the scale is known they quantise and blend in registers and multiply
-//   on tensor cores in three products of two parts a side (fp32 accuracy); the 8 warps split K
-//   and meet in shared memory. max|x| comes
+//   fragment registers (in form a below, W's rows come through shared memory). Once the scale is
+//   known they quantise and blend in registers and multiply on tensor cores in three products of
+//   two parts a side (fp32 accuracy); the 8 warps split K and meet in shared memory. max|x| comes
 //   a. on compute capability 9.0 and above with at most 1024 rows (the nominal shape, jittered
 //      or not; 512 where the device runs no clusters of 16 and the kernel takes 8): from
 //      thread-block clusters of 16 blocks, one per strip of 16 or 24 output columns, whose
@@ -630,6 +630,42 @@ __device__ __forceinline__ void wait_pushes(unsigned long long* bar) {
 #endif
 }
 
+/** Thread 0 of a block: an mbarrier of one arrival (made here) that expects `bytes` from a bulk
+ *  copy, and that copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from `src`
+ *  into this block's shared memory at `dst`. */
+__device__ __forceinline__ void bulk_copy(float* dst, const float* src, unsigned int bytes,
+                                          unsigned long long* bar) {
+#if QV_HAS_CLUSTERS
+  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
+  const unsigned int d = static_cast<unsigned int>(__cvta_generic_to_shared(dst));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes)
+               : "memory");
+  // The set-up before the copy's completion reaches the mbarrier (through the async proxy).
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(d),
+      "l"(src), "r"(bytes), "r"(b)
+      : "memory");
+#endif
+}
+
+/** Waits until a bulk_copy() has landed (its mbarrier's first phase). */
+__device__ __forceinline__ void wait_bulk_copy(unsigned long long* bar) {
+#if QV_HAS_CLUSTERS
+  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
+  for (unsigned int done = 0u; done == 0u;)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(b)
+        : "memory");
+#endif
+}
+
 #ifdef KJ_QUANTVLA_TRACE
 /** Whether the mbarrier's first phase has completed (no waiting): for QV_READY. */
 __device__ __forceinline__ bool pushes_landed(unsigned long long* bar) {
@@ -764,7 +800,10 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // kStripBM rows: one pass per C * kStripBM rows of x, at most kStripMaxPasses. So a cluster's
 // blocks hold all of x between them, and the x a block loads for its tiles is also its share of
 // max|x|: nothing is read for the maximum alone. At the nominal shape (512 x 128) on an H200
-// (6 clusters of 16, NT = 3) a block loads 16 KiB of x and 12 KiB of W. (The form before the
+// (6 clusters of 16, NT = 3) a block loads 16 KiB of x and 12 KiB of W: x by its threads' loads
+// (256-byte L2 fetches), W's strip (VEC) by one bulk copy into shared memory that thread 0
+// issues at entry (the TMA engine: W's bytes no longer pass through the loads that x's maximum
+// waits for). (The form before the
 // strips, 16 x 32 tiles in clusters of 8, loaded its tile rows and, apart, a 1/8 share of x for
 // the maximum: 56 KiB a block.)
 // Every warp reduces its maximum (over all its block's passes' rows) into the running maximum of
@@ -774,10 +813,11 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // orders the mbarriers' set-up and the running maxima's 0 before any push; the last, defensive,
 // keeps the cluster whole until every block is past its exchange; both arrivals relaxed (no
 // fence waiting on the loads in flight). Between its push and its wait a block prepares what
-// needs no scale: W's fp16 parts, the sigmoids, one a lane (a warp's 32 lanes form the alphas of
-// the tile's 32 rows, and each thread takes its rows' from them by shuffle), and the rows'
-// scales. That is their order in the PTX; ptxas (nvcc 13.0) keeps W's parts before the wait and
-// moves part of the rest (the alphas' shuffles, some of the row scales) after it.
+// needs no scale: first what needs no W either (W's copy lands after x's loads): the sigmoids,
+// one a lane (a warp's 32 lanes form the alphas of the tile's 32 rows, and each thread takes its
+// rows' from them by shuffle), the shifts the rows' maxima ask for and the blend's
+// RN((1 - alpha) x); then, once W's copy has landed, W's largest |w| (a tree and one redux; over
+// the finite ones only where that is infinite), its fp16 parts and the rows' scales.
 // The GEMM runs on fp16 tensor cores (mma m16n8k16) in two parts a side, three products (the
 // small ones first), fp32 accumulation, half the mma instructions of 3xTF32. fp16's range is
 // kept by powers of two: each row's 16 columns of a warp's K slice scaled so that twice their
@@ -845,6 +885,23 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // wait unchanged (0.10 us, itself work placed after the wait), while W's work before the push
 // showed the maxima arriving about 0.40 us after the median push: the no-scale work and the
 // exchange end within about 0.03 us of each other, so only shortening both at once can gain.
+// Then (thirty-ninth session; bench/quantvla_phases/inproc_ab.sh, which links the sources into one
+// program and times them alternately on the same eight input sets, so that where a process's
+// buffers lie moves them alike: medians of the paired differences, three processes a call):
+// W's strip by one bulk copy into shared memory instead of every thread's loads (x's maximum
+// 0.90 -> 0.60 us, median block, traced: W's bytes had slowed x's loads), the first pass's x
+// loads with 256-byte L2 fetches, the block and W maxima by trees and one redux, and the work
+// that needs neither W nor the scale (RN((1 - alpha) x) among it) before W's wait: -0.13 to
+// -0.19 us by graph replay and -0.19 to -0.22 us eagerly against the kernel before (kjudge's
+// default figure 6.02-6.11 against 6.18-6.46 us over the sessions before). W's copy
+// still lands about 0.3 us after x's loads (0.91 against 0.60 us from entry); with W's values
+// made up instead (a diagnostic) the forward was 0.32-0.45 us faster than the kernel before.
+// Not kept: W's strip multicast to the cluster (each block issuing 1/16 after a cluster barrier,
+// with an L2 prefetch of that 1/16 at entry: 0 to +0.13 us); W in 16 pieces in rotated order
+// (+0.3 us: the issuing warp's maximum waits for the issue); x by bulk copy too (+0.16 us); an L2
+// prefetch of W's lines, one a thread (no gain); the first one or two n8 tiles' W rows by every
+// thread's loads and the rest by the copy (+0.22 and +0.7-0.9 us by graph replay; kjudge's figure
+// 6.18-6.21 against 6.02-6.05 us for this kernel).
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
@@ -871,29 +928,25 @@ __device__ __forceinline__ void load_strip_rows(float (&xr)[kStripMT][2][4], con
  *  x, its strip within W, its warp's 16 columns within k; VEC): straight-line loads at a
  *  stride of 8 rows, with none of load_row4()'s per-row tests, so that all are issued a few
  *  instructions into the kernel. */
-template <int NT>
-__device__ __forceinline__ void load_strip_whole(float (&xr)[kStripMT][2][4], float (&wr)[NT][4],
-                                                 const qv_args& a, int row0, int n0, int g,
-                                                 int k0) {
+/** The first pass's x rows where the tile is within x and the warp's 16 columns within k (VEC):
+ *  straight-line loads at a stride of 8 rows, with 256-byte L2 fetches. */
+__device__ __forceinline__ void load_strip_whole(float (&xr)[kStripMT][2][4], const qv_args& a,
+                                                 int row0, int g, int k0) {
   const long long stride = 8LL * a.k;  // 8 rows
   const float* px = a.x + static_cast<long long>(row0 + g) * a.k + k0;
-  const float* pw = a.w + static_cast<long long>(n0 + g) * a.k + k0;
-  float4 v[2 * kStripMT + NT];
+  float4 v[2 * kStripMT];
 #pragma unroll
-  for (int r = 0; r < 2 * kStripMT; ++r)
-    v[r] = __ldg(reinterpret_cast<const float4*>(px + r * stride));
-#pragma unroll
-  for (int j = 0; j < NT; ++j)
-    v[2 * kStripMT + j] = __ldg(reinterpret_cast<const float4*>(pw + j * stride));
+  for (int r = 0; r < 2 * kStripMT; ++r) {
+    float4 f;
+    asm volatile("ld.global.nc.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(f.x), "=f"(f.y), "=f"(f.z), "=f"(f.w)
+                 : "l"(px + r * stride));
+    v[r] = f;
+  }
 #pragma unroll
   for (int r = 0; r < 2 * kStripMT; ++r) {
     float* d = xr[r / 2][r % 2];  // row 16 i + 8 h + g: r = 2 i + h
     d[0] = v[r].x, d[1] = v[r].y, d[2] = v[r].z, d[3] = v[r].w;
-  }
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const float4 f = v[2 * kStripMT + j];
-    wr[j][0] = f.x, wr[j][1] = f.y, wr[j][2] = f.z, wr[j][3] = f.w;
   }
 }
 
@@ -915,14 +968,20 @@ __device__ __forceinline__ void strip_alphas(float (&alpha)[kStripMT][2], float 
 }
 
 __device__ __forceinline__ float strip_abs_max(const float (&xr)[kStripMT][2][4]) {
-  float m = 0.0f;
+  // A tree (depth 4) instead of a chain of 16: fmaxf skips NaN either way.
+  float m[kStripMT * 4];
 #pragma unroll
   for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) m = fmaxf(m, fabsf(xr[i][h][e]));
-  return m;
+      for (int e = 0; e < 4; e += 2)
+        m[4 * i + 2 * h + e / 2] = fmaxf(fabsf(xr[i][h][e]), fabsf(xr[i][h][e + 1]));
+#pragma unroll
+  for (int w = 1; w < kStripMT * 4; w *= 2)
+#pragma unroll
+    for (int i = 0; i + w < kStripMT * 4; i += 2 * w) m[i] = fmaxf(m[i], m[i + w]);
+  return fmaxf(m[0], 0.0f);
 }
 
 /** Two floats rounded to fp16 in one register: `lo` in the low half. */
@@ -968,6 +1027,36 @@ __device__ __forceinline__ int f16_shift(float v) {
   return min(14 - e, 126);
 }
 
+/** strip_row_scales() in two steps: the first needs no W, the second W's shift kw. kx0: the
+ *  shifts the rows' maxima ask for. */
+__device__ __forceinline__ void strip_row_shifts(const float (&xr)[kStripMT][2][4],
+                                                 int (&kx0)[kStripMT][2]) {
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = fmaxf(fmaxf(fabsf(xr[i][h][0]), fabsf(xr[i][h][1])),
+                      fmaxf(fabsf(xr[i][h][2]), fabsf(xr[i][h][3])));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      kx0[i][h] = f16_shift(m) - 1;
+    }
+}
+
+/** The limits that keep kx + kw in [-126, 126], and the factors. */
+__device__ __forceinline__ void strip_row_factors(const int (&kx0)[kStripMT][2], int kw,
+                                                  float (&xup)[kStripMT][2],
+                                                  float (&down)[kStripMT][2]) {
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int kx = min(max(kx0[i][h], -126 - kw), 126 - kw);
+      xup[i][h] = exp2i(kx);
+      down[i][h] = exp2i(-(kx + kw));
+    }
+}
+
 /** This thread's row scales: for each of its rows 16i + 8h + g, the power of two kx that brings
  *  twice the largest |x| of the row's 16 columns of this warp's K slice (the four threads with
  *  this g) into [2^14, 2^15) (every blended value of the row has |blend| <= 2 max|x|: a nonzero
@@ -977,17 +1066,22 @@ __device__ __forceinline__ int f16_shift(float v) {
 __device__ __forceinline__ void strip_row_scales(const float (&xr)[kStripMT][2][4], int kw,
                                                  float (&xup)[kStripMT][2],
                                                  float (&down)[kStripMT][2]) {
+  int kx0[kStripMT][2];
+  strip_row_shifts(xr, kx0);
+  strip_row_factors(kx0, kw, xup, down);
+}
+
+/** The blend's RN((1 - alpha) x) for this thread's x, which needs no scale. */
+__device__ __forceinline__ void strip_omx(const float (&xr)[kStripMT][2][4],
+                                          const float (&alpha)[kStripMT][2],
+                                          float (&ox)[kStripMT][2][4]) {
 #pragma unroll
   for (int i = 0; i < kStripMT; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float m = fmaxf(fmaxf(fabsf(xr[i][h][0]), fabsf(xr[i][h][1])),
-                      fmaxf(fabsf(xr[i][h][2]), fabsf(xr[i][h][3])));
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-      const int kx = min(max(f16_shift(m) - 1, -126 - kw), 126 - kw);
-      xup[i][h] = exp2i(kx);
-      down[i][h] = exp2i(-(kx + kw));
+      const float omalpha = __fsub_rn(1.0f, alpha[i][h]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ox[i][h][e] = __fmul_rn(omalpha, xr[i][h][e]);
     }
 }
 
@@ -1020,8 +1114,11 @@ __device__ __forceinline__ void strip_gemm_f16(float (&acc)[kStripMT][NT][4],
 /** Keeps the computation of `v` before this point in the PTX: NVVM otherwise sinks register-only
  *  work past the wait for the maxima, onto the critical path. (ptxas schedules the SASS on its
  *  own and may still move it.) */
-__device__ __forceinline__ void pin(uint32_t& v) {
+__device__ __forceinline__ void pin(int& v) {
   asm volatile("" : "+r"(v));
+}
+__device__ __forceinline__ void pin(const float*& p) {
+  asm volatile("" : "+l"(p));
 }
 __device__ __forceinline__ void pin(float& v) {
   asm volatile("" : "+f"(v));
@@ -1034,6 +1131,9 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   __shared__ __align__(16) float s_part[kStripWarps][kStripBM][kStripRS];  // warps' partial tiles
   __shared__ unsigned long long s_push_bar;  // counts the maxima reduced into s_max
   __shared__ unsigned int s_max;             // the running maximum's bits (push_max())
+  // VEC: the strip's rows of W, copied in by the bulk copy engine (none otherwise).
+  __shared__ __align__(128) float s_w[VEC ? 8 * NT * kMmaMaxK : 4];
+  __shared__ unsigned long long s_w_bar;  // counts the copy's bytes
 
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -1049,10 +1149,18 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
   // put about 250 instructions before the last load (bench/quantvla_phases, thirty-sixth session).
   int row0 = static_cast<int>(rank) * kStripBM;
   float xr[kStripMT][2][4], wr[NT][4];
-  if (VEC && row0 + kStripBM <= a.m && n0 + kBN <= a.n && warp * 16 + 16 <= a.k) {  // warp-wide
-    load_strip_whole<NT>(xr, wr, a, row0, n0, g, k0);
+  // VEC: the strip's rows of W (one contiguous run of w_rows rows) by one bulk copy into shared
+  // memory, issued first: it takes W's reads off the loads that x's maximum waits for.
+  const int w_rows = min(8 * NT, a.n - n0);
+  if (VEC && tid == 0)
+    bulk_copy(s_w, a.w + static_cast<long long>(n0) * a.k,
+              4u * static_cast<unsigned int>(w_rows * a.k), &s_w_bar);
+  if (VEC && row0 + kStripBM <= a.m && warp * 16 + 16 <= a.k) {  // warp-wide
+    load_strip_whole(xr, a, row0, g, k0);
   } else {
     load_strip_rows<VEC>(xr, a, row0, g, k0);
+  }
+  if (!VEC) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) load_row4<VEC>(wr[j], a.w, n0 + 8 * j + g, a.n, k0, a.k);
   }
@@ -1087,28 +1195,72 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     local = fmaxf(local, strip_abs_max(more));
   }
 
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) local = fmaxf(local, __shfl_xor_sync(0xffffffffu, local, o));
+  local = __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(local)));
   QV_STAMP(1);
   QV_PROBE(1, local);
   cluster_wait();
   push_max(&s_max, &s_push_bar, rank, static_cast<unsigned int>(lane), blocks, local);
-  // While the maxima travel, what needs no scale. pin() keeps it before the wait in the PTX,
-  // where NVVM had sunk such work onto the critical path (ptxas may still move some after it:
-  // see the section's comment); nothing forces it after the push, but nvcc 13.0 emits it there
-  // (before the maximum it would wait for W's loads: 0.23 us longer to the maximum, eleventh
-  // session).
-  // W scaled by a power of two per warp (its slice's maximum into [2^14, 2^15)), in two fp16
+  // While the maxima travel, what needs no scale; first what needs no W either (W's copy may
+  // still be on its way): the alphas, the rows' shifts and RN((1 - alpha) x). pin() keeps it
+  // before the waits in the PTX, where NVVM would sink it onto the critical path.
+  float alpha[kStripMT][2];
+  strip_alphas(alpha, sigmoid(logit), g);
+  int kx0[kStripMT][2];
+  strip_row_shifts(xr, kx0);
+  float ox[kStripMT][2][4];
+  strip_omx(xr, alpha, ox);
+#pragma unroll
+  for (int i = 0; i < kStripMT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      pin(alpha[i][h]);
+      pin(kx0[i][h]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pin(ox[i][h][e]);
+    }
+  if (VEC) {              // W's rows from shared memory once the copy has landed (0 past n or k)
+    const float* wp[NT];  // addresses formed before the wait
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int r = 8 * j + g;
+      wp[j] = r < w_rows && k0 < a.k ? &s_w[r * a.k + k0] : nullptr;
+      pin(wp[j]);
+    }
+    wait_bulk_copy(&s_w_bar);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      float4 f = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (wp[j] != nullptr) f = *reinterpret_cast<const float4*>(wp[j]);
+      wr[j][0] = f.x, wr[j][1] = f.y, wr[j][2] = f.z, wr[j][3] = f.w;
+    }
+  }
+  // Then W scaled by a power of two per warp (its slice's maximum into [2^14, 2^15)), in two fp16
   // parts; the partial sums are scaled back before they meet.
   uint32_t wh[NT][2], wl[NT][2];
-  float wmax = 0.0f;
+  // The largest |w| by a tree and one redux (fmaxf skips NaN); only where that is infinite (or
+  // NaN: every |w| NaN) again over the finite ones: an infinite weight spoils its column alone.
+  float wf[NT * 4];
 #pragma unroll
   for (int j = 0; j < NT; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)  // finite |w| only: an infinite weight spoils its column alone
-      if (fabsf(wr[j][e]) <= FLT_MAX) wmax = fmaxf(wmax, fabsf(wr[j][e]));
+    for (int e = 0; e < 4; ++e) wf[4 * j + e] = fabsf(wr[j][e]);
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) wmax = fmaxf(wmax, __shfl_xor_sync(0xffffffffu, wmax, o));
+  for (int w = 1; w < NT * 4; w *= 2)
+#pragma unroll
+    for (int i = 0; i + w < NT * 4; i += 2 * w) wf[i] = fmaxf(wf[i], wf[i + w]);
+  unsigned int wbits = __reduce_max_sync(0xffffffffu, __float_as_uint(wf[0]));
+  if (wbits >= 0x7f800000u) {  // warp-uniform: the redux gave every lane the same
+    unsigned int u = 0;
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const unsigned int b = __float_as_uint(wr[j][e]) & 0x7fffffffu;
+        u = max(u, b < 0x7f800000u ? b : 0u);
+      }
+    wbits = __reduce_max_sync(0xffffffffu, u);
+  }
+  const float wmax = __uint_as_float(wbits);
   const int kw = f16_shift(wmax);
   float wup = exp2i(kw);
   QV_PROBE(2, wup);
@@ -1118,21 +1270,9 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     for (int h = 0; h < 2; ++h) {
       split_f16x2(__fmul_rn(wr[j][2 * h], wup), __fmul_rn(wr[j][2 * h + 1], wup), wh[j][h],
                   wl[j][h]);
-      pin(wh[j][h]);
-      pin(wl[j][h]);
     }
-  float alpha[kStripMT][2];
-  strip_alphas(alpha, sigmoid(logit), g);
   float xup[kStripMT][2], down[kStripMT][2];
-  strip_row_scales(xr, kw, xup, down);
-#pragma unroll
-  for (int i = 0; i < kStripMT; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      pin(alpha[i][h]);
-      pin(xup[i][h]);
-      pin(down[i][h]);
-    }
+  strip_row_factors(kx0, kw, xup, down);
   QV_STAMP(2);
   QV_READY(pushes_landed(&s_push_bar));
   wait_pushes(&s_push_bar);
@@ -1153,11 +1293,11 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
         // s 2^kx, exact: the row's values are at least s / 2 where q != 0, so s 2^kx <= 2^15
         // there; where it would overflow every q of the row is 0, and FLT_MAX keeps 0 q = 0.
         const float sup = fminf(__fmul_rn(scale, xup[i][h]), FLT_MAX);
-        const float omalpha = __fsub_rn(1.0f, alpha[i][h]);
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          mixed[i][h][e] =
-              blend_scaled(xr[i][h][e], alpha[i][h], omalpha, scale, rcp, sup, xup[i][h]);
+        for (int e = 0; e < 4; ++e) {
+          const float xq = __fmul_rn(quantise(xr[i][h][e], scale, rcp), sup);
+          mixed[i][h][e] = __fmaf_rn(ox[i][h][e], xup[i][h], __fmul_rn(alpha[i][h], xq));
+        }
       }
     QV_STAMP(4);
     float acc[kStripMT][NT][4] = {};
@@ -1210,6 +1350,7 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
     logit = load_lane_logit(a, row0, lane);
     strip_alphas(alpha, sigmoid(logit), g);
     strip_row_scales(xr, kw, xup, down);
+    strip_omx(xr, alpha, ox);
     __syncthreads();  // every thread has read s_part before the next pass writes it
   }
   QV_STAMP(6);
