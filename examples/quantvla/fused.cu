@@ -616,18 +616,34 @@ __device__ __forceinline__ void push_max(unsigned int* slot, unsigned long long*
 #endif
 }
 
-/** Waits until the mbarrier's first phase completes: every maximum pushed here has landed. */
-__device__ __forceinline__ void wait_pushes(unsigned long long* bar) {
+/** Waits until the mbarrier's first phase completes, acquiring at cluster scope (what blocks of
+ *  the cluster wrote: the pushed maxima) or at the block's (the default: a bulk copy's bytes). */
+template <bool CLUSTER>
+__device__ __forceinline__ void wait_phase0(unsigned long long* bar) {
 #if QV_HAS_CLUSTERS
   const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
-  for (unsigned int done = 0u; done == 0u;)
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; "
-        "selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(b)
-        : "memory");
+  for (unsigned int done = 0u; done == 0u;) {
+    if constexpr (CLUSTER)
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; "
+          "selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(b)
+          : "memory");
+    else
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
+          "selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(b)
+          : "memory");
+  }
 #endif
+}
+
+/** Waits until every maximum pushed here has landed. */
+__device__ __forceinline__ void wait_pushes(unsigned long long* bar) {
+  wait_phase0<true>(bar);
 }
 
 /** Thread 0 of a block: an mbarrier of one arrival (made here) that expects `bytes` from a bulk
@@ -652,18 +668,9 @@ __device__ __forceinline__ void bulk_copy(float* dst, const float* src, unsigned
 #endif
 }
 
-/** Waits until a bulk_copy() has landed (its mbarrier's first phase). */
+/** Waits until a bulk_copy() has landed. */
 __device__ __forceinline__ void wait_bulk_copy(unsigned long long* bar) {
-#if QV_HAS_CLUSTERS
-  const unsigned int b = static_cast<unsigned int>(__cvta_generic_to_shared(bar));
-  for (unsigned int done = 0u; done == 0u;)
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
-        "selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(b)
-        : "memory");
-#endif
+  wait_phase0<false>(bar);
 }
 
 #ifdef KJ_QUANTVLA_TRACE
