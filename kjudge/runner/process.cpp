@@ -436,7 +436,7 @@ constexpr auto k_unreported_grace = std::chrono::seconds(3);
 }
 
 /** What the child reports on the error pipe when it cannot reach exec. */
-enum class child_stage : int { fds = 1, chdir = 2, exec = 3 };
+enum class child_stage : int { fds = 1, chdir = 2, exec = 3, guard = 4 };
 
 struct child_report {
   child_stage stage;
@@ -455,7 +455,8 @@ struct child_plan {
   int channel_src = -1;
   int channel_target = -1;
   int error_fd = -1;
-  pid_t parent = -1;  // the process that forks (to check that it is still there)
+  pid_t parent = -1;   // the process that forks (to check that it is still there)
+  bool guard = false;  // with orphan cleanup: a guard process between us and the child (below)
 };
 
 [[noreturn]] void child_fail(int error_fd, child_stage stage, int err) noexcept {
@@ -465,9 +466,130 @@ struct child_plan {
   ::_exit(127);
 }
 
-[[noreturn]] void run_child(const child_plan& plan) noexcept {
-  detail::reset_child_process();
-  // Killed with the thread that started it, rather than left running without a limit.
+// The guard (orphan cleanup, i.e. kjudge eval's worker): a forked copy of this process that leads
+// the child's session and group, is a child subreaper, and forks the child itself, which stays in
+// its group. While this process lives the guard only waits: once the child ends it ends the same
+// way (its exit code, or its signal), and what it adopted meanwhile (a daemon the child's
+// descendants left with setsid()) is reparented here, where forked_child::reap() kills it as
+// before. Were this process killed outright (SIGKILL: nothing of ours runs), the guard gets
+// SIGUSR2 (PR_SET_PDEATHSIG) and kills the child and everything it adopted, round after round,
+// then itself: such a daemon used to go to init and outlive the evaluation. The group's SIGTERM
+// at a timeout is the child's: the guard ignores it (the child keeps its grace period), and dies
+// with the group's SIGKILL (the child, if it left the group, by its own PR_SET_PDEATHSIG). Only
+// async-signal-safe calls: the guard is a fork of a process with threads and never execs.
+
+/** Digits of `text` as pids, for each calling `fn`. */
+template <class Fn>
+void for_each_pid(const char* text, std::size_t size, Fn&& fn) noexcept {
+  long value = -1;
+  for (std::size_t i = 0; i <= size; ++i) {
+    const char c = i < size ? text[i] : ' ';
+    if (c >= '0' && c <= '9') {
+      value = (value < 0 ? 0 : value * 10) + (c - '0');
+    } else if (value >= 0) {
+      fn(static_cast<pid_t>(value));
+      value = -1;
+    }
+  }
+}
+
+/** In the guard (one thread): SIGKILL to every child, and to the group each leads, reaping them,
+ *  until none is left (what a killed one had started is reparented here and found in the next
+ *  round) or a second has passed; then to its own group, itself included. */
+[[noreturn]] void guard_kill_all(pid_t child) noexcept {
+  ::kill(child, SIGKILL);
+  for (int round = 0; round < 1000; ++round) {
+    bool any = false;
+    const int fd = ::open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;  // no such file (a kernel without CONFIG_PROC_CHILDREN): the group only
+    std::array<char, 4096> buffer{};
+    std::size_t kept = 0;  // a pid cut by the end of one read is completed by the next
+    while (true) {
+      const ssize_t n = ::read(fd, buffer.data() + kept, buffer.size() - kept);
+      if (n < 0 && errno == EINTR) continue;
+      const std::size_t size = kept + static_cast<std::size_t>(std::max<ssize_t>(n, 0));
+      std::size_t whole = size;
+      if (n > 0)
+        while (whole > 0 && buffer[whole - 1] >= '0' && buffer[whole - 1] <= '9') --whole;
+      for_each_pid(buffer.data(), whole, [&](pid_t p) {
+        any = true;
+        ::kill(p, SIGKILL);  // ours: the pid is not reused before we reap it
+        if (::getpgid(p) == p) ::killpg(p, SIGKILL);
+      });
+      if (n <= 0) break;
+      kept = size - whole;
+      std::memmove(buffer.data(), buffer.data() + whole, kept);
+    }
+    ::close(fd);
+    int status = 0;
+    while (::waitpid(-1, &status, WNOHANG) > 0) {
+    }
+    if (!any) break;
+    const timespec pause{0, 1'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  ::killpg(0, SIGKILL);
+  ::_exit(128 + SIGKILL);
+}
+
+/** In the guard: end as the child ended. */
+[[noreturn]] void guard_end_like(int status) noexcept {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    ::sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    ::kill(::getpid(), sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+/** Forks the guard's child, which returns (with plan.parent the guard); the guard never does. */
+void become_guard(child_plan& plan) noexcept {
+  sigset_t waited;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGCHLD);
+  sigaddset(&waited, SIGUSR2);
+  ::sigprocmask(SIG_BLOCK, &waited, nullptr);
+  // SIGUSR2 once the thread that forked us ends; a parent gone before the prctl sent none.
+  ::prctl(PR_SET_PDEATHSIG, SIGUSR2, 0, 0, 0);
+  if (const pid_t now = ::getppid(); now != plan.parent && now != 0) ::_exit(127);
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+    child_fail(plan.error_fd, child_stage::guard, errno);
+  const pid_t self = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) child_fail(plan.error_fd, child_stage::guard, errno);
+  if (child == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    plan.parent = self;
+    return;
+  }
+  // The child's pipes must close when it and its descendants are done with them: none here.
+  ::close_range(0, ~0U, 0);
+  ::prctl(PR_SET_NAME, "kjudge-guard", 0, 0, 0);  // what ps shows
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_IGN);
+  while (true) {
+    siginfo_t info{};
+    const int sig = ::sigwaitinfo(&waited, &info);
+    if (sig == SIGUSR2) guard_kill_all(child);
+    if (sig != SIGCHLD) continue;
+    int status = 0;
+    for (pid_t w = 0; (w = ::waitpid(-1, &status, WNOHANG)) > 0;)
+      if (w == child) guard_end_like(status);  // adopted ones that ended are only reaped
+  }
+}
+
+[[noreturn]] void run_child(child_plan plan) noexcept {
+  detail::reset_child_process();  // the guard, or else the child, leads a session of its own
+  if (plan.guard) become_guard(plan);
+  // Killed with the thread (or guard) that started it, rather than left running without a limit.
   if (!detail::die_with_parent(plan.parent)) ::_exit(127);
   // The error pipe goes above every target first, so no dup2 lands on it.
   const int error_fd =
@@ -785,6 +907,7 @@ process_result run_process(const spawn_options& options) {
   plan.channel_target = want_channel ? options.channel_fd : -1;
   plan.error_fd = err.write.get();
   plan.parent = ::getpid();
+  plan.guard = g_orphan_cleanup.load();
 
   // With orphan cleanup, what the child's descendants leave behind comes here, not to init.
   const subreaper_scope subreaper(g_orphan_cleanup.load());
@@ -827,6 +950,9 @@ process_result run_process(const spawn_options& options) {
         break;
       case child_stage::fds:
         result.error = fmt::format("cannot set up descriptors for '{}': {}", program, why);
+        break;
+      case child_stage::guard:
+        result.error = fmt::format("cannot start the guard process for '{}': {}", program, why);
         break;
     }
     result.wall = steady::now() - start;

@@ -88,9 +88,12 @@ struct process_result {
  *  this process is a child subreaper (PR_SET_CHILD_SUBREAPER), so what the child's descendants
  *  leave running outside its process group (a daemon that called setsid(), which killing the group
  *  misses) is reparented here instead of to init; once the child has ended, each such process is
- *  killed with its descendants and reaped (process_result::leftovers_killed counts them). Off by
- *  default: in a process with children of its own (the worker, whose Python may start some) they
- *  would be taken for leftovers. */
+ *  killed with its descendants and reaped (process_result::leftovers_killed counts them). The
+ *  child is started by a guard ("kjudge-guard": a fork of this process that leads the child's
+ *  session and group, a subreaper too, and ends as the child ended); should this process be killed
+ *  outright, the guard kills the child and everything it adopted, then itself. Off by default: in
+ *  a process with children of its own (the worker, whose Python may start some) they would be
+ *  taken for leftovers. */
 void set_orphan_cleanup(bool on);
 
 /** Makes SIGINT, SIGTERM and SIGHUP end this process without leaving a child running: the handler

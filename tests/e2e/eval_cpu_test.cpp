@@ -447,13 +447,15 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
-/** The `kjudge worker` that `eval` started, once it runs; 0 if none within 60 s. */
+/** The `kjudge worker` that `eval` started (through its guard: a child of a child), once it
+ *  runs; 0 if none within 60 s. */
 pid_t worker_of(pid_t eval) {
   for (int i = 0; i < 6000; ++i) {
-    for (const pid_t c : children_of(eval))
-      if (text_of("/proc/" + std::to_string(c) + "/cmdline").find(std::string("\0worker", 7)) !=
-          std::string::npos)
-        return c;
+    for (const pid_t guard : children_of(eval))
+      for (const pid_t c : children_of(guard))
+        if (text_of("/proc/" + std::to_string(c) + "/cmdline").find(std::string("\0worker", 7)) !=
+            std::string::npos)
+          return c;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return 0;
@@ -548,10 +550,67 @@ TEST(EvalCpu, ADaemonTheCandidateLeavesIsKilledWithTheWorker) {
   if (!process_gone(daemon)) ::kill(daemon, SIGKILL);
 }
 
+TEST(EvalCpu, ADaemonTheCandidateLeftDiesWhenKjudgeIsKilledOutright) {
+  // kill -9 of `kjudge eval --no-pool` runs nothing of kjudge's: the worker's guard kills the
+  // worker and the daemon the candidate left (setsid), then itself. The daemon used to go to init
+  // and live on.
+  const scratch_dir dir;
+  const auto pid_file = dir.path / "daemon.pid";
+  const auto candidate = dir.path / "daemon_then_hang.py";
+  std::ofstream(candidate) << "import os, time\n"
+                              "import torch\n"
+                              "import torch.nn as nn\n"
+                              "r, w = os.pipe()\n"
+                              "pid = os.fork()\n"
+                              "if pid == 0:\n"
+                              "    os.setsid()\n"
+                              "    os.write(w, b'1')\n"
+                              "    time.sleep(300)\n"
+                              "    os._exit(0)\n"
+                              "os.read(r, 1)\n"
+                              "with open('"
+                           << pid_file.string()
+                           << ".tmp', 'w') as f:\n"
+                              "    f.write(str(pid))\n"
+                              "os.rename('"
+                           << pid_file.string() << ".tmp', '" << pid_file.string()
+                           << "')\n"
+                              "class ModelNew(nn.Module):\n"
+                              "    def forward(self, x):\n"
+                              "        time.sleep(1000)\n";
+  const auto log = dir.path / "eval.log";
+  const pid_t eval = start_kjudge(
+      {"eval", (source_dir() / "problems/level1/softmax.py").string(), candidate.string(),
+       "--device", "cpu", "--no-timing", "--trials", "1", "--timeout", "300", "--no-pool"},
+      log);
+  ASSERT_GT(eval, 0);
+  const pid_t worker = worker_of(eval);
+  ASSERT_GT(worker, 0) << "no worker started; output:\n" << text_of(log);
+  const std::vector<pid_t> guards = children_of(eval);
+  pid_t daemon = 0;
+  for (int i = 0; i < 6000 && daemon <= 0; ++i) {
+    std::ifstream(pid_file) >> daemon;
+    if (daemon <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(daemon, 0) << "the candidate wrote no pid; output:\n" << text_of(log);
+  ::kill(eval, SIGKILL);
+  ASSERT_NE(wait_status_within(eval, std::chrono::seconds(10)), -1);
+  for (const pid_t p : guards) {
+    EXPECT_TRUE(gone_within(p, std::chrono::seconds(5))) << "guard " << p << " lives on";
+    if (!process_gone(p)) ::kill(p, SIGKILL);
+  }
+  for (const pid_t p : {worker, daemon}) {
+    EXPECT_TRUE(gone_within(p, std::chrono::seconds(5)))
+        << p << " outlived kjudge eval, killed outright (worker " << worker << ")";
+    if (!process_gone(p)) ::kill(p, SIGKILL);
+  }
+}
+
 TEST(EvalCpu, AWorkerThatMovesToKjudgesProcessGroupStillTimesOut) {
   // The forward tries to join kjudge's own process group (out of the one the timeout signals),
-  // then sleeps: the worker leads a session of its own now, so it cannot move. It used to, and
-  // kjudge waited for it forever.
+  // then sleeps: the worker's guard leads a session of its own now, with the worker in its group,
+  // so the worker cannot move (kjudge's group is another session's). It used to, and kjudge
+  // waited for it forever.
   const scratch_dir dir;
   const auto candidate = dir.path / "moves_group.py";
   std::ofstream(candidate) << "import os, time\n"

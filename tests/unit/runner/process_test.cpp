@@ -290,6 +290,83 @@ TEST_F(process_test, an_interrupt_kills_the_child_and_its_leftovers_then_exits) 
   EXPECT_FALSE(fs::exists(idle_folder)) << idle_folder;
 }
 
+TEST_F(process_test, the_guard_of_orphan_cleanup_passes_on_how_the_child_ended) {
+  // With orphan cleanup a guard process stands between us and the child: what we see of the
+  // child (exit code, signal, timeouts with their grace, the group, start failures, memory)
+  // must be what we saw without it.
+  kj::runner::set_orphan_cleanup(true);
+  const auto code = run_process(child({"exit", "3"}));
+  const auto segfault = run_process(child({"segfault"}));
+  const auto abort = run_process(child({"abort"}));
+  auto options = child({"hang"});
+  options.timeout = 300ms;
+  const auto hang = run_process(options);
+  options = child({"ignore-term"});
+  options.timeout = 200ms;
+  const auto ignore_term = run_process(options);
+  const fs::path pid_file = m_dir / "grandchild.pid";
+  options = child({"grandchild", pid_file.string()});
+  options.timeout = 500ms;
+  const auto group = run_process(options);
+  spawn_options missing;
+  missing.argv = {(m_dir / "no-such-program").string()};
+  const auto not_started = run_process(missing);
+  const auto rss = run_process(child({"rss", "64"}));
+  const auto channel = [] {
+    auto o = child({"channel", "3", "hello"});
+    o.channel_fd = 3;
+    return run_process(o);
+  }();
+  kj::runner::set_orphan_cleanup(false);
+
+  EXPECT_EQ(code.how, exit_kind::exited);
+  EXPECT_EQ(code.exit_code, 3);
+  EXPECT_EQ(segfault.how, exit_kind::signaled);
+  EXPECT_EQ(segfault.signal, SIGSEGV);
+  EXPECT_EQ(abort.how, exit_kind::signaled);
+  EXPECT_EQ(abort.signal, SIGABRT);
+  EXPECT_EQ(hang.how, exit_kind::timed_out);
+  EXPECT_LT(hang.wall.count(), 1.0) << "SIGTERM should end it without waiting for SIGKILL";
+  EXPECT_EQ(ignore_term.how, exit_kind::timed_out);
+  EXPECT_GE(ignore_term.wall.count(), 0.44) << "the child lost its grace between the signals";
+  EXPECT_LT(ignore_term.wall.count(), 1.15);
+  EXPECT_EQ(group.how, exit_kind::timed_out);
+  pid_t grandchild = 0;
+  std::ifstream(pid_file) >> grandchild;
+  ASSERT_GT(grandchild, 0) << "the grandchild never started";
+  EXPECT_TRUE(gone_within(grandchild, 2s)) << "grandchild " << grandchild << " survived";
+  if (!process_gone(grandchild)) ::kill(grandchild, SIGKILL);
+  EXPECT_EQ(not_started.how, exit_kind::spawn_failed);
+  EXPECT_NE(not_started.error.find("No such file"), std::string::npos) << not_started.error;
+  ASSERT_TRUE(rss.ok()) << rss.describe();
+  EXPECT_GE(rss.max_rss_kb, 64U * 1024);
+  EXPECT_TRUE(channel.ok()) << channel.describe();
+  EXPECT_EQ(channel.channel, "hello");
+}
+
+TEST_F(process_test, a_parent_killed_outright_leaves_nothing_running_with_orphan_cleanup) {
+  // SIGKILL runs nothing of the parent's: its guard kills the child and the daemon the child
+  // left (setsid: out of the group; it went to init before there was a guard).
+  const fs::path pid_file = m_dir / "daemon.pids";
+  const fs::path err = m_dir / "parent.err";
+  const pid_t parent = fork_process(err, [&] {
+    kj::runner::set_orphan_cleanup(true);
+    auto options = child({"daemon", pid_file.string(), "hang"});
+    options.timeout = 600s;
+    (void)run_process(options);
+    return 0;
+  });
+  ASSERT_GT(parent, 0);
+  const auto pids = read_pids(pid_file);
+  ASSERT_EQ(pids.size(), 2U) << "the child never started";
+  ::kill(parent, SIGKILL);
+  EXPECT_NE(wait_status_within(parent, 5s), -1);
+  for (const pid_t p : pids) {
+    EXPECT_TRUE(gone_within(p, 3s)) << p << " outlived its parent, killed outright";
+    if (!process_gone(p)) ::kill(p, SIGKILL);
+  }
+}
+
 TEST_F(process_test, output_keeps_only_the_tail_in_bounded_memory) {
   rusage before{};
   ::getrusage(RUSAGE_SELF, &before);
