@@ -510,30 +510,38 @@ TEST(EvalCpu, StoppingTheEvaluationStopsItsWorker) {
   }
 }
 
+/** A Python candidate that, on import, forks a process that leaves the worker's process group
+ *  (setsid) and sleeps, holding the worker's output pipe, and writes its pid to `pid_file` (whole,
+ *  by a rename); its forward runs `forward` (one statement). */
+std::string daemon_candidate(const std::filesystem::path& pid_file, const std::string& forward) {
+  const std::string file = pid_file.string();
+  return "import os, time\n"
+         "import torch\n"
+         "import torch.nn as nn\n"
+         "r, w = os.pipe()\n"
+         "pid = os.fork()\n"
+         "if pid == 0:\n"
+         "    os.setsid()\n"
+         "    os.write(w, b'1')\n"
+         "    time.sleep(300)\n"
+         "    os._exit(0)\n"
+         "os.read(r, 1)\n"
+         "with open('" +
+         file + ".tmp', 'w') as f:\n    f.write(str(pid))\nos.rename('" + file + ".tmp', '" + file +
+         "')\n"
+         "class ModelNew(nn.Module):\n"
+         "    def forward(self, x):\n"
+         "        " +
+         forward + "\n";
+}
+
 TEST(EvalCpu, ADaemonTheCandidateLeavesIsKilledWithTheWorker) {
   // The candidate forks a process that leaves the worker's process group (setsid) and would
   // sleep on, holding the worker's output pipe.
   const scratch_dir dir;
   const auto pid_file = dir.path / "daemon.pid";
   const auto candidate = dir.path / "leaves_a_daemon.py";
-  std::ofstream(candidate) << "import os, time\n"
-                              "import torch\n"
-                              "import torch.nn as nn\n"
-                              "r, w = os.pipe()\n"
-                              "pid = os.fork()\n"
-                              "if pid == 0:\n"
-                              "    os.setsid()\n"
-                              "    os.write(w, b'1')\n"
-                              "    time.sleep(300)\n"
-                              "    os._exit(0)\n"
-                              "os.read(r, 1)\n"
-                              "with open('"
-                           << pid_file.string()
-                           << "', 'w') as f:\n"
-                              "    f.write(str(pid))\n"
-                              "class ModelNew(nn.Module):\n"
-                              "    def forward(self, x):\n"
-                              "        return torch.softmax(x, dim=-1)\n";
+  std::ofstream(candidate) << daemon_candidate(pid_file, "return torch.softmax(x, dim=-1)");
   const auto r = run_eval("problems/level1/softmax.py", candidate.string(),
                           {"--device", "cpu", "--no-timing", "--trials", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -557,27 +565,7 @@ TEST(EvalCpu, ADaemonTheCandidateLeftDiesWhenKjudgeIsKilledOutright) {
   const scratch_dir dir;
   const auto pid_file = dir.path / "daemon.pid";
   const auto candidate = dir.path / "daemon_then_hang.py";
-  std::ofstream(candidate) << "import os, time\n"
-                              "import torch\n"
-                              "import torch.nn as nn\n"
-                              "r, w = os.pipe()\n"
-                              "pid = os.fork()\n"
-                              "if pid == 0:\n"
-                              "    os.setsid()\n"
-                              "    os.write(w, b'1')\n"
-                              "    time.sleep(300)\n"
-                              "    os._exit(0)\n"
-                              "os.read(r, 1)\n"
-                              "with open('"
-                           << pid_file.string()
-                           << ".tmp', 'w') as f:\n"
-                              "    f.write(str(pid))\n"
-                              "os.rename('"
-                           << pid_file.string() << ".tmp', '" << pid_file.string()
-                           << "')\n"
-                              "class ModelNew(nn.Module):\n"
-                              "    def forward(self, x):\n"
-                              "        time.sleep(1000)\n";
+  std::ofstream(candidate) << daemon_candidate(pid_file, "time.sleep(1000)");
   const auto log = dir.path / "eval.log";
   const pid_t eval = start_kjudge(
       {"eval", (source_dir() / "problems/level1/softmax.py").string(), candidate.string(),

@@ -158,22 +158,34 @@ int wait_status_within(pid_t pid, std::chrono::milliseconds limit) {
   return status;
 }
 
-TEST_F(process_test, a_child_dies_with_the_process_that_started_it) {
-  // The parent is killed outright (no handler runs): the child must not run on unlimited.
-  const fs::path pid_file = m_dir / "child.pid";
-  const pid_t parent = fork_process(m_dir / "parent.err", [&] {
-    auto options = child({"pid", pid_file.string()});
+/** Forks a parent that runs the test child with `args` (orphan cleanup as `cleanup`) under a long
+ *  limit, kills it outright (no handler runs) once the `count` pids the child writes to
+ *  `pid_file` are there, and expects each of those processes to end soon after. */
+void expect_gone_with_their_parent(const std::vector<std::string>& args, const fs::path& pid_file,
+                                   std::size_t count, bool cleanup, const fs::path& err) {
+  const pid_t parent = fork_process(err, [&] {
+    kj::runner::set_orphan_cleanup(cleanup);
+    auto options = child(args);
     options.timeout = 600s;
     (void)run_process(options);
     return 0;
   });
   ASSERT_GT(parent, 0);
   const auto pids = read_pids(pid_file);
-  ASSERT_EQ(pids.size(), 1U) << "the child never started";
+  ASSERT_EQ(pids.size(), count) << "the child never started";
   ::kill(parent, SIGKILL);
   EXPECT_NE(wait_status_within(parent, 5s), -1);
-  EXPECT_TRUE(gone_within(pids[0], 5s)) << "child " << pids[0] << " outlived its parent";
-  if (!process_gone(pids[0])) ::kill(pids[0], SIGKILL);
+  for (const pid_t p : pids) {
+    EXPECT_TRUE(gone_within(p, 5s)) << p << " outlived its parent, killed outright";
+    if (!process_gone(p)) ::kill(p, SIGKILL);
+  }
+}
+
+TEST_F(process_test, a_child_dies_with_the_process_that_started_it) {
+  // The child must not run on unlimited.
+  const fs::path pid_file = m_dir / "child.pid";
+  expect_gone_with_their_parent({"pid", pid_file.string()}, pid_file, 1, false,
+                                m_dir / "parent.err");
 }
 
 TEST_F(process_test, leftovers_outside_the_group_are_killed_with_orphan_cleanup) {
@@ -348,23 +360,8 @@ TEST_F(process_test, a_parent_killed_outright_leaves_nothing_running_with_orphan
   // SIGKILL runs nothing of the parent's: its guard kills the child and the daemon the child
   // left (setsid: out of the group; it went to init before there was a guard).
   const fs::path pid_file = m_dir / "daemon.pids";
-  const fs::path err = m_dir / "parent.err";
-  const pid_t parent = fork_process(err, [&] {
-    kj::runner::set_orphan_cleanup(true);
-    auto options = child({"daemon", pid_file.string(), "hang"});
-    options.timeout = 600s;
-    (void)run_process(options);
-    return 0;
-  });
-  ASSERT_GT(parent, 0);
-  const auto pids = read_pids(pid_file);
-  ASSERT_EQ(pids.size(), 2U) << "the child never started";
-  ::kill(parent, SIGKILL);
-  EXPECT_NE(wait_status_within(parent, 5s), -1);
-  for (const pid_t p : pids) {
-    EXPECT_TRUE(gone_within(p, 3s)) << p << " outlived its parent, killed outright";
-    if (!process_gone(p)) ::kill(p, SIGKILL);
-  }
+  expect_gone_with_their_parent({"daemon", pid_file.string(), "hang"}, pid_file, 2, true,
+                                m_dir / "parent.err");
 }
 
 TEST_F(process_test, output_keeps_only_the_tail_in_bounded_memory) {
