@@ -232,16 +232,17 @@ __device__ __forceinline__ float quantise(float v, float scale, float rcp) {
 }
 
 /** blend() times 2^k, exactly (but where an intermediate is subnormal): up = 2^k, sup = s 2^k,
- *  omalpha = RN(1 - alpha). RN(alpha RN(q sup)) is RN(alpha RN(q s)) 2^k, and the one rounding of
- *  RN((1 - alpha) v) up + that is the sum's rounding times 2^k. */
-__device__ __forceinline__ float blend_scaled(float v, float alpha, float omalpha, float scale,
+ *  ox = RN(RN(1 - alpha) v), which needs no scale (the strip kernel forms it early).
+ *  RN(alpha RN(q sup)) is RN(alpha RN(q s)) 2^k, and the one rounding of ox up + that is the
+ *  sum's rounding times 2^k. */
+__device__ __forceinline__ float blend_scaled(float v, float alpha, float ox, float scale,
                                               float rcp, float sup, float up) {
   const float xq = __fmul_rn(quantise(v, scale, rcp), sup);
-  return __fmaf_rn(__fmul_rn(omalpha, v), up, __fmul_rn(alpha, xq));
+  return __fmaf_rn(ox, up, __fmul_rn(alpha, xq));
 }
 
 __device__ __forceinline__ float blend(float v, float alpha, float scale, float rcp) {
-  return blend_scaled(v, alpha, __fsub_rn(1.0f, alpha), scale, rcp, scale, 1.0f);
+  return blend_scaled(v, alpha, __fmul_rn(__fsub_rn(1.0f, alpha), v), scale, rcp, scale, 1.0f);
 }
 
 __device__ __forceinline__ float sigmoid(float l) {
@@ -1301,10 +1302,9 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_strip_kernel(qv_args a) 
         // there; where it would overflow every q of the row is 0, and FLT_MAX keeps 0 q = 0.
         const float sup = fminf(__fmul_rn(scale, xup[i][h]), FLT_MAX);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float xq = __fmul_rn(quantise(xr[i][h][e], scale, rcp), sup);
-          mixed[i][h][e] = __fmaf_rn(ox[i][h][e], xup[i][h], __fmul_rn(alpha[i][h], xq));
-        }
+        for (int e = 0; e < 4; ++e)
+          mixed[i][h][e] =
+              blend_scaled(xr[i][h][e], alpha[i][h], ox[i][h][e], scale, rcp, sup, xup[i][h]);
       }
     QV_STAMP(4);
     float acc[kStripMT][NT][4] = {};

@@ -653,10 +653,12 @@ struct reader {
  *  reserved until reap() has ended the rest of the group. */
 class forked_child final : public detail::child_handle {
  public:
-  forked_child(pid_t pid, detail::child_registration registration, std::vector<pid_t> before)
+  forked_child(pid_t pid, detail::child_registration registration, bool cleanup,
+               std::vector<pid_t> before)
       : m_pid(pid),
         m_pidfd(open_pidfd(pid)),
         m_registration(std::move(registration)),
+        m_cleanup(cleanup),
         m_before(std::move(before)) {}
   [[nodiscard]] pid_t group() const noexcept override { return m_pid; }
   [[nodiscard]] bool ended() override { return child_exited(m_pid); }
@@ -672,7 +674,7 @@ class forked_child final : public detail::child_handle {
     m_registration.release();  // the pid may be reused from now on
     m_pidfd.reset();
     // What left the group (setsid) was reparented here (a subreaper meanwhile): end it too.
-    if (g_orphan_cleanup.load())
+    if (m_cleanup)
       leftovers = detail::kill_adopted(m_pid, [this](pid_t p) {
         return detail::registered_child(p) ||
                std::find(m_before.begin(), m_before.end(), p) != m_before.end();
@@ -684,6 +686,8 @@ class forked_child final : public detail::child_handle {
   pid_t m_pid;
   unique_fd m_pidfd;
   detail::child_registration m_registration;
+  /** Orphan cleanup as it was when the child was started (with its guard and our subreaper). */
+  bool m_cleanup;
   /** This process's children before the fork (kjudge exec'd by a shell that had started others):
    *  not the child's leftovers. */
   std::vector<pid_t> m_before;
@@ -907,14 +911,16 @@ process_result run_process(const spawn_options& options) {
   plan.channel_target = want_channel ? options.channel_fd : -1;
   plan.error_fd = err.write.get();
   plan.parent = ::getpid();
-  plan.guard = g_orphan_cleanup.load();
+  // One reading for this child: its guard, our subreaper and the cleanup after it go together.
+  const bool cleanup = g_orphan_cleanup.load();
+  plan.guard = cleanup;
 
   // With orphan cleanup, what the child's descendants leave behind comes here, not to init.
-  const subreaper_scope subreaper(g_orphan_cleanup.load());
+  const subreaper_scope subreaper(cleanup);
   // Blocked while the child's stdin is written (a child that exits without reading gives EPIPE).
   const sigpipe_guard pipe_guard;
   const std::vector<pid_t> children_before =
-      g_orphan_cleanup.load() ? detail::children_of(::getpid()) : std::vector<pid_t>{};
+      cleanup ? detail::children_of(::getpid()) : std::vector<pid_t>{};
   const auto start = steady::now();
   const pid_t pid = ::fork();
   if (pid < 0) KJ_THROW(error_kind::io, "cannot fork: {}", errno_text(errno));
@@ -961,7 +967,7 @@ process_result run_process(const spawn_options& options) {
   }
   err.read.reset();
 
-  forked_child child(pid, std::move(registration), children_before);
+  forked_child child(pid, std::move(registration), cleanup, children_before);
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
                            options, start, program);
 }

@@ -2,7 +2,6 @@
 // timing, worker isolation (crash, hang, exit, bad problem files) and JSON output, through the
 // real executable and a real PyTorch.
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -20,6 +19,8 @@
 #include <utility>
 
 #include "kjudge_runner.hpp"
+
+#include <kjudge/runner/process_detail.hpp>
 
 namespace kj::test {
 namespace {
@@ -432,20 +433,7 @@ pid_t start_kjudge(const std::vector<std::string>& args, const std::filesystem::
   return pid;
 }
 
-/** The children of `pid`, from /proc. */
-std::vector<pid_t> children_of(pid_t pid) {
-  std::vector<pid_t> out;
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  DIR* dir = ::opendir(tasks.c_str());
-  if (dir == nullptr) return out;
-  while (const dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream children(tasks + "/" + e->d_name + "/children");
-    for (pid_t c = 0; children >> c;) out.push_back(c);
-  }
-  ::closedir(dir);
-  return out;
-}
+using kj::runner::detail::children_of;
 
 /** The `kjudge worker` that `eval` started (through its guard: a child of a child), once it
  *  runs; 0 if none within 60 s. */
