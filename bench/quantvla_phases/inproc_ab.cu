@@ -123,6 +123,11 @@ int main(int argc, char** argv) {
   check_cuda(cudaEventCreate(&start), "event");
   check_cuda(cudaEventCreate(&stop), "event");
 
+  std::printf(
+      "method: events around the forward queued behind a spin kernel; cold (%zu MiB written "
+      "before every sample); %d rounds x %d sets x %d sources x 2 kinds after %d warm-up rounds; "
+      "the SM clock is not monitored here (kjudge's figures are)\n",
+      flush_bytes >> 20, rounds, sets, KJ_AB_N, kWarmupRounds);
   // us[kind][variant][round * sets + set]
   std::vector<double> us[kKinds][KJ_AB_N];
   unsigned int fill = 0;
