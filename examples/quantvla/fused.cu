@@ -910,6 +910,17 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // prefetch of W's lines, one a thread (no gain); the first one or two n8 tiles' W rows by every
 // thread's loads and the rest by the copy (+0.22 and +0.7-0.9 us by graph replay; kjudge's figure
 // 6.18-6.21 against 6.02-6.05 us for this kernel).
+// Not kept (fortieth session; inproc_ab.sh, by graph replay, eager in brackets): the blend's row
+// factors made independent of W's shift, then whichever of W's copy and the maxima lands first
+// taken first (test_wait polled: +0.26-0.35 [+0.19-0.26] us), the maxima first (+0.19-0.22) or
+// W first (+0.16-0.19), or both waits then both chains (no change); rint() by adding 1.5 * 2^23
+// (+0.10-0.13 [0]); the fp16 hi part by integer rounding (+0.13 [0]); W read by LDS offsets
+// (0 to +0.13 [0]); the blend in one FFMA a value (+0.03-0.13 [0]); the GEMM in two terms,
+// W (1 - alpha) x (three products) while the maxima travel and W q (two: q is exact in fp16)
+// after the scale (+0.03-0.13 [0]). The traced phases after the maxima shrank by up to 0.16 us
+// in these drafts and the forward by graph replay did not; this kernel without its partial-tile
+// and later-pass code (a diagnostic, nominal shape only: 896 SASS instructions against 1312) was
+// 0.16 us faster eagerly and 0-0.03 us by graph replay.
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
