@@ -920,7 +920,8 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // after the scale (+0.03-0.13 [0]). The traced phases after the maxima shrank by up to 0.16 us
 // in these drafts and the forward by graph replay did not; this kernel without its partial-tile
 // and later-pass code (a diagnostic, nominal shape only: 896 SASS instructions against 1312) was
-// 0.16 us faster eagerly and 0-0.03 us by graph replay.
+// 0.16-0.19 us faster eagerly and 0-0.03 us by graph replay (without either part alone, -0.06 to
+// +0.03 us eagerly).
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
