@@ -1,6 +1,6 @@
 // Shared by the QuantVLA bench harnesses (main.cu, read_paths.cu, graph_paths.cu, qv_instance.cuh):
-// error exit, the spin kernel that holds a stream while a sample's launches queue, an empty
-// kernel, graph capture, quantiles, and the floor kernels' block maximum.
+// error exit, the cold samples' flush size, the spin kernel that holds a stream while a sample's
+// launches queue, an empty kernel, graph capture, quantiles, and the floor kernels' block maximum.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -38,6 +38,16 @@ cudaGraphExec_t capture_graph(cudaStream_t stream, Issue&& issue, cudaEvent_t be
   check_cuda(cudaGraphDestroy(graph), "destroy graph");
   check_cuda(cudaGraphUpload(exec, stream), "upload");
   return exec;
+}
+
+/** The bytes written before each cold sample: `mib` MiB where given (a program's argument: > 0),
+ *  else twice the current device's L2, as kjudge flushes. */
+inline size_t flush_size(int mib = 0) {
+  if (mib > 0) return static_cast<size_t>(mib) << 20;
+  int device = 0, l2_bytes = 0;
+  check_cuda(cudaGetDevice(&device), "device");
+  check_cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device), "L2 size");
+  return 2 * static_cast<size_t>(l2_bytes);
 }
 
 __global__ void spin_kernel(long long cycles) {

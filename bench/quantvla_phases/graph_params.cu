@@ -89,10 +89,7 @@ int main(int argc, char** argv) {
   check_cuda(cudaStreamSynchronize(capture_stream), "uploads");
   std::printf("graph_params: %zu kernel node(s) in each graph\n", graphs[0].kernels.size());
 
-  int l2_bytes = 0;
-  check_cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0), "L2 size");
-  const size_t flush_bytes = argc > 2 ? static_cast<size_t>(std::max(1, std::atoi(argv[2]))) << 20
-                                      : 2 * static_cast<size_t>(l2_bytes);
+  const size_t flush_bytes = flush_size(argc > 2 ? std::max(1, std::atoi(argv[2])) : 0);
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
   cudaEvent_t start, stop;

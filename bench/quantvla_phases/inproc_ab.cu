@@ -13,6 +13,7 @@
 // Usage: inproc_ab <rounds> <sets> <label0> [<label1> ...] (the labels name the linked variants).
 #include "qv_instance.cuh"
 
+#include <memory>
 #include <random>
 #include <string>
 
@@ -93,8 +94,8 @@ int main(int argc, char** argv) {
   const char* const kind_names[kKinds] = {"eager", "graph"};
 
   // The nominal shape, a set a seed; each set its own allocations (as kjudge's input sets).
-  std::vector<instance*> inst;
-  for (int g = 0; g < sets; ++g) inst.push_back(new instance(8, 64, 128, 1000u + g));
+  std::vector<std::unique_ptr<instance>> inst;
+  for (int g = 0; g < sets; ++g) inst.push_back(std::make_unique<instance>(8, 64, 128, 1000u + g));
   bool correct = true;
   for (int v = 0; v < KJ_AB_N; ++v) {
     g_variant = v;
@@ -106,11 +107,8 @@ int main(int argc, char** argv) {
 
   cudaStream_t stream;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  for (instance* p : inst) p->call.stream = stream;
-  int device = 0, l2_bytes = 0;
-  check_cuda(cudaGetDevice(&device), "device");
-  check_cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device), "L2 size");
-  const size_t flush_bytes = 2 * static_cast<size_t>(l2_bytes);  // as kjudge
+  for (const auto& p : inst) p->call.stream = stream;
+  const size_t flush_bytes = flush_size();
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
   std::vector<cudaGraphExec_t> graphs(static_cast<size_t>(KJ_AB_N) * sets);

@@ -96,10 +96,7 @@ int main(int argc, char** argv) {
   std::printf("%s: pool %p, aligned base %p, %zu MiB\n", label.c_str(), static_cast<void*>(pool),
               static_cast<void*>(base), span >> 20);
 
-  cudaDeviceProp prop{};
-  check_cuda(cudaGetDeviceProperties(&prop, 0), "properties");
-  const size_t flush_bytes = argc > 3 ? static_cast<size_t>(std::max(1, std::atoi(argv[3]))) << 20
-                                      : 2 * static_cast<size_t>(prop.l2CacheSize);
+  const size_t flush_bytes = flush_size(argc > 3 ? std::max(1, std::atoi(argv[3])) : 0);
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");
   cudaStream_t stream;

@@ -227,10 +227,7 @@ int main(int argc, char** argv) {
   check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0), "SM count");
   float* sink = nullptr;
   check_cuda(cudaMalloc(&sink, sizeof(float)), "cudaMalloc sink");
-  int l2_bytes = 0;
-  check_cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0), "L2 size");
-  const size_t flush_bytes = argc > 3 ? static_cast<size_t>(std::max(1, std::atoi(argv[3]))) << 20
-                                      : 2 * static_cast<size_t>(l2_bytes);
+  const size_t flush_bytes = flush_size(argc > 3 ? std::max(1, std::atoi(argv[3])) : 0);
   std::printf("%s: flushing %zu MiB before each sample\n", label.c_str(), flush_bytes >> 20);
   void* flush = nullptr;
   check_cuda(cudaMalloc(&flush, flush_bytes), "cudaMalloc flush");

@@ -944,12 +944,9 @@ __device__ __forceinline__ void load_strip_rows(float (&xr)[kStripMT][2][4], con
       load_row4<VEC>(xr[i][h], a.x, row0 + 16 * i + 8 * h + g, a.m, k0, a.k);
 }
 
-/** The first pass's x rows and W rows where all of them are in range (the block's tile within
- *  x, its strip within W, its warp's 16 columns within k; VEC): straight-line loads at a
- *  stride of 8 rows, with none of load_row4()'s per-row tests, so that all are issued a few
- *  instructions into the kernel. */
 /** The first pass's x rows where the tile is within x and the warp's 16 columns within k (VEC):
- *  straight-line loads at a stride of 8 rows, with 256-byte L2 fetches. */
+ *  straight-line loads at a stride of 8 rows, with none of load_row4()'s per-row tests (all
+ *  issued a few instructions into the kernel) and with 256-byte L2 fetches. */
 __device__ __forceinline__ void load_strip_whole(float (&xr)[kStripMT][2][4], const qv_args& a,
                                                  int row0, int g, int k0) {
   const long long stride = 8LL * a.k;  // 8 rows

@@ -563,12 +563,9 @@ TEST(EvalCpu, ADaemonTheCandidateLeftDiesWhenKjudgeIsKilledOutright) {
   const pid_t worker = worker_of(eval);
   ASSERT_GT(worker, 0) << "no worker started; output:\n" << text_of(log);
   const std::vector<pid_t> guards = children_of(eval);
-  pid_t daemon = 0;
-  for (int i = 0; i < 6000 && daemon <= 0; ++i) {
-    std::ifstream(pid_file) >> daemon;
-    if (daemon <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_GT(daemon, 0) << "the candidate wrote no pid; output:\n" << text_of(log);
+  const std::vector<pid_t> written = read_pids(pid_file, std::chrono::seconds(60));
+  ASSERT_EQ(written.size(), 1U) << "the candidate wrote no pid; output:\n" << text_of(log);
+  const pid_t daemon = written[0];
   ::kill(eval, SIGKILL);
   ASSERT_NE(wait_status_within(eval, std::chrono::seconds(10)), -1);
   for (const pid_t p : guards) {

@@ -44,16 +44,17 @@ inline bool gone_within(pid_t pid, std::chrono::milliseconds limit) {
   return true;
 }
 
-/** The pids in `file` (written whole by a child), once it exists; empty after 10 s. */
-inline std::vector<pid_t> read_pids(const std::filesystem::path& file) {
-  for (int i = 0; i < 1000; ++i) {
+/** The pids in `file` (written whole by a child), once it exists; empty after `limit`. */
+inline std::vector<pid_t> read_pids(const std::filesystem::path& file,
+                                    std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (true) {
     std::ifstream in(file);
     std::vector<pid_t> pids;
     for (pid_t p = 0; in >> p;) pids.push_back(p);
-    if (!pids.empty()) return pids;
+    if (!pids.empty() || std::chrono::steady_clock::now() >= until) return pids;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return {};
 }
 
 }  // namespace kj::test
