@@ -1,9 +1,11 @@
 // Shared by the QuantVLA bench harnesses (main.cu, read_paths.cu, graph_paths.cu, qv_instance.cuh):
-// error exit, the cold samples' flush size, the spin kernel that holds a stream while a sample's
-// launches queue, an empty kernel, graph capture, quantiles, and the floor kernels' block maximum.
+// error exit, the cold samples' flush size, NVML's SM clock, the spin kernel that holds a stream
+// while a sample's launches queue, an empty kernel, graph capture, quantiles, and the floor
+// kernels' block maximum.
 #pragma once
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -49,6 +51,59 @@ inline size_t flush_size(int mib = 0) {
   check_cuda(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device), "L2 size");
   return 2 * static_cast<size_t>(l2_bytes);
 }
+
+/** NVML's SM clock (and clock-event reasons, read as kjudge's clock monitor reads them), through
+ *  dlopen as kjudge loads it; the CUDA ordinal 0 taken as NVML's index 0 (one GPU visible, as on
+ *  the bench machines). ok() is false where NVML cannot be read. */
+class nvml_reader {
+ public:
+  nvml_reader() {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return;
+    using init_fn = int (*)();
+    using handle_fn = int (*)(unsigned, void**);
+    const auto init = reinterpret_cast<init_fn>(dlsym(lib, "nvmlInit_v2"));
+    const auto handle = reinterpret_cast<handle_fn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+    m_clock = reinterpret_cast<clock_fn>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    m_default = reinterpret_cast<clock_fn>(dlsym(lib, "nvmlDeviceGetDefaultApplicationsClock"));
+    m_max = reinterpret_cast<clock_fn>(dlsym(lib, "nvmlDeviceGetMaxClockInfo"));
+    m_reasons = reinterpret_cast<reasons_fn>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
+    if (m_reasons == nullptr)
+      m_reasons =
+          reinterpret_cast<reasons_fn>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+    if (init == nullptr || handle == nullptr || m_clock == nullptr || m_reasons == nullptr ||
+        init() != 0 || handle(0, &m_device) != 0)
+      m_device = nullptr;
+  }
+  [[nodiscard]] bool ok() const { return m_device != nullptr; }
+  /** One reading; the SM clock in MHz (0 when NVML did not answer). */
+  unsigned read() const {
+    unsigned mhz = 0;
+    unsigned long long reasons = 0;
+    if (m_clock(m_device, kSm, &mhz) != 0) mhz = 0;
+    static_cast<void>(m_reasons(m_device, &reasons));
+    return mhz;
+  }
+  /** The clock samples are judged against, as kjudge's: the default applications SM clock, else
+   *  the maximum, else 0 (unknown). */
+  unsigned reference_mhz() const {
+    for (const clock_fn f : {m_default, m_max}) {
+      unsigned mhz = 0;
+      if (ok() && f != nullptr && f(m_device, kSm, &mhz) == 0 && mhz > 0) return mhz;
+    }
+    return 0;
+  }
+
+ private:
+  static constexpr int kSm = 1;  // NVML_CLOCK_SM
+  using clock_fn = int (*)(void*, int, unsigned*);
+  using reasons_fn = int (*)(void*, unsigned long long*);
+  void* m_device = nullptr;
+  clock_fn m_clock = nullptr;
+  clock_fn m_default = nullptr;
+  clock_fn m_max = nullptr;
+  reasons_fn m_reasons = nullptr;
+};
 
 __global__ void spin_kernel(long long cycles) {
   const long long start = clock64();

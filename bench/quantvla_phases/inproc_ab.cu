@@ -9,10 +9,13 @@
 // device figure takes it, eagerly and by replay of a graph of the forward (one per variant and
 // set). Reported per variant and kind: the median (quartiles) over all samples and the medians
 // per set; per draft against variant 0, the median of the paired differences (same round, set
-// and kind) with a bootstrap 95% interval.
+// and kind) with a bootstrap 95% interval. NVML's SM clock is read after every sample; samples
+// taken under 75% of the reference clock (kjudge's: the default applications clock, else the
+// maximum) are dropped, with the pairs they belong to.
 // Usage: inproc_ab <rounds> <sets> <label0> [<label1> ...] (the labels name the linked variants).
 #include "qv_instance.cuh"
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -121,13 +124,18 @@ int main(int argc, char** argv) {
   check_cuda(cudaEventCreate(&start), "event");
   check_cuda(cudaEventCreate(&stop), "event");
 
+  const nvml_reader nvml;
+  const unsigned reference_mhz = nvml.reference_mhz();
   std::printf(
       "method: events around the forward queued behind a spin kernel; cold (%zu MiB written "
       "before every sample); %d rounds x %d sets x %d sources x 2 kinds after %d warm-up rounds; "
-      "the SM clock is not monitored here (kjudge's figures are)\n",
-      flush_bytes >> 20, rounds, sets, KJ_AB_N, kWarmupRounds);
-  // us[kind][variant][round * sets + set]
+      "the SM clock read by NVML after each sample, samples under 75%% of %u MHz dropped%s\n",
+      flush_bytes >> 20, rounds, sets, KJ_AB_N, kWarmupRounds, reference_mhz,
+      nvml.ok() ? "" : " (NVML cannot be read here: none judged)");
+  // us[kind][variant][round * sets + set]; NaN: a sample taken under 75% of the reference clock.
   std::vector<double> us[kKinds][KJ_AB_N];
+  std::vector<double> clock_mhz;  // every timed sample's reading NVML answered
+  std::size_t dropped = 0;
   unsigned int fill = 0;
   for (int r = 0; r < kWarmupRounds + rounds; ++r)
     for (int g = 0; g < sets; ++g)
@@ -145,29 +153,62 @@ int main(int argc, char** argv) {
             check_cuda(cudaGraphLaunch(graphs[v * sets + g], stream), "graph launch");
           check_cuda(cudaEventRecord(stop, stream), "record");
           check_cuda(cudaStreamSynchronize(stream), "sample");
+          const unsigned mhz = nvml.ok() ? nvml.read() : 0;
           float ms = 0;
           check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-          if (r >= kWarmupRounds) us[kind][v].push_back(1e3 * ms);
+          if (r < kWarmupRounds) continue;
+          if (mhz > 0) clock_mhz.push_back(mhz);
+          const bool slow = mhz > 0 && reference_mhz > 0 && mhz < 0.75 * reference_mhz;
+          dropped += slow ? 1 : 0;
+          us[kind][v].push_back(slow ? std::nan("") : 1e3 * ms);
         }
+  if (clock_mhz.empty())
+    std::printf("SM clock: no reading; no sample dropped\n");
+  else
+    std::printf("SM clock: %.0f to %.0f MHz (median %.0f, %zu readings); %zu samples dropped\n",
+                quantile(clock_mhz, 0.0), quantile(clock_mhz, 1.0), quantile(clock_mhz, 0.5),
+                clock_mhz.size(), dropped);
+  // The samples kept (none dropped for the clock).
+  const auto kept = [](const std::vector<double>& all) {
+    std::vector<double> out;
+    for (const double x : all)
+      if (!std::isnan(x)) out.push_back(x);
+    return out;
+  };
 
   for (int kind = 0; kind < kKinds; ++kind)
     for (int v = 0; v < KJ_AB_N; ++v) {
-      const std::vector<double>& s = us[kind][v];
+      const std::vector<double> s = kept(us[kind][v]);
+      if (s.empty()) {
+        std::printf("%s, %s: every sample dropped\n", labels[v].c_str(), kind_names[kind]);
+        continue;
+      }
       std::printf("%s, %s: median %.3f us (q1 %.3f, q3 %.3f, n %zu); per set:", labels[v].c_str(),
                   kind_names[kind], quantile(s, 0.5), quantile(s, 0.25), quantile(s, 0.75),
                   s.size());
       for (int g = 0; g < sets; ++g) {
         std::vector<double> one;
-        for (int r = 0; r < rounds; ++r) one.push_back(s[r * sets + g]);
-        std::printf(" %.2f", quantile(one, 0.5));
+        for (int r = 0; r < rounds; ++r) one.push_back(us[kind][v][r * sets + g]);
+        one = kept(one);
+        if (one.empty())
+          std::printf(" -");
+        else
+          std::printf(" %.2f", quantile(one, 0.5));
       }
       std::printf("\n");
     }
   std::mt19937 gen(12345u);
   for (int kind = 0; kind < kKinds; ++kind)
     for (int v = 1; v < KJ_AB_N; ++v) {
+      // Pairs with a dropped side are left out (NaN).
       std::vector<double> d;
       for (size_t k = 0; k < us[kind][v].size(); ++k) d.push_back(us[kind][v][k] - us[kind][0][k]);
+      d = kept(d);
+      if (d.empty()) {
+        std::printf("%s - %s, %s: no pair kept\n", labels[v].c_str(), labels[0].c_str(),
+                    kind_names[kind]);
+        continue;
+      }
       std::vector<double> boot;
       std::uniform_int_distribution<size_t> pick(0, d.size() - 1);
       for (int b = 0; b < 2000; ++b) {

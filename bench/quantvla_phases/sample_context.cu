@@ -68,44 +68,6 @@ __global__ void foreign_code_kernel(float* sink, float seed) {
   if (v == 1234.5f) sink[0] = v;  // never true for these inputs; keeps the chain live
 }
 
-/** NVML's SM clock and clock-event reasons (KJ_SC_NVML), through dlopen as kjudge loads it. */
-class nvml_reader {
- public:
-  nvml_reader() {
-    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) return;
-    using init_fn = int (*)();
-    using handle_fn = int (*)(unsigned, void**);
-    const auto init = reinterpret_cast<init_fn>(dlsym(lib, "nvmlInit_v2"));
-    const auto handle = reinterpret_cast<handle_fn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
-    m_clock = reinterpret_cast<clock_fn>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    m_reasons = reinterpret_cast<reasons_fn>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
-    if (m_reasons == nullptr)
-      m_reasons =
-          reinterpret_cast<reasons_fn>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
-    // The CUDA ordinal 0 taken as NVML's index 0 (one GPU visible, as on the bench machines).
-    if (init == nullptr || handle == nullptr || m_clock == nullptr || m_reasons == nullptr ||
-        init() != 0 || handle(0, &m_device) != 0)
-      m_device = nullptr;
-  }
-  [[nodiscard]] bool ok() const { return m_device != nullptr; }
-  /** One reading; the SM clock in MHz (0 when NVML did not answer). */
-  unsigned read() const {
-    unsigned mhz = 0;
-    unsigned long long reasons = 0;
-    if (m_clock(m_device, 1 /* NVML_CLOCK_SM */, &mhz) != 0) mhz = 0;
-    static_cast<void>(m_reasons(m_device, &reasons));
-    return mhz;
-  }
-
- private:
-  using clock_fn = int (*)(void*, int, unsigned*);
-  using reasons_fn = int (*)(void*, unsigned long long*);
-  void* m_device = nullptr;
-  clock_fn m_clock = nullptr;
-  reasons_fn m_reasons = nullptr;
-};
-
 /** cuBLAS loaded, a handle made and one 256^3 SGEMM run on `stream` (KJ_SC_CUBLAS); false when
  *  the library cannot be loaded or the GEMM fails. The handle stays, as in kjudge's worker. */
 bool load_cublas(cudaStream_t stream) {
