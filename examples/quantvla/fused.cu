@@ -922,6 +922,11 @@ __global__ void __launch_bounds__(kMmaThreads) quantvla_mma_kernel(qv_args a) {
 // and later-pass code (a diagnostic, nominal shape only: 896 SASS instructions against 1312) was
 // 0.16-0.19 us faster eagerly and 0-0.03 us by graph replay (without either part alone, -0.06 to
 // +0.03 us eagerly).
+// Not kept (forty-first session; inproc_ab.sh, by graph replay, eager 0 in every one): the
+// maximum dynamic shared memory put back to 0 after the queries (+0.06-0.13 us), strips of three
+// without the queries (+0.06-0.13), the opt-in maximum (+0.03-0.10), a preferred carveout of the
+// most shared memory (+0.06-0.13), of 64 or 100 KiB (+0.10-0.13) or of 132 KiB (0); the cluster
+// scheduling policy `spread` (0).
 
 constexpr int kStripMT = 2;  // m16 tiles per block; n8 tiles per block: NT = 2 or 3 (launch_strip)
 constexpr int kStripBM = 16 * kStripMT;
@@ -1593,7 +1598,12 @@ int cluster_fit(const void* fn, cudaLaunchConfig_t cfg, int size, std::atomic<in
 
 /** Dynamic shared memory (unused) that keeps a second block of `fn` off an SM: with the kernel's
  *  own, more than half the SM's. Asked once per device and kernel (`known`); 0 where it cannot
- *  be had. */
+ *  be had. The maximum it sets stays set after the occupancy query, on purpose: on an H200 the
+ *  kernel replayed from a CUDA graph read 0.03-0.13 us slower with the attribute put back to 0,
+ *  with the whole opt-in maximum, or with a preferred carveout of 64, 100 or 228 KiB, and the same
+ *  with a preferred carveout of 132 KiB (the smallest that the kernel's 37 KB and this maximum
+ *  fit in), while its own launches did not move with any of them (forty-first session,
+ *  docs/benchmarks.md). */
 size_t exclusive_smem(const void* fn, int device, std::atomic<long long>& known) {
   long long want = known.load(std::memory_order_relaxed) - 1;
   if (want >= 0) return static_cast<size_t>(want);
