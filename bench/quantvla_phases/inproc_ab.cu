@@ -12,10 +12,18 @@
 // and kind) with a bootstrap 95% interval. NVML's SM clock is read after every sample; samples
 // taken under 75% of the reference clock (kjudge's: the default applications clock, else the
 // maximum) are dropped, with the pairs they belong to.
-// Usage: inproc_ab <rounds> <sets> <label0> [<label1> ...] (the labels name the linked variants).
+// Built with -DKJ_AB_LIBRARIES (inproc_ab.sh with KJ_AB_LOAD=library), the variants are not
+// linked in: each is a shared library with its own static CUDA runtime, named by KJ_AB_LIB0 ..
+// KJ_AB_LIB3 and loaded by dlopen (RTLD_NOW | RTLD_LOCAL), as kjudge loads a native candidate.
+// On an H200 the same source loaded so replayed 0.03-0.19 us slower from a graph than linked in,
+// and launched no slower (docs/benchmarks.md, forty-first session).
+// Usage: inproc_ab <rounds> <sets> <label0> [<label1> ...] (the labels name the variants).
 #include "qv_instance.cuh"
 
+#include <dlfcn.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -25,6 +33,7 @@
 #endif
 static_assert(KJ_AB_N >= 1 && KJ_AB_N <= 4, "one to four variants");
 
+#ifndef KJ_AB_LIBRARIES
 extern "C" {
 int kj_forward_v0(const kj_call*);
 uint64_t kj_workspace_bytes_v0(const kj_call*);
@@ -41,11 +50,13 @@ int kj_forward_v3(const kj_call*);
 uint64_t kj_workspace_bytes_v3(const kj_call*);
 #endif
 }
+#endif
 
 namespace {
 
 using forward_fn = int (*)(const kj_call*);
 using workspace_fn = uint64_t (*)(const kj_call*);
+#ifndef KJ_AB_LIBRARIES
 const forward_fn kForwards[] = {kj_forward_v0,
 #if KJ_AB_N > 1
                                 kj_forward_v1,
@@ -68,6 +79,30 @@ const workspace_fn kWorkspaces[] = {kj_workspace_bytes_v0,
                                     kj_workspace_bytes_v3
 #endif
 };
+void load_variants() {}
+#else
+forward_fn kForwards[KJ_AB_N];
+workspace_fn kWorkspaces[KJ_AB_N];
+
+/** Each variant's entry points from the library KJ_AB_LIB<v> names; exits on a missing one. */
+void load_variants() {
+  for (int v = 0; v < KJ_AB_N; ++v) {
+    const std::string env = "KJ_AB_LIB" + std::to_string(v);
+    const char* path = std::getenv(env.c_str());
+    void* lib = path != nullptr ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (lib == nullptr) {
+      std::fprintf(stderr, "%s: %s\n", env.c_str(), path != nullptr ? dlerror() : "not set");
+      std::exit(2);
+    }
+    kForwards[v] = reinterpret_cast<forward_fn>(dlsym(lib, "kj_forward"));
+    kWorkspaces[v] = reinterpret_cast<workspace_fn>(dlsym(lib, "kj_workspace_bytes"));
+    if (kForwards[v] == nullptr || kWorkspaces[v] == nullptr) {
+      std::fprintf(stderr, "%s: no kj_forward or kj_workspace_bytes in %s\n", env.c_str(), path);
+      std::exit(2);
+    }
+  }
+}
+#endif
 int g_variant = 0;
 
 }  // namespace
@@ -89,6 +124,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s <rounds> <sets> <label0> ... (%d labels)\n", argv[0], KJ_AB_N);
     return 2;
   }
+  load_variants();
   const int rounds = std::max(10, std::atoi(argv[1]));
   const int sets = std::max(1, std::atoi(argv[2]));
   std::vector<std::string> labels(argv + 3, argv + 3 + KJ_AB_N);
