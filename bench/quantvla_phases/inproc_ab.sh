@@ -18,7 +18,7 @@ sources=("$@")
 [ ${#sources[@]} -le 4 ] || { echo "at most four sources"; exit 2; }
 out=${TMPDIR:-/tmp}/quantvla_inproc_ab
 mkdir -p "$out"
-rm -f "$out"/*.o "$out/inproc_ab"
+rm -f "$out"/*.o "$out"/*.so "$out/inproc_ab"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 flags=(-O3 -std=c++17 -arch=sm_$arch -I"$root/include" -I"$here")
 library=0
@@ -34,7 +34,6 @@ library_flags=(-O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -Xlinker --no-u
 labels=()
 objects=()
 pids=()
-rm -f "$out"/*.so
 for i in "${!sources[@]}"; do
   labels+=("$(basename "${sources[$i]}" .cu)")
   if [ $library = 1 ]; then
