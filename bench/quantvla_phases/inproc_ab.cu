@@ -160,18 +160,15 @@ int main(int argc, char** argv) {
   check_cuda(cudaEventCreate(&start), "event");
   check_cuda(cudaEventCreate(&stop), "event");
 
-  const nvml_reader nvml;
-  const unsigned reference_mhz = nvml.reference_mhz();
+  clock_watch clocks;
   std::printf(
       "method: events around the forward queued behind a spin kernel; cold (%zu MiB written "
       "before every sample); %d rounds x %d sets x %d sources x 2 kinds after %d warm-up rounds; "
       "the SM clock read by NVML after each sample, samples under 75%% of %u MHz dropped%s\n",
-      flush_bytes >> 20, rounds, sets, KJ_AB_N, kWarmupRounds, reference_mhz,
-      nvml.ok() ? "" : " (NVML cannot be read here: none judged)");
+      flush_bytes >> 20, rounds, sets, KJ_AB_N, kWarmupRounds, clocks.reference_mhz(),
+      clocks.ok() ? "" : " (NVML cannot be read here: none judged)");
   // us[kind][variant][round * sets + set]; NaN: a sample taken under 75% of the reference clock.
   std::vector<double> us[kKinds][KJ_AB_N];
-  std::vector<double> clock_mhz;  // every timed sample's reading NVML answered
-  std::size_t dropped = 0;
   unsigned int fill = 0;
   for (int r = 0; r < kWarmupRounds + rounds; ++r)
     for (int g = 0; g < sets; ++g)
@@ -189,21 +186,13 @@ int main(int argc, char** argv) {
             check_cuda(cudaGraphLaunch(graphs[v * sets + g], stream), "graph launch");
           check_cuda(cudaEventRecord(stop, stream), "record");
           check_cuda(cudaStreamSynchronize(stream), "sample");
-          const unsigned mhz = nvml.ok() ? nvml.read() : 0;
+          const unsigned mhz = clocks.read();
           float ms = 0;
           check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
           if (r < kWarmupRounds) continue;
-          if (mhz > 0) clock_mhz.push_back(mhz);
-          const bool slow = mhz > 0 && reference_mhz > 0 && mhz < 0.75 * reference_mhz;
-          dropped += slow ? 1 : 0;
-          us[kind][v].push_back(slow ? std::nan("") : 1e3 * ms);
+          us[kind][v].push_back(clocks.drop(mhz) ? std::nan("") : 1e3 * ms);
         }
-  if (clock_mhz.empty())
-    std::printf("SM clock: no reading; no sample dropped\n");
-  else
-    std::printf("SM clock: %.0f to %.0f MHz (median %.0f, %zu readings); %zu samples dropped\n",
-                quantile(clock_mhz, 0.0), quantile(clock_mhz, 1.0), quantile(clock_mhz, 0.5),
-                clock_mhz.size(), dropped);
+  std::printf("%s\n", clocks.summary().c_str());
   // The samples kept (none dropped for the clock).
   const auto kept = [](const std::vector<double>& all) {
     std::vector<double> out;

@@ -272,11 +272,7 @@ int main(int argc, char** argv) {
   check_cuda(cudaEventCreate(&stop), "event");
   int clock_khz = 0;  // the device's clock rate: the traced phases' cycles in us
   check_cuda(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), "clock rate");
-  // NVML's SM clock after every sample; samples under 75% of the reference clock are dropped.
-  const nvml_reader nvml;
-  const unsigned reference_mhz = nvml.reference_mhz();
-  std::vector<double> clock_mhz;
-  std::size_t dropped = 0;
+  clock_watch clocks;  // NVML's SM clock after every sample; slow samples dropped
   auto* trace = static_cast<unsigned long long*>(qv_trace_address ? qv_trace_address() : nullptr);
   const size_t trace_words = size_t{4096} * 2 * kStamps;
   std::vector<unsigned long long> stamps(trace_words);
@@ -378,15 +374,11 @@ int main(int argc, char** argv) {
       p.forward();
     check_cuda(cudaEventRecord(stop, stream), "record");
     check_cuda(cudaStreamSynchronize(stream), "sample");
-    const unsigned mhz = nvml.ok() ? nvml.read() : 0;
+    const unsigned mhz = clocks.read();
     float ms = 0;
     check_cuda(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     if (s < kKinds * warmup) continue;
-    if (mhz > 0) clock_mhz.push_back(mhz);
-    if (mhz > 0 && reference_mhz > 0 && mhz < 0.75 * reference_mhz) {
-      ++dropped;
-      continue;
-    }
+    if (clocks.drop(mhz)) continue;
     kind_us[kind].push_back(1e3 * ms);
     if ((kind != kForward && kind != kAfterForward && kind != kGraphForward) || trace == nullptr)
       continue;
@@ -435,14 +427,7 @@ int main(int argc, char** argv) {
     std::printf("%s: the forward by CUDA graph replay: %s (worst error %.3g x tolerance)\n",
                 label.c_str(), w <= 1.0 ? "ok" : "FAILED", w);
   }
-  if (clock_mhz.empty())
-    std::printf("%s: SM clock: NVML gave no reading; no sample dropped\n", label.c_str());
-  else
-    std::printf(
-        "%s: SM clock read by NVML after each sample: %.0f to %.0f MHz (median %.0f); %zu "
-        "samples under 75%% of %u MHz dropped\n",
-        label.c_str(), quantile(clock_mhz, 0.0), quantile(clock_mhz, 1.0), quantile(clock_mhz, 0.5),
-        dropped, reference_mhz);
+  std::printf("%s: %s\n", label.c_str(), clocks.summary().c_str());
   std::printf(
       "%s: forward %.2f us median (q1 %.2f, q3 %.2f, min %.2f, n %zu); empty kernel %.2f us\n",
       label.c_str(), quantile(forward_us, 0.5), quantile(forward_us, 0.25),
