@@ -31,15 +31,79 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
 
 }  // namespace
 
-// Every element has the bit pattern of the first (so -0.0 and 0.0 differ, and NaN equals NaN).
+namespace {
+
+/** An element's value as bits of its own width, made canonical where one value has several
+ *  encodings: floating zero of either sign reads 0, every NaN one quiet NaN, a bool byte its
+ *  truth (0 or 1). Integers are their bits. */
+std::uint64_t canonical_bits(const void* data, dtype t, std::size_t i) noexcept {
+  const auto* bytes = static_cast<const unsigned char*>(data) + i * element_size(t);
+  switch (t) {
+    case dtype::f64: {
+      std::uint64_t b;
+      std::memcpy(&b, bytes, sizeof b);
+      if ((b & 0x7fffffffffffffffULL) == 0) return 0;
+      const bool nan =
+          (b & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL && (b & 0x000fffffffffffffULL) != 0;
+      return nan ? 0x7ff8000000000000ULL : b;
+    }
+    case dtype::f32: {
+      std::uint32_t b;
+      std::memcpy(&b, bytes, sizeof b);
+      if ((b & 0x7fffffffU) == 0) return 0;
+      const bool nan = (b & 0x7f800000U) == 0x7f800000U && (b & 0x007fffffU) != 0;
+      return nan ? 0x7fc00000U : b;
+    }
+    case dtype::f16:
+    case dtype::bf16: {
+      std::uint16_t b;
+      std::memcpy(&b, bytes, sizeof b);
+      if ((b & 0x7fffU) == 0) return 0;
+      const std::uint16_t exp = t == dtype::f16 ? 0x7c00U : 0x7f80U;
+      const bool nan = (b & exp) == exp && (b & (0x7fffU & ~exp)) != 0;
+      return nan ? (t == dtype::f16 ? 0x7e00U : 0x7fc0U) : b;
+    }
+    case dtype::boolean:
+      return bytes[0] != 0 ? 1 : 0;
+    case dtype::i8:
+    case dtype::u8:
+    case dtype::i16:
+    case dtype::i32:
+    case dtype::i64: {
+      std::uint64_t b = 0;
+      std::memcpy(&b, bytes, element_size(t));  // little-endian: the low bytes
+      return b;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 bool is_constant(const host_tensor& t) noexcept {
   const std::size_t n = t.numel();
-  const std::size_t size = element_size(t.type);
   if (n < 2 || t.data == nullptr) return false;
-  const auto* bytes = static_cast<const unsigned char*>(t.data);
+  const std::uint64_t first = canonical_bits(t.data, t.type, 0);
   for (std::size_t i = 1; i < n; ++i)
-    if (std::memcmp(bytes, bytes + i * size, size) != 0) return false;
+    if (canonical_bits(t.data, t.type, i) != first) return false;
   return true;
+}
+
+std::uint64_t value_hash(const host_tensor& t) noexcept {
+  constexpr std::uint64_t offset_basis = 0xcbf29ce484222325ULL;
+  constexpr std::uint64_t prime = 0x100000001b3ULL;
+  std::uint64_t h = offset_basis;
+  if (t.data == nullptr) return h;
+  const std::size_t n = t.numel();
+  const std::size_t width = element_size(t.type);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t v = canonical_bits(t.data, t.type, i);
+    for (std::size_t k = 0; k < width; ++k, v >>= 8) {  // FNV-1a, a byte at a time
+      h ^= v & 0xffU;
+      h *= prime;
+    }
+  }
+  return h;
 }
 
 namespace {
@@ -199,14 +263,16 @@ void compare_integers(const host_tensor& expected, const host_tensor& actual,
     out.max_abs_err = std::max(out.max_abs_err, err);
     ++out.mismatch_count;
     if (out.mismatches.size() < max_mismatches)
-      out.mismatches.push_back(
-          {unravel(i, actual.shape), static_cast<double>(e), static_cast<double>(a), err});
+      out.mismatches.push_back({unravel(i, actual.shape), static_cast<double>(e),
+                                static_cast<double>(a), err, fmt::format("{}", e),
+                                fmt::format("{}", a)});
   }
   out.abs_err_count = out.numel;
   out.rel_err_count = relative_pairs;
   if (out.numel > 0) out.mean_abs_err = abs_sum / static_cast<double>(out.numel);
   if (relative_pairs > 0) out.mean_rel_err = rel_sum / static_cast<double>(relative_pairs);
-  out.worst_index = unravel(worst.value_or(0), actual.shape);
+  // As the float path: the worst mismatch, else (all equal) the first element; none when empty.
+  if (out.numel > 0) out.worst_index = unravel(worst.value_or(0), actual.shape);
   out.passed = out.mismatch_count == 0;
   if (out.passed) return;
   out.message = fmt::format(
@@ -259,8 +325,7 @@ output_comparison compare(const host_tensor& expected, const host_tensor& actual
   out.numel = expected.numel();
   out.shape_ok = expected.shape == actual.shape;
   out.dtype_ok = expected.type == actual.type;
-  if (actual.data != nullptr)
-    out.actual_hash = fnv1a64(actual.data, actual.numel() * element_size(actual.type));
+  out.actual_hash = value_hash(actual);
   out.constant_output = is_constant(actual);
 
   if (!out.shape_ok || !out.dtype_ok) {
@@ -288,18 +353,6 @@ std::string layout_mismatch(const std::vector<std::int64_t>& expected_shape,
     parts.push_back(
         fmt::format("dtype mismatch: expected {}, got {}", expected_dtype, actual_dtype));
   return fmt::format("{}", fmt::join(parts, "; "));
-}
-
-std::uint64_t fnv1a64(const void* data, std::size_t bytes) noexcept {
-  constexpr std::uint64_t offset_basis = 0xcbf29ce484222325ULL;
-  constexpr std::uint64_t prime = 0x100000001b3ULL;
-  std::uint64_t h = offset_basis;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    h ^= p[i];
-    h *= prime;
-  }
-  return h;
 }
 
 }  // namespace kj::check

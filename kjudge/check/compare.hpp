@@ -37,6 +37,10 @@ struct mismatch {
   double expected = 0;
   double actual = 0;
   double abs_err = 0;
+  /** Integer and bool outputs: the two values in exact decimal (int64 beyond 2^53 included,
+   *  which the doubles above round); empty for floating outputs. */
+  std::string expected_text;
+  std::string actual_text;
 };
 
 struct output_comparison {
@@ -61,7 +65,7 @@ struct output_comparison {
   std::vector<std::int64_t> worst_index;  ///< index of the largest |a - e| (excess over tolerance)
   std::vector<mismatch> mismatches;       ///< the first few out-of-tolerance elements, in order
   bool constant_output = false;   ///< every element of the candidate's output equal (numel > 1)
-  std::uint64_t actual_hash = 0;  ///< FNV-1a of the candidate's bytes, to spot repeated outputs
+  std::uint64_t actual_hash = 0;  ///< value_hash of the candidate's output, to spot repeats
   /** Floating outputs: the reference's finite values span more than rtol times their largest
    *  magnitude and more than atol / 100 (more than rounding moves them), so an output that does
    *  not vary and passes does so by the absolute tolerance. */
@@ -86,10 +90,12 @@ struct output_comparison {
                                           std::string_view expected_dtype,
                                           std::string_view actual_dtype);
 
-/** Every element has the same bits (and there are at least two). */
+/** Every element has the same value (and there are at least two): floating zeros of either sign
+ *  alike, every NaN alike, bool bytes by their truth. */
 [[nodiscard]] bool is_constant(const host_tensor& t) noexcept;
 
-/** FNV-1a 64-bit over bytes. */
-[[nodiscard]] std::uint64_t fnv1a64(const void* data, std::size_t bytes) noexcept;
+/** FNV-1a 64-bit over the elements' values, each as bytes of its own width and canonical as in
+ *  is_constant (so +0 and -0, NaN payloads, and bool bytes 1 and 2 hash alike). */
+[[nodiscard]] std::uint64_t value_hash(const host_tensor& t) noexcept;
 
 }  // namespace kj::check

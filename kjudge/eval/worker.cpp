@@ -76,8 +76,9 @@ output_check to_output_check(int index, const check::output_comparison& c) {
   o.rel_err_count = c.rel_err_count;
   o.worst_index = c.worst_index;
   for (const auto& m : c.mismatches)
-    o.mismatches.push_back(
-        {m.index, m.expected, m.actual, m.abs_err, value_text(m.expected), value_text(m.actual)});
+    o.mismatches.push_back({m.index, m.expected, m.actual, m.abs_err,
+                            m.expected_text.empty() ? value_text(m.expected) : m.expected_text,
+                            m.actual_text.empty() ? value_text(m.actual) : m.actual_text});
   o.constant_output = c.constant_output;
   o.actual_hash = c.actual_hash;
   o.reference_varies = c.reference_varies;
@@ -453,7 +454,7 @@ class pipeline {
       const auto c =
           check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
       auto o = to_output_check(static_cast<int>(i), c);
-      o.expected_hash = check::fnv1a64(ref.data, ref.numel() * element_size(ref.type));
+      o.expected_hash = check::value_hash(to_host(ref));
       // Is the reference itself constant? Then a constant candidate output is no evidence.
       o.reference_constant = check::is_constant(to_host(ref));
       passed = passed && o.passed;

@@ -263,16 +263,61 @@ TEST(compare, the_reference_varies_beyond_rounding_or_not) {
   EXPECT_DOUBLE_EQ(compare(f64(with_nan), f64(with_nan), {1e-4, 1e-4}).reference_sum, 6.0);
 }
 
-TEST(compare, actual_hash_is_fnv1a_of_the_output_bytes) {
-  EXPECT_EQ(kj::check::fnv1a64("", 0), 0xcbf29ce484222325ULL);
-  EXPECT_EQ(kj::check::fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);
-  EXPECT_EQ(kj::check::fnv1a64("foobar", 6), 0x85944171f73967e8ULL);
+TEST(compare, actual_hash_is_fnv1a_of_the_values) {
   const std::vector<double> e = {1.0, 2.0};
   const std::vector<double> a = {1.0, 2.5};
   const auto r1 = compare(f64(e), f64(e), {1e-4, 1e-4});
   const auto r2 = compare(f64(e), f64(a), {1e-4, 1e-4});
-  EXPECT_EQ(r1.actual_hash, kj::check::fnv1a64(e.data(), 2 * sizeof(double)));
+  EXPECT_EQ(r1.actual_hash, kj::check::value_hash(f64(e)));
   EXPECT_NE(r1.actual_hash, r2.actual_hash);
+  // FNV-1a over the bytes of each value, little-endian: "a" is one byte 0x61.
+  const std::vector<std::uint8_t> letter = {0x61};
+  EXPECT_EQ(kj::check::value_hash(view(letter, dtype::u8, {1})), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(kj::check::value_hash(host_tensor{dtype::f32, {0}, nullptr}), 0xcbf29ce484222325ULL);
+  // A value's other encodings hash as it does: zeros of either sign, NaN payloads, bool bytes.
+  const std::vector<float> zeros = {0.0f, -0.0f, 1.0f};
+  const std::vector<float> plus_zeros = {0.0f, 0.0f, 1.0f};
+  EXPECT_EQ(kj::check::value_hash(view(zeros, dtype::f32, {3})),
+            kj::check::value_hash(view(plus_zeros, dtype::f32, {3})));
+  const std::vector<std::uint32_t> nans = {0x7fc00000U, 0xffc00001U};
+  const std::vector<std::uint32_t> quiet = {0x7fc00000U, 0x7fc00000U};
+  EXPECT_EQ(kj::check::value_hash(view(nans, dtype::f32, {2})),
+            kj::check::value_hash(view(quiet, dtype::f32, {2})));
+  const std::vector<std::uint8_t> truths = {2, 0};
+  const std::vector<std::uint8_t> ones = {1, 0};
+  EXPECT_EQ(kj::check::value_hash(view(truths, dtype::boolean, {2})),
+            kj::check::value_hash(view(ones, dtype::boolean, {2})));
+  // Not across values or types of another width.
+  const std::vector<float> other = {0.0f, 0.5f, 1.0f};
+  EXPECT_NE(kj::check::value_hash(view(zeros, dtype::f32, {3})),
+            kj::check::value_hash(view(other, dtype::f32, {3})));
+}
+
+TEST(compare, constant_output_is_judged_by_value_not_by_bits) {
+  // x * 0.f keeps x's sign: zeros of both signs are still one constant.
+  const std::vector<float> e = {1.0f, 2.0f, 3.0f, 4.0f};
+  const std::vector<float> signed_zeros = {0.0f, -0.0f, 0.0f, -0.0f};
+  const auto r =
+      compare(view(e, dtype::f32, {4}), view(signed_zeros, dtype::f32, {4}), {1e-4, 1e-4});
+  EXPECT_TRUE(r.constant_output);
+  EXPECT_TRUE(contains(r.message, "every output element is 0")) << r.message;
+  for (const dtype t : {dtype::f16, dtype::bf16}) {
+    const std::vector<std::uint16_t> z = {0x0000, 0x8000, 0x0000};
+    EXPECT_TRUE(kj::check::is_constant(view(z, t, {3}))) << kj::to_string(t);
+    const std::vector<std::uint16_t> nan_payloads = {0x7fff, 0xffc1, 0x7fc1};
+    EXPECT_TRUE(kj::check::is_constant(view(nan_payloads, t, {3}))) << kj::to_string(t);
+    const std::vector<std::uint16_t> inf_and_nan = {0x7c00, 0x7f80, 0x7fff};
+    EXPECT_FALSE(kj::check::is_constant(view(inf_and_nan, t, {3}))) << kj::to_string(t);
+  }
+  const std::vector<double> d = {-0.0, 0.0};
+  EXPECT_TRUE(kj::check::is_constant(f64(d)));
+  const std::vector<double> nan_and_number = {nan, 0.0};
+  EXPECT_FALSE(kj::check::is_constant(f64(nan_and_number)));
+  // bool bytes by their truth: 2 is true, as 1 is.
+  const std::vector<std::uint8_t> truths = {2, 1, 255};
+  EXPECT_TRUE(kj::check::is_constant(view(truths, dtype::boolean, {3})));
+  const std::vector<std::uint8_t> bytes = {2, 1, 255};
+  EXPECT_FALSE(kj::check::is_constant(view(bytes, dtype::u8, {3})));
 }
 
 TEST(compare, float16_outputs_use_their_decoded_values) {
@@ -325,6 +370,7 @@ TEST(compare, empty_tensors_pass) {
   const auto r = compare(e, e, {1e-4, 1e-4});
   EXPECT_TRUE(r.passed);
   EXPECT_EQ(r.numel, 0u);
+  EXPECT_TRUE(r.worst_index.empty());
 }
 
 TEST(compare, integer_outputs_are_exact_by_default) {
@@ -356,6 +402,17 @@ TEST(compare, integer_outputs_are_exact_by_default) {
   EXPECT_EQ(x.worst_index, (shape_t{0}));
   EXPECT_TRUE(contains(x.message, "expected 1152921504606846979, got 1152921504606846980"))
       << x.message;
+  // The mismatch record keeps the exact values as text (its doubles cannot tell them apart).
+  ASSERT_EQ(x.mismatches.size(), 1u);
+  EXPECT_EQ(x.mismatches[0].expected_text, "1152921504606846979");
+  EXPECT_EQ(x.mismatches[0].actual_text, "1152921504606846980");
+  EXPECT_EQ(x.mismatches[0].expected, x.mismatches[0].actual);  // what the text is for
+
+  // An empty integer output has no worst element.
+  const host_tensor none{dtype::i32, {0, 16}, nullptr};
+  const auto empty = compare(none, none, exact);
+  EXPECT_TRUE(empty.passed);
+  EXPECT_TRUE(empty.worst_index.empty());
 
   const std::vector<std::uint8_t> mask = {1, 0, 1};
   const std::vector<std::uint8_t> wrong_mask = {1, 1, 1};

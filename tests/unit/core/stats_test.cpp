@@ -231,6 +231,14 @@ TEST(stats_quantile, infinite_values_interpolate_without_nan) {
   EXPECT_EQ(st::quantile_sorted(v, 1.0 / 3.0), 2.0);
   EXPECT_TRUE(std::isinf(st::quantile_sorted(v, 0.5)));
   EXPECT_TRUE(std::isinf(st::quantile_sorted(v, 0.9)));
+  // Negative infinity too: between -inf and a number the line is -inf, not NaN.
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const std::vector<double> w = {ninf, 0.0, 1.0};
+  EXPECT_EQ(st::quantile_sorted(w, 0.25), ninf);
+  EXPECT_EQ(st::quantile_sorted(w, 0.75), 0.5);
+  const std::vector<double> two = {ninf, 1.0};
+  EXPECT_EQ(st::quantile_sorted(two, 0.5), ninf);
+  EXPECT_EQ(st::summarize(two).median, st::median(two));
 }
 
 TEST(stats_bootstrap, ratio_is_the_ratio_of_medians_inside_its_interval) {
