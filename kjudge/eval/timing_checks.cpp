@@ -73,14 +73,18 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
                                s.name)});
   for (const auto* f : {&s.device, &s.stream, &s.host_wall}) {
     if (f->valid && f->noisy) out.push_back(noisy_flag(s.name, *f));
-    if (f->discarded_throttled > 0)
+    if (f->discarded_throttled > 0) {
+      // Every sample gone leaves no figure and no speedup: that is worth a warning.
+      const bool none_kept = f->samples_us.empty();
       out.push_back(
-          {"throttled_samples", "info",
+          {"throttled_samples", none_kept ? "warning" : "info",
            fmt::format(
-               "{} {}: {} samples discarded (SM clock under the throttle limit: a fraction, "
+               "{} {}: {} samples discarded{} (SM clock under the throttle limit: a fraction, "
                "0.75 unless the job sets another, of the default applications "
                "clock, or of the maximum where no default is known)",
-               s.name, measure::to_string(f->kind), f->discarded_throttled)});
+               s.name, measure::to_string(f->kind), f->discarded_throttled,
+               none_kept ? ", every one taken: no figure" : "")});
+    }
   }
 }
 
@@ -105,33 +109,44 @@ std::vector<flag> check_timing(measure::comparison& c, const cuda::device_proper
       p[1]->note = p[0]->note;
     }
   // Invariant 9: faster than its minimum bytes at the DRAM peak is impossible (cold L2 only).
-  if (device && min_bytes > 0 && c.candidate.device.valid && c.candidate.device.cold) {
+  // Every GPU figure of the candidate is checked: the stream and host-wall figures hold its GPU
+  // time too, and stand alone where the device figure is missing (a forward that waits for the
+  // host) or was withheld.
+  if (device && min_bytes > 0) {
     const double peak = dram_peak_bytes_per_s(*device);
     const double floor_us = peak > 0 ? static_cast<double>(min_bytes) / peak * 1e6 : 0;
+    const auto under = [&](const measure::figure& f) {
+      return floor_us > 1.0 && f.valid && f.cold && f.summary.n > 0 &&
+             f.summary.median < 0.9 * floor_us;
+    };
     // The floor assumes every input byte is read. A problem that reads part of an input (a
     // slice, an index, an input it ignores) shows it in its reference, which then runs under the
     // floor too: the bound is not the problem's, and is not applied.
-    const auto& ref = c.reference.device;
-    const bool candidate_under =
-        floor_us > 1.0 && c.candidate.device.summary.median < 0.9 * floor_us;
-    const bool reference_under = ref.valid && ref.cold && ref.summary.median < 0.9 * floor_us;
-    if (candidate_under && reference_under)
-      out.push_back(
-          {"memory_floor_not_applied", "info",
-           fmt::format("the reference's device median {:.2f} us is itself below {:.2f} us, the "
-                       "time its inputs and outputs ({} bytes) need at the {:.0f} GB/s DRAM "
-                       "peak: the problem does not read all of its inputs, and the candidate's "
-                       "{:.2f} us is not checked against that floor",
-                       ref.summary.median, floor_us, min_bytes, peak / 1e9,
-                       c.candidate.device.summary.median)});
-    else if (candidate_under)
-      reject(c.candidate.device,
+    const measure::figure* reference_under = nullptr;
+    for (const auto* f : {&c.reference.device, &c.reference.stream, &c.reference.host_wall})
+      if (reference_under == nullptr && under(*f)) reference_under = f;
+    for (auto* f : {&c.candidate.device, &c.candidate.stream, &c.candidate.host_wall}) {
+      if (!under(*f)) continue;
+      if (reference_under != nullptr) {
+        out.push_back(
+            {"memory_floor_not_applied", "info",
+             fmt::format("the reference's {} median {:.2f} us is itself below {:.2f} us, the "
+                         "time its inputs and outputs ({} bytes) need at the {:.0f} GB/s DRAM "
+                         "peak: the problem does not read all of its inputs, and the "
+                         "candidate's {:.2f} us is not checked against that floor",
+                         measure::to_string(reference_under->kind), reference_under->summary.median,
+                         floor_us, min_bytes, peak / 1e9, f->summary.median)});
+        break;  // one note: the floor is off for every figure
+      }
+      reject(*f,
              {"faster_than_memory", "error",
-              fmt::format("candidate device median {:.2f} us is below {:.2f} us, the time "
+              fmt::format("candidate {} median {:.2f} us is below {:.2f} us, the time "
                           "its {} minimum bytes need at the {:.0f} GB/s DRAM peak: it "
                           "cannot have read its inputs",
-                          c.candidate.device.summary.median, floor_us, min_bytes, peak / 1e9)},
+                          measure::to_string(f->kind), f->summary.median, floor_us, min_bytes,
+                          peak / 1e9)},
              out);
+    }
   }
   // A speedup needs both of its figures.
   for (auto& s : c.speedups)

@@ -172,8 +172,14 @@ comparison time_pair(target& reference, target& candidate, void* stream, const d
 
   comparison out;
   out.stopped_by = sample({&ref, &cand}, clocks, options);
-  ref.finish(out.stopped_by);
-  cand.finish(out.stopped_by);
+  // One side's budget stops both (the rounds stay interleaved): a noisy figure of the side whose
+  // budget was left says whose ran out.
+  const auto stopped_for = [&](const side_sampler& s, const char* other) {
+    if (out.stopped_by != "budget" || s.spent() > options.budget_per_side) return out.stopped_by;
+    return fmt::format("the {}'s budget", other);
+  };
+  ref.finish(stopped_for(ref, "candidate"));
+  cand.finish(stopped_for(cand, "reference"));
   out.reference = std::move(ref.result());
   out.candidate = std::move(cand.result());
   out.clocks = clocks.record();

@@ -417,13 +417,43 @@ TEST(TimingChecks, ImpossiblyFastFigureIsWithheldNotPrinted) {
 TEST(TimingChecks, FasterThanItsBytesAllowIsFlagged) {
   auto c = healthy_comparison();
   c.reference.device = make_figure(measure::figure_kind::device, "blocking-kernel+events", 100);
+  c.reference.stream = make_figure(measure::figure_kind::stream, "events-as-issued", 110);
+  c.reference.host_wall =
+      make_figure(measure::figure_kind::host_wall, "host-steady-clock+sync", 130);
   const auto d = h200();
   // 384 MiB at the H200's 4.8 TB/s datasheet peak needs about 84 us; 40 us is impossible.
   const auto flags = eval::check_timing(c, &d, 384ull << 20);
   EXPECT_TRUE(has(flags, "faster_than_memory"));
   EXPECT_FALSE(has(flags, "memory_floor_not_applied"));
   EXPECT_FALSE(c.candidate.device.valid);
+  EXPECT_NE(c.candidate.device.note.find("candidate device median 40.00 us"), std::string::npos)
+      << c.candidate.device.note;
   EXPECT_NEAR(eval::dram_peak_bytes_per_s(d), 4.8e12, 1e9) << "datasheet beats the derived 4.1";
+  // The stream figure (60 us) holds the GPU time too and is as impossible; the host wall's 80
+  // us is not under 0.9 x 84.
+  EXPECT_FALSE(c.candidate.stream.valid);
+  EXPECT_NE(c.candidate.stream.note.find("candidate stream median 60.00 us"), std::string::npos)
+      << c.candidate.stream.note;
+  EXPECT_TRUE(c.candidate.host_wall.valid);
+  EXPECT_FALSE(c.speedups[0].valid);
+  EXPECT_FALSE(c.speedups[1].valid);
+  EXPECT_TRUE(c.speedups[2].valid);
+
+  // Without a device figure (its forward waits for the host) the stream figure is still checked.
+  auto synced = healthy_comparison();
+  synced.reference = c.reference;
+  synced.candidate.device.valid = false;
+  const auto synced_flags = eval::check_timing(synced, &d, 384ull << 20);
+  EXPECT_TRUE(has(synced_flags, "faster_than_memory"));
+  EXPECT_FALSE(synced.candidate.stream.valid);
+  // Warm figures are not held to a DRAM floor.
+  auto warm = healthy_comparison();
+  warm.reference = c.reference;
+  for (auto* f : {&warm.candidate.device, &warm.candidate.stream, &warm.candidate.host_wall})
+    f->cold = false;
+  for (auto* f : {&warm.reference.device, &warm.reference.stream, &warm.reference.host_wall})
+    f->cold = false;
+  EXPECT_FALSE(has(eval::check_timing(warm, &d, 384ull << 20), "faster_than_memory"));
 }
 
 TEST(TimingChecks, AReferenceUnderTheMemoryFloorShowsTheProblemReadsLessAndLiftsIt) {
@@ -434,12 +464,45 @@ TEST(TimingChecks, AReferenceUnderTheMemoryFloorShowsTheProblemReadsLessAndLifts
   const auto flags = eval::check_timing(c, &d, 384ull << 20);
   EXPECT_FALSE(has(flags, "faster_than_memory"));
   ASSERT_TRUE(has(flags, "memory_floor_not_applied"));
+  EXPECT_EQ(std::count_if(flags.begin(), flags.end(),
+                          [](const flag& f) { return f.code == "memory_floor_not_applied"; }),
+            1);
   EXPECT_TRUE(c.candidate.device.valid);
+  EXPECT_TRUE(c.candidate.stream.valid);
   EXPECT_TRUE(c.speedups[0].valid);
-  // Without a reference device figure (its forward waits for the host) the floor holds.
+  // Without a reference device figure (its forward waits for the host) its stream figure shows
+  // it: 60 us is under the floor as well.
   auto alone = healthy_comparison();
   alone.reference.device.valid = false;
+  const auto alone_flags = eval::check_timing(alone, &d, 384ull << 20);
+  EXPECT_FALSE(has(alone_flags, "faster_than_memory"));
+  EXPECT_TRUE(has(alone_flags, "memory_floor_not_applied"));
+  // With no reference figure under the floor, it holds.
+  alone.reference.stream = make_figure(measure::figure_kind::stream, "events-as-issued", 110);
+  alone.reference.host_wall =
+      make_figure(measure::figure_kind::host_wall, "host-steady-clock+sync", 130);
   EXPECT_TRUE(has(eval::check_timing(alone, &d, 384ull << 20), "faster_than_memory"));
+}
+
+TEST(TimingChecks, AFigureWithEverySampleThrottledIsAWarning) {
+  auto c = healthy_comparison();
+  c.candidate.stream.discarded_throttled = 3;  // some kept: information
+  c.candidate.device.samples_us.clear();
+  c.candidate.device.summary = stats::summarize(c.candidate.device.samples_us);
+  c.candidate.device.valid = false;
+  c.candidate.device.discarded_throttled = 40;  // none kept: no figure
+  const auto flags = eval::check_timing(c, nullptr, 0);
+  int info = 0, warning = 0;
+  for (const auto& f : flags) {
+    if (f.code != "throttled_samples") continue;
+    (f.severity == "warning" ? warning : info) += 1;
+    if (f.severity == "warning") {
+      EXPECT_NE(f.message.find("every one taken: no figure"), std::string::npos) << f.message;
+    }
+  }
+  EXPECT_EQ(info, 1);
+  EXPECT_EQ(warning, 1);
+  EXPECT_FALSE(c.speedups[0].valid);
 }
 
 TEST(TimingChecks, EventAboveWallAndMethodMismatch) {
