@@ -132,7 +132,7 @@ void compare_values(const host_tensor& expected, const host_tensor& actual,
   const auto reject = [&](std::size_t i, double e, double a) {
     ++out.mismatch_count;
     if (out.mismatches.size() < max_mismatches)
-      out.mismatches.push_back({unravel(i, actual.shape), e, a, std::abs(a - e)});
+      out.mismatches.push_back({unravel(i, actual.shape), e, a, std::abs(a - e), {}, {}});
   };
 
   double ref_min = std::numeric_limits<double>::infinity();

@@ -144,7 +144,7 @@ class session {
   /** Builds Model under `seed` (KernelBench order). Throws kj::error(problem). */
   void build_reference(std::uint64_t seed);
   /** Builds ModelNew under the same seed and copies the reference's state_dict into it. Returns
-   *  "by_name", "by_order", "by_shape", "seed_only", "none", or "native" when no Python
+   *  "by_name", "by_value", "by_order", "by_shape", "seed_only", "none", or "native" when no Python
    *  candidate is loaded. */
   std::string build_candidate(std::uint64_t seed);
 

@@ -343,7 +343,7 @@ def _non_persistent_buffers(model):
     named_buffers order: they hold values the forward uses as much as persistent ones do."""
     kept = model.state_dict(keep_vars=False)
     return {name: buf.detach() for name, buf in model.named_buffers()
-            if buf is not None and name not in kept}
+            if buf is not None and not _uninitialized(buf) and name not in kept}
 
 
 # The dtypes kjudge passes to a native candidate (kjudge/core/dtype.hpp).
@@ -351,70 +351,165 @@ _ABI_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torc
                torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool)
 
 
+def _uninitialized(t):
+    """A lazy module's parameter before its first forward (no shape, no values)."""
+    return isinstance(t, torch.nn.parameter.UninitializedTensorMixin)
+
+
+def _tensor_key(t):
+    """What makes two state_dict entries one tensor (a tied weight under two names); a tensor
+    without strided storage (sparse) is only itself."""
+    try:
+        return (t.device, t.dtype, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+    except (RuntimeError, NotImplementedError):
+        return ("object", id(t))
+
+
+def _distinct(entries):
+    """A state_dict-like mapping's tensors once each, with their names: [(names, tensor)] in the
+    order of their first names. Tied tensors (one tensor under several names: a language
+    model's embedding and output head) are one entry; empty tensors, which share no storage,
+    stay apart."""
+    out, at = [], {}
+    for name, t in entries.items():
+        key = _tensor_key(t) if t.numel() > 0 else None
+        if key is not None and key in at:
+            out[at[key]][0].append(name)
+            continue
+        if key is not None:
+            at[key] = len(out)
+        out.append(([name], t))
+    return out
+
+
 def _copy_weights(ref, cand):
-    """Copies the reference's state_dict into the candidate: by name when every reference entry
-    has a same-shaped namesake, else by order and shape, else by shape alone (_match_floats);
-    then each of the reference's non-persistent buffers into the candidate's buffer of that name and shape, where it has one
-    (no condition of the match: a candidate may compute such a value itself). Returns the method
-    that held for the state_dict."""
+    """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights").
+    Each reference tensor (tied ones once) takes, in turn:
+    - by name: its namesake of the same shape (any of its names; among the candidate's
+      state_dict and its non-persistent buffers), into every such namesake;
+    - then by value: the candidate's floating-point tensor whose values, as the seed built them,
+      equal it (or its transpose, kept as built: a weight stored as W^T), where that pairing is
+      one to one;
+    - then by order and shape (_match_floats): each remaining floating-point reference tensor
+      takes the next remaining candidate tensor of the same shape; where that fails (a candidate
+      that declares its bias before its weight), by shape where every shape is one tensor's on
+      both sides.
+    Integer and bool entries without a namesake take the next unused candidate entry of the
+    same shape and dtype. Where the floating-point tensors cannot all be paired nothing is
+    copied ("seed_only"). Then each of the reference's non-persistent buffers goes into the
+    candidate's buffer of that name and shape, where it has one (no condition of the match: a
+    candidate may compute such a value itself). Returns the least certain method that any pair
+    needed: "by_name", "by_value" (nothing needed copying: the seed built the same values),
+    "by_order", "by_shape"; "seed_only"; "none" for a reference without a state_dict."""
     with torch.no_grad():
         cand_buffers = dict(cand.named_buffers())
         for name, buf in _non_persistent_buffers(ref).items():
             mine = cand_buffers.get(name)
-            if mine is not None and mine.shape == buf.shape:
+            if mine is not None and not _uninitialized(mine) and mine.shape == buf.shape:
                 mine.copy_(buf)
     rs = ref.state_dict()
-    cs = cand.state_dict()
     if not rs:
         return "none"
+    cs = {k: v for k, v in cand.state_dict().items() if not _uninitialized(v)}
+    named = dict(cs)  # what a reference name may find
+    for name, buf in _non_persistent_buffers(cand).items():
+        named.setdefault(name, buf)
+    groups = _distinct(rs)
     with torch.no_grad():
-        if all(k in cs and cs[k].shape == v.shape for k, v in rs.items()):
-            for k, v in rs.items():
-                cs[k].copy_(v)
+        pairs, methods, used = [], set(), set()
+
+        def take(dst, src, how):
+            pairs.append((dst, src))
+            methods.add(how)
+            used.add(_tensor_key(dst))
+
+        # By name, into every same-shaped namesake (a candidate may keep tied copies apart).
+        rest = []
+        for names, v in groups:
+            mine = [named[n] for n in names if n in named and named[n].shape == v.shape
+                    and _tensor_key(named[n]) not in used]
+            for t in mine:
+                take(t, v, "by_name")
+            if not mine:
+                rest.append((names, v))
+        if not rest:
+            for dst, src in pairs:
+                dst.copy_(src)
             return "by_name"
-        # In order: each floating-point reference tensor takes the next floating-point candidate
-        # tensor of the same shape; where that fails (a candidate that declares its bias before
-        # its weight), by shape where every shape is one tensor's on both sides. Other
-        # entries (integer and bool buffers: BatchNorm's num_batches_tracked, index tables) take
-        # their namesake of the same shape and dtype, else the next unused candidate entry of
-        # that shape and dtype, and stay as the candidate built them where it has none: a
-        # candidate that keeps BatchNorm's parameters and running statistics as its own tensors
-        # has no counter, and lost every copy for it.
-        floats = [v for v in cs.values() if v.is_floating_point()]
-        method = "by_order"
-        pairs = _match_floats(rs, floats, in_order=True)
-        if pairs is None:
-            method = "by_shape"
-            pairs = _match_floats(rs, floats, in_order=False)
-        if pairs is None:
+        floats = [v for _, v in _distinct(cs)
+                  if v.is_floating_point() and _tensor_key(v) not in used]
+        ref_floats = [v for _, v in rest if v.is_floating_point()]
+        kept = _match_values(ref_floats, floats)
+        for c, v, transposed in kept:
+            used.add(_tensor_key(c))
+            methods.add("by_value")
+            if not transposed:
+                pairs.append((c, v))
+        pinned = {id(v) for _, v, _ in kept}
+        ref_floats = [v for v in ref_floats if id(v) not in pinned]
+        floats = [c for c in floats if _tensor_key(c) not in used]
+        order = "by_order"
+        matched = _match_floats(ref_floats, floats, in_order=True)
+        if matched is None:
+            order = "by_shape"
+            matched = _match_floats(ref_floats, floats, in_order=False)
+        if matched is None:
             return "seed_only"
-        used = {id(dst) for dst, _ in pairs}
-        others = [v for v in cs.values() if not v.is_floating_point()]
+        for dst, src in matched:
+            take(dst, src, order)
+        others = [v for _, v in _distinct(cs)
+                  if not v.is_floating_point() and _tensor_key(v) not in used]
 
         def fits(c, v):
-            return c is not None and id(c) not in used and c.shape == v.shape and c.dtype == v.dtype
+            return (c is not None and _tensor_key(c) not in used and c.shape == v.shape
+                    and c.dtype == v.dtype)
 
-        for name, v in rs.items():
+        for _, v in rest:  # no namesake of their shape (the first pass took those)
             if v.is_floating_point():
                 continue
-            mine = cs.get(name)
-            if not fits(mine, v):
-                mine = next((c for c in others if fits(c, v)), None)
+            mine = next((c for c in others if fits(c, v)), None)
             if mine is not None:
-                pairs.append((mine, v))
-                used.add(id(mine))
+                take(mine, v, "by_order")
         for dst, src in pairs:
             dst.copy_(src)
-        return method
+        for how in ("by_shape", "by_order", "by_value", "by_name"):
+            if how in methods:
+                return how
+        return "by_name"
 
 
-def _match_floats(rs, floats, in_order):
-    """(candidate, reference) pairs for the reference state_dict's floating-point entries among
-    the candidate's floating-point tensors `floats`, each taken once: the next of the same shape
+def _match_values(ref, floats):
+    """[(candidate, reference, transposed)]: the candidate tensors among `floats` whose values
+    equal one reference tensor of `ref` exactly (transposed: equal to its transpose, a 2-D weight
+    kept as W^T), where the pairing is one to one both ways. Under one seed, a candidate that
+    builds a tensor as the reference does gets the same values; a tensor equal to several (ones,
+    zeros) tells nothing and is left to the order."""
+    def same(c, v):
+        if c.dtype != v.dtype or c.device != v.device:
+            return None
+        if c.shape == v.shape and torch.equal(c, v):
+            return False
+        if c.dim() == 2 and v.dim() == 2 and c.shape == v.t().shape and torch.equal(c, v.t()):
+            return True
+        return None
+
+    found = []
+    for c in floats:
+        hits = [(v, t) for v in ref for t in (same(c, v),) if t is not None]
+        if len(hits) == 1:
+            found.append((c, hits[0][0], hits[0][1]))
+    taken = {}
+    for _, v, _ in found:
+        taken[id(v)] = taken.get(id(v), 0) + 1
+    return [(c, v, t) for c, v, t in found if taken[id(v)] == 1]
+
+
+def _match_floats(ref, floats, in_order):
+    """(candidate, reference) pairs for the reference's floating-point tensors `ref` among the
+    candidate's floating-point tensors `floats`, each taken once: the next of the same shape
     after the last taken (in_order), or the one of its shape, where each shape is one tensor's on
     both sides (two of a shape, out of order, could pair wrongly: a scale of 16 with a bias of
     16); None where one has no match or a shape is shared."""
-    ref = [v for v in rs.values() if v.is_floating_point()]
     if not in_order:
         by_shape = {}
         for c in floats:
@@ -460,6 +555,13 @@ def build_reference(seed):
         raise ProblemError("Model(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
     # Native candidates get copies: writing through kj_call.params must not touch the reference.
     # The state_dict, then the non-persistent buffers of a dtype the ABI passes.
+    lazy = [name for name, t in list(_ref.named_parameters()) + list(_ref.named_buffers())
+            if t is not None and _uninitialized(t)]
+    if lazy:
+        names = ", ".join(lazy[:4]) + (", ..." if len(lazy) > 4 else "")
+        raise ProblemError("Model has parameters or buffers without values (%s: a lazy module's, "
+                           "set by its first forward): kjudge copies the reference's weights "
+                           "into the candidate when both are built, before any forward" % names)
     state = _ref.state_dict()
     state.update((name, buf) for name, buf in _non_persistent_buffers(_ref).items()
                  if buf.dtype in _ABI_DTYPES)
@@ -760,6 +862,11 @@ _storage_of, _offset_of, _set = (_TensorBase.untyped_storage, _TensorBase.storag
                                  _TensorBase.set_)
 _copy_into = _TensorBase.copy_
 _tuple = tuple
+# Floating dtypes without a mul of their own (float8): rescaled through float32.
+_as_float32 = _TensorBase.float
+_NO_MUL = frozenset(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                                "float8_e5m2fnuz", "float8_e8m0fnu")
+                    if hasattr(torch, n))
 # Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
 # mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
 _grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
@@ -1707,6 +1814,15 @@ def _contiguous_clone(x):
     return x.clone(memory_format=torch.contiguous_format) if isinstance(x, torch.Tensor) else x
 
 
+def _timing_clone(x, side):
+    """A timing copy of input x for `side`: in the layout the problem made it (a channels-last or
+    transposed input stays one, as in the trials), but contiguous for a native candidate, whose
+    ABI takes row-major tensors."""
+    if side == "candidate" and _candidate is None:
+        return _contiguous_clone(x)
+    return x.clone(memory_format=torch.preserve_format) if isinstance(x, torch.Tensor) else x
+
+
 def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
     in byte_budget, at least 2 and at most max_sets. A set costs its pristine base and one
@@ -1729,7 +1845,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     try:
         with torch.no_grad():
             # On a copy: no model is handed a pristine base (refresh() checks them).
-            out = _normalise(_ref(*[_contiguous_clone(x) for x in first]),
+            out = _normalise(_ref(*[_timing_clone(x, "reference") for x in first]),
                              "Model.forward", ProblemError)
     except ProblemError:
         raise
@@ -1754,8 +1870,17 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
     _timing_shrink[:] = [_within_unit(base[i] for base in _timing_base)
                          for i in range(len(first))]
-    for side in ("reference", "candidate"):
-        _timing_work[side] = [[_contiguous_clone(x) for x in base] for base in _timing_base]
+    try:
+        for side in ("reference", "candidate"):
+            _timing_work[side] = [[_timing_clone(x, side) for x in base] for base in _timing_base]
+    except (MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and not _out_of_memory(exc):
+            raise
+        _timing_work["reference"] = []
+        _timing_work["candidate"] = []
+        raise ProblemError("the timing inputs (%d sets of %d bytes, a copy of each for each side) "
+                           "could not be allocated: %s"
+                           % (len(_timing_base), set_bytes, _first_line(exc)))
     _timing_made.clear()
     _timing_made["base"] = [[_layout(x) for x in base] for base in _timing_base]
     for side in ("reference", "candidate"):
@@ -1833,7 +1958,9 @@ def _rewrite(k, f, shrunk, work, base_layouts, made):
                                      "changed kjudge's timing inputs" % (i, k))
             if _layout(work[i]) != made[i][1]:
                 _restore(work[i], made[i], k)
-            if _is_floating_point(src):
+            if _is_floating_point(src) and _dtype_of(src) in _NO_MUL:
+                _copy_into(work[i], _mul(_as_float32(src), shrunk if _timing_shrink[i] else f))
+            elif _is_floating_point(src):
                 _mul(src, shrunk if _timing_shrink[i] else f, out=work[i])
             else:
                 _copy_into(work[i], src)
@@ -1877,7 +2004,7 @@ def make_runner(which):
         try:
             with no_grad():
                 with torch.cuda.stream(side):
-                    model(*[_contiguous_clone(x) for x in sets[0]])
+                    model(*[_timing_clone(x, which) for x in sets[0]])
                 side.synchronize()
         except torch.cuda.OutOfMemoryError as exc:
             # The other side's graphs may hold memory that its eager timing would not.

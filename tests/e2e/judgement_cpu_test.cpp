@@ -244,10 +244,11 @@ class ModelNew(nn.Module):
   EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_shape") << r.output;
 }
 
-TEST(JudgementCpu, TwoTensorsOfAShapeOutOfOrderAreNotCopiedByShape) {
+TEST(JudgementCpu, TwoTensorsOfAShapeOutOfOrderArePairedByTheirSeededValues) {
   // The reference's state_dict is scale (16), weight, bias (16); the candidate's w, b, s. By
-  // shape alone the scale would go into b and the bias into s: it is not copied (seed_only),
-  // and the candidate, whose own seeded weights equal the reference's, passes.
+  // shape alone the scale would go into b and the bias into s. The candidate built its tensors
+  // as the reference did, under the same seed, so each equals its partner: they are paired by
+  // value (nothing needs copying), and it passes.
   const auto p = write_case("p.py", R"(import torch
 import torch.nn as nn
 class Model(nn.Module):
@@ -276,7 +277,137 @@ class ModelNew(nn.Module):
 )");
   const auto r = run_eval(p, c, quick);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.result["correctness"]["weight_copy"], "seed_only") << r.output;
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_value") << r.output;
+}
+
+TEST(JudgementCpu, AWeightKeptTransposedFromTheSeedIsNotOverwritten) {
+  // A square weight stored as W^T (a GEMM kernel's layout), built from the candidate's own
+  // nn.Linear under the seed: copying by order would put W into it, and a correct candidate
+  // would fail. Its values equal the transpose of the reference's weight: kept as built.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(64, 64)
+    def forward(self, x):
+        return self.lin(x)
+def get_inputs():
+    return [torch.randn(8, 64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        lin = nn.Linear(64, 64)
+        self.w_t = nn.Parameter(lin.weight.detach().t().contiguous())
+        self.b = nn.Parameter(lin.bias.detach().clone())
+    def forward(self, x):
+        return torch.addmm(self.b, x, self.w_t)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_value") << r.output;
+}
+
+TEST(JudgementCpu, TiedWeightsAreCopiedOnceAndNamesakeBuffersFound) {
+  // The reference ties its head to its embedding (one tensor, two state_dict names); the
+  // candidate keeps the one tensor. Its other buffer is non-persistent where the reference's is
+  // persistent: still a namesake.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Linear(16, 32, bias=False)
+        self.head = nn.Linear(16, 32, bias=False)
+        self.head.weight = self.emb.weight
+        self.out = nn.Linear(32, 8)
+        self.register_buffer("scale", torch.rand(8) + 0.5)
+    def forward(self, x):
+        return self.out(self.emb(x) + self.head(x)) * self.scale
+def get_inputs():
+    return [torch.randn(4, 16)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Linear(16, 32, bias=False)
+        self.out = nn.Linear(32, 8)
+        self.register_buffer("scale", torch.ones(8), persistent=False)
+    def forward(self, x):
+        return self.out(2 * self.emb(x)) * self.scale
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_name") << r.output;
+}
+
+TEST(JudgementCpu, ALazyReferenceIsTheProblemsErrorSaidPlainly) {
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.LazyLinear(8)
+    def forward(self, x):
+        return self.l(x)
+def get_inputs():
+    return [torch.randn(4, 16)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(16, 8)
+    def forward(self, x):
+        return self.l(x)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.result["status"], "problem_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("lazy module"), std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, TimingKeepsTheInputsLayoutAndRescalesFloat8) {
+  // A channels-last input stays channels-last in the timing copies, as in the trials (a
+  // candidate that relies on the layout it was given must not fail only when timed), and a
+  // float8 input, which has no mul of its own, is rescaled through float32.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, a):
+        return x.sum(1) + (a.float() @ a.float().t()).sum()
+def get_inputs():
+    return [torch.randn(2, 8, 4, 4).to(memory_format=torch.channels_last),
+            torch.randn(4, 8).to(torch.float8_e4m3fn)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, a):
+        n, ch, h, w = x.shape
+        s = x.permute(0, 2, 3, 1).view(n * h * w, ch).sum(1).view(n, h, w)
+        return s + (a.float() @ a.float().t()).sum()
+)");
+  const auto r = run_eval(p, c, {"--device", "cpu", "--budget", "0.2", "--trials", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_TRUE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>()) << r.output;
 }
 
 TEST(JudgementCpu, ZerosForAReferenceThatIsZeroButForRoundingAreNotFlagged) {
