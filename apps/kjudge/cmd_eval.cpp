@@ -226,6 +226,9 @@ eval::job make_job(const eval_args& a) {
           std::pair{"build cache", fs::absolute(j.cache_dir) / "native"}})
       if (std::string why = compile::shell_hazard(path); !why.empty())
         KJ_THROW(error_kind::usage, "{}: {}", what, why);
+  if (j.kind == eval::candidate_kind::native)
+    if (std::string why = compile::source_name_hazard(j.candidate); !why.empty())
+      KJ_THROW(error_kind::usage, "candidate: {}", why);
   j.include_dir = fs::path(KJ_SOURCE_DIR) / "include";
   j.trials = a.trials;
   j.base_seed = a.seed;

@@ -266,10 +266,21 @@ struct context {
   return out;
 }
 
+/** A file's size and modification time, "<none>" where they cannot be read. */
+[[nodiscard]] std::string file_stamp(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return "<none>";
+  const auto time = fs::last_write_time(path, ec);
+  if (ec) return "<none>";
+  return fmt::format("{} bytes, modified {}", size, time.time_since_epoch().count());
+}
+
 /** The host compilers nvcc would run, resolved (another g++ makes another library): the one
  *  -ccbin in the flags or else NVCC_CCBIN names (a file, a folder holding gcc and g++, or a bare
- *  name found on PATH), or gcc and g++ found on PATH; each by its real path, "<none>" where none
- *  is found. PATH and relative names are taken as nvcc sees them, in the request's folder. */
+ *  name found on PATH), or gcc and g++ found on PATH; each by its real path, size and
+ *  modification time, "<none>" where none is found. PATH and relative names are taken as nvcc sees
+ * them, in the request's folder. */
 [[nodiscard]] std::string host_compilers(const context& ctx,
                                          const std::vector<std::string>& flags) {
   std::string ccbin = ccbin_in_flags(flags);
@@ -291,7 +302,12 @@ struct context {
   std::string out = ccbin + ":";
   for (const fs::path& f : found) {
     const fs::path real = f.empty() ? f : fs::canonical(f, ec);
-    out += (f.empty() ? std::string("<none>") : ec ? f.string() : real.string()) + ";";
+    if (f.empty()) {
+      out += "<none>;";
+      continue;
+    }
+    const fs::path& file = ec ? f : real;
+    out += file.string() + " (" + file_stamp(file) + ");";  // a compiler upgraded in place too
   }
   return out;
 }
@@ -324,6 +340,17 @@ struct context {
   std::error_code ec;
   const fs::path nvcc_real = fs::weakly_canonical(ctx.nvcc, ec);
   hash_field(hash, ec ? ctx.nvcc.string() : nvcc_real.string());
+  // The nvcc at that path as it is now (a wrapper script edited, a toolkit replaced in place:
+  // the version string is remembered per path for the process), and the nvcc.profile beside
+  // it, whose INCLUDES and LIBRARIES every build takes.
+  const fs::path nvcc_file = ec ? ctx.nvcc : nvcc_real;
+  hash_field(hash, file_stamp(nvcc_file));
+  const fs::path profile = nvcc_file.parent_path() / "nvcc.profile";
+  try {
+    hash_field(hash, fs::is_regular_file(profile, ec) ? kj::sha256_file(profile) : "<none>");
+  } catch (const kj::error& e) {
+    hash_field(hash, e.message());
+  }
   for (const char* name : k_build_env) hash_field(hash, ctx.value(name).value_or("<unset>"));
   hash_field(hash, host_compilers(ctx, flags));
   if (!flags.empty()) hash_field(hash, ctx.cwd.string());
@@ -769,14 +796,23 @@ std::string shell_hazard(const fs::path& path) {
   return {};
 }
 
+std::string source_name_hazard(const fs::path& source) {
+  const std::string name = source.filename().string();
+  if (name.find(',') == std::string::npos) return {};
+  return fmt::format(
+      "{} has a comma in its file name, which nvcc cannot build (it names an intermediate file "
+      "after the source, and fatbinary splits that name on commas): rename the file",
+      source.string());
+}
+
 namespace {
 
-/** The first of the paths nvcc is given that it cannot take, as shell_hazard says; empty if
- *  none. */
+/** The first of the paths nvcc is given that it cannot take, as shell_hazard and
+ *  source_name_hazard say; empty if none. */
 [[nodiscard]] std::string path_hazard(const nvcc_request& request, const fs::path& cache_dir) {
   for (const fs::path* p : {&request.source, &cache_dir, &request.include_dir})
     if (std::string why = shell_hazard(*p); !why.empty()) return why;
-  return {};
+  return source_name_hazard(request.source);
 }
 
 }  // namespace
@@ -913,8 +949,13 @@ build_result build_native(const nvcc_request& request) {
   // limit, a spawn failure) is the tool's failure, not the candidate's.
   if (!built.ok()) {
     std::string canary_why;
+    // A scan that failed first (it may have used up the time limit: the build then had a
+    // millisecond) says why.
+    const std::string scan_note =
+        scan_error.empty() ? std::string()
+                           : fmt::format(" (before it, the include scan failed: {})", scan_error);
     if (built.how != runner::exit_kind::exited || tool_failure_in(out.log, request.source))
-      return fail(build_failure::tool, "nvcc " + built.describe());
+      return fail(build_failure::tool, "nvcc " + built.describe() + scan_note);
     if (!nvcc_builds_a_canary(request, ctx, work, canary_why))
       return fail(build_failure::tool,
                   fmt::format("nvcc {}, and fails on an empty source with the same flags and "

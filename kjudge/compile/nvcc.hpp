@@ -72,6 +72,11 @@ struct build_result {
  *  backquoted command ran, and nvcc's dependency list turns `\` into `/`). */
 [[nodiscard]] std::string shell_hazard(const std::filesystem::path& path);
 
+/** Why nvcc cannot build a source of this file name, or empty: a comma (nvcc names its
+ *  intermediate cubin after the source, and fatbinary splits its file=... argument on commas;
+ *  a comma in a folder's name is fine). */
+[[nodiscard]] std::string source_name_hazard(const std::filesystem::path& source);
+
 /** Release string of an nvcc binary ("13.0.88"); cached per path for the process. */
 [[nodiscard]] std::string nvcc_version(const std::filesystem::path& nvcc);
 

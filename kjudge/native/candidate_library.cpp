@@ -15,18 +15,24 @@ candidate_library::candidate_library(const std::filesystem::path& path) : m_path
   void* handle = ::dlopen(m_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) KJ_THROW(error_kind::candidate, "cannot load {}: {}", m_path, ::dlerror());
   // The names a C++ definition gets without extern "C" (the header's declarations give C
-  // linkage to a source that includes it): found, they are a mistake to name, not to miss (a
-  // kj_workspace_bytes taken for absent gave the default 16 MiB, and a fault in its place).
-  const auto cxx_only = [handle](const char* c_name, const char* mangled) {
-    return ::dlsym(handle, c_name) == nullptr && ::dlsym(handle, mangled) != nullptr;
+  // linkage to a source that includes it, unless the definition's parameter is `kj_call*`, not
+  // `const kj_call*`: another overload, of C++ linkage): found, they are a mistake to name, not
+  // to miss (a kj_workspace_bytes taken for absent gave the default 16 MiB, and a fault in its
+  // place).
+  struct cxx_name {
+    const char* c_name;
+    const char* mangled;
   };
   for (const auto& [name, mangled] :
-       {std::pair{"kj_forward", "_Z10kj_forwardPK7kj_call"},
-        std::pair{"kj_workspace_bytes", "_Z18kj_workspace_bytesPK7kj_call"}})
-    if (cxx_only(name, mangled))
+       {cxx_name{"kj_forward", "_Z10kj_forwardPK7kj_call"},
+        cxx_name{"kj_forward", "_Z10kj_forwardP7kj_call"},
+        cxx_name{"kj_workspace_bytes", "_Z18kj_workspace_bytesPK7kj_call"},
+        cxx_name{"kj_workspace_bytes", "_Z18kj_workspace_bytesP7kj_call"}})
+    if (::dlsym(handle, name) == nullptr && ::dlsym(handle, mangled) != nullptr)
       KJ_THROW(error_kind::candidate,
-               "{} exports {} with C++ linkage ({}): declare it extern \"C\" KJ_EXPORT, or "
-               "include kjudge/candidate.h before defining it",
+               "{} exports {} with C++ linkage ({}): declare it extern \"C\" KJ_EXPORT with "
+               "the signature of kjudge/candidate.h (a const kj_call*), or include that header "
+               "before defining it",
                m_path, name, mangled);
   m_forward = reinterpret_cast<forward_fn>(::dlsym(handle, "kj_forward"));
   if (!m_forward)

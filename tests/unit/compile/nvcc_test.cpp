@@ -649,6 +649,27 @@ TEST_F(nvcc_test, the_host_compiler_is_in_the_key_as_nvcc_finds_it) {
             key(in_two, {"-ccbin", "kjcc"}, nullptr, prepended.c_str()));
 }
 
+TEST_F(nvcc_test, an_nvcc_changed_at_its_path_is_another_key) {
+  require_nvcc();
+  // A wrapper script edited at the same path (or a toolkit replaced in place): the path and the
+  // version string, remembered per path, stayed the same, and a cached library built by the
+  // old one served.
+  const auto source = write("a.cu", "#error stop\n");
+  const std::string real = kj::compile::find_nvcc().string();
+  const auto wrapper = write("wrap/nvcc", "#!/bin/sh\nexec '" + real + "' \"$@\"\n", true);
+  auto r = request(source);
+  r.nvcc = wrapper;
+  const std::string before = build_native(r).key;
+  ASSERT_EQ(before.size(), 64U);
+  EXPECT_EQ(build_native(r).key, before);
+  write("wrap/nvcc", "#!/bin/sh\nexec '" + real + "' -DKJ_WRAPPED \"$@\"\n", true);
+  const std::string edited = build_native(r).key;
+  EXPECT_NE(edited, before);
+  // The nvcc.profile beside it, whose INCLUDES and LIBRARIES every build takes.
+  write("wrap/nvcc.profile", "INCLUDES += -DKJ_PROFILE\n");
+  EXPECT_NE(build_native(r).key, edited);
+}
+
 TEST_F(nvcc_test, build_environment_is_in_the_key) {
   require_nvcc();
   const auto source = write("a.cu", "#error stop\n");
@@ -776,6 +797,18 @@ TEST_F(nvcc_test, paths_a_shell_would_change_are_refused_before_nvcc_runs) {
   EXPECT_TRUE(kj::compile::shell_hazard(m_dir / "plain folder, with comma" / "ok.cu").empty());
 }
 
+TEST_F(nvcc_test, a_source_whose_file_name_has_a_comma_is_refused_before_nvcc_runs) {
+  // fatbinary splits its file=<name>.cubin argument on commas: "my,kernel.cu" failed as the
+  // candidate's compile error ("'kernel.cubin' is not in 'keyword=value' format").
+  const build_result b = build_native(request(write("my,kernel.cu", k_valid_source)));
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.failure, kj::compile::build_failure::tool) << b.error;
+  EXPECT_NE(b.error.find("has a comma in its file name"), std::string::npos) << b.error;
+  EXPECT_TRUE(b.log.empty()) << "nvcc must not have run: " << b.log;
+  // A comma in a folder's name builds (only the file's own name reaches fatbinary so).
+  EXPECT_TRUE(kj::compile::source_name_hazard(m_dir / "a,b" / "ok.cu").empty());
+}
+
 TEST_F(nvcc_test, the_time_limit_counts_for_the_whole_build) {
   // A compiler that hangs on every run: the scan and the build (and a canary) had the whole
   // limit each, so a build asked to end in 1.5 s ran for three times that.
@@ -795,6 +828,10 @@ TEST_F(nvcc_test, the_time_limit_counts_for_the_whole_build) {
   EXPECT_EQ(b.failure, kj::compile::build_failure::tool) << b.error;
   EXPECT_LT(took.count(), 2.5) << b.error;
   EXPECT_LT(b.build_time.count(), 2.5) << b.error;
+  // The scan took the limit, and the build had what was left: the error says so ("nvcc timed
+  // out after 0.0 s" alone read as the build's fault).
+  EXPECT_NE(b.error.find("before it, the include scan failed: nvcc -M"), std::string::npos)
+      << b.error;
 }
 
 TEST_F(nvcc_test, every_library_carries_the_launch_probe) {
