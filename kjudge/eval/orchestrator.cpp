@@ -238,12 +238,18 @@ eval_result evaluate(const job& j, const run_options& options) {
                      j.cache_dir / "worker-pool.log", options.max_pools, r.worker.pool_not_started);
   }
   if (!pooled) limit_worker();
-  const auto p = pooled ? *pooled : runner::run_process(so);
+  // Moved, not copied, as are its lines: the channel may hold up to its cap of a candidate's
+  // writes.
+  const runner::process_result p = pooled ? std::move(*pooled) : runner::run_process(so);
   r.worker.started_by = pooled ? "pool" : (pool_started ? "exec+pool_started" : "exec");
 
   fold_state state;
-  std::istringstream lines(p.channel);
-  for (std::string line; std::getline(lines, line);) apply_event_line(r, line, state);
+  const std::string_view channel = p.channel;
+  for (std::size_t at = 0; at < channel.size();) {
+    const std::size_t end = std::min(channel.find('\n', at), channel.size());
+    apply_event_line(r, channel.substr(at, end - at), state);
+    at = end + 1;
+  }
 
   r.worker.outcome = p.describe();
   r.worker.exit_code = p.exit_code;

@@ -49,7 +49,7 @@ void event_writer::final(eval_status status, std::string_view message) {
   send({{"final", {{"status", to_string(status)}, {"message", message}}}});
 }
 
-void apply_event_line(eval_result& r, const std::string& line, fold_state& state) {
+void apply_event_line(eval_result& r, std::string_view line, fold_state& state) {
   // The worker ends with its final event; anything after it is not the worker's.
   if (line.empty()) return;
   if (state.final_seen) {
@@ -59,15 +59,21 @@ void apply_event_line(eval_result& r, const std::string& line, fold_state& state
   nlohmann::json e;
   // No event nests deeper than a few levels; a line that does (a candidate writing into the
   // channel) is malformed: copying or printing a value nested 10^5 deep recurses as deep and
-  // would end this process.
+  // would end this process. Nor does one hold millions of values; past the limit, values are
+  // dropped as they are read (the callback's false), so such a line costs no more memory.
   bool too_deep = false;
+  std::size_t values = 0;
   const nlohmann::json::parser_callback_t depth_limit =
-      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      [&too_deep, &values](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
         if (depth > k_max_event_depth) too_deep = true;
+        if (event == nlohmann::json::parse_event_t::value ||
+            event == nlohmann::json::parse_event_t::object_start ||
+            event == nlohmann::json::parse_event_t::array_start)
+          if (++values > k_max_event_values) too_deep = true;
         return !too_deep;
       };
   try {
-    e = nlohmann::json::parse(line, depth_limit);
+    e = nlohmann::json::parse(line.begin(), line.end(), depth_limit);
   } catch (const nlohmann::json::exception&) {
     ++state.malformed_lines;
     return;

@@ -69,10 +69,16 @@ inline constexpr std::size_t k_max_event_flags = 256;
  *  35 times the channel's bytes. */
 inline constexpr std::size_t k_max_event_phases = 4096;
 inline constexpr std::size_t k_max_event_trials = 1024;
+/** Most values (numbers, strings, arrays, objects) one event line may hold: the largest the
+ *  worker sends, a timing event of two sides' three figures of up to 100,000 samples each (a
+ *  time and a set number a sample), holds about 1.2 million. A longer line is malformed, and its
+ *  values past this many are dropped while it is read: one flat array of 50 million numbers,
+ *  parsed whole, took 19 times its bytes. */
+inline constexpr std::size_t k_max_event_values = 4'000'000;
 
 /** Applies one event line to the result. Malformed lines are counted, never fatal; lines after
  *  the final event are counted and otherwise ignored. */
-void apply_event_line(eval_result& result, const std::string& line, fold_state& state);
+void apply_event_line(eval_result& result, std::string_view line, fold_state& state);
 
 /** Recomputes result.correctness (counts, precision) from result.trials. */
 void summarize_correctness(eval_result& result);

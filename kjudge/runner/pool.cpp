@@ -164,10 +164,38 @@ std::vector<std::string> stat_fields(pid_t pid) {
   return out;
 }
 
-/** Whether `pid` is stopped (SIGSTOP, a debugger's stop, a frozen cgroup's "T"), per /proc. */
+/** Whether `pid`'s cgroup is frozen (or freezing), by the v2 cgroup's events ("frozen 1") or
+ *  the v1 freezer's state; its process state shows S or D then, not T. False where unknown. */
+bool in_frozen_cgroup(pid_t pid) {
+  std::ifstream groups("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(groups, line);) {
+    const auto first = line.find(':');
+    const auto second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (controllers.empty()) {  // v2: "0::/path"
+      std::ifstream events("/sys/fs/cgroup" + path + "/cgroup.events");
+      for (std::string e; std::getline(events, e);)
+        if (e == "frozen 1") return true;
+      std::ifstream freeze("/sys/fs/cgroup" + path + "/cgroup.freeze");
+      std::string value;
+      if (freeze >> value && value == "1") return true;
+    } else if (("," + controllers + ",").find(",freezer,") != std::string::npos) {
+      std::ifstream state("/sys/fs/cgroup/freezer" + path + "/freezer.state");
+      std::string value;
+      if (state >> value && (value == "FROZEN" || value == "FREEZING")) return true;
+    }
+  }
+  return false;
+}
+
+/** Whether `pid` is stopped (SIGSTOP, a debugger's stop: "T" or "t" in /proc) or frozen with its
+ *  cgroup. */
 bool is_stopped(pid_t pid) {
   const auto fields = stat_fields(pid);
-  return !fields.empty() && (fields[0] == "T" || fields[0] == "t");
+  if (!fields.empty() && (fields[0] == "T" || fields[0] == "t")) return true;
+  return in_frozen_cgroup(pid);
 }
 
 /** The parent pid of `pid` from /proc, or -1. */
@@ -217,13 +245,17 @@ class pool_child final : public detail::child_handle {
 [[nodiscard]] unique_fd connect_to(const std::string& address) {
   socklen_t length = 0;
   const sockaddr_un addr = abstract_address(address, length);
-  unique_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Non-blocking for the connect alone: a pool that stopped accepting (stopped, frozen, stuck)
+  // with its backlog full would hold a blocking connect without end, past --timeout; so it
+  // fails at once (EAGAIN) and the evaluation runs a worker of its own.
+  unique_fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.open()) return {};
   int rc = 0;
   do {
     rc = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), length);
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) return {};
+  if (::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK) != 0) return {};
   // Abstract names carry no permissions: serve only from a pool of our own user, in our view.
   const auto peer = peer_of(fd.get());
   if (!peer || peer->uid != ::geteuid() || peer->pid <= 0) return {};
@@ -317,12 +349,18 @@ struct served {
   // A child must not outlive the pool: nobody would report its end, and its requester has stopped
   // waiting for it. (The check closes the window before prctl.)
   if (!detail::die_with_parent(server)) ::_exit(127);
-  // What its descendants leave behind (a daemon that called setsid()) is reparented to it, not
-  // to the pool, while it runs: the pool then takes every other child it has for the leftovers
-  // of a child that ended (and kills them), never of one still running.
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   detail::reset_child_process();
   for (int fd : server_fds) ::close(fd);
+  // This process becomes the worker's guard, as an exec'd worker has one (run() with orphan
+  // cleanup): a candidate that kills its parent (os.getppid()) kills the guard, and its
+  // evaluation ends as that crash, as without the pool, not the server with every evaluation it
+  // runs. The guard is a subreaper: what the worker's descendants leave behind (a daemon that
+  // called setsid()) is reparented to it, not to the pool, while the worker runs; once the
+  // guard has ended, the pool takes every other child it has for the leftovers of a child that
+  // ended (and kills them), never of one still running. Were the server to die, the guard kills
+  // the worker and everything it adopted.
+  const pid_t guard = detail::fork_under_guard(server);
+  if (!detail::die_with_parent(guard)) ::_exit(127);
 
   const int channel_target = req.body.value("channel_fd", -1);
   const int channel_src = req.fds.size() > 2 ? req.fds[2].get() : -1;

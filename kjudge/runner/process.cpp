@@ -23,6 +23,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,8 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+
+#include <fmt/format.h>
 
 extern char** environ;  // NOLINT: POSIX global
 
@@ -549,8 +552,10 @@ void for_each_pid(const char* text, std::size_t size, Fn&& fn) noexcept {
   ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
 }
 
-/** Forks the guard's child, which returns (with plan.parent the guard); the guard never does. */
-void become_guard(child_plan& plan) noexcept {
+/** Forks the guard's child, which returns the guard's pid; the guard never returns. `parent`:
+ *  the process that forked this one (the guard ends at once where it is gone); a failure goes to
+ *  `error_fd` (child_fail; -1: none, the exit code 127 alone). */
+pid_t become_guard(pid_t parent, int error_fd) noexcept {
   sigset_t waited;
   sigemptyset(&waited);
   sigaddset(&waited, SIGCHLD);
@@ -558,18 +563,17 @@ void become_guard(child_plan& plan) noexcept {
   ::sigprocmask(SIG_BLOCK, &waited, nullptr);
   // SIGUSR2 once the thread that forked us ends; a parent gone before the prctl sent none.
   ::prctl(PR_SET_PDEATHSIG, SIGUSR2, 0, 0, 0);
-  if (const pid_t now = ::getppid(); now != plan.parent && now != 0) ::_exit(127);
+  if (const pid_t now = ::getppid(); now != parent && now != 0) ::_exit(127);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
-    child_fail(plan.error_fd, child_stage::guard, errno);
+    child_fail(error_fd, child_stage::guard, errno);
   const pid_t self = ::getpid();
   const pid_t child = ::fork();
-  if (child < 0) child_fail(plan.error_fd, child_stage::guard, errno);
+  if (child < 0) child_fail(error_fd, child_stage::guard, errno);
   if (child == 0) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    plan.parent = self;
-    return;
+    return self;
   }
   // The child's pipes must close when it and its descendants are done with them: none here.
   ::close_range(0, ~0U, 0);
@@ -588,7 +592,7 @@ void become_guard(child_plan& plan) noexcept {
 
 [[noreturn]] void run_child(child_plan plan) noexcept {
   detail::reset_child_process();  // the guard, or else the child, leads a session of its own
-  if (plan.guard) become_guard(plan);
+  if (plan.guard) plan.parent = become_guard(plan.parent, plan.error_fd);
   // Killed with the thread (or guard) that started it, rather than left running without a limit.
   if (!detail::die_with_parent(plan.parent)) ::_exit(127);
   // The error pipe goes above every target first, so no dup2 lands on it.
@@ -616,13 +620,21 @@ void append_tail(std::string& tail, std::string_view chunk, std::size_t limit) {
   if (tail.size() > 2 * limit) tail.erase(0, tail.size() - limit);
 }
 
-void write_all_stderr(std::string_view text) noexcept {
+/** Writes `text` to our stderr as far as it takes it without waiting, a pipe's atomic size at a
+ *  time; returns the bytes it did not take. The echo must never block the supervising loop: a
+ *  reader of our stderr that stalls (`-v 2>&1 | slow`) held the child's time limit off for as
+ *  long as it stalled. */
+std::size_t echo_to_stderr(std::string_view text) noexcept {
   while (!text.empty()) {
-    ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+    pollfd out{STDERR_FILENO, POLLOUT, 0};
+    if (::poll(&out, 1, 0) != 1 || (out.revents & POLLOUT) == 0) break;
+    const std::size_t piece = std::min<std::size_t>(text.size(), PIPE_BUF);
+    const ssize_t n = ::write(STDERR_FILENO, text.data(), piece);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) break;
     text.remove_prefix(static_cast<std::size_t>(n));
   }
+  return text.size();
 }
 
 /** Milliseconds from now until `when`, clamped to [0, 60 s] for poll(). */
@@ -697,6 +709,10 @@ class forked_child final : public detail::child_handle {
 
 namespace detail {
 
+pid_t fork_under_guard(pid_t parent) noexcept {
+  return become_guard(parent, -1);
+}
+
 process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd output_fd,
                          unique_fd channel_fd, const spawn_options& options,
                          steady::time_point start, const std::string& program) {
@@ -720,6 +736,7 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
   steady::time_point drain_until = steady::time_point::max();
   bool timed_out = false;
   bool killed = false;
+  std::size_t echo_dropped = 0;  // echoed output our stderr could not take without waiting
   bool reaped = false;
   int interrupted = 0;  // the signal, once seen (exit_on_interrupt)
   steady::time_point interrupted_give_up = steady::time_point::max();
@@ -812,7 +829,7 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
           if (r.tail_only) {
             result.output_bytes += chunk.size();
             append_tail(*r.sink, chunk, options.output_tail_bytes);
-            if (options.echo_output) write_all_stderr(chunk);
+            if (options.echo_output) echo_dropped += echo_to_stderr(chunk);
           } else if (r.sink->size() + chunk.size() <= options.channel_limit_bytes) {
             r.sink->append(chunk);
           } else {
@@ -834,6 +851,11 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
   }
   if (result.output_tail.size() > options.output_tail_bytes)
     result.output_tail.erase(0, result.output_tail.size() - options.output_tail_bytes);
+  if (echo_dropped > 0)
+    echo_to_stderr(
+        fmt::format("[kjudge: {} bytes of the child's output were not echoed: stderr "
+                    "did not take them without waiting]\n",
+                    echo_dropped));
   result.max_rss_kb = static_cast<std::size_t>(std::max<long>(usage.ru_maxrss, 0));
   if (timed_out) {
     result.how = exit_kind::timed_out;

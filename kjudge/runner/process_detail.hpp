@@ -70,6 +70,15 @@ void signal_group(pid_t leader, int sig) noexcept;
  *  signal will come): the child must then exit. Async-signal-safe. */
 [[nodiscard]] bool die_with_parent(pid_t parent) noexcept;
 
+/** In a child that leads its own session and group (after reset_child_process): forks it, and
+ *  makes this process the child's guard, as run() makes one for orphan cleanup: a subreaper that
+ *  only waits and ends the way the child ends (its exit code or signal), ignores SIGINT, SIGTERM
+ *  and SIGHUP (the child's to take), and kills the child and all it adopted where `parent` (the
+ *  process that forked this one) dies. Returns the guard's pid in the child; never returns in
+ *  the guard. A guard whose parent is already gone, or that cannot fork, exits 127.
+ *  Async-signal-safe; the guard closes every descriptor it has. */
+[[nodiscard]] pid_t fork_under_guard(pid_t parent) noexcept;
+
 /** Marks a running child (the group it leads) for the interrupt handler (exit_on_interrupt) and
  *  for orphan cleanup (set_orphan_cleanup: a registered pid is never taken for a leftover), from
  *  construction until release(); release() once the child has been reaped, when its pid may be

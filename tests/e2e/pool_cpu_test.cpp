@@ -118,6 +118,23 @@ TEST_F(PoolCpu, FirstStartsThePoolThenEvaluationsAreForkedFromIt) {
   EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
   EXPECT_EQ(wrong.result["status"], "incorrect");
 
+  // A candidate that kills its parent kills its worker's guard, not the pool: a crash, as
+  // without the pool (it was the server, and every evaluation the pool ran was lost as kjudge's
+  // internal error).
+  const fs::path killer = s_cache / "kills_parent.py";
+  std::ofstream(killer) << "import os, signal, time\n"
+                           "import torch\n"
+                           "class ModelNew(torch.nn.Module):\n"
+                           "    def forward(self, x):\n"
+                           "        os.kill(os.getppid(), signal.SIGKILL)\n"
+                           "        time.sleep(30)\n"
+                           "        return torch.softmax(x, dim=-1)\n";
+  const auto parent = run_eval("problems/level1/softmax.py", killer.string(), cpu_pool);
+  EXPECT_EQ(parent.exit_code, 4) << parent.output;
+  EXPECT_EQ(parent.result["status"], "crashed") << parent.output;
+  EXPECT_EQ(parent.result["worker"]["signal"], 9) << parent.output;
+  EXPECT_EQ(parent.result["worker"]["started_by"], "pool");
+
   const auto again = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_pool);
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(again.result["worker"]["started_by"], "pool");

@@ -142,6 +142,25 @@ TEST(Job, SeedsAreDistinctAndTheHeldOutSeedDependsOnTheSecret) {
   EXPECT_THROW((void)eval::candidate_kind_for("k.txt"), kj::error);
 }
 
+TEST(Protocol, ALineOfMillionsOfValuesIsMalformedAndNotHeldWhole) {
+  // A flat array of 50 million numbers, parsed whole, took 19 times its bytes in kjudge eval.
+  eval_result r;
+  eval::fold_state st;
+  std::string flood = "[";
+  for (std::size_t i = 0; i < eval::k_max_event_values + 10; ++i) flood += "0,";
+  flood.back() = ']';
+  eval::apply_event_line(r, flood, st);
+  EXPECT_EQ(st.malformed_lines, 1u);
+  // As large as the worker's largest event (a --precise timing event): taken.
+  std::string big = R"({"phase":"timing","samples":[)";
+  for (std::size_t i = 0; i < 1'200'000; ++i) big += "1.5,";
+  big.back() = ']';
+  big += "}";
+  eval::apply_event_line(r, big, st);
+  EXPECT_EQ(st.malformed_lines, 1u);
+  EXPECT_EQ(st.last_phase, "timing");
+}
+
 TEST(Protocol, FoldsEventsAndSurvivesGarbage) {
   eval_result r;
   eval::fold_state st;

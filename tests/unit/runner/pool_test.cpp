@@ -707,6 +707,31 @@ TEST(pool, a_stopped_server_is_not_asked) {
   EXPECT_EQ(server.run(child({"exit", "4"})).exit_code, 4);
 }
 
+TEST(pool, a_server_whose_backlog_is_full_is_not_waited_for) {
+  // Stopped with its listen backlog full (connections queued, never accepted), the server held
+  // a blocking connect without end, past the evaluation's --timeout.
+  dedicated_server server(exec_argv);
+  ASSERT_EQ(server.run(child({"exit", "0"})).how, exit_kind::exited);
+  ASSERT_EQ(::kill(server.pid(), SIGSTOP), 0);
+  for (int i = 0; i < 100 && !process_stopped(server.pid()); ++i) std::this_thread::sleep_for(5ms);
+  socklen_t length = 0;
+  const sockaddr_un addr = abstract_address(server.address(), length);
+  std::vector<int> queued;
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    queued.push_back(fd);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), length) != 0) break;  // full
+  }
+  std::string why;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(kj::runner::run_process_in_pool(server.address(), child({"exit", "0"}), &why));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_EQ(why, "no pool of this user listens at the address");
+  for (const int fd : queued) ::close(fd);
+  ASSERT_EQ(::kill(server.pid(), SIGCONT), 0);
+}
+
 TEST(pool, a_server_stopped_while_it_prepares_is_not_waited_for) {
   dedicated_server server(exit_at_once, [] { std::this_thread::sleep_for(60s); });
   ASSERT_TRUE(server.claimed());

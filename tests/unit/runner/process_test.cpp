@@ -407,6 +407,32 @@ TEST_F(process_test, echo_copies_output_to_our_stderr) {
   EXPECT_EQ(text.str(), "out0\nerr0\nout1\nerr1\nout2\nerr2\n");
 }
 
+TEST_F(process_test, an_echo_that_stderr_does_not_take_is_dropped_not_waited_for) {
+  // Our stderr a pipe that nobody reads, full: `kjudge eval -v 2>&1 | slow` held the supervising
+  // loop in its echo, and the child's time limit with it, for as long as the reader stalled.
+  int full[2];
+  ASSERT_EQ(::pipe2(full, O_CLOEXEC | O_NONBLOCK), 0);
+  const std::string block(4096, 'y');
+  while (::write(full[1], block.data(), block.size()) > 0) {
+  }
+  // Blocking again, as a terminal's or a pipe's stderr is: a write would wait.
+  ::fcntl(full[1], F_SETFL, ::fcntl(full[1], F_GETFL) & ~O_NONBLOCK);
+  const int saved = ::dup(2);
+  ::dup2(full[1], 2);
+  auto options = child({"spam", "1000000"});
+  options.echo_output = true;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_process(options);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(full[0]);
+  ::close(full[1]);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_LT(took.count(), 10.0);
+  EXPECT_TRUE(r.output_tail.ends_with("END\n"));
+}
+
 TEST_F(process_test, stdin_is_fed_and_closed) {
   std::string data;
   for (int i = 0; data.size() < (1U << 20); ++i) data += std::to_string(i) + ",";
