@@ -681,7 +681,11 @@ class pipeline {
                                                                                                : 1;
           } catch (const kj::error& e) {
             if (e.kind() != error_kind::problem) throw;
-            skip_why = first_line(e.message());
+            // One line: the message's head and, where the head only introduces a traceback,
+            // the traceback's last line (the error itself).
+            const std::string head = first_line(e.message()), tail = last_line(e.message());
+            skip_why =
+                head.ends_with(':') && !tail.empty() && tail != head ? head + " " + tail : head;
             run_to = i + 1;
           }
         }

@@ -192,15 +192,23 @@ void print_trials(const eval_result& r, std::string& out) {
       // Integers print as integers while a double holds them exactly (below 2^53).
       const bool integral = !is_float_name(o.expected_dtype);
       // A value JSON could not carry (an infinity, NaN) reads back as NaN: its text says which.
+      // An integer's text is exact (an int64 beyond 2^53, which its double rounds).
       const auto value = [&](double v, const std::string& text) {
-        if (std::isnan(v) && !text.empty()) return text;
+        if ((std::isnan(v) || integral) && !text.empty()) return text;
         return integral && std::abs(v) < 0x1p53 ? fmt::format("{:.0f}", v)
                                                 : fmt::format("{:.6g}", v);
       };
+      // An infinite error is null in JSON too (NaN read back): an infinity on a side makes it.
+      const auto error = [](const mismatch_info& m) {
+        const bool nan_side = m.expected_text == "nan" || m.actual_text == "nan";
+        const bool infinite = std::isnan(m.abs_err) && !nan_side &&
+                              (m.expected_text.ends_with("inf") || m.actual_text.ends_with("inf"));
+        return infinite ? std::string("inf") : fmt::format("{:.3g}", m.abs_err);
+      };
       for (const auto& m : o.mismatches)
-        out += fmt::format("               at {} expected {} got {} (abs err {:.3g})\n",
+        out += fmt::format("               at {} expected {} got {} (abs err {})\n",
                            shape_str(m.index), value(m.expected, m.expected_text),
-                           value(m.actual, m.actual_text), m.abs_err);
+                           value(m.actual, m.actual_text), error(m));
     }
   }
   const bool any_compared = std::any_of(r.trials.begin(), r.trials.end(), [](const auto& t) {
@@ -333,7 +341,9 @@ void print_timing(const eval_result& r, std::string& out) {
       return std::isfinite(v) ? ratio(v) : std::string("unbounded");
     };
     for (const auto& s : t.speedups)
-      if (s.valid && s.ci.resamples == 0)
+      if (!s.valid)
+        out += fmt::format("  {} withheld", measure::to_string(s.kind));
+      else if (s.ci.resamples == 0)
         out += fmt::format("  {} {}x (no interval: one sample on a side)",
                            measure::to_string(s.kind), ratio(s.ci.ratio));
       else if (s.valid)

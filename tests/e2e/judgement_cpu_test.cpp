@@ -538,6 +538,13 @@ class ModelNew(nn.Module):
     }
   EXPECT_EQ(skipped, 2);
   EXPECT_NE(r.output.find("stress skipped"), std::string::npos) << r.output;
+  // The flag says why, not only where: the reference's error, not a line ending in ':'.
+  for (const auto& f : r.result["flags"])
+    if (f["code"] == "stress_not_applicable") {
+      const std::string m = f["message"].get<std::string>();
+      EXPECT_EQ(m.find(":;"), std::string::npos) << m;
+      EXPECT_NE(m.find("Error"), std::string::npos) << m;
+    }
 }
 
 TEST(JudgementCpu, AReferenceThatCannotRunItsOwnTrialIsTheProblemsErrorNotTheCandidates) {

@@ -95,6 +95,44 @@ TEST(TerminalPrinter, TimingShowsTheSetRangesAndHowEachIntervalWasResampled) {
   text = render_terminal(r);
   EXPECT_NE(text.find("stream 1.00x (no interval: one sample on a side)"), std::string::npos)
       << text;
+  // A speedup withheld (a figure failed an invariant) says so, not nothing.
+  r.timing->speedups = {{measure::figure_kind::device, false, {none, none, none, 0.95, 0, false}},
+                        {measure::figure_kind::stream, true, {2.0, 1.9, 2.1, 0.95, 2000, true}}};
+  text = render_terminal(r);
+  EXPECT_NE(text.find("device withheld  stream 2.00x [1.90, 2.10]"), std::string::npos) << text;
+}
+
+TEST(TerminalPrinter, MismatchLinesShowExactIntegersAndInfiniteErrors) {
+  eval_result r;
+  r.status = eval_status::incorrect;
+  r.correctness.trials = 1;
+  trial_result t;
+  t.kind = "nominal";
+  output_check big;
+  big.expected_dtype = big.actual_dtype = "int64";
+  big.message = "1 of 1 elements differ";
+  // 2^60 + 5 and + 6: doubles round them together; their texts are exact.
+  big.mismatches.push_back({{0},
+                            1152921504606846976.0,
+                            1152921504606846976.0,
+                            1.0,
+                            "1152921504606846981",
+                            "1152921504606846982"});
+  output_check inf;
+  inf.index = 1;
+  inf.expected_dtype = inf.actual_dtype = "float32";
+  inf.message = "1 Inf in output";
+  const double nan = std::numeric_limits<double>::quiet_NaN();  // JSON's null read back
+  inf.mismatches.push_back({{3}, 2.0, nan, nan, "2", "inf"});
+  inf.mismatches.push_back({{4}, 2.0, nan, nan, "2", "nan"});
+  t.outputs = {big, inf};
+  r.trials.push_back(t);
+  const std::string text = render_terminal(r);
+  EXPECT_NE(text.find("at [0] expected 1152921504606846981 got 1152921504606846982 (abs err 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("at [3] expected 2 got inf (abs err inf)"), std::string::npos) << text;
+  EXPECT_NE(text.find("at [4] expected 2 got nan (abs err nan)"), std::string::npos) << text;
 }
 
 TEST(TerminalPrinter, ATrialThatComparedNothingShowsNoErrors) {
