@@ -197,6 +197,9 @@ eval::job make_job(const eval_args& a) {
        {std::pair{"problem", a.problem}, std::pair{"candidate", a.candidate}}) {
     std::error_code ec;
     const auto st = fs::status(p, ec);
+    // A folder on the way that may not be searched: not "no such file".
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      KJ_THROW(error_kind::usage, "{} {}: cannot be read: {}", what, p, ec.message());
     if (fs::is_regular_file(st)) {
       if (::access(p.c_str(), R_OK) != 0)
         KJ_THROW(error_kind::usage, "{} {}: cannot be read: {}", what, p, std::strerror(errno));
@@ -207,6 +210,11 @@ eval::job make_job(const eval_args& a) {
     if (fs::exists(st)) KJ_THROW(error_kind::usage, "{} {}: not a regular file", what, p);
     KJ_THROW(error_kind::usage, "{} {}: no such file", what, p);
   }
+  if (fs::path(a.problem).extension() != ".py")
+    KJ_THROW(error_kind::usage,
+             "problem {}: expected a Python file (.py) defining Model, get_inputs and "
+             "get_init_inputs (KernelBench format)",
+             a.problem);
   j.problem = fs::absolute(a.problem);
   j.candidate = fs::absolute(a.candidate);
   j.kind = eval::candidate_kind_for(j.candidate);
@@ -397,6 +405,10 @@ int run_eval(const eval_args& a) {
              "--no-timing");
   const auto baseline = read_baseline(a.baseline_path, a.problem);
   const auto j = make_job(a);
+  // The folder may come from the environment (KJUDGE_CACHE_DIR, XDG_CACHE_HOME, HOME): the
+  // same check as --cache-dir's (it was an internal error, with no result written).
+  check_utf8("the cache folder (--cache-dir, else KJUDGE_CACHE_DIR, XDG_CACHE_HOME or HOME)",
+             j.cache_dir.string());
   // Kept ncu reports (docs/cli.md) go to a folder checked now, not once the evaluation is over.
   fs::path ncu_keep;
   if (const char* keep = std::getenv("KJUDGE_NCU_KEEP"); a.profile && keep && *keep) {

@@ -935,6 +935,27 @@ TEST(EvalCpu, UsageErrors) {
     EXPECT_NE(d.output.find("is a directory"), std::string::npos) << d.output;
     EXPECT_EQ(d.output.find("no such file"), std::string::npos) << d.output;
   }
+  // A problem that is not a .py file is refused before a worker starts (it ended as a
+  // problem_error, "cannot load ... as a Python module").
+  const auto text = std::filesystem::temp_directory_path() /
+                    ("kjudge_problem_" + std::to_string(::getpid()) + ".txt");
+  std::filesystem::copy_file(problem, text, std::filesystem::copy_options::overwrite_existing);
+  const auto txt = run_raw({"eval", text.string(), candidate, "--device", "cpu"});
+  std::filesystem::remove(text);
+  EXPECT_EQ(txt.exit_code, 2) << txt.output;
+  EXPECT_NE(txt.output.find("expected a Python file (.py)"), std::string::npos) << txt.output;
+  // A cache folder from the environment that is not UTF-8 is refused as --cache-dir's is (it
+  // was an internal error: the job travels to the worker as JSON text).
+  const char* before = std::getenv("KJUDGE_CACHE_DIR");
+  const std::string kept = before != nullptr ? before : "";
+  ::setenv("KJUDGE_CACHE_DIR", "/tmp/kjudge_cache_\xff", 1);
+  const auto bad = run_raw({"eval", problem, candidate, "--device", "cpu", "--no-timing"});
+  if (before != nullptr)
+    ::setenv("KJUDGE_CACHE_DIR", kept.c_str(), 1);
+  else
+    ::unsetenv("KJUDGE_CACHE_DIR");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("the cache folder"), std::string::npos) << bad.output;
 }
 
 // A named interpreter is run once before the worker: a program that is no Python, a Python of
