@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <system_error>
 
@@ -45,8 +46,11 @@ bool has_torch(const fs::path& python, std::string& why) {
 /** Runs an interpreter the user named, once, to learn that it is a Python, its version and
  *  whether torch is on its path (found, not imported: a few tens of milliseconds). Without this,
  *  a program that is no Python (`--python /bin/ls`) or a Python of another version than the one
- *  embedded ended as "the embedded interpreter cannot import torch" deep in the worker. */
-void check_named_interpreter(const fs::path& python, const std::string& what) {
+ *  embedded ended as "the embedded interpreter cannot import torch" deep in the worker. Returns
+ *  the interpreter's own `sys.executable` (empty where it gave none): for a script that execs a
+ *  Python (a pyenv shim, a wrapper), the Python it runs, whose path the embedded interpreter
+ *  must take to find the same packages (the script's own path found none: exit 7). */
+std::string check_named_interpreter(const fs::path& python, const std::string& what) {
   runner::spawn_options o;
   // Absolute: the program the worker will take (a bare name is the file in this folder), not
   // one PATH finds.
@@ -57,7 +61,8 @@ void check_named_interpreter(const fs::path& python, const std::string& what) {
             // its complaint) does not print them.
             "import sys; print('kjudge' + '-probe %d.%d' % sys.version_info[:2]); "
             "import importlib.util as u; "
-            "print('kjudge' + '-torch %d' % (u.find_spec('torch') is not None))"};
+            "print('kjudge' + '-torch %d' % (u.find_spec('torch') is not None)); "
+            "print('kjudge' + '-exe ' + (sys.executable or ''))"};
   o.timeout = std::chrono::seconds(20);
   o.output_tail_bytes = 4096;
   const auto r = runner::run_process(o);
@@ -94,6 +99,29 @@ void check_named_interpreter(const fs::path& python, const std::string& what) {
              "{} (Python {}) finds no torch on its path ({}); install torch for it, or name "
              "another interpreter",
              what, version, r.ok() ? "importlib finds no 'torch'" : r.describe());
+  // The rest of its line (a path may hold spaces).
+  const std::string key = "kjudge-exe ";
+  const auto at = r.output_tail.find(key);
+  if (at == std::string::npos) return {};
+  std::string exe = r.output_tail.substr(at + key.size());
+  exe = exe.substr(0, exe.find_first_of("\r\n"));
+  return exe;
+}
+
+/** The interpreter to embed for one the user named: the Python it runs where that is another
+ *  file (a script that execs one), else the named path itself (a venv's python3, a link whose
+ *  venv must stay found, is its own sys.executable). */
+fs::path interpreter_to_embed(const fs::path& named, const std::string& reported) {
+  std::error_code ec;
+  const fs::path own = fs::absolute(named, ec);
+  if (reported.empty() || !fs::path(reported).is_absolute()) return named;
+  if (fs::equivalent(own, reported, ec)) return named;
+  // A script (not a program the kernel runs directly) that started another Python.
+  std::ifstream head(own, std::ios::binary);
+  char magic[2] = {};
+  head.read(magic, 2);
+  const bool script = head.gcount() == 2 && magic[0] == '#' && magic[1] == '!';
+  return script && fs::is_regular_file(reported, ec) ? fs::path(reported) : named;
 }
 
 }  // namespace
@@ -120,14 +148,14 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python) {
   if (!explicit_python.empty()) {
     const std::string what = "--python " + explicit_python.string();
     check(explicit_python, what);
-    check_named_interpreter(explicit_python, what);
-    return take(explicit_python, "--python");
+    const std::string reported = check_named_interpreter(explicit_python, what);
+    return take(interpreter_to_embed(explicit_python, reported), "--python");
   }
   if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env) {
     const std::string what = std::string("$KJUDGE_PYTHON=") + env;
     check(env, what);
-    check_named_interpreter(env, what);
-    return take(env, "$KJUDGE_PYTHON");
+    const std::string reported = check_named_interpreter(env, what);
+    return take(interpreter_to_embed(env, reported), "$KJUDGE_PYTHON");
   }
   struct probe {
     fs::path path;

@@ -1013,6 +1013,19 @@ TEST(EvalCpu, ANamedInterpreterThatIsNoPythonOrAnotherVersionSaysSo) {
   EXPECT_EQ(env.exit_code, 2) << env.output;
   EXPECT_NE(env.output.find("$KJUDGE_PYTHON=/bin/ls: not a Python interpreter"), std::string::npos)
       << env.output;
+  // A script that execs a Python (a pyenv shim, a wrapper) embeds the Python it runs: the
+  // script's own path passed the check, then found no torch in the worker (exit 7).
+  const auto plain = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+                              {"--device", "cpu", "--no-timing", "--trials", "1"});
+  ASSERT_TRUE(plain.result.is_object()) << plain.output;
+  const std::string chosen = plain.result["options"]["python"].get<std::string>();
+  const std::string wrapper = fake("wrapper", "exec '" + chosen + "' \"$@\"");
+  const auto wrapped =
+      run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+               {"--device", "cpu", "--no-timing", "--trials", "1", "--python", wrapper});
+  EXPECT_EQ(wrapped.exit_code, 0) << wrapped.output;
+  ASSERT_TRUE(wrapped.result.is_object()) << wrapped.output;
+  EXPECT_EQ(wrapped.result["options"]["python"], chosen) << wrapped.output;
   fs::remove_all(dir);
 }
 
