@@ -389,7 +389,6 @@ int run_eval(const eval_args& a) {
   check_utf8("the problem's path", a.problem);
   check_utf8("the candidate's path", a.candidate);
   check_utf8("--python", a.python);
-  check_utf8("--cache-dir", a.cache_dir);
   for (const auto& flag : a.nvcc_flags) {
     check_utf8("--nvcc-flag", flag);
     if (std::string why = compile::refused_flag(flag); !why.empty())
@@ -405,9 +404,10 @@ int run_eval(const eval_args& a) {
              "--no-timing");
   const auto baseline = read_baseline(a.baseline_path, a.problem);
   const auto j = make_job(a);
-  // The folder may come from the environment (KJUDGE_CACHE_DIR, XDG_CACHE_HOME, HOME): the
-  // same check as --cache-dir's (it was an internal error, with no result written).
-  check_utf8("the cache folder (--cache-dir, else KJUDGE_CACHE_DIR, XDG_CACHE_HOME or HOME)",
+  // --cache-dir's, or one from the environment (an internal error before, with no result).
+  check_utf8(a.cache_dir.empty()
+                 ? "the cache folder (KJUDGE_CACHE_DIR, else XDG_CACHE_HOME or HOME)"
+                 : "--cache-dir",
              j.cache_dir.string());
   // Kept ncu reports (docs/cli.md) go to a folder checked now, not once the evaluation is over.
   fs::path ncu_keep;

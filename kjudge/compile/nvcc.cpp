@@ -279,8 +279,8 @@ struct context {
 /** The host compilers nvcc would run, resolved (another g++ makes another library): the one
  *  -ccbin in the flags or else NVCC_CCBIN names (a file, a folder holding gcc and g++, or a bare
  *  name found on PATH), or gcc and g++ found on PATH; each by its real path, size and
- *  modification time, "<none>" where none is found. PATH and relative names are taken as nvcc sees
- * them, in the request's folder. */
+ *  modification time, "<none>" where none is found. PATH and relative names are taken as nvcc
+ *  sees them, in the request's folder. */
 [[nodiscard]] std::string host_compilers(const context& ctx,
                                          const std::vector<std::string>& flags) {
   std::string ccbin = ccbin_in_flags(flags);

@@ -61,24 +61,24 @@ void apply_event_line(eval_result& r, std::string_view line, fold_state& state) 
   // channel) is malformed: copying or printing a value nested 10^5 deep recurses as deep and
   // would end this process. Nor does one hold millions of values; past the limit, values are
   // dropped as they are read (the callback's false), so such a line costs no more memory.
-  bool too_deep = false;
+  bool over_limit = false;  // too deep, or too many values
   std::size_t values = 0;
-  const nlohmann::json::parser_callback_t depth_limit =
-      [&too_deep, &values](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-        if (depth > k_max_event_depth) too_deep = true;
+  const nlohmann::json::parser_callback_t limits =
+      [&over_limit, &values](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+        if (depth > k_max_event_depth) over_limit = true;
         if (event == nlohmann::json::parse_event_t::value ||
             event == nlohmann::json::parse_event_t::object_start ||
             event == nlohmann::json::parse_event_t::array_start)
-          if (++values > k_max_event_values) too_deep = true;
-        return !too_deep;
+          if (++values > k_max_event_values) over_limit = true;
+        return !over_limit;
       };
   try {
-    e = nlohmann::json::parse(line.begin(), line.end(), depth_limit);
+    e = nlohmann::json::parse(line.begin(), line.end(), limits);
   } catch (const nlohmann::json::exception&) {
     ++state.malformed_lines;
     return;
   }
-  if (too_deep) {
+  if (over_limit) {
     ++state.malformed_lines;
     return;
   }

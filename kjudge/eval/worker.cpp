@@ -112,13 +112,20 @@ std::string first_line(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
-/** An error's message whose first line (the result's summary) says what happened: a headline
- *  that ends in ':' ("ModelNew.forward raised:") gets the error's own last line after it
- *  ("RuntimeError: CUDA out of memory ..."); the whole message follows, unchanged. */
-std::string summarised(const std::string& message) {
+/** An error's message in one line that says what happened: its first line, and where that ends
+ *  in ':' ("ModelNew.forward raised:"), the error's own last line after it ("RuntimeError: CUDA
+ *  out of memory ..."). */
+std::string headline(const std::string& message) {
   const std::string head = first_line(message), tail = last_line(message);
-  if (!head.ends_with(':') || tail.empty() || tail == head) return message;
-  return head + " " + tail + message.substr(head.size());
+  if (!head.ends_with(':') || tail.empty() || tail == head) return head;
+  return head + " " + tail;
+}
+
+/** An error's message whose first line (the result's summary) is its headline; the whole
+ *  message follows, unchanged. */
+std::string summarised(const std::string& message) {
+  const std::string head = first_line(message), line = headline(message);
+  return line == head ? message : line + message.substr(head.size());
 }
 
 /** "nominal trial 2", "the held-out trial", "stress trial 1" (indices from 0). */
@@ -681,11 +688,7 @@ class pipeline {
                                                                                                : 1;
           } catch (const kj::error& e) {
             if (e.kind() != error_kind::problem) throw;
-            // One line: the message's head and, where the head only introduces a traceback,
-            // the traceback's last line (the error itself).
-            const std::string head = first_line(e.message()), tail = last_line(e.message());
-            skip_why =
-                head.ends_with(':') && !tail.empty() && tail != head ? head + " " + tail : head;
+            skip_why = headline(e.message());
             run_to = i + 1;
           }
         }

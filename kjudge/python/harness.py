@@ -436,8 +436,8 @@ def _copy_weights(ref, cand):
             for dst, src in pairs:
                 dst.copy_(src)
             return "by_name"
-        floats = [v for _, v in _distinct(cs)
-                  if v.is_floating_point() and _tensor_key(v) not in used]
+        own = [v for _, v in _distinct(cs) if _tensor_key(v) not in used]  # each tensor once
+        floats = [v for v in own if v.is_floating_point()]
         ref_floats = [v for _, v in rest if v.is_floating_point()]
         kept = _match_values(ref_floats, floats)
         for c, v, transposed in kept:
@@ -457,8 +457,7 @@ def _copy_weights(ref, cand):
             return "seed_only"
         for dst, src in matched:
             take(dst, src, order)
-        others = [v for _, v in _distinct(cs)
-                  if not v.is_floating_point() and _tensor_key(v) not in used]
+        others = [v for v in own if not v.is_floating_point()]
 
         def fits(c, v):
             return (c is not None and _tensor_key(c) not in used and c.shape == v.shape
@@ -472,10 +471,8 @@ def _copy_weights(ref, cand):
                 take(mine, v, "by_order")
         for dst, src in pairs:
             dst.copy_(src)
-        for how in ("by_shape", "by_order", "by_value", "by_name"):
-            if how in methods:
-                return how
-        return "by_name"
+        return next((how for how in ("by_shape", "by_order", "by_value") if how in methods),
+                    "by_name")
 
 
 def _match_values(ref, floats):
@@ -673,16 +670,22 @@ def cached_free_bytes():
     return max(0, int(torch.cuda.memory_reserved()) - int(torch.cuda.memory_allocated()))
 
 
-def _trial_copies(inputs, side):
-    """A copy of the trial's inputs for `side`; one that cannot be allocated (stress sizes the
-    machine cannot hold) is the problem's error, not kjudge's."""
+def _copies(make, what):
+    """make()'s copies of inputs; copies that cannot be allocated (sizes the machine cannot hold)
+    are the problem's error, not kjudge's: "<what>: <the error's first line>"."""
     try:
-        return [_clone(x) for x in inputs]
+        return make()
     except (MemoryError, RuntimeError) as exc:
         if isinstance(exc, RuntimeError) and not _out_of_memory(exc):
             raise
-        raise ProblemError("the trial's inputs %s could not be copied for the %s: %s"
-                           % (_trial.get("shapes"), side, _first_line(exc)))
+        raise ProblemError("%s: %s" % (what, _first_line(exc)))
+
+
+def _trial_copies(inputs, side):
+    """A copy of the trial's inputs for `side` (_copies)."""
+    return _copies(lambda: [_clone(x) for x in inputs],
+                   "the trial's inputs %s could not be copied for the %s"
+                   % (_trial.get("shapes"), side))
 
 
 def _out_of_memory(exc):
@@ -1870,17 +1873,11 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
     _timing_shrink[:] = [_within_unit(base[i] for base in _timing_base)
                          for i in range(len(first))]
-    try:
-        for side in ("reference", "candidate"):
-            _timing_work[side] = [[_timing_clone(x, side) for x in base] for base in _timing_base]
-    except (MemoryError, RuntimeError) as exc:
-        if isinstance(exc, RuntimeError) and not _out_of_memory(exc):
-            raise
-        _timing_work["reference"] = []
-        _timing_work["candidate"] = []
-        raise ProblemError("the timing inputs (%d sets of %d bytes, a copy of each for each side) "
-                           "could not be allocated: %s"
-                           % (len(_timing_base), set_bytes, _first_line(exc)))
+    _timing_work.update(_copies(
+        lambda: {side: [[_timing_clone(x, side) for x in base] for base in _timing_base]
+                 for side in ("reference", "candidate")},
+        "the timing inputs (%d sets of %d bytes, a copy of each for each side) could not be "
+        "allocated" % (len(_timing_base), set_bytes)))
     _timing_made.clear()
     _timing_made["base"] = [[_layout(x) for x in base] for base in _timing_base]
     for side in ("reference", "candidate"):

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <system_error>
 
@@ -109,19 +108,13 @@ std::string check_named_interpreter(const fs::path& python, const std::string& w
 }
 
 /** The interpreter to embed for one the user named: the Python it runs where that is another
- *  file (a script that execs one), else the named path itself (a venv's python3, a link whose
- *  venv must stay found, is its own sys.executable). */
+ *  file (a script or launcher that execs one), else the named path itself (a venv's python3, a
+ *  link whose venv must stay found, is its own sys.executable). */
 fs::path interpreter_to_embed(const fs::path& named, const std::string& reported) {
-  std::error_code ec;
-  const fs::path own = fs::absolute(named, ec);
   if (reported.empty() || !fs::path(reported).is_absolute()) return named;
-  if (fs::equivalent(own, reported, ec)) return named;
-  // A script (not a program the kernel runs directly) that started another Python.
-  std::ifstream head(own, std::ios::binary);
-  char magic[2] = {};
-  head.read(magic, 2);
-  const bool script = head.gcount() == 2 && magic[0] == '#' && magic[1] == '!';
-  return script && fs::is_regular_file(reported, ec) ? fs::path(reported) : named;
+  std::error_code ec;
+  if (fs::equivalent(fs::absolute(named, ec), reported, ec)) return named;
+  return fs::is_regular_file(reported, ec) ? fs::path(reported) : named;
 }
 
 }  // namespace

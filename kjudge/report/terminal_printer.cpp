@@ -346,7 +346,7 @@ void print_timing(const eval_result& r, std::string& out) {
       else if (s.ci.resamples == 0)
         out += fmt::format("  {} {}x (no interval: one sample on a side)",
                            measure::to_string(s.kind), ratio(s.ci.ratio));
-      else if (s.valid)
+      else
         out += fmt::format(
             "  {} {}x [{}, {}]{}", measure::to_string(s.kind), ratio(s.ci.ratio), end(s.ci.lo),
             end(s.ci.hi),
