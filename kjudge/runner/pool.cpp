@@ -210,8 +210,8 @@ pid_t parent_of(pid_t pid) {
  *  arrives (or the connection drops). */
 class pool_child final : public detail::child_handle {
  public:
-  pool_child(pid_t pid, unique_fd connection)
-      : m_pid(pid), m_conn(std::move(connection)), m_registration(pid) {}
+  pool_child(pid_t pid, pid_t server, unique_fd connection)
+      : m_pid(pid), m_server(server), m_conn(std::move(connection)), m_registration(pid) {}
   [[nodiscard]] pid_t group() const noexcept override { return m_pid; }
   [[nodiscard]] bool ended() override {
     pollfd p{m_conn.get(), POLLIN, 0};
@@ -219,6 +219,12 @@ class pool_child final : public detail::child_handle {
   }
   [[nodiscard]] int wait_fd() const noexcept override { return m_conn.get(); }
   [[nodiscard]] bool may_go_unreported() const noexcept override { return true; }
+  [[nodiscard]] bool ended_unreported() override {
+    // Unreaped, the pid is still the pool's zombie child (not reused).
+    const auto fields = stat_fields(m_pid);
+    return fields.size() > 1 && fields[0] == "Z" &&
+           std::strtol(fields[1].c_str(), nullptr, 10) == m_server;
+  }
   std::string reap(int& status, rusage& usage, std::size_t& leftovers) override {
     const auto reply = read_line(m_conn.get());
     m_conn.reset();
@@ -238,6 +244,7 @@ class pool_child final : public detail::child_handle {
 
  private:
   pid_t m_pid;
+  pid_t m_server;
   unique_fd m_conn;
   detail::child_registration m_registration;  ///< for exit_on_interrupt
 };
@@ -583,7 +590,7 @@ std::optional<process_result> run_process_in_pool(const std::string& address,
                     "(its parent is {})",
                     server->pid, pid, parent));
   }
-  pool_child child(pid, std::move(conn));  // registered: an interrupt kills its group
+  pool_child child(pid, server->pid, std::move(conn));  // registered: an interrupt kills its group
   return detail::supervise(child, std::move(in.write), std::move(out.read), std::move(chan.read),
                            options, start, options.argv[0]);
 }

@@ -27,6 +27,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,18 @@ int main(int argc, char** argv) {
   if (mode == "segfault") ::raise(SIGSEGV);
   if (mode == "abort") std::abort();
   if (mode == "hang") sleep_forever();
+  if (mode == "stop-pool") {  // the pool above its guard stopped; "keep": a child holds the pipes
+    std::ifstream stat("/proc/" + std::to_string(::getppid()) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    std::istringstream fields(line.substr(line.rfind(')') + 1));
+    std::string state;
+    long pool = 0;
+    if (!(fields >> state >> pool) || pool <= 1) return 101;
+    ::kill(static_cast<pid_t>(pool), SIGSTOP);
+    if (argc > 3 && std::string(argv[3]) == "keep" && ::fork() == 0) sleep_forever();
+    return std::atoi(arg);
+  }
   if (mode == "ignore-term") {
     ::signal(SIGTERM, SIG_IGN);
     sleep_forever();

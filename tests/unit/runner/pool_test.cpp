@@ -707,6 +707,39 @@ TEST(pool, a_stopped_server_is_not_asked) {
   EXPECT_EQ(server.run(child({"exit", "4"})).exit_code, 4);
 }
 
+TEST(pool, a_child_that_ended_under_a_stopped_pool_has_not_timed_out) {
+  // The pool was stopped after its child had ended, before it reported: the evaluation waited
+  // out its --timeout and ended as the candidate's timeout.
+  dedicated_server server(exec_argv);
+  ASSERT_EQ(server.run(child({"exit", "0"})).how, exit_kind::exited);
+  auto options = child({"stop-pool", "0"});
+  options.timeout = 6s;
+  const auto r = server.run(options);
+  EXPECT_EQ(r.how, exit_kind::lost) << r.describe();
+  EXPECT_NE(r.error.find("did not report the exit status of its child, which had ended"),
+            std::string::npos)
+      << r.error;
+  // Seen once its pipes closed: a look within 0.25 s, then a second for the report.
+  EXPECT_LT(r.wall.count(), 3.0);
+  ASSERT_EQ(::kill(server.pid(), SIGCONT), 0);
+
+  // Its pipes held open by a descendant: seen at the time limit, still not a timeout, and the
+  // descendant killed with the group.
+  ASSERT_EQ(server.run(child({"exit", "0"})).how, exit_kind::exited);
+  options = child({"stop-pool", "0", "keep"});
+  options.timeout = 1s;
+  const auto k = server.run(options);
+  EXPECT_EQ(k.how, exit_kind::lost) << k.describe();
+  EXPECT_GE(k.wall.count(), 1.0);
+  EXPECT_LT(k.wall.count(), 4.0);
+  ASSERT_EQ(::kill(server.pid(), SIGCONT), 0);
+
+  // A child that really outlives its limit is still timed out.
+  options = child({"hang"});
+  options.timeout = 300ms;
+  EXPECT_EQ(server.run(options).how, exit_kind::timed_out);
+}
+
 TEST(pool, a_server_whose_backlog_is_full_is_not_waited_for) {
   // Stopped with its listen backlog full (connections queued, never accepted), the server held
   // a blocking connect without end, past the evaluation's --timeout.
