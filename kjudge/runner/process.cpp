@@ -54,6 +54,8 @@ std::atomic<int> g_wake_write{-1};
 /** The name the interrupt message starts with, written before the handlers are installed. */
 std::array<char, 64> g_program{'k', 'j', 'u', 'd', 'g', 'e', '\0'};
 std::atomic<bool> g_orphan_cleanup{false};
+/** How many interrupt_deferral objects live (cleanup an exit from the handler would cut short). */
+std::atomic<int> g_deferred{0};
 /** How many run_process calls want this process to be a child subreaper right now. */
 std::mutex g_subreaper_mutex;
 int g_subreaper_users = 0;
@@ -95,9 +97,10 @@ extern "C" void on_interrupt(int sig) {
     detail::signal_group(group, SIGKILL);
     running = true;
   }
-  // Nothing to reap: exit now. Otherwise the supervising loop reaps the child (and what it left
-  // behind) and exits; a child forked but not registered yet dies with us (PR_SET_PDEATHSIG).
-  if (!running) detail::exit_interrupted(sig);
+  // Nothing to reap and no cleanup under way: exit now. Otherwise the supervising loop reaps the
+  // child (and what it left behind) and exits; a child forked but not registered yet dies with
+  // us (PR_SET_PDEATHSIG).
+  if (!running && g_deferred.load() == 0) detail::exit_interrupted(sig);
   if (const int fd = g_wake_write.load(); fd >= 0) {
     const ssize_t ignored = ::write(fd, "!", 1);
     (void)ignored;
@@ -170,6 +173,14 @@ child_registration::child_registration(pid_t pid) noexcept {
 void child_registration::release() noexcept {
   if (m_slot >= 0) g_registered[static_cast<std::size_t>(m_slot)].store(0);
   m_slot = -1;
+}
+
+interrupt_deferral::interrupt_deferral() noexcept {
+  g_deferred.fetch_add(1);
+}
+
+interrupt_deferral::~interrupt_deferral() {
+  g_deferred.fetch_sub(1);
 }
 
 bool registered_child(pid_t pid) noexcept {
@@ -682,6 +693,9 @@ class forked_child final : public detail::child_handle {
   [[nodiscard]] bool ended() override { return child_exited(m_pid); }
   [[nodiscard]] int wait_fd() const noexcept override { return m_pidfd.get(); }
   std::string reap(int& status, rusage& usage, std::size_t& leftovers) override {
+    // An interrupt from here on (the child no longer registered once reaped) waits for the
+    // cleanup to end, then the supervising loop exits: what the child left is not left running.
+    const detail::interrupt_deferral cleanup;
     // The leader is a zombie, so the group id cannot be reused yet: end any descendants still
     // in the group (they would hold our pipes open), then reap with rusage.
     ::killpg(m_pid, SIGKILL);

@@ -105,6 +105,18 @@ class child_registration {
   int m_slot = -1;
 };
 
+/** While one lives, an interrupt (exit_on_interrupt) with no registered child running does not
+ *  exit from the handler: the handler records it, and the caller exits once its work is done
+ *  (interrupt_signal()). For the cleanup after a child was reaped (killing what it left behind),
+ *  which an exit halfway through would leave running. Async-signal-safe; nests. */
+class interrupt_deferral {
+ public:
+  interrupt_deferral() noexcept;
+  ~interrupt_deferral();
+  interrupt_deferral(const interrupt_deferral&) = delete;
+  interrupt_deferral& operator=(const interrupt_deferral&) = delete;
+};
+
 /** Whether `pid` is a child some run_process or run_process_in_pool of this process runs. */
 [[nodiscard]] bool registered_child(pid_t pid) noexcept;
 

@@ -302,6 +302,31 @@ TEST_F(process_test, an_interrupt_kills_the_child_and_its_leftovers_then_exits) 
   EXPECT_FALSE(fs::exists(idle_folder)) << idle_folder;
 }
 
+TEST_F(process_test, an_interrupt_during_the_cleanup_after_a_child_waits_for_it) {
+  // Once the child is reaped it is no longer registered, and an interrupt while what it left
+  // behind was being killed exited from the handler halfway through, leaving the rest running.
+  const fs::path marker = m_dir / "cleaned";
+  const pid_t p = fork_process(m_dir / "deferral.err", [&] {
+    kj::runner::exit_on_interrupt("kj-interrupt-test");
+    {
+      const kj::runner::detail::interrupt_deferral cleanup;
+      ::raise(SIGINT);
+      std::ofstream(marker) << "cleanup ended\n";
+    }
+    const int sig = kj::runner::detail::interrupt_signal();
+    if (sig != 0) kj::runner::detail::exit_interrupted(sig);  // as the supervising loop does
+    return 3;
+  });
+  ASSERT_GT(p, 0);
+  const int status = wait_status_within(p, 5s);
+  ASSERT_NE(status, -1);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT);
+  std::string line;
+  std::getline(std::ifstream(marker), line);
+  EXPECT_EQ(line, "cleanup ended");
+}
+
 TEST_F(process_test, the_guard_of_orphan_cleanup_passes_on_how_the_child_ended) {
   // With orphan cleanup a guard process stands between us and the child: what we see of the
   // child (exit code, signal, timeouts with their grace, the group, start failures, memory)
