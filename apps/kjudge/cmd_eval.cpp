@@ -224,7 +224,11 @@ eval::job make_job(const eval_args& a) {
              "{} is a native CUDA candidate and needs a GPU (--device cuda); this run is on the "
              "CPU. Use a Python candidate for --device cpu.",
              a.candidate);
-  j.python = python::choose_interpreter(a.python).executable;
+  // The interpreter check is part of the evaluation's time: within --timeout as well.
+  j.python =
+      python::choose_interpreter(a.python, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::duration<double>(a.timeout_s)))
+          .executable;
   j.cache_dir = a.cache_dir.empty() ? compile::default_cache_dir() : fs::path(a.cache_dir);
   // nvcc takes these paths through a shell: refused here, before a worker starts, rather than
   // failing (or running what a folder's name says) in the build.

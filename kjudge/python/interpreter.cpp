@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -49,7 +50,8 @@ bool has_torch(const fs::path& python, std::string& why) {
  *  the interpreter's own `sys.executable` (empty where it gave none): for a script that execs a
  *  Python (a pyenv shim, a wrapper), the Python it runs, whose path the embedded interpreter
  *  must take to find the same packages (the script's own path found none: exit 7). */
-std::string check_named_interpreter(const fs::path& python, const std::string& what) {
+std::string check_named_interpreter(const fs::path& python, const std::string& what,
+                                    std::chrono::milliseconds limit) {
   runner::spawn_options o;
   // Absolute: the program the worker will take (a bare name is the file in this folder), not
   // one PATH finds.
@@ -62,7 +64,7 @@ std::string check_named_interpreter(const fs::path& python, const std::string& w
             "import importlib.util as u; "
             "print('kjudge' + '-torch %d' % (u.find_spec('torch') is not None)); "
             "print('kjudge' + '-exe ' + (sys.executable or ''))"};
-  o.timeout = std::chrono::seconds(20);
+  o.timeout = limit;
   o.output_tail_bytes = 4096;
   const auto r = runner::run_process(o);
   const auto word_after = [&r](const std::string& key) {
@@ -75,9 +77,10 @@ std::string check_named_interpreter(const fs::path& python, const std::string& w
   };
   if (r.how == runner::exit_kind::timed_out)
     KJ_THROW(error_kind::usage,
-             "{}: started with -c to read its version, it did not end within {} s (a Python whose "
-             "start imports much, or a program that waits for input?)",
-             what, std::chrono::duration_cast<std::chrono::seconds>(o.timeout).count());
+             "{}: started with -c to read its version, it did not end within {:g} s{} (a Python "
+             "whose start imports much, or a program that waits for input?)",
+             what, std::chrono::duration<double>(o.timeout).count(),
+             limit < k_interpreter_check_limit ? " (the evaluation's --timeout)" : "");
   const std::string version = word_after("kjudge-probe ");
   const bool looks_like_version = version.size() >= 3 && version.find('.') != std::string::npos &&
                                   version.find_first_not_of("0123456789.") == std::string::npos;
@@ -119,7 +122,9 @@ fs::path interpreter_to_embed(const fs::path& named, const std::string& reported
 
 }  // namespace
 
-interpreter_choice choose_interpreter(const fs::path& explicit_python) {
+interpreter_choice choose_interpreter(const fs::path& explicit_python,
+                                      std::chrono::milliseconds check_limit) {
+  check_limit = std::clamp(check_limit, std::chrono::milliseconds(1), k_interpreter_check_limit);
   interpreter_choice out;
   // Absolute, not resolved: a venv's python3 is a link whose venv must stay found, and the worker
   // pool runs from / (a relative path would name nothing there).
@@ -141,13 +146,13 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python) {
   if (!explicit_python.empty()) {
     const std::string what = "--python " + explicit_python.string();
     check(explicit_python, what);
-    const std::string reported = check_named_interpreter(explicit_python, what);
+    const std::string reported = check_named_interpreter(explicit_python, what, check_limit);
     return take(interpreter_to_embed(explicit_python, reported), "--python");
   }
   if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env) {
     const std::string what = std::string("$KJUDGE_PYTHON=") + env;
     check(env, what);
-    const std::string reported = check_named_interpreter(env, what);
+    const std::string reported = check_named_interpreter(env, what, check_limit);
     return take(interpreter_to_embed(env, reported), "$KJUDGE_PYTHON");
   }
   struct probe {

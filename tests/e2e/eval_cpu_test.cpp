@@ -1026,6 +1026,17 @@ TEST(EvalCpu, ANamedInterpreterThatIsNoPythonOrAnotherVersionSaysSo) {
   EXPECT_EQ(wrapped.exit_code, 0) << wrapped.output;
   ASSERT_TRUE(wrapped.result.is_object()) << wrapped.output;
   EXPECT_EQ(wrapped.result["options"]["python"], chosen) << wrapped.output;
+  // One that does not end is given the smaller of 20 s and --timeout (it had 20 s whatever the
+  // evaluation's limit).
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto slow = run_raw({"eval", problem, candidate, "--device", "cpu", "--no-timing",
+                             "--timeout", "1", "--python", fake("slow", "sleep 30")});
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(slow.exit_code, 2) << slow.output;
+  EXPECT_NE(slow.output.find("did not end within 1 s (the evaluation's --timeout)"),
+            std::string::npos)
+      << slow.output;
+  EXPECT_LT(took.count(), 8.0) << slow.output;
   fs::remove_all(dir);
 }
 
