@@ -407,25 +407,6 @@ struct dependency {
   return kj::sha256_file(p);
 }
 
-/** Whether a filed build at `dir` is whole: its build.json names the library's size and
- *  SHA-256, and candidate.so has them. A library cut short (a full disk, a copy interrupted) or
- *  changed, or an entry without its library or its record (one an older kjudge filed included),
- *  is not served: loading it would fail, or crash, and the candidate would be blamed. */
-[[nodiscard]] bool filed_build_whole(const fs::path& dir) {
-  std::error_code ec;
-  const fs::path library = dir / "candidate.so";
-  if (!fs::is_regular_file(library, ec)) return false;
-  try {
-    const auto info = nlohmann::json::parse(kj::read_file(dir / "build.json"));
-    const auto bytes = info.at("library_bytes").get<std::uintmax_t>();
-    const auto size = fs::file_size(library, ec);
-    return !ec && size == bytes &&
-           kj::sha256_file(library) == info.at("library_sha256").get<std::string>();
-  } catch (const std::exception&) {  // unreadable, not JSON, fields missing or of another type
-    return false;
-  }
-}
-
 [[nodiscard]] std::vector<dependency> scan_dependencies(const nvcc_request& request,
                                                         const context& ctx, std::string& why) {
   std::error_code ec;
@@ -883,7 +864,7 @@ build_result build_native(const nvcc_request& request) {
   const std::vector<dependency> deps = scan_dependencies(request, ctx, scan_error);
   const std::string variant = deps.empty() ? std::string() : variant_name(deps);
 
-  if (!variant.empty() && filed_build_whole(entry / variant)) {
+  if (!variant.empty() && detail::filed_build_whole(entry / variant)) {
     // build.log and build.json are renamed into place with the library, so a hit has them.
     const fs::path hit = entry / variant;
     out.library = hit / "candidate.so";
@@ -1013,26 +994,69 @@ build_result build_native(const nvcc_request& request) {
   fs::rename(work, final_dir, ec);
   // The target folder exists and is not empty: another build of the same key and bytes finished
   // first (its library serves), or a damaged entry is in the way (its library missing, cut
-  // short or changed, or not recorded). That one is moved aside whole (a rename: a build of
-  // another process that files meanwhile is not touched), and this build filed in its place; the
-  // folder moved aside is named as a build folder of this process, which the next build of this
-  // key removes once this process has ended, were it left behind.
-  bool served = !ec || filed_build_whole(final_dir);
+  // short or changed, or not recorded), which this build replaces; the folder it is moved to is
+  // named as a build folder of this process, which the next build of this key removes once this
+  // process has ended, were it left behind.
+  bool filed = !ec;
+  bool served = filed || detail::filed_build_whole(final_dir);
   if (!served && fs::exists(final_dir)) {
-    const fs::path aside = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
-    std::error_code moved;
-    fs::rename(final_dir, aside, moved);
-    if (!moved) fs::rename(work, final_dir, ec);
-    fs::remove_all(aside, moved);
-    served = !ec || filed_build_whole(final_dir);
+    const auto replaced = detail::replace_damaged_entry(
+        work, final_dir, entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix()));
+    served = replaced.served;
+    filed = replaced.filed;
+    ec = replaced.error;
   }
   if (!served)
     return fail(build_failure::tool,
                 fmt::format("cannot move the build into {}: {}", final_dir.string(), ec.message()));
-  if (ec) fs::remove_all(work, ec);  // another build's library serves
+  if (!filed) fs::remove_all(work, ec);  // another build's library serves
   out.command = make_command(nvcc, request, final_dir);
   out.library = final_dir / "candidate.so";
   return out;
 }
+
+namespace detail {
+
+/** Whether a filed build at `dir` is whole: its build.json names the library's size and
+ *  SHA-256, and candidate.so has them. A library cut short (a full disk, a copy interrupted) or
+ *  changed, or an entry without its library or its record (one an older kjudge filed included),
+ *  is not served: loading it would fail, or crash, and the candidate would be blamed. */
+bool filed_build_whole(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path library = dir / "candidate.so";
+  if (!fs::is_regular_file(library, ec)) return false;
+  try {
+    const auto info = nlohmann::json::parse(kj::read_file(dir / "build.json"));
+    const auto bytes = info.at("library_bytes").get<std::uintmax_t>();
+    const auto size = fs::file_size(library, ec);
+    return !ec && size == bytes &&
+           kj::sha256_file(library) == info.at("library_sha256").get<std::string>();
+  } catch (const std::exception&) {  // unreadable, not JSON, fields missing or of another type
+    return false;
+  }
+}
+
+filing replace_damaged_entry(const fs::path& work, const fs::path& entry, const fs::path& aside) {
+  filing out;
+  std::error_code moved;
+  fs::rename(entry, aside, moved);
+  if (!moved && filed_build_whole(aside)) {
+    std::error_code back;
+    fs::rename(aside, entry, back);
+    if (!back) {
+      out.served = true;
+      return out;
+    }
+    // A third build filed in the meantime: that one serves, and this whole one goes below.
+  }
+  fs::rename(work, entry, out.error);
+  out.filed = !out.error;
+  std::error_code removed;
+  fs::remove_all(aside, removed);  // nothing there where the move failed
+  out.served = out.filed || filed_build_whole(entry);
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace kj::compile

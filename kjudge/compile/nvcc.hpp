@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace kj::compile {
@@ -97,5 +98,30 @@ struct build_result {
 
 /** The user's cache root: $KJUDGE_CACHE_DIR, else $XDG_CACHE_HOME/kjudge, else ~/.cache/kjudge. */
 [[nodiscard]] std::filesystem::path default_cache_dir();
+
+namespace detail {
+
+struct filing {
+  bool served = false;  ///< `entry` holds a whole build: this one, or another's filed meanwhile
+  bool filed =
+      false;  ///< this build's folder was renamed into `entry` (else the caller removes it)
+  std::error_code error;  ///< of the rename of this build into `entry`, where it failed
+};
+
+/** Files the complete build in `work` as the cache entry `entry`, which the caller found taken
+ *  and not whole (damaged): that folder is moved to `aside` (a rename, so that a build of another
+ *  process filing meanwhile is not touched), this build renamed into its place, and the damaged
+ *  one removed. Where what was moved aside is whole after all (another build of the same key
+ *  found the damage too and filed its library between the caller's look and the move: its
+ *  evaluation may be about to load it), it is put back and serves, and this build is not filed. */
+[[nodiscard]] filing replace_damaged_entry(const std::filesystem::path& work,
+                                           const std::filesystem::path& entry,
+                                           const std::filesystem::path& aside);
+
+/** Whether a filed build at `dir` is whole: its build.json names the library's size and
+ *  SHA-256, and candidate.so has them. */
+[[nodiscard]] bool filed_build_whole(const std::filesystem::path& dir);
+
+}  // namespace detail
 
 }  // namespace kj::compile

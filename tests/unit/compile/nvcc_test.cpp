@@ -19,6 +19,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <kjudge/core/sha256.hpp>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -210,6 +212,48 @@ TEST_F(nvcc_test, a_damaged_cache_entry_is_built_again_not_served) {
   EXPECT_EQ(
       std::distance(fs::directory_iterator(m_dir / "cache" / first.key), fs::directory_iterator()),
       1);
+}
+
+TEST_F(nvcc_test, a_build_filed_meanwhile_in_a_damaged_entrys_place_is_not_replaced) {
+  // Two builds of one key found its entry damaged. The first moved it aside and filed its own;
+  // the second then moved that whole build aside and removed it, while the first evaluation had
+  // still to load it. The second now puts it back, and is not filed.
+  namespace detail = kj::compile::detail;
+  const auto filed_build = [](const fs::path& dir, const std::string& bytes) {
+    fs::create_directories(dir);
+    std::ofstream(dir / "candidate.so", std::ios::binary) << bytes;
+    const nlohmann::json info = {{"library_bytes", bytes.size()},
+                                 {"library_sha256", kj::sha256_file(dir / "candidate.so")}};
+    std::ofstream(dir / "build.json") << info.dump();
+  };
+  const auto library_of = [](const fs::path& dir) {
+    std::ifstream in(dir / "candidate.so", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const fs::path entry = m_dir / "key" / "variant";
+  const fs::path work = m_dir / "key" / ".build.mine";
+  const fs::path aside = m_dir / "key" / ".build.aside";
+  filed_build(entry, "the first build's library");
+  filed_build(work, "the second build's library");
+  ASSERT_TRUE(detail::filed_build_whole(entry));
+  auto r = detail::replace_damaged_entry(work, entry, aside);
+  EXPECT_TRUE(r.served);
+  EXPECT_FALSE(r.filed);
+  EXPECT_EQ(library_of(entry), "the first build's library");
+  EXPECT_FALSE(fs::exists(aside));
+  EXPECT_TRUE(fs::exists(work)) << "the caller removes a build that was not filed";
+
+  // Damaged indeed: replaced, and the damaged folder removed.
+  fs::resize_file(entry / "candidate.so", 3);
+  ASSERT_FALSE(detail::filed_build_whole(entry));
+  r = detail::replace_damaged_entry(work, entry, aside);
+  EXPECT_TRUE(r.served);
+  EXPECT_TRUE(r.filed);
+  EXPECT_FALSE(r.error) << r.error.message();
+  EXPECT_EQ(library_of(entry), "the second build's library");
+  EXPECT_TRUE(detail::filed_build_whole(entry));
+  EXPECT_FALSE(fs::exists(aside));
+  EXPECT_FALSE(fs::exists(work));
 }
 
 TEST_F(nvcc_test, concurrent_builds_of_one_key_are_safe) {
