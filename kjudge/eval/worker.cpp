@@ -248,12 +248,25 @@ class pipeline {
     m_events.phase("build_models reference");
     m_session->build_reference(m_job.base_seed);
     m_events.phase("build_models candidate");
-    const std::string copy = m_session->build_candidate(m_job.base_seed);
-    m_events.send({{"weight_copy", copy}});
-    if (copy == "seed_only")
-      m_events.flag("weights_not_copied", "warning",
-                    "the reference's parameters matched the candidate's neither by name nor by "
-                    "order and shape; both models were only built under the same seed");
+    const auto copy = m_session->build_candidate(m_job.base_seed);
+    m_events.send({{"weight_copy", copy.method}});
+    if (copy.method == "seed_only" || copy.method == "partial") {
+      std::string names;
+      for (std::size_t i = 0; i < copy.unpaired.size() && i < 8; ++i)
+        names += (i > 0 ? ", " : "") + copy.unpaired[i];
+      if (copy.unpaired.size() > 8) names += fmt::format(", ... ({} in all)", copy.unpaired.size());
+      m_events.flag(
+          "weights_not_copied", "warning",
+          copy.method == "partial"
+              ? fmt::format("some of the reference's parameters ({}) matched none of the "
+                            "candidate's by name, value, or order and shape, and kept the values "
+                            "the seed gave the candidate; the others were copied",
+                            names)
+              : fmt::format("the reference's parameters ({}) matched the candidate's neither by "
+                            "name nor by value, order or shape; nothing was copied: both models "
+                            "were only built under the same seed",
+                            names));
+    }
 
     resolve_tolerance();
     if (!run_trials()) return;

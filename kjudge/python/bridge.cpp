@@ -451,9 +451,14 @@ void session::build_reference(std::uint64_t seed) {
   m_impl->call("build_reference", [&] { return m_impl->harness.attr("build_reference")(seed); });
 }
 
-std::string session::build_candidate(std::uint64_t seed) {
-  return m_impl->call("build_candidate",
-                      [&] { return utf8_text(m_impl->harness.attr("build_candidate")(seed)); });
+session::weight_copy session::build_candidate(std::uint64_t seed) {
+  return m_impl->call("build_candidate", [&] {
+    const py::tuple got = m_impl->harness.attr("build_candidate")(seed);
+    weight_copy out;
+    out.method = utf8_text(got[0]);
+    for (const py::handle name : got[1].cast<py::list>()) out.unpaired.push_back(utf8_text(name));
+    return out;
+  });
 }
 
 std::vector<tensor_view> session::parameters() {

@@ -143,10 +143,17 @@ class session {
 
   /** Builds Model under `seed` (KernelBench order). Throws kj::error(problem). */
   void build_reference(std::uint64_t seed);
-  /** Builds ModelNew under the same seed and copies the reference's state_dict into it. Returns
-   *  "by_name", "by_value", "by_order", "by_shape", "seed_only", "none", or "native" when no Python
-   *  candidate is loaded. */
-  std::string build_candidate(std::uint64_t seed);
+  /** How the reference's weights went into the candidate. */
+  struct weight_copy {
+    /** "by_name", "by_value", "by_order", "by_shape", "partial", "seed_only", "none", or "native"
+     *  when no Python candidate is loaded. */
+    std::string method;
+    /** The reference's parameters (a name of each) that kept the candidate's seeded values
+     *  ("partial", "seed_only"). */
+    std::vector<std::string> unpaired;
+  };
+  /** Builds ModelNew under the same seed and copies the reference's state_dict into it. */
+  weight_copy build_candidate(std::uint64_t seed);
 
   /** Reference parameters and buffers in state_dict order (device memory, contiguous). Valid until
    *  build_models is called again. */

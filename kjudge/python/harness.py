@@ -351,6 +351,12 @@ _ABI_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64, torc
                torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool)
 
 
+def _state_tensors(model):
+    """The model's state_dict without what is no tensor (the value a module's get_extra_state()
+    returns, kept under "<prefix>_extra_state": kjudge copies and passes tensors only)."""
+    return {k: v for k, v in model.state_dict().items() if isinstance(v, torch.Tensor)}
+
+
 def _uninitialized(t):
     """A lazy module's parameter before its first forward (no shape, no values)."""
     return isinstance(t, torch.nn.parameter.UninitializedTensorMixin)
@@ -393,28 +399,33 @@ def _copy_weights(ref, cand):
     - then by order and shape (_match_floats): each remaining floating-point reference tensor
       takes the next remaining candidate tensor of the same shape; where that fails (a candidate
       that declares its bias before its weight), by shape where every shape is one tensor's on
-      both sides.
+      both sides. Each is tried with the reference's buffers and, where that fails, without
+      them: a buffer the candidate has no counterpart for (BatchNorm's running statistics, for a
+      candidate that keeps none) is left out, as an integer entry is.
     Integer and bool entries without a namesake take the next unused candidate entry of the
-    same shape and dtype. Where the floating-point tensors cannot all be paired nothing is
-    copied ("seed_only"). Then each of the reference's non-persistent buffers goes into the
-    candidate's buffer of that name and shape, where it has one (no condition of the match: a
-    candidate may compute such a value itself). Returns the least certain method that any pair
-    needed: "by_name", "by_value" (nothing needed copying: the seed built the same values),
-    "by_order", "by_shape"; "seed_only"; "none" for a reference without a state_dict."""
+    same shape and dtype. Where the floating-point parameters cannot all be paired, the pairs
+    found by name and by value are copied and the rest keep the values the seed gave the
+    candidate ("partial"; "seed_only" where there were none). Then each of the reference's
+    non-persistent buffers goes into the candidate's buffer of that name and shape, where it has
+    one (no condition of the match: a candidate may compute such a value itself). Returns (the
+    least certain method that any pair needed: "by_name", "by_value" (nothing needed copying:
+    the seed built the same values), "by_order", "by_shape"; "partial", "seed_only"; "none" for
+    a reference without a state_dict, the names of the reference's parameters left unpaired)."""
     with torch.no_grad():
         cand_buffers = dict(cand.named_buffers())
         for name, buf in _non_persistent_buffers(ref).items():
             mine = cand_buffers.get(name)
             if mine is not None and not _uninitialized(mine) and mine.shape == buf.shape:
                 mine.copy_(buf)
-    rs = ref.state_dict()
+    rs = _state_tensors(ref)
     if not rs:
-        return "none"
-    cs = {k: v for k, v in cand.state_dict().items() if not _uninitialized(v)}
+        return "none", []
+    cs = {k: v for k, v in _state_tensors(cand).items() if not _uninitialized(v)}
     named = dict(cs)  # what a reference name may find
     for name, buf in _non_persistent_buffers(cand).items():
         named.setdefault(name, buf)
     groups = _distinct(rs)
+    parameter_keys = {_tensor_key(p) for p in ref.parameters() if p.numel() > 0}
     with torch.no_grad():
         pairs, methods, used = [], set(), set()
 
@@ -422,6 +433,11 @@ def _copy_weights(ref, cand):
             pairs.append((dst, src))
             methods.add(how)
             used.add(_tensor_key(dst))
+
+        def copy(method, unpaired=()):
+            for dst, src in pairs:
+                dst.copy_(src)
+            return method, list(unpaired)
 
         # By name, into every same-shaped namesake (a candidate may keep tied copies apart).
         rest = []
@@ -433,9 +449,7 @@ def _copy_weights(ref, cand):
             if not mine:
                 rest.append((names, v))
         if not rest:
-            for dst, src in pairs:
-                dst.copy_(src)
-            return "by_name"
+            return copy("by_name")
         own = [v for _, v in _distinct(cs) if _tensor_key(v) not in used]  # each tensor once
         floats = [v for v in own if v.is_floating_point()]
         ref_floats = [v for _, v in rest if v.is_floating_point()]
@@ -448,13 +462,20 @@ def _copy_weights(ref, cand):
         pinned = {id(v) for _, v, _ in kept}
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
         floats = [c for c in floats if _tensor_key(c) not in used]
-        order = "by_order"
-        matched = _match_floats(ref_floats, floats, in_order=True)
+        ref_parameters = [v for v in ref_floats if _tensor_key(v) in parameter_keys]
+        matched = None
+        for order, wanted, in_order in (("by_order", ref_floats, True),
+                                        ("by_order", ref_parameters, True),
+                                        ("by_shape", ref_floats, False),
+                                        ("by_shape", ref_parameters, False)):
+            matched = _match_floats(wanted, floats, in_order=in_order)
+            if matched is not None:
+                break
         if matched is None:
-            order = "by_shape"
-            matched = _match_floats(ref_floats, floats, in_order=False)
-        if matched is None:
-            return "seed_only"
+            unpaired = [names[0] for names, v in rest
+                        if v.is_floating_point() and _tensor_key(v) in parameter_keys
+                        and id(v) not in pinned]
+            return copy("partial" if pairs else "seed_only", unpaired)
         for dst, src in matched:
             take(dst, src, order)
         others = [v for v in own if not v.is_floating_point()]
@@ -469,10 +490,8 @@ def _copy_weights(ref, cand):
             mine = next((c for c in others if fits(c, v)), None)
             if mine is not None:
                 take(mine, v, "by_order")
-        for dst, src in pairs:
-            dst.copy_(src)
-        return next((how for how in ("by_shape", "by_order", "by_value") if how in methods),
-                    "by_name")
+        return copy(next((how for how in ("by_shape", "by_order", "by_value") if how in methods),
+                         "by_name"))
 
 
 def _match_values(ref, floats):
@@ -559,7 +578,10 @@ def build_reference(seed):
         raise ProblemError("Model has parameters or buffers without values (%s: a lazy module's, "
                            "set by its first forward): kjudge copies the reference's weights "
                            "into the candidate when both are built, before any forward" % names)
-    state = _ref.state_dict()
+    try:
+        state = _state_tensors(_ref)
+    except BaseException as exc:
+        raise ProblemError("Model.state_dict() failed:\n%s" % _format_exception(exc))
     state.update((name, buf) for name, buf in _non_persistent_buffers(_ref).items()
                  if buf.dtype in _ABI_DTYPES)
     _params = [v.detach().clone(memory_format=torch.contiguous_format) for v in state.values()]
@@ -575,12 +597,13 @@ def build_reference(seed):
 
 def build_candidate(seed):
     """ModelNew under the same seed, then the reference's weights copied in. Returns the copy
-    method; "native" when the candidate is a native library (it gets copies of the reference's
-    parameters and buffers, _params)."""
+    method ("native" when the candidate is a native library: it gets copies of the reference's
+    parameters and buffers, _params) and the names of the reference's parameters it left
+    unpaired (_copy_weights)."""
     global _cand
     if _candidate is None:
         _cand = None
-        return "native"
+        return "native", []
 
     def construct():
         with torch.no_grad():
@@ -589,10 +612,11 @@ def build_candidate(seed):
 
     _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
                                  "ModelNew(*get_init_inputs()) failed")
-    method = _blamed_on_candidate(lambda: _as_candidate(lambda: _copy_weights(_ref, _cand)),
-                                  "copying the reference's weights into ModelNew failed")
+    method, unpaired = _blamed_on_candidate(
+        lambda: _as_candidate(lambda: _copy_weights(_ref, _cand)),
+        "copying the reference's weights into ModelNew failed")
     _reach.seal()
-    return method
+    return method, unpaired
 
 
 _param_names = []

@@ -244,6 +244,105 @@ class ModelNew(nn.Module):
   EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_shape") << r.output;
 }
 
+TEST(JudgementCpu, ReferenceBuffersTheCandidateKeepsNoneOfAreLeftOut) {
+  // The candidate's BatchNorm keeps no running statistics (the same function in training
+  // mode): the reference's running_mean and running_var could not be paired, and nothing was
+  // copied, not even the parameters every one of which had its namesake (seed_only, incorrect).
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 32)
+        self.bn = nn.BatchNorm1d(32)
+        self.bias = nn.Parameter(torch.randn(32) * 0.02)
+    def forward(self, x):
+        return self.bn(self.fc(x)) + self.bias
+def get_inputs():
+    return [torch.randn(64, 32)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(32))
+        self.fc = nn.Linear(32, 32)
+        self.bn = nn.BatchNorm1d(32, track_running_stats=False)
+        with torch.no_grad():
+            self.bn.weight.mul_(3.0)  # the reference's value must arrive by name
+    def forward(self, x):
+        return self.bn(self.fc(x)) + self.bias
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_name") << r.output;
+
+  // A parameter without a partner keeps the candidate's seeded value, and the rest are copied
+  // ("partial", named in the flag).
+  const auto odd = write_case("odd.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 32)
+        self.bn = nn.BatchNorm1d(32, track_running_stats=False)
+        self.shift = nn.Parameter(torch.zeros(1, 32))
+    def forward(self, x):
+        return self.bn(self.fc(x)) + self.shift
+)");
+  const auto o = run_eval(p, odd, quick);
+  EXPECT_EQ(o.result["correctness"]["weight_copy"], "partial") << o.output;
+  bool flagged = false;
+  for (const auto& f : o.result["flags"])
+    if (f["code"] == "weights_not_copied") {
+      flagged = true;
+      EXPECT_NE(f["message"].get<std::string>().find("some of the reference's parameters (bias)"),
+                std::string::npos)
+          << f.dump();
+    }
+  EXPECT_TRUE(flagged) << o.result["flags"].dump(1);
+}
+
+TEST(JudgementCpu, AModuleWithExtraStateIsJudged) {
+  // get_extra_state() puts a value that is no tensor into the state_dict: an internal error
+  // ('dict' object has no attribute 'detach').
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.mode = "plain"
+    def get_extra_state(self):
+        return {"mode": self.mode}
+    def set_extra_state(self, state):
+        self.mode = state["mode"]
+    def forward(self, x):
+        return self.lin(x)
+def get_inputs():
+    return [torch.randn(4, 8)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+    def forward(self, x):
+        return self.lin(x)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_name") << r.output;
+}
+
 TEST(JudgementCpu, TwoTensorsOfAShapeOutOfOrderArePairedByTheirSeededValues) {
   // The reference's state_dict is scale (16), weight, bias (16); the candidate's w, b, s. By
   // shape alone the scale would go into b and the bias into s. The candidate built its tensors
