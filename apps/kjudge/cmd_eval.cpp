@@ -251,7 +251,16 @@ eval::job make_job(const eval_args& a) {
   j.timing = !a.no_timing;
   j.timing_preset_name = a.precise ? "precise" : "agent";
   j.timing_options = eval::timing_preset(j.timing_preset_name);
-  if (a.budget_s) j.timing_options.budget_per_side = seconds(*a.budget_s);
+  if (a.budget_s) {
+    // A preset's least sampling time keeps its share of the budget where the budget is cut
+    // (precise: 1 s of 10 s); at 1 s it would keep the noise target of a budget under 1 s from
+    // ever being met, every run spending its budget.
+    auto& o = j.timing_options;
+    const seconds preset_budget = o.budget_per_side;
+    o.budget_per_side = seconds(*a.budget_s);
+    if (o.budget_per_side < preset_budget)
+      o.min_time = o.min_time * (o.budget_per_side / preset_budget);
+  }
   if (a.target_rse_pct) j.timing_options.target_rse_pct = *a.target_rse_pct;
   if (a.min_samples) j.timing_options.min_samples = *a.min_samples;
   if (a.sets) j.timing_options.max_input_sets = *a.sets;

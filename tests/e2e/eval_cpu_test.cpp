@@ -129,6 +129,20 @@ TEST(EvalCpu, TimingUsesTheNominalShapes) {
     EXPECT_LT(set, 3);
 }
 
+TEST(EvalCpu, APreciseRunWithAShortBudgetCanMeetItsNoiseTarget) {
+  // --precise samples for at least 1 s a side; with --budget 0.2 that floor was never reached,
+  // so every such run spent its budget and said it stopped by it. The floor keeps its share of
+  // the budget (a tenth).
+  const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+                          {"--device", "cpu", "--trials", "1", "--precise", "--budget", "0.2",
+                           "--target-rse", "50", "--min-samples", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto& o = r.result["options"]["timing_options"];
+  EXPECT_NEAR(o["min_time_s"].get<double>(), 0.02, 1e-9) << o.dump();
+  EXPECT_EQ(r.result["timing"]["stopped_by"], "noise-target")
+      << r.result["timing"].dump(1).substr(0, 600);
+}
+
 TEST(EvalCpu, ProcessesPoolTheirTimingAndSayEachOnesMedian) {
   // --processes 2: the evaluation twice, in two workers; every figure's samples pooled, each
   // process's median kept, and the speedup's interval over the processes.
