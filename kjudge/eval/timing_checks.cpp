@@ -74,8 +74,11 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
   for (const auto* f : {&s.device, &s.stream, &s.host_wall}) {
     if (f->valid && f->noisy) out.push_back(noisy_flag(s.name, *f));
     if (f->discarded_throttled > 0) {
-      // Every sample gone leaves no figure and no speedup: that is worth a warning.
-      const bool none_kept = f->samples_us.empty();
+      // Every sample gone leaves no figure and no speedup: that is worth a warning. (A pooled
+      // figure that stands for a process whose figure is missing for another reason, the
+      // discards counted in the others, is not missing for this.)
+      const bool none_kept =
+          !f->valid && f->samples_us.empty() && f->note.ends_with(measure::k_all_throttled_note);
       out.push_back(
           {"throttled_samples", none_kept ? "warning" : "info",
            fmt::format(

@@ -80,8 +80,7 @@ void finish_figure(figure& f, const timing_options& o, const std::string& stoppe
   if (!f.valid) return;
   if (f.samples_us.empty()) {
     f.valid = false;
-    f.note = f.discarded_throttled > 0 ? "no samples kept: every sample ran under a throttled clock"
-                                       : "no samples taken";
+    f.note = f.discarded_throttled > 0 ? std::string(k_all_throttled_note) : "no samples taken";
     return;
   }
   if (stopped_by == "noise-target") return;

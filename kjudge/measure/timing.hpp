@@ -72,6 +72,11 @@ inline constexpr std::string_view graph_device_method = "cuda-graph+blocking-ker
 inline constexpr std::string_view no_graph_replay_note = "no CUDA graph replay";
 
 /** One figure of one side. */
+/** The note of a figure that kept no sample because every one was taken under a throttled
+ *  clock (pooled over processes: the end of the note of the process it stands for). */
+inline constexpr std::string_view k_all_throttled_note =
+    "no samples kept: every sample ran under a throttled clock";
+
 struct figure {
   figure_kind kind = figure_kind::device;
   /** "cuda-graph+blocking-kernel+events", "blocking-kernel+events", "events-as-issued",

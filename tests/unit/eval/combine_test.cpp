@@ -251,6 +251,31 @@ TEST(CombineRuns, AFigureNotPooledStillCountsEveryProcesssDiscardedSamples) {
   }
 }
 
+TEST(CombineRuns, AFigureMissingInOneProcessForAnotherReasonIsNotBlamedOnTheClock) {
+  // Process 1 kept its samples and discarded some under a low clock; process 2 took none for
+  // another reason. The pooled figure (process 2's) has no samples, and the warning said that
+  // every sample taken had been discarded.
+  for (const bool throttled_out : {false, true}) {
+    auto a = make_run(100, 50, 1), b = make_run(100, 50, 3);
+    a.timing->candidate.host_wall.discarded_throttled = 7;
+    auto& f = b.timing->candidate.host_wall;
+    f.valid = false;
+    f.samples_us.clear();
+    f.samples_set.clear();
+    f.summary = kj::stats::summarize(f.samples_us);
+    f.discarded_throttled = throttled_out ? 9 : 0;
+    f.note = throttled_out ? std::string(kj::measure::k_all_throttled_note) : "no samples taken";
+    const auto r = eval::combine_runs({a, b}, 2, options());
+    std::vector<kj::flag> throttled;
+    for (const auto& g : r.flags)
+      if (g.code == "throttled_samples") throttled.push_back(g);
+    ASSERT_EQ(throttled.size(), 1u) << throttled_out;
+    EXPECT_EQ(throttled[0].severity, throttled_out ? "warning" : "info") << throttled[0].message;
+    EXPECT_EQ(throttled[0].message.find("every one taken") != std::string::npos, throttled_out)
+        << throttled[0].message;
+  }
+}
+
 TEST(CombineRuns, AHostSyncSomeProcessesSawIsFlaggedOnce) {
   // The pooled side's host_sync_detected is any process's; the pooled checks must not raise the
   // flag a second time without the processes' names.

@@ -509,6 +509,7 @@ TEST(TimingChecks, AFigureWithEverySampleThrottledIsAWarning) {
   c.candidate.device.samples_us.clear();
   c.candidate.device.summary = stats::summarize(c.candidate.device.samples_us);
   c.candidate.device.valid = false;
+  c.candidate.device.note = std::string(measure::k_all_throttled_note);
   c.candidate.device.discarded_throttled = 40;  // none kept: no figure
   const auto flags = eval::check_timing(c, nullptr, 0);
   int info = 0, warning = 0;
