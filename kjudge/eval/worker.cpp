@@ -941,6 +941,14 @@ class pipeline {
                                                     : nlohmann::json(nullptr)},
                      {"output_bytes", ti.output_bytes},
                      {"shrink_only_inputs", ti.shrink_only_inputs}}}});
+    if (ti.varied_inputs == 0)
+      m_events.flag("timing_inputs_repeat", "info",
+                    fmt::format("no input of the problem is floating-point, so its inputs cannot "
+                                "be changed from sample to sample: the samples of each of the {} "
+                                "input sets see the same values, and a candidate that kept its "
+                                "outputs by input values would replay them unseen "
+                                "(docs/methodology.md, Timing 8)",
+                                sets));
 
     auto [reference, candidate] = make_targets(sets);
     measure::device_facts facts;
@@ -1156,7 +1164,7 @@ class pipeline {
         if (graph) {
           replay_candidate_graph(*graph_candidate, sample, k);
         } else {
-          run_candidate_once(k);
+          run_candidate_once(sample, k);
         }
         const auto e = differences(
             m_job.kind == candidate_kind::native ? source::native : source::candidate, sample);
@@ -1204,10 +1212,11 @@ class pipeline {
     m_timing_failed = withheld.candidate;
   }
 
-  /** The candidate's forward on its (rewritten) timing set k, for check_timed_outputs. */
-  void run_candidate_once(std::size_t k) {
+  /** The candidate's forward on its timing set k, rewritten for `sample`, for
+   *  check_timed_outputs. */
+  void run_candidate_once(std::size_t sample, std::size_t k) {
     if (m_job.kind == candidate_kind::python) {
-      m_session->timing_check_candidate(k);
+      m_session->timing_check_candidate(sample);
       return;
     }
     const auto rec = timing_call(k);

@@ -103,6 +103,9 @@ struct timing_inputs_info {
   /** Floating-point inputs whose values lay within [-1, 1] in every set: rescaled by factors of
    *  at most 1 only (kept in their domain). */
   std::vector<std::int64_t> shrink_only_inputs;
+  /** The inputs the rewrite before each sample changes (non-empty floating-point tensors): with
+   *  none, a set's samples all see the same values. */
+  std::size_t varied_inputs = 0;
 };
 
 /** Tolerance the problem file asks for (module constants KJUDGE_ATOL / KJUDGE_RTOL), if any. */
@@ -201,7 +204,10 @@ class session {
   /** After timing: both sides once more on a fresh rewrite (set returned by begin), outputs to
    *  host for comparison. A candidate replaying results cached during timing fails this. */
   std::size_t timing_check_begin(std::size_t sample);
-  void timing_check_candidate(std::size_t set);
+  /** The Python candidate's forward for the check's `sample`, called as a timed sample is: its
+   *  runner's prepare and run (the same functions, from C++, nothing of kjudge's Python above
+   *  them), then its outputs collected. */
+  void timing_check_candidate(std::size_t sample);
   /** As timing_check_candidate, by replaying the candidate's CUDA graph of `set` (the timing
    *  engine's device figure replayed it). */
   void timing_check_candidate_graph(std::size_t set);

@@ -62,7 +62,9 @@ _timing_native_params = {}  # set -> its copies of the reference's parameters an
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 # Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
 _timing_native_own = [True]
-_timing_seed = [0]  # timing_setup's data seed: the timing check's generator seed derives from it
+_timing_seed = [0]  # timing_setup's data seed: the timed samples' generator seeds derive from it
+_runners = {}  # side -> make_runner's (prepare, run, ...), whose run() the timing check calls too
+_run_outputs = {}  # side -> [what its run() returned last]
 _NATIVE_PER_SET_BYTES = 32 << 20  # a native candidate's parameters and outputs, per set
 _timing_ref_out = []  # the reference's outputs on timing set 0 (shapes for native outputs)
 _timing_graphs = {}  # side -> (graphs per set, their static outputs), while captured
@@ -149,6 +151,7 @@ def setup(device):
                            % (torch.__version__, torch.version.cuda))
         torch.cuda.init()
         torch.empty(1, device="cuda")  # create the context now, not inside the first trial
+        _generators.append(torch.cuda.default_generators[torch.cuda.current_device()])
         return int(torch.cuda.current_stream().cuda_stream)
     return 0
 
@@ -879,6 +882,7 @@ _no_torch_function = torch._C.DisableTorchFunction
 _mul = torch.mul
 _Tensor = torch.Tensor
 _float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enumerate
+_callable, _ModuleType = callable, types.ModuleType
 # A tensor's layout read through torch's C base class, whose attributes cannot be rebound (an
 # immutable type): refresh() checks every timing input against the layout it had when made.
 _TensorBase = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase")
@@ -1095,6 +1099,19 @@ def _public(space):
             if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))}
 
 
+def _code_bindings(space):
+    """The bindings of one of torch's modules that its functions look up when they run, private
+    ones included: its functions, classes and modules (`F` in torch.nn.modules.linear, `_VF` in
+    torch.nn.functional). Its other values (caches, flags, registries) are torch's own state,
+    which its code changes as it runs."""
+    return {k: v for k, v in vars(space).items() if _callable(v) or _isinstance(v, _ModuleType)}
+
+
+# The modules whose code bindings (_code_bindings) are watched: what the reference's modules
+# and functional calls run through.
+_CODE_SPACES = ("torch.nn", "torch.functional", "torch._VF", "torch._C._nn", "torch._tensor")
+
+
 def _by_torch(v):
     """Whether `v` is code from torch's own files (torch.compile's dynamo replaces a few of its
     functions with such wrappers): reported as info, not as a warning."""
@@ -1202,7 +1219,7 @@ class _Reach:
     def __init__(self):
         self.armed = False
         self.table = []
-        self.spaces = []           # (label, namespace)
+        self.spaces = []           # (label, namespace, its watched bindings: _public, ...)
         self.ref_settings = {}     # label -> value, the reference's
         self.ref_bindings = []     # per namespace: name -> value, the reference's
         self.cand_settings = {}    # label -> value: what the candidate changed
@@ -1222,16 +1239,28 @@ class _Reach:
     def arm(self):
         self.armed = True
         self.table = _settings_table()
-        spaces = [("builtins", builtins), ("torch", torch), ("torch.Tensor", torch.Tensor),
-                  ("torch.nn.functional", torch.nn.functional), ("torch.nn.Module", torch.nn.Module)]
-        for name in ("linalg", "fft", "special", "cuda", "nn.init"):
+        spaces = [("builtins", builtins, _public), ("torch", torch, _public),
+                  ("torch.Tensor", torch.Tensor, _public),
+                  ("torch.nn.Module", torch.nn.Module, _public)]
+        for name in ("linalg", "fft", "special", "cuda"):
             space = _under_torch(name)
             if space is not None:
-                spaces.append(("torch." + name, space))
+                spaces.append(("torch." + name, space, _public))
         for name, cls in sorted(vars(torch.nn).items()):
             if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
                     and cls is not torch.nn.Module):
-                spaces.append(("torch.nn." + name, cls))
+                spaces.append(("torch.nn." + name, cls, _public))
+        # The modules the reference's layers run through, private names too (a candidate that
+        # replaced torch.nn.modules.linear's `F` made every nn.Linear of the reference compute
+        # what it chose), by their code bindings alone.
+        for name, module in sorted(sys.modules.items()):
+            if module is None or not (name in _CODE_SPACES or name.startswith("torch.nn.")):
+                continue
+            try:
+                vars(module)
+            except TypeError:
+                continue
+            spaces.append((name, module, _code_bindings))
         self.spaces = spaces
 
     def _settings(self):
@@ -1269,15 +1298,18 @@ class _Reach:
         """(key, label, name, expected value, current value) for each binding of the namespaces
         that differs from `expected(key, reference's value)`; submodules (imports) and lazily
         created __annotations__ are not changes."""
-        for i, (label, space) in enumerate(self.spaces):
+        for i, (label, space, bindings) in enumerate(self.spaces):
             ref = self.ref_bindings[i]
-            cur = _public(space)
-            for name in set(ref) | set(cur):
+            everything = vars(space)
+            # A name watched before is looked at whatever it holds now (a module replaced by an
+            # object that is no code, say).
+            for name in set(ref) | set(bindings(space)):
                 key = (i, name)
                 was = expected(key, ref.get(name, _ABSENT))
-                value = cur.get(name, _ABSENT)
-                if (value is was or isinstance(value, types.ModuleType)
-                        or isinstance(was, types.ModuleType) or _lazy_annotations(name, was, value)):
+                value = everything.get(name, _ABSENT)
+                # A module bound where there was none is an import (a submodule's, lazily).
+                if (value is was or (was is _ABSENT and isinstance(value, types.ModuleType))
+                        or _lazy_annotations(name, was, value)):
                     continue
                 yield key, label, name, was, value
 
@@ -1350,7 +1382,7 @@ class _Reach:
             return
         self.use("reference")
         self.ref_settings = self._settings()
-        self.ref_bindings = [_public(space) for _, space in self.spaces]
+        self.ref_bindings = [bindings(space) for _, space, bindings in self.spaces]
         if not self.sealed:  # after seal(), the baseline stays the one seal() took
             problem = (_class_bindings(_problem) if _problem is not None else None)
             self.entered = (problem, _in_force(), dict(globals()))
@@ -1892,6 +1924,8 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     per_set = 3 * set_bytes + 2 * out_bytes + (native_bytes if _timing_native_own[0] else 0)
     count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
     _timing_seed[0] = data_seed
+    _runners.clear()  # made for the sets this replaces
+    _run_outputs.clear()
     _timing_base.append(first)
     for i in range(1, count):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
@@ -1911,6 +1945,11 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     info["output_bytes"] = out_bytes
     info["native_buffers_per_set"] = _timing_native_own[0]
     info["shrink_only_inputs"] = [i for i, shrink in enumerate(_timing_shrink) if shrink]
+    # The rewrite before each sample changes floating-point inputs only (integers and bools are
+    # indices and masks, which no rewrite keeps valid in general).
+    info["varied_inputs"] = sum(1 for x in _timing_base[0]
+                                if _isinstance(x, _Tensor) and _is_floating_point(x)
+                                and x.numel() > 0)
     return info
 
 
@@ -1929,6 +1968,24 @@ def _within_unit(tensors):
     except Exception:
         return False
     return True
+
+
+# The generators a forward draws from: torch's CPU generator, and the GPU's (setup).
+_generators = [torch.default_generator]
+
+
+def _sample_seed(sample):
+    """The generator seed of timed sample `sample` (and of the timing check's, numbered beyond
+    them): each sample's forward draws from its own, the same on both sides."""
+    return _timing_seed[0] + 7919 * (_len(_timing_base) + 1 + sample)
+
+
+def _seed_generators(seed):
+    """torch's CPU generator and the current GPU's seeded: what a forward draws from (dropout),
+    at a microsecond (torch.manual_seed, which seeds every device's, takes tens)."""
+    seed &= _SEED_MASK
+    for g in _generators:
+        g.manual_seed(seed)
 
 
 def _factor(sample):
@@ -1995,14 +2052,21 @@ def make_runner(which):
     sets = _timing_work[which]
     no_grad = torch.no_grad
     current = [0]
+    # What run() returned last, kept to the next call (which frees it, in its timed region as
+    # before): the timing check of a Python candidate calls this same run(), from C++ as a timed
+    # sample is, and compares what it kept. A forward that looked for how it is called (kjudge's
+    # frames above it) and skipped its work only while timed got past a check that called it
+    # another way.
+    last = _run_outputs[which] = [None]
 
     def prepare(sample):
         current[0] = refresh(which, sample)
+        _seed_generators(_sample_seed(sample))
         _reach.use(which)
 
     def run():
         with no_grad():
-            model(*sets[current[0]])
+            last[0] = model(*sets[current[0]])
 
     def capture(stream_handle):
         if which == "candidate":
@@ -2085,7 +2149,8 @@ def make_runner(which):
     def drop():
         _timing_graphs.pop(which, None)
 
-    return prepare, run, capture, run_graph, drop
+    _runners[which] = (prepare, run, capture, run_graph, drop)
+    return _runners[which]
 
 
 def _capture(model, args, side, pool):
@@ -2184,7 +2249,7 @@ def timing_check_begin(sample):
     forward starts from the same generator state (a seed of the check's own), as both sides'
     forwards of a trial do: a forward that draws random numbers (dropout) matches only then."""
     _next_poison()
-    _trial["check_seed"] = _timing_seed[0] + 7919 * (_len(_timing_base) + 1 + sample)
+    _trial["check_seed"] = _sample_seed(sample)
     k = refresh("reference", sample)
     refresh("candidate", sample)
     _trial["timing_set"] = k
@@ -2218,10 +2283,21 @@ def _seeded(call):
     return call()
 
 
-def timing_check_candidate(k):
-    _trial["timing_cand_host"] = _candidate_outputs(
-        lambda: _seeded(lambda: _cand(*_timing_work["candidate"][k])),
-        "ModelNew.forward (timing check)")[0]
+def timing_check_collect_candidate():
+    """After the candidate's runner was called for the check's sample as for a timed one
+    (prepare, then run, both from C++: python::session::timing_check_candidate): its outputs,
+    copied to the host. What that call changed of torch's state is judged as a timed call's
+    (after_timing): the reference's check runs next."""
+    who = "ModelNew.forward (timing check)"
+    _blamed_on_candidate(synchronize, "%s raised" % who)
+    _reach.after_timing()
+
+    def hosts():
+        outs = _normalise(_run_outputs["candidate"][0], who, CandidateError)
+        _trial["cand_devices"] = [t.device.type for t in outs]
+        return _hosts(outs, CandidateError, "the candidate's")
+
+    _trial["timing_cand_host"] = _plain_hosts(_as_candidate(hosts), who)
 
 
 def _replay_timing_graph(which, k):

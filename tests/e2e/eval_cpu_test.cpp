@@ -265,6 +265,16 @@ TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
   EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state").find("torch.softmax replaced"),
             std::string::npos)
       << r.result["flags"].dump(1);
+  // A private global of one of torch's modules replaced (torch.nn.modules.linear's F): the
+  // reference's nn.Linear computed zeros as the candidate does, and it was correct.
+  const auto lin = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
+                            "examples/faulty/patches_torch_module.py", with({"--no-timing"}));
+  EXPECT_EQ(lin.exit_code, 1) << lin.output;
+  EXPECT_EQ(lin.result["status"], "incorrect");
+  EXPECT_NE(flag_message(lin.result, "candidate_changed_torch_state")
+                .find("torch.nn.modules.linear.F replaced"),
+            std::string::npos)
+      << lin.result["flags"].dump(1);
   // Settings changed at import: in force for the candidate's calls (its forward raises if not),
   // not for the reference's side, whose get_inputs() still draws float32 (it drew float64 before).
   const auto s =
@@ -384,6 +394,18 @@ TEST(EvalCpu, ResultsReplayedDuringTimingAreCaught) {
   EXPECT_EQ(r.result["status"], "incorrect");
   EXPECT_EQ(r.result["correctness"]["trials_passed"], 3) << "fresh trial inputs miss its cache";
   EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result.dump(1);
+  EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+}
+
+TEST(EvalCpu, AForwardThatSkipsItsWorkOnlyWhileTimedIsCaught) {
+  // It tells its timed calls by the harness's frames above it; the check after timing called it
+  // through other frames, so it computed there, and came out correct with a large speedup.
+  const auto r =
+      run_eval("problems/level1/matmul.py", "examples/faulty/skips_work_when_timed.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_EQ(r.result["correctness"]["trials_passed"], 3) << r.result["correctness"].dump();
+  EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result["flags"].dump(1);
   EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
 }
 
@@ -826,6 +848,18 @@ TEST(EvalCpu, IntegerInputsKeepTheirDtype) {
                           "examples/embedding_lookup/naive.py", with({"--no-timing"}));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["trials"][0]["input_dtypes"][0], "int64");
+}
+
+TEST(EvalCpu, TimingOnInputsThatCannotVarySaysSo) {
+  // Indices alone: no rewrite can vary them from sample to sample, so a set's samples repeat,
+  // which a cache keyed on the values would exploit unseen. Said, as information.
+  const auto r = run_eval("problems/level1/embedding_lookup.py",
+                          "examples/embedding_lookup/naive.py", cpu_fast);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_flag(r.result, "timing_inputs_repeat")) << r.result["flags"].dump(1);
+  const auto f = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_fast);
+  ASSERT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_FALSE(has_flag(f.result, "timing_inputs_repeat")) << f.result["flags"].dump(1);
 }
 
 TEST(EvalCpu, StressShapesScaleTheJitteredSizes) {
