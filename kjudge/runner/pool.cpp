@@ -56,6 +56,10 @@ constexpr int k_message_timeout_s = 10;
 /** How long the server gives a requester to deliver its whole request: the server serves one
  *  request at a time, so a slow or stopped requester must not hold the others up. */
 constexpr auto k_request_deadline = std::chrono::milliseconds(1000);
+/** The longest a running pool may leave a child that ended unreaped (ended_unreported): its
+ *  loop's longest step, killing another child's leftovers (kill_adopted, 2 s), and a request's
+ *  deadline, with room. */
+constexpr auto k_pool_busy_limit = std::chrono::seconds(4);
 
 [[nodiscard]] sockaddr_un abstract_address(const std::string& name, socklen_t& length) {
   sockaddr_un addr{};
@@ -222,8 +226,18 @@ class pool_child final : public detail::child_handle {
   [[nodiscard]] bool ended_unreported() override {
     // Unreaped, the pid is still the pool's zombie child (not reused).
     const auto fields = stat_fields(m_pid);
-    return fields.size() > 1 && fields[0] == "Z" &&
-           std::strtol(fields[1].c_str(), nullptr, 10) == m_server;
+    const bool zombie = fields.size() > 1 && fields[0] == "Z" &&
+                        std::strtol(fields[1].c_str(), nullptr, 10) == m_server;
+    if (!zombie) {
+      m_zombie_since.reset();
+      return false;
+    }
+    const auto now = steady::now();
+    if (!m_zombie_since) m_zombie_since = now;
+    // A pool that runs reaps it once it is done with what holds it (another child's leftovers
+    // take up to 2 s to kill, a slow request 1 s): only a stopped or frozen one, or one that
+    // has not for longer than those, will not.
+    return is_stopped(m_server) || now - *m_zombie_since >= k_pool_busy_limit;
   }
   std::string reap(int& status, rusage& usage, std::size_t& leftovers) override {
     const auto reply = read_line(m_conn.get());
@@ -245,6 +259,7 @@ class pool_child final : public detail::child_handle {
  private:
   pid_t m_pid;
   pid_t m_server;
+  std::optional<steady::time_point> m_zombie_since;  ///< first seen as the pool's zombie
   unique_fd m_conn;
   detail::child_registration m_registration;  ///< for exit_on_interrupt
 };

@@ -182,9 +182,10 @@ class child_handle {
    *  reaps, whose report may never come). SIGKILL follows the timeout, so the result is then
    *  `timed_out`, its error saying that no exit status came. */
   [[nodiscard]] virtual bool may_go_unreported() const noexcept { return false; }
-  /** Whether the child is seen to have ended although ended() has not said so (a pool's child
-   *  that its pool, stopped or stalled, has not reaped: a zombie of the pool): the loop then
-   *  stops waiting for the report, and the result is `lost`, not the candidate's timeout. */
+  /** Whether the child is seen to have ended although ended() has not said so and will not
+   *  (a pool's child left unreaped, a zombie of the pool, by a pool that is stopped or frozen,
+   *  or has not reaped it for longer than a running pool would): the loop then stops waiting
+   *  for the report a second later, and the result is `lost`, not the candidate's timeout. */
   [[nodiscard]] virtual bool ended_unreported() { return false; }
 };
 
