@@ -1,13 +1,16 @@
 // build_native: one candidate .cu -> a cached shared library, built by nvcc in a child process.
 #include <kjudge/compile/nvcc.hpp>
+
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/core/sha256.hpp>
 #include <kjudge/runner/process.hpp>
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -1015,6 +1018,13 @@ build_result build_native(const nvcc_request& request) {
   return out;
 }
 
+std::string target_arch(const std::string& device_arch) {
+  const bool digits = !device_arch.empty() && device_arch.size() <= 4 &&
+                      device_arch.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) return device_arch;  // already a target ("90a"), or for build_native to refuse
+  return std::stoi(device_arch) >= 90 ? device_arch + "a" : device_arch;
+}
+
 namespace detail {
 
 /** Whether a filed build at `dir` is whole: its build.json names the library's size and
@@ -1038,6 +1048,17 @@ bool filed_build_whole(const fs::path& dir) {
 
 filing replace_damaged_entry(const fs::path& work, const fs::path& entry, const fs::path& aside) {
   filing out;
+  // Swapped in one step where the file system can: `entry` never goes missing, and what it held
+  // goes from `work`: the damaged build, or a whole one another build of the key filed
+  // meanwhile, which serves its evaluation no better than this one (the same bytes built the
+  // same way), and whose library stays readable to a process that has it open or loaded.
+  if (::renameat2(AT_FDCWD, work.c_str(), AT_FDCWD, entry.c_str(), RENAME_EXCHANGE) == 0) {
+    out.filed = out.served = true;
+    std::error_code removed;
+    fs::remove_all(work, removed);
+    return out;
+  }
+  // Else in two renames (a window without `entry`).
   std::error_code moved;
   fs::rename(entry, aside, moved);
   if (!moved && filed_build_whole(aside)) {

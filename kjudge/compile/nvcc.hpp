@@ -57,6 +57,13 @@ struct build_result {
   std::string error;  ///< one line when !ok: "nvcc exited with code 1", "nvcc not found", ...
 };
 
+/** The target to build a native candidate for on a GPU of compute capability `device_arch`
+ *  ("90", "100"): the architecture-specific one from Hopper on ("90a", "100a", "120a"), which
+ *  the features of that generation need (wgmma and setmaxnreg on Hopper, tcgen05 and the tensor
+ *  memory on Blackwell) and which runs on that architecture only, as the build does; the plain
+ *  one before ("80"). */
+[[nodiscard]] std::string target_arch(const std::string& device_arch);
+
 /** nvcc from $KJUDGE_NVCC, then $CUDA_HOME/bin, then PATH, then the configure-time toolkit.
  *  Empty when none is found. */
 [[nodiscard]] std::filesystem::path find_nvcc();
@@ -109,11 +116,12 @@ struct filing {
 };
 
 /** Files the complete build in `work` as the cache entry `entry`, which the caller found taken
- *  and not whole (damaged): that folder is moved to `aside` (a rename, so that a build of another
- *  process filing meanwhile is not touched), this build renamed into its place, and the damaged
- *  one removed. Where what was moved aside is whole after all (another build of the same key
- *  found the damage too and filed its library between the caller's look and the move: its
- *  evaluation may be about to load it), it is put back and serves, and this build is not filed. */
+ *  and not whole (damaged). Where the file system can, the two are exchanged in one rename
+ *  (`entry` is never missing) and what `entry` held is removed. Else that folder is moved to
+ *  `aside`, this build renamed into its place, and the damaged one removed; where what was moved
+ *  aside is whole after all (another build of the same key found the damage too and filed its
+ *  library between the caller's look and the move: its evaluation may be about to load it), it
+ *  is put back and serves, and this build is not filed. */
 [[nodiscard]] filing replace_damaged_entry(const std::filesystem::path& work,
                                            const std::filesystem::path& entry,
                                            const std::filesystem::path& aside);

@@ -350,8 +350,7 @@ class pipeline {
 
   /** The architecture to build for from the device's ("90"; none without a GPU). */
   static std::string native_arch(const std::optional<std::string>& arch) {
-    const std::string a = arch.value_or("90");
-    return a == "90" ? "90a" : a;  // wgmma and setmaxnreg need the arch-specific target
+    return compile::target_arch(arch.value_or("90"));
   }
 
   /** The build request but its architecture, with this process's environment and folder now. */
