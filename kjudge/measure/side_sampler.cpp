@@ -253,7 +253,16 @@ std::optional<double> side_sampler::sample_device() {
     // The host could not finish issuing the forward while the stream was held: the forward waited
     // for the GPU (.item(), cudaDeviceSynchronize, a device-to-host copy), or issuing it took
     // longer than the timeout, or it filled the launch queue. Either way this method cannot time
-    // it.
+    // it. Or the host stalled once (another process, memory paged out): one timeout only loses
+    // its sample; a forward that waits for the GPU times out every time, and the second says so.
+    if (++m_blocking_timeouts < 2) {
+      if (!m_result.device.note.empty()) m_result.device.note += "; ";
+      m_result.device.note += fmt::format(
+          "a sample was lost: the blocking kernel timed out once after {:.0f} ms before the "
+          "forward was issued (a stall of the host; not repeated)",
+          m_options.blocking_timeout.count());
+      return std::nullopt;
+    }
     m_result.host_sync_detected = true;
     m_result.device.valid = false;
     m_result.device.note = fmt::format(

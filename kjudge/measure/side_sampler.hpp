@@ -138,6 +138,8 @@ class side_sampler {
   std::size_t m_last_input = 0;  ///< the number the last prepare_next() used (prime() repeats it)
   seconds m_spent{0.0};
   bool m_graphs = false;  ///< the device figure replays the target's graphs
+  /** Device samples whose blocking kernel timed out: the second declares a host sync. */
+  int m_blocking_timeouts = 0;
 };
 
 }  // namespace kj::measure::detail
