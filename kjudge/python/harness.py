@@ -1099,12 +1099,18 @@ def _public(space):
             if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))}
 
 
+def _is_code(v):
+    return _callable(v) or _isinstance(v, _ModuleType)
+
+
 def _code_bindings(space):
     """The bindings of one of torch's modules that its functions look up when they run, private
-    ones included: its functions, classes and modules (`F` in torch.nn.modules.linear, `_VF` in
-    torch.nn.functional). Its other values (caches, flags, registries) are torch's own state,
-    which its code changes as it runs."""
-    return {k: v for k, v in vars(space).items() if _callable(v) or _isinstance(v, _ModuleType)}
+    ones included, all of them: the names watched are those bound to code (_is_code: functions,
+    classes, modules: `F` in torch.nn.modules.linear, `_VF` in torch.nn.functional) before or
+    after (a global that goes from None to a function is a change, and the reference gets its
+    None back). Its other values (caches, flags, registries) are torch's own state, which its
+    code changes as it runs."""
+    return dict(vars(space))
 
 
 # The modules whose code bindings (_code_bindings) are watched: what the reference's modules
@@ -1114,9 +1120,14 @@ _CODE_SPACES = ("torch.nn", "torch.functional", "torch._VF", "torch._C._nn", "to
 
 def _by_torch(v):
     """Whether `v` is code from torch's own files (torch.compile's dynamo replaces a few of its
-    functions with such wrappers): reported as info, not as a warning."""
-    code = getattr(v, "__code__", None)
-    return code is not None and os.path.abspath(code.co_filename).startswith(_TORCH_DIR)
+    functions with such wrappers; importing torch.nn.quantized's shims rebinds their parent's
+    names to the torch.ao modules they stand for): reported as info, not as a warning."""
+    if _isinstance(v, _ModuleType):
+        path = getattr(v, "__file__", None)
+    else:
+        code = getattr(v, "__code__", None)
+        path = code.co_filename if code is not None else None
+    return _isinstance(path, str) and os.path.abspath(path).startswith(_TORCH_DIR)
 
 
 def _mode_stacks():
@@ -1300,13 +1311,14 @@ class _Reach:
         created __annotations__ are not changes."""
         for i, (label, space, bindings) in enumerate(self.spaces):
             ref = self.ref_bindings[i]
-            everything = vars(space)
-            # A name watched before is looked at whatever it holds now (a module replaced by an
-            # object that is no code, say).
-            for name in set(ref) | set(bindings(space)):
+            cur = bindings(space)
+            code_only = bindings is _code_bindings
+            for name in set(ref) | set(cur):
                 key = (i, name)
                 was = expected(key, ref.get(name, _ABSENT))
-                value = everything.get(name, _ABSENT)
+                value = cur.get(name, _ABSENT)
+                if code_only and not (_is_code(was) or _is_code(value)):
+                    continue  # torch's own data (see _code_bindings)
                 # A module bound where there was none is an import (a submodule's, lazily).
                 if (value is was or (was is _ABSENT and isinstance(value, types.ModuleType))
                         or _lazy_annotations(name, was, value)):
@@ -1972,6 +1984,7 @@ def _within_unit(tensors):
 
 # The generators a forward draws from: torch's CPU generator, and the GPU's (setup).
 _generators = [torch.default_generator]
+_random_seed, _modules = random.seed, sys.modules
 
 
 def _sample_seed(sample):
@@ -1981,11 +1994,16 @@ def _sample_seed(sample):
 
 
 def _seed_generators(seed):
-    """torch's CPU generator and the current GPU's seeded: what a forward draws from (dropout),
-    at a microsecond (torch.manual_seed, which seeds every device's, takes tens)."""
+    """What a forward draws from seeded, as _seed() does it for a trial: torch's CPU generator
+    and the current GPU's (dropout; torch.manual_seed, which seeds every device's, takes tens of
+    microseconds, this one), Python's and NumPy's."""
     seed &= _SEED_MASK
     for g in _generators:
         g.manual_seed(seed)
+    _random_seed(seed)
+    numpy = _modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % (1 << 32))
 
 
 def _factor(sample):
@@ -2052,11 +2070,12 @@ def make_runner(which):
     sets = _timing_work[which]
     no_grad = torch.no_grad
     current = [0]
-    # What run() returned last, kept to the next call (which frees it, in its timed region as
-    # before): the timing check of a Python candidate calls this same run(), from C++ as a timed
-    # sample is, and compares what it kept. A forward that looked for how it is called (kjudge's
-    # frames above it) and skipped its work only while timed got past a check that called it
-    # another way.
+    # What run() returned last, kept until the next call replaces it (freed in the timed region,
+    # as when run() dropped it on return; freed before the forward, a forward's measured peak
+    # memory would leave it out): the timing check of a Python candidate calls this same run(),
+    # from C++ as a timed sample is, and compares what it kept. A forward that looked for how it
+    # is called (kjudge's frames above it) and skipped its work only while timed got past a check
+    # that called it another way.
     last = _run_outputs[which] = [None]
 
     def prepare(sample):
@@ -2267,7 +2286,7 @@ def _timing_check_reference(sample):
     k = refresh("reference", sample)
     try:
         with torch.no_grad():
-            _seed(_trial["check_seed"])
+            _seed_generators(_trial["check_seed"])  # as the candidate's prepare() seeded it
             out = _ref(*_timing_work["reference"][k])
         _reach.adopt_reference_run()
         return _normalise(out, "Model.forward", ProblemError)
@@ -2279,18 +2298,19 @@ def _timing_check_reference(sample):
 
 def _seeded(call):
     """call() from the check's generator state (timing_check_begin)."""
-    _seed(_trial["check_seed"])
+    _seed_generators(_trial["check_seed"])
     return call()
 
 
 def timing_check_collect_candidate():
     """After the candidate's runner was called for the check's sample as for a timed one
     (prepare, then run, both from C++: python::session::timing_check_candidate): its outputs,
-    copied to the host. What that call changed of torch's state is judged as a timed call's
-    (after_timing): the reference's check runs next."""
+    copied to the host. What that call changed of torch's state is noted and kept to the
+    candidate's calls, the reference checked (_Reach.leave(), as after any checked call of its
+    code): the reference's check runs next."""
     who = "ModelNew.forward (timing check)"
     _blamed_on_candidate(synchronize, "%s raised" % who)
-    _reach.after_timing()
+    _reach.leave()
 
     def hosts():
         outs = _normalise(_run_outputs["candidate"][0], who, CandidateError)

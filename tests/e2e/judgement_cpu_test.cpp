@@ -343,6 +343,78 @@ class ModelNew(nn.Module):
   EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_name") << r.output;
 }
 
+TEST(JudgementCpu, AForwardThatDrawsFromPythonsRandomPassesThePostTimingCheck) {
+  // Each check forward starts both sides from the same state of every generator a trial
+  // seeds: Python's random and NumPy's too, not torch's alone.
+  const auto p = write_case("p.py", R"(import random
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        return x * random.random()
+def get_inputs():
+    return [torch.randn(64, 64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import random
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        return x * random.random()
+)");
+  const auto r = run_eval(p, c, {"--device", "cpu", "--trials", "2", "--budget", "0.2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result["message"];
+}
+
+TEST(JudgementCpu, ATorchGlobalTheCandidateSetsFromNoneIsNoneAgainForTheReference) {
+  // A watched module's global that was None and that the candidate bound to a function: for
+  // the reference's calls it was deleted, not set back to None, and the reference's code that
+  // reads it failed (a problem error).
+  const auto p = write_case("p.py", R"(import sys
+import types
+import torch
+import torch.nn as nn
+probe = sys.modules.setdefault("torch.nn._kjudge_probe", types.ModuleType("torch.nn._kjudge_probe"))
+probe.HOOK = None
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        hook = sys.modules["torch.nn._kjudge_probe"].HOOK
+        return x * 2 if hook is None else hook(x)
+def get_inputs():
+    return [torch.randn(16, 16)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import sys
+import torch
+import torch.nn as nn
+sys.modules["torch.nn._kjudge_probe"].HOOK = lambda x: x * 2
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        return sys.modules["torch.nn._kjudge_probe"].HOOK(x)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result["message"];
+  bool flagged = false;
+  for (const auto& f : r.result["flags"])
+    if (f["code"] == "candidate_changed_torch_state")
+      flagged =
+          f["message"].get<std::string>().find("torch.nn._kjudge_probe.HOOK") != std::string::npos;
+  EXPECT_TRUE(flagged) << r.result["flags"].dump(1);
+}
+
 TEST(JudgementCpu, TwoTensorsOfAShapeOutOfOrderArePairedByTheirSeededValues) {
   // The reference's state_dict is scale (16), weight, bias (16); the candidate's w, b, s. By
   // shape alone the scale would go into b and the bias into s. The candidate built its tensors
