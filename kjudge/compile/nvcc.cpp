@@ -235,8 +235,9 @@ struct context {
                                                const context& ctx) {
   std::vector<fs::path> out;
   for (const auto& flag : flags) {
+    // The flag, and what follows each '=' in it (-Xlinker=--version-script=v.map names v.map).
     std::vector<std::string> candidates{flag};
-    if (const auto eq = flag.find('='); eq != std::string::npos)
+    for (auto eq = flag.find('='); eq != std::string::npos; eq = flag.find('=', eq + 1))
       candidates.push_back(flag.substr(eq + 1));
     for (std::string c : candidates) {
       for (std::size_t start = 0;;) {  // comma-separated lists (-Xlinker a,b)
@@ -564,8 +565,16 @@ struct dependency {
   static const std::regex object_location(R"(:\([^)]*\+0x[0-9a-fA-F]+\))");
   // The assembler's diagnostics (`/tmp/x.s:12: Error: ...`) echo what the source's asm says.
   static const std::regex assembler(R"(\.s:\d+: (Error|Warning): )");
+  // What follows the assembler's header (`/tmp/x.s: Assembler messages:`) is its diagnostics
+  // and what the source's asm prints (`.print "No space left on device"`: lines of the source's
+  // choosing, with no position, which may read like any tool's): the source's words, to the end
+  // (the host compilation stops there; a full disk meanwhile fails the empty source as well).
+  static const std::regex assembler_header(R"(: Assembler messages:\s*$)");
+  bool in_assembler = false;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
+    in_assembler = in_assembler || std::regex_search(line, assembler_header);
+    if (in_assembler) continue;
     if (about_source(line)) continue;
     line = without_quoted(line);  // names the candidate chose (symbols, files) are quoted
     if (line.empty() || line[0] == ' ' || line[0] == '\t' ||
@@ -579,7 +588,9 @@ struct dependency {
     if (line.find("fatal error: Killed signal terminated program") != std::string::npos ||
         line.find("terminated with signal") != std::string::npos)  // collect2: ld ... [Killed]
       return true;
-    if (line.find("No space left on device") != std::string::npos) return true;
+    if (line.find("No space left on device") != std::string::npos ||
+        line.find("Disk quota exceeded") != std::string::npos)
+      return true;
   }
   return false;
 }
@@ -855,6 +866,19 @@ build_result build_native(const nvcc_request& request) {
   }
   std::string abi_header = "<none>";
   if (!request.include_dir.empty()) {
+    // kjudge's own headers, missing (a binary whose source folder moved), would fail the build
+    // of any candidate that includes them as the candidate's compile error.
+    for (const char* own : {"candidate.h", "detail/launch_probe.h"}) {
+      std::error_code missing;
+      if (!fs::is_regular_file(request.include_dir / "kjudge" / own, missing)) {
+        out.failure = build_failure::tool;
+        out.error = fmt::format(
+            "kjudge's candidate headers are missing: no {} (was kjudge's source folder moved "
+            "or removed after it was built?)",
+            (request.include_dir / "kjudge" / own).string());
+        return out;
+      }
+    }
     std::string header;
     if (read_file(request.include_dir / "kjudge" / "candidate.h", header, why)) abi_header = header;
   }

@@ -724,10 +724,23 @@ def _out_of_memory(exc):
     return "out of memory" in text or "can't allocate memory" in text
 
 
+def _row_major(t):
+    """Whether t's strides are the row-major ones of its sizes, every dimension's (torch's
+    is_contiguous() passes any stride on a dimension of size 1: a (1, 8, 16) tensor transposed
+    to (8, 1, 16) keeps strides (16, 128, 1))."""
+    expected = 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def _as_tensor_input(x):
-    """Native ABI view of an input: tensors made contiguous, Python scalars as 0-dim tensors."""
+    """Native ABI view of an input: tensors row-major (candidate.h: their strides those of their
+    sizes, as the timing inputs' are), Python scalars as 0-dim tensors."""
     if isinstance(x, torch.Tensor):
-        return x.contiguous()
+        return x if x.numel() > 0 and _row_major(x) else _contiguous_clone(x)
     if isinstance(x, bool):
         return torch.tensor(x, dtype=torch.bool, device=DEVICE)
     if isinstance(x, int):
@@ -821,7 +834,8 @@ def _poison(t):
     elif t.dtype == torch.bool:
         t.fill_(not odd)
     else:
-        t.view(torch.uint8).fill_(0xA5 if odd else 0x5A)
+        # Flat first: a 0-d integer tensor (argmax, a count) has no byte view of its own.
+        t.view(-1).view(torch.uint8).fill_(0xA5 if odd else 0x5A)
     return t
 
 

@@ -179,6 +179,30 @@ def get_init_inputs():
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(EvalGpu, AZeroDimensionalIntegerOutputIsPoisonedAndJudged) {
+  // The fill of a 0-d int64 output (a count) took a byte view torch refuses for 0-d tensors:
+  // every native evaluation of such a problem was an internal error. Unwritten, it is now
+  // incorrect.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("kjudge_count_poison_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto problem = (dir / "count.py").string();
+  std::ofstream(problem) << R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return (x > 0).sum()
+def get_inputs():
+    return [torch.randn(4096)]
+def get_init_inputs():
+    return []
+)";
+  const auto r = run_eval(problem, "examples/faulty_native/no_write.cu", {"--no-timing"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(EvalGpu, ANativeCandidateWithoutTimingIsCheckedAtTheNominalSizes) {
   // --no-timing runs both sides on two input sets at the nominal sizes, as the check after
   // timing does: a native candidate's forward on those sets' buffers, its workspace sized for

@@ -381,6 +381,10 @@ TEST_F(nvcc_test, cache_key_follows_source_flags_arch_and_abi_header) {
   auto header = request(source);
   header.include_dir = m_dir / "include";
   write("include/kjudge/candidate.h", "/* another ABI */\n");
+  fs::create_directories(m_dir / "include" / "kjudge" / "detail");
+  fs::copy_file(
+      fs::path(KJ_SOURCE_DIR_FOR_TESTS) / "include" / "kjudge" / "detail" / "launch_probe.h",
+      m_dir / "include" / "kjudge" / "detail" / "launch_probe.h");
   keys.insert(build_native(header).key);
   EXPECT_EQ(keys.size(), 5U);
 
@@ -551,6 +555,18 @@ TEST_F(nvcc_test, a_header_whose_name_is_not_utf8_still_builds_and_caches) {
   const build_result second = build_native(request(source));
   ASSERT_TRUE(second.ok) << second.error << second.log;
   EXPECT_TRUE(second.cached) << second.log;
+}
+
+TEST_F(nvcc_test, kjudges_own_headers_missing_are_the_tools_failure) {
+  // A kjudge whose source folder moved: the candidate's #include <kjudge/candidate.h> failed as
+  // its compile error.
+  require_nvcc();
+  nvcc_request r = request(write("ok.cu", k_valid_source));
+  r.include_dir = m_dir / "no-such-include";
+  const build_result b = build_native(r);
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.failure, kj::compile::build_failure::tool) << b.error;
+  EXPECT_NE(b.error.find("kjudge's candidate headers are missing"), std::string::npos) << b.error;
 }
 
 TEST_F(nvcc_test, an_include_folder_with_a_comma_is_a_clear_error) {
@@ -800,6 +816,19 @@ extern "C" int kj_test_answer() { return KJ_TILE; }
   ASSERT_NE(handle, nullptr) << ::dlerror();
   EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))(), 2);
   ::dlclose(handle);
+
+  // A file behind a second '=' (-Xlinker=--version-script=v.map): an edit served the build
+  // made with the old map.
+  const auto map = write("v.map", "{ global: kj_test_answer; local: *; };\n");
+  auto scripted = request(source);
+  scripted.extra_flags = {"-DKJ_TILE=3", "-Xlinker=--version-script=" + map.string()};
+  const build_result kept = build_native(scripted);
+  ASSERT_TRUE(kept.ok) << kept.error << kept.log;
+  write("v.map", "{ global: kj_forward; local: *; };\n");
+  const build_result edited = build_native(scripted);
+  ASSERT_TRUE(edited.ok) << edited.error << edited.log;
+  EXPECT_FALSE(edited.cached);
+  EXPECT_NE(edited.key, kept.key);
 }
 
 TEST_F(nvcc_test, a_failure_of_the_tool_is_not_a_compile_error) {
@@ -834,7 +863,13 @@ TEST_F(nvcc_test, a_source_that_quotes_a_tool_failure_is_still_a_compile_error) 
                     "extern \"C\" int kj_test_answer() { return kj_g(); }\n"),
         // The assembler's words on the source's own asm ("x.s:47: Error: ...").
         std::string("#ifndef __CUDA_ARCH__\nasm(\".error \\\"No space left on device\\\"\");\n"
-                    "#endif\n")}) {
+                    "#endif\n"),
+        // What the source's asm prints (`.print`: a line with no position, after the
+        // assembler's header), a full disk or a killed compiler in nvcc's own words.
+        std::string("#ifndef __CUDA_ARCH__\nasm(\".print \\\"No space left on device\\\"\\n\\t"
+                    ".error \\\"boom\\\"\");\n#endif\n"),
+        std::string("#ifndef __CUDA_ARCH__\nasm(\".print \\\"nvcc error   : 'cicc' died due to "
+                    "signal 9\\\"\\n\\t.error \\\"boom\\\"\");\n#endif\n")}) {
     const auto source = write("quoting.cu", "#include <kjudge/candidate.h>\n" + body);
     const build_result r = build_native(request(source));
     EXPECT_FALSE(r.ok) << body;
