@@ -623,6 +623,30 @@ TEST(ProfileReport, AchievedAboveTheRoofIsFlagged) {
   EXPECT_NE(render_report(r).find("FAILED flops_above_roofline"), std::string::npos);
 }
 
+TEST(ProfileReport, MixedPrecisionWorkIsHeldToEachTypesOwnRoof) {
+  // FP32 at 45 of its 67 TFLOP/s and FP64 at 32 of its 34, side by side on their own units:
+  // their 77 TFLOP/s together were held to the dominant type's 67, an error on a valid kernel.
+  auto cand = candidate_inputs();
+  cand.ncu_kernels[0].flops.fp32 = {0, 0, 45e12 * 7.424e-6 / 2};
+  cand.ncu_kernels[0].flops.fp64 = {0, 0, 32e12 * 7.424e-6 / 2};
+  auto roofs = h200();
+  roofs.at(flop_type::fp64) = {30e12, 34e12};
+  const auto report = [&] {
+    return build_report("p", "c", "NVIDIA H200", roofs, "test roofs", ncu_source(),
+                        reference_inputs(), cand);
+  };
+  const auto r = report();
+  EXPECT_FALSE(has_code(r.candidate_side.flags, "flops_above_roofline"))
+      << r.candidate_side.achieved_flop_per_s.failure().message;
+  // One type past its own roof still is flagged, and named.
+  cand.ncu_kernels[0].flops.fp64 = {0, 0, 40e12 * 7.424e-6 / 2};
+  const auto over = report();
+  ASSERT_FALSE(over.candidate_side.achieved_flop_per_s.ok());
+  EXPECT_NE(over.candidate_side.achieved_flop_per_s.failure().message.find("fp64"),
+            std::string::npos)
+      << over.candidate_side.achieved_flop_per_s.failure().message;
+}
+
 TEST(ProfileReport, KernelsOfDifferentDevicesDoNotThrow) {
   auto cand = candidate_inputs();
   auto other = fused_kernel();
