@@ -364,7 +364,7 @@ constexpr std::string_view cross_check_metrics[] = {
     "sm__warps_active.avg.pct_of_peak_sustained_active", "l1tex__t_sector_hit_rate.pct",
     "lts__t_sector_hit_rate.pct"};
 
-constexpr std::string_view stall_prefix = "smsp__warps_issue_stalled_";
+constexpr std::string_view stall_prefix = ncu_stall_prefix;
 constexpr std::string_view pipe_prefix = "sm__inst_executed_pipe_";
 constexpr std::string_view nvtx_column_marker = "Push/Pop_Range";
 
@@ -641,10 +641,18 @@ ncu_report parse_ncu_raw_csv(std::string_view text) {
     }
     if (grid_from_tuple) m.grid = parse_dims(row[*grid_size], t.columns[*grid_size], ctx);
     if (block_from_tuple) m.block = parse_dims(row[*block_size], t.columns[*block_size], ctx);
+    // A value ncu printed as n/a (or left empty) is unreported, as for the fields above: not a
+    // pipe or stall reason that counted nothing.
     for (const auto& [p, b] : pipe_columns)
-      if (const auto v = field_value(t.columns, row, b, ctx)) m.instructions_per_pipe[p] = *v;
+      if (const auto v = field_value(t.columns, row, b, ctx))
+        m.instructions_per_pipe[p] = *v;
+      else
+        m.unreported_metrics.push_back(fmt::format("{}{}.sum", pipe_prefix, p));
     for (const auto& [reason, b] : stall_columns)
-      if (const auto v = field_value(t.columns, row, b, ctx)) m.stall_cycles[reason] = *v;
+      if (const auto v = field_value(t.columns, row, b, ctx))
+        m.stall_cycles[reason] = *v;
+      else
+        m.unreported_metrics.push_back(fmt::format("{}{}.sum", stall_prefix, reason));
     if (report.device_name.empty() && device_col) report.device_name = row[*device_col];
     report.kernels.push_back(std::move(k));
   }

@@ -109,6 +109,9 @@ struct ncu_report {
  *  (achieved occupancy, L1 and L2 hit rate) so that derive() can be cross-checked. */
 [[nodiscard]] const std::vector<std::string>& ncu_metric_list();
 
+/** The start of the stall reasons' metrics (`smsp__warps_issue_stalled_<reason>.sum`). */
+inline constexpr std::string_view ncu_stall_prefix = "smsp__warps_issue_stalled_";
+
 /** The metrics of the kernels whose NVTX stack holds a range named `range` (at any depth), in
  *  launch order. */
 [[nodiscard]] std::vector<kernel_metrics> kernels_in_range(const ncu_report& r,

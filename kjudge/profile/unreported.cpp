@@ -72,8 +72,14 @@ void withhold_unreported(derived_metrics& d, const std::vector<std::string>& unr
   w(d.sm_busy_pct, "SM busy", {col::sm_active_cycles, col::elapsed_cycles, col::sm_count});
   w(d.sm_sol_pct, "SM SOL", sm_sol);
   w(d.memory_sol_pct, "memory SOL", memory_sol);
+  // One column a stall reason: shares of a total that lacks one would be the others' shares of
+  // less (a reason ncu printed n/a for read as none, the rest renormalised to 100%).
+  metric_names stalls;
+  for (const auto& name : ncu_metric_list())
+    if (name.starts_with(ncu_stall_prefix)) stalls.push_back(name);
+  w(d.stall_share_pct, "stall shares", stalls);
   w(d.stall_cycles_per_issued_instruction, "stall cycles per issued instruction",
-    {col::instructions_issued});
+    joined({{col::instructions_issued}, stalls}));
 
   metric_names memory_parts = memory_sol, compute_parts = sm_sol;
   for (const auto& [roof, level] :

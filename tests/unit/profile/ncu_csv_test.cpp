@@ -16,6 +16,7 @@
 #include <kjudge/profile/derive.hpp>
 #include <kjudge/profile/invariants.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
+#include <kjudge/profile/unreported.hpp>
 
 namespace kj::profile {
 namespace {
@@ -380,6 +381,34 @@ TEST(ncu_csv_hand_made, unknown_unit_on_a_read_metric_is_an_error) {
       mini("\"\",\"\",\"\",\"\",\"\",\"\",\"fortnight\",\"byte\",\"byte/block\",\"%\"\n", ""));
   EXPECT_TRUE(contains(msg, "\"gpu__time_duration.sum\" has unit \"fortnight\"")) << msg;
   EXPECT_TRUE(contains(msg, "--print-units base")) << msg;
+}
+
+TEST(ncu_csv_hand_made, a_stall_printed_as_n_a_is_unreported_and_its_shares_withheld) {
+  // A stall reason ncu printed as n/a was left out of the map, and the others' shares were
+  // renormalised to 100% (barrier = 100% here), unflagged.
+  const std::string text =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+      "\"smsp__warps_issue_stalled_long_scoreboard.sum\","
+      "\"smsp__warps_issue_stalled_barrier.sum\",\"sm__inst_executed_pipe_fma.sum\"\n"
+      "\"\",\"\",\"ns\",\"\",\"\",\"\"\n"
+      "\"0\",\"k\",\"1000\",\"n/a\",\"500\",\"n/a\"\n";
+  const auto r = parse_ncu_raw_csv(text);
+  ASSERT_EQ(r.kernels.size(), 1U);
+  const auto& m = r.kernels[0].metrics;
+  const auto unreported = [&m](const std::string& name) {
+    return std::find(m.unreported_metrics.begin(), m.unreported_metrics.end(), name) !=
+           m.unreported_metrics.end();
+  };
+  EXPECT_TRUE(unreported("smsp__warps_issue_stalled_long_scoreboard.sum"));
+  EXPECT_TRUE(unreported("sm__inst_executed_pipe_fma.sum"));
+  EXPECT_FALSE(unreported("smsp__warps_issue_stalled_barrier.sum"));
+  EXPECT_EQ(m.stall_cycles.count("long_scoreboard"), 0U);
+  ceilings c;
+  auto d = derive(m, c);
+  withhold_unreported(d, m.unreported_metrics, c, /*total=*/false);  // as the report does
+  EXPECT_FALSE(d.stall_share_pct.ok());
+  EXPECT_NE(d.stall_share_pct.failure().message.find("long_scoreboard"), std::string::npos)
+      << d.stall_share_pct.failure().message;
 }
 
 TEST(ncu_csv_hand_made, numbers_as_ncu_prints_them) {
