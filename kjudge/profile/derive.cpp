@@ -38,12 +38,16 @@ metric hit_rate(std::string_view what, double hit_sectors, double sectors) {
   return percentage(what, hit_sectors, sectors);
 }
 
-/** `rate` as % of `roof`; the rate's own failure travels on; missing without a roof. */
-metric throughput_pct(std::string_view what, const metric& rate, double roof) {
+/** `rate` as % of `roof`; the rate's own failure travels on; missing without a roof. A roof
+ *  that is a measured ceiling (`measured`: no datasheet figure), which a rate may pass by its
+ *  tolerance (invariant 6), reads 100% up to that tolerance: the rate is at the ceiling, within
+ *  what measuring the ceiling can tell (the rate itself keeps its value). */
+metric throughput_pct(std::string_view what, const metric& rate, double roof, bool measured) {
   if (!rate.ok()) return rate;
   if (roof <= 0) return metric::missing(fmt::format("{}: no roof to compare with", what));
-  return check_metric(100.0 * rate.value() / roof,
-                      [what](double v) { return check_percentage(what, v); });
+  double pct = 100.0 * rate.value() / roof;
+  if (measured && pct > 100.0 && pct <= 100.0 * measured_ceiling_tolerance) pct = 100.0;
+  return check_metric(pct, [what](double v) { return check_percentage(what, v); });
 }
 
 metric bandwidth(std::string_view level, double bytes, double duration_ns,
@@ -196,8 +200,9 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
         return check_flop_rate(type, v, ceiling);
       });
     }
-    d.flop_throughput_pct[i] = throughput_pct(fmt::format("{} throughput", to_string(type)),
-                                              d.flop_per_s[i], ceiling.roof());
+    d.flop_throughput_pct[i] =
+        throughput_pct(fmt::format("{} throughput", to_string(type)), d.flop_per_s[i],
+                       ceiling.roof(), ceiling.datasheet_dense_flop_per_s <= 0);
   }
   const double dram = k.dram_bytes();
   const double all_flop = total_flop(k.flops);
@@ -206,9 +211,13 @@ derived_metrics derive(const kernel_metrics& k, const ceilings& c) {
       : all_flop <= 0 ? metric::missing("arithmetic intensity: no FLOP counted")
                       : metric::pass(all_flop / dram);
 
-  d.dram_throughput_pct = throughput_pct("DRAM throughput", d.dram_bytes_per_s, c.dram.roof());
-  d.l2_throughput_pct = throughput_pct("L2 throughput", d.l2_bytes_per_s, c.l2.roof());
-  d.l1_throughput_pct = throughput_pct("L1/shared throughput", d.l1_bytes_per_s, c.l1.roof());
+  const auto level_pct = [](std::string_view what, const metric& rate,
+                            const bandwidth_ceiling& ceiling) {
+    return throughput_pct(what, rate, ceiling.roof(), ceiling.datasheet_bytes_per_s <= 0);
+  };
+  d.dram_throughput_pct = level_pct("DRAM throughput", d.dram_bytes_per_s, c.dram);
+  d.l2_throughput_pct = level_pct("L2 throughput", d.l2_bytes_per_s, c.l2);
+  d.l1_throughput_pct = level_pct("L1/shared throughput", d.l1_bytes_per_s, c.l1);
   d.memory_sol_pct = optional_pct("memory SOL", k.memory_throughput_pct);
   d.sm_sol_pct = optional_pct("SM SOL", k.sm_throughput_pct);
   d.memory_throughput_pct = largest(

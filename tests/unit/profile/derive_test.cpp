@@ -36,6 +36,20 @@ kernel_metrics base_kernel() {
   return k;
 }
 
+TEST(Derive, AThroughputWithinTheToleranceOfAMeasuredCeilingReads100Percent) {
+  // L2 has only a measured ceiling (9 TB/s here); a rate may pass it by 5% (invariant 6),
+  // and its percentage, 102%, failed invariant 3: memory throughput then failed with it.
+  auto k = base_kernel();
+  k.l2_sectors = 9.18 * tb * 10e-6 / 32;  // 9.18 TB/s in 10 us: 102% of the ceiling
+  const auto d = derive(k, h100());
+  ASSERT_TRUE(d.l2_bytes_per_s.ok()) << d.l2_bytes_per_s.failure().message;
+  ASSERT_TRUE(d.l2_throughput_pct.ok()) << d.l2_throughput_pct.failure().message;
+  EXPECT_DOUBLE_EQ(d.l2_throughput_pct.value(), 100.0);
+  // Past the tolerance, the rate fails (and its percentage with it).
+  k.l2_sectors = 9.9 * tb * 10e-6 / 32;
+  EXPECT_FALSE(derive(k, h100()).l2_throughput_pct.ok());
+}
+
 TEST(Derive, BandwidthHitRatesAndSectorsFromCounts) {
   auto k = base_kernel();
   k.dram_read_bytes = 20e6;
