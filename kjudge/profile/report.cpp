@@ -73,14 +73,18 @@ bool same_kernel(const kernel_metrics& ncu, const timed_kernel& cupti) {
 
 /** Launch-bound when gaps dominate the forward (device time: the eval's median, else CUPTI's
  *  span), else the class of the kernels' total; unknown when a kernel has no time or a broken one.
- *  The kernel times are ncu's as derive() checked them (invariant 1; a kernel whose duration ncu
- *  did not give is missing there, not broken), else, without counters, CUPTI's timed kernels,
- *  checked here: the report holds no checked time per CUPTI kernel (the launch summary checks the
- *  forward's records, but as one figure for the whole forward). */
+ *  The kernel times are CUPTI's where it timed the forward, checked here (the report holds no
+ *  checked time per CUPTI kernel: the launch summary checks the forward's records as one
+ *  figure): the clock of the span and of the events. ncu's own durations, about 1.3 us a kernel
+ *  longer under its replay, made a forward of short kernels look busy and never launch-bound.
+ *  Without CUPTI's, ncu's as derive() checked them (invariant 1; a kernel whose duration ncu did
+ *  not give is missing there, not broken). */
 classification classify_side(const side_inputs& in, const side_profile& s) {
   double sum_ns = 0;
   std::size_t timed = 0;
+  const bool cupti_times = in.cupti && !in.cupti->kernels.empty();
   for (const auto& k : s.kernels) {
+    if (cupti_times) break;
     const auto& time = k.derived.duration_ns;
     if (time.is_missing())
       return {bottleneck::unknown,
@@ -93,7 +97,7 @@ classification classify_side(const side_inputs& in, const side_profile& s) {
     sum_ns += time.value();
     ++timed;
   }
-  if (s.kernels.empty() && in.cupti)
+  if (cupti_times)
     for (const auto& k : in.cupti->kernels) {
       if (k.duration_ns <= 0) continue;  // untimed: a launch, but no time
       if (const auto bad = check_kernel_time(k.name, nanoseconds(k.duration_ns)); !bad.empty())

@@ -331,12 +331,22 @@ TEST(ProfileReport, BrokenCountersBecomeFlagsAndTheTextShowsTheFlagNotANumber) {
   EXPECT_EQ(row.find("360"), std::string::npos) << row;
   EXPECT_EQ(text.find("100 ns"), std::string::npos) << text;
   // No class from broken times: without the check the 0.1 us kernel of an 8.7 us forward would
-  // read as launch gaps (launch-bound).
+  // read as launch gaps (launch-bound). CUPTI's 7.3 us leave no gaps to judge, and the kernels'
+  // class, from ncu's broken time, is none.
   EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << r.candidate_side.bound.reason;
-  EXPECT_NE(r.candidate_side.bound.reason.find(
+  EXPECT_NE(
+      r.candidate_side.bound.reason.find("no class from a broken time: kernel fused_kernel_opt"),
+      std::string::npos)
+      << r.candidate_side.bound.reason;
+  // Without CUPTI's times, ncu's broken one decides, and says so.
+  auto ncu_only = cand;
+  ncu_only.cupti.reset();
+  const auto without = make_report(reference_inputs(), ncu_only);
+  EXPECT_EQ(without.candidate_side.bound.bound, bottleneck::unknown);
+  EXPECT_NE(without.candidate_side.bound.reason.find(
                 "kernel fused_kernel_opt failed its duration check (impossible_kernel_time)"),
             std::string::npos)
-      << r.candidate_side.bound.reason;
+      << without.candidate_side.bound.reason;
   // No rate of a broken time is shown: the kernel's and the total's bandwidths fail with it.
   const auto& k = r.candidate_side.kernels[0].derived;
   EXPECT_FALSE(k.dram_bytes_per_s.ok());
@@ -399,8 +409,22 @@ TEST(ProfileReport, BrokenCuptiKernelTimeWithoutCountersGivesNoClass) {
       << r.candidate_side.bound.reason;
 }
 
+TEST(ProfileReport, LaunchGapsAreJudgedOnCuptisClockNotNcus) {
+  // Ten kernels of 1 us each in a 23.5 us span (43% busy: launch-bound). ncu times each at
+  // 2.3 us under its replay; summed against the span, they made the forward 98% busy.
+  auto cand = candidate_inputs(23'500);
+  cand.ncu_kernels.assign(10, fused_kernel());
+  for (auto& k : cand.ncu_kernels) k.duration_ns = 2'300;
+  cand.cupti->kernels.assign(10, {fused_demangled, 1'000, {128, 1, 1}, {256, 1, 1}, 7});
+  cand.cupti->launches = checked<launch_summary>::pass(launches(10, 23'500));
+  const auto r = make_report(reference_inputs(), cand);
+  EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::launch_bound)
+      << r.candidate_side.bound.reason;
+}
+
 TEST(ProfileReport, KernelWithoutDurationGivesNoClassAndSaysWhy) {
   auto cand = candidate_inputs();
+  cand.cupti.reset();                   // no CUPTI times: ncu's decide
   cand.ncu_kernels[0].duration_ns = 0;  // ncu printed "n/a": not collected, not broken
   auto r = make_report(reference_inputs(), cand);
   EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::unknown) << "not launch gaps either";
@@ -413,6 +437,7 @@ TEST(ProfileReport, KernelWithoutDurationGivesNoClassAndSaysWhy) {
   auto source = ncu_source();
   source.missing_metrics = {"gpu__time_duration.sum"};
   auto ref = reference_inputs();
+  ref.cupti.reset();
   for (auto& k : ref.ncu_kernels) k.duration_ns = 0;
   r = build_report("p", "c", "NVIDIA H200", h200(), "test roofs", source, ref, cand);
   for (const auto* s : {&r.reference, &r.candidate_side}) {
