@@ -183,7 +183,19 @@ checked<peak_memory> measure_peak_memory(const memory_sample& s) {
   if (!have_allocator)
     flags.push_back({"peak_memory_device_only", severity_info,
                      "no allocator statistics: peak memory is the device free-memory drop alone"});
-  append(flags, check_peak_memory(p.bytes, s.output_bytes, s.device_memory_bytes));
+  // Outputs the forward did not allocate (it wrote into a buffer it keeps, or returned a view of
+  // an input) are not in its peak: the lower bound does not hold then.
+  std::uint64_t outputs = s.output_bytes;
+  if (s.allocator_allocated_bytes && p.raw_bytes == 0 && *s.allocator_allocated_bytes < outputs) {
+    flags.push_back(
+        {"outputs_not_allocated_by_forward", severity_info,
+         fmt::format("the forward allocated {} bytes, fewer than its outputs' {}: they were not "
+                     "all made by this forward (a buffer it keeps, a view of an input), so its "
+                     "peak need not hold them",
+                     *s.allocator_allocated_bytes, s.output_bytes)});
+    outputs = 0;
+  }
+  append(flags, check_peak_memory(p.bytes, outputs, s.device_memory_bytes));
   return make_checked(p, std::move(flags));
 }
 

@@ -87,6 +87,10 @@ struct timed_forward {
 struct memory_sample {
   std::optional<std::uint64_t> allocator_baseline_bytes;  ///< allocated bytes at the reset
   std::optional<std::uint64_t> allocator_peak_bytes;      ///< peak allocated bytes since the reset
+  /** The bytes the forward allocated through the allocator, all its allocations together (freed
+   *  or not): under the outputs' bytes, the outputs were not all allocated by this forward (a
+   *  buffer it keeps, a view of an input), and invariant 10's lower bound does not hold. */
+  std::optional<std::uint64_t> allocator_allocated_bytes;
   /** Growth of the allocator's reserved bytes during the forward: it already shows in the device
    *  free-memory delta and must not be counted twice. 0 when unknown. */
   std::uint64_t allocator_reserved_growth_bytes = 0;

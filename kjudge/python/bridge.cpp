@@ -498,7 +498,7 @@ allocator_memory session::allocator_stats(bool reset_peak) {
   return m_impl->call("allocator statistics", [&] {
     const py::tuple t = m_impl->harness.attr("allocator_memory")(reset_peak);
     return allocator_memory{t[0].cast<std::uint64_t>(), t[1].cast<std::uint64_t>(),
-                            t[2].cast<std::uint64_t>()};
+                            t[2].cast<std::uint64_t>(), t[3].cast<std::uint64_t>()};
   });
 }
 

@@ -121,6 +121,7 @@ struct allocator_memory {
   std::uint64_t allocated = 0;
   std::uint64_t peak_allocated = 0;  ///< since the last reset
   std::uint64_t reserved = 0;
+  std::uint64_t allocated_ever = 0;  ///< the bytes of every allocation so far (a counter)
 };
 
 class session {

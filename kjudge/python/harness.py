@@ -1797,14 +1797,16 @@ def trial_native_outputs():
 
 
 def allocator_memory(reset_peak):
-    """(allocated, peak allocated since the last reset, reserved) bytes of torch's caching
-    allocator on the current device; zeros on the CPU. reset_peak: reset the peak first."""
+    """(allocated, peak allocated since the last reset, reserved, allocated ever: the bytes of
+    every allocation since torch started) bytes of torch's caching allocator on the current
+    device; zeros on the CPU. reset_peak: reset the peak first."""
     if DEVICE != "cuda":
-        return (0, 0, 0)
+        return (0, 0, 0, 0)
     if reset_peak:
         torch.cuda.reset_peak_memory_stats()
+    ever = torch.cuda.memory_stats().get("allocated_bytes.all.allocated", 0)
     return (torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated(),
-            torch.cuda.memory_reserved())
+            torch.cuda.memory_reserved(), ever)
 
 
 def synchronize_candidate():

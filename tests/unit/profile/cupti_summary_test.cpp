@@ -368,6 +368,22 @@ TEST(PeakMemory, BelowTheOutputsIsInvariant10) {
   EXPECT_EQ(p.failure().code, "peak_memory_below_outputs");
 }
 
+TEST(PeakMemory, OutputsTheForwardDidNotAllocateAreNotItsLowerBound) {
+  // A forward that writes into a buffer it keeps (or returns a view of an input) allocates
+  // nothing for its outputs: its peak was held to their bytes, an error on a valid candidate.
+  memory_sample s;
+  s.allocator_baseline_bytes = mib;
+  s.allocator_peak_bytes = mib;
+  s.allocator_allocated_bytes = 0;
+  s.output_bytes = 4096;
+  const auto p = measure_peak_memory(s);
+  ASSERT_TRUE(p.ok()) << p.failure().message;
+  EXPECT_TRUE(has_code(p.flags(), "outputs_not_allocated_by_forward"));
+  // A forward that did allocate as much as its outputs is held to them still.
+  s.allocator_allocated_bytes = 8192;
+  EXPECT_EQ(measure_peak_memory(s).failure().code, "peak_memory_below_outputs");
+}
+
 TEST(PeakMemory, AboveTheDeviceIsInvariant10) {
   memory_sample s;
   s.device_free_before_bytes = 200 * mib;
