@@ -186,6 +186,7 @@ counter_run collect_counters(job j, const counter_options& options) {
     out.candidate = profile::kernels_in_range(report, profile::ncu_candidate_range);
     out.source.collected = !report.kernels.empty();
     out.source.missing_metrics = report.missing_metrics;
+    out.source.nvtx_unreadable = report.nvtx_unreadable;
     if (!out.source.collected)
       out.source.unavailable_reason =
           fmt::format("ncu profiled no kernel (the profiled worker ended: {})",

@@ -440,10 +440,17 @@ struct row_context {
 
 /** `2634  "<default domain>:kjudge_reference:none:none:none:none:none:none" ` -> range names:
  *  a thread id, then one quoted domain:range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg per
- *  pushed range, outermost first. */
+ *  pushed range, outermost first. A stack that cannot be read to its end (a range the candidate
+ *  named with a quote in it) keeps the ranges read before it, outermost first, kjudge's own among
+ *  them, and says why in `unreadable`: it threw, and every kernel of both sides was lost. */
 [[nodiscard]] std::vector<std::string> parse_nvtx_stack(std::string_view s, std::string_view column,
-                                                        const row_context& r) {
+                                                        const row_context& r,
+                                                        std::string& unreadable) {
   std::vector<std::string> ranges;
+  const auto fail_field = [&](const row_context& row, std::string_view col, std::string why) {
+    unreadable =
+        fmt::format("line {} (kernel ID {}), column \"{}\": {}", row.line, row.id, col, why);
+  };
   std::size_t i = 0;
   const auto skip_space = [&]() {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
@@ -453,11 +460,15 @@ struct row_context {
   for (;;) {
     skip_space();
     if (i >= s.size()) break;
-    if (s[i] != '"')
+    if (s[i] != '"') {
       fail_field(r, column, fmt::format("cannot read the NVTX range stack \"{}\"", s));
+      return ranges;
+    }
     const std::size_t close = s.find('"', i + 1);
-    if (close == std::string_view::npos)
+    if (close == std::string_view::npos) {
       fail_field(r, column, fmt::format("unterminated NVTX range in \"{}\"", s));
+      return ranges;
+    }
     const std::string_view entry = s.substr(i + 1, close - i - 1);
     i = close + 1;
     std::vector<std::string_view> parts;
@@ -468,11 +479,13 @@ struct row_context {
       start = colon + 1;
     }
     constexpr std::size_t trailing = 6;  // PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg
-    if (parts.size() < 2 + trailing)
+    if (parts.size() < 2 + trailing) {
       fail_field(r, column,
                  fmt::format("NVTX range \"{}\" is not domain:range:PL_Type:PL_Value:CLR_Type:"
                              "Color:Msg_Type:Msg",
                              entry));
+      return ranges;
+    }
     // The range name may itself hold ':'; the domain is before the first one.
     const std::size_t name_begin = parts[0].size() + 1;
     std::size_t name_end = entry.size();
@@ -629,7 +642,11 @@ ncu_report parse_ncu_raw_csv(std::string_view text) {
       const bound_column s{*stream_col, 1.0, true};
       k.stream = static_cast<std::uint32_t>(field_value(t.columns, row, s, ctx).value_or(0));
     }
-    if (nvtx_col) k.nvtx_ranges = parse_nvtx_stack(row[*nvtx_col], t.columns[*nvtx_col], ctx);
+    if (nvtx_col) {
+      std::string unreadable;
+      k.nvtx_ranges = parse_nvtx_stack(row[*nvtx_col], t.columns[*nvtx_col], ctx, unreadable);
+      if (!unreadable.empty()) report.nvtx_unreadable.push_back(std::move(unreadable));
+    }
     kernel_metrics& m = k.metrics;
     m.name = row[*name_col];
     m.demangled_name = m.name;  // ncu prints demangled names by default

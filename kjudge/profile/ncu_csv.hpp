@@ -92,13 +92,17 @@ struct ncu_report {
   /** Metrics kernel_metrics wants that no column had (their fields stay 0 / absent). */
   std::vector<std::string> missing_metrics;
   std::string device_name;  ///< device__attribute_display_name of the first kernel ("NVIDIA H200")
+  /** Why a kernel's NVTX range stack could not be read to its end (one entry a kernel; its
+   *  ranges before that point were kept). */
+  std::vector<std::string> nvtx_unreadable;
 };
 
 /** Parses ncu's raw CSV page. Throws kj::error (protocol) with the line, column and field on
  *  malformed input: no table header, a row with the wrong number of fields, an unterminated
  *  quote, a non-numeric value in a metric kernel_metrics reads, an unknown unit on such a metric,
- *  an unreadable NVTX range stack. When ncu reports "No kernels were profiled" and prints no
- *  table, the report is empty (no kernels), as it is for a table with no kernel rows. */
+ *  not an NVTX range stack that cannot be read to its end (nvtx_unreadable). When ncu reports "No
+ * kernels were profiled" and prints no table, the report is empty (no kernels), as it is for a
+ * table with no kernel rows. */
 [[nodiscard]] ncu_report parse_ncu_raw_csv(std::string_view text);
 
 /** The explicit `--metrics` list kjudge passes to ncu (comma-join it). Launch (`launch__*`) and

@@ -333,6 +333,14 @@ profile_report build_report(std::string problem, std::string candidate, std::str
 
   append_unique(r.flags, check_ceilings(roofs));
   if (!unreported.empty()) append_unique(r.flags, {missing_metrics_flag(unreported)});
+  if (const auto& bad = r.counters.nvtx_unreadable; !bad.empty())
+    append_unique(r.flags,
+                  {{"ncu_nvtx_unreadable", severity_warning,
+                    fmt::format("the NVTX range stack of {} kernel(s) could not be read to its end "
+                                "(the ranges before that point were kept: a kernel is still "
+                                "the reference's or the candidate's by kjudge's own, outermost "
+                                "range): {}",
+                                bad.size(), bad.front())}});
   if (!r.counters.collected)
     append_unique(r.flags, {{"counters_unavailable", severity_info,
                              fmt::format("hardware counters were not collected: {}",

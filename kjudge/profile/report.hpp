@@ -107,6 +107,9 @@ struct counter_source {
    *  computed from one is withheld (`no_data`, naming it), and the report carries the warning
    *  `ncu_metrics_missing`. */
   std::vector<std::string> missing_metrics;
+  /** Why kernels' NVTX stacks could not be read to their end (ncu_report::nvtx_unreadable): the
+   *  warning `ncu_nvtx_unreadable`. */
+  std::vector<std::string> nvtx_unreadable;
 };
 
 /** The `ncu_metrics_missing` flag names at most this many metrics (then "and N more"); the JSON's

@@ -291,7 +291,8 @@ nlohmann::json to_json(const profile_report& r) {
             {"unavailable_reason", r.counters.unavailable_reason},
             // null where no Nsight Compute run happened (no ncu, no counters asked for)
             {"wall_s", r.counters.wall_s > 0 ? json(r.counters.wall_s) : json(nullptr)},
-            {"missing_metrics", r.counters.missing_metrics}}},
+            {"missing_metrics", r.counters.missing_metrics},
+            {"nvtx_unreadable", r.counters.nvtx_unreadable}}},
           {"sides",
            {{"reference", side_json(r.reference)}, {"candidate", side_json(r.candidate_side)}}},
           {"fusion_ratio", r.fusion_ratio},
@@ -314,6 +315,7 @@ profile_report report_from_json(const nlohmann::json& j) {
     counters.wall_s = field_or(c, "wall_s", 0.0);  // null: no Nsight Compute run
     // Absent in profiles written before the field existed: nothing was known to be missing.
     counters.missing_metrics = c.value("missing_metrics", std::vector<std::string>{});
+    counters.nvtx_unreadable = c.value("nvtx_unreadable", std::vector<std::string>{});
     const json& sides = j.at("sides");
     const json& ref = sides.at("reference");
     const json& cand = sides.at("candidate");

@@ -383,6 +383,22 @@ TEST(ncu_csv_hand_made, unknown_unit_on_a_read_metric_is_an_error) {
   EXPECT_TRUE(contains(msg, "--print-units base")) << msg;
 }
 
+TEST(ncu_csv_hand_made, an_unreadable_nvtx_range_keeps_the_ranges_before_it) {
+  // The candidate's own range named with a quote, inside kjudge's: the parser threw, and every
+  // kernel of both sides was lost ("ncu's report could not be read").
+  const std::string text =
+      mini(base_units,
+           "\"0\",\"77  \"\"<default domain>:kjudge_candidate:none:none:none:none:none:none\"\" "
+           "\"\"<default domain>:my\"\"range:none:none:none:none:none:none\"\" \",\"k\","
+           "\"3\",\"(4, 2, 1)\",\"(32, 1, 1)\",\"1500\",\"2048\",\"1\",\"50\"\n");
+  const auto r = parse_ncu_raw_csv(text);
+  ASSERT_EQ(r.kernels.size(), 1U);
+  EXPECT_EQ(r.kernels[0].nvtx_ranges.front(), "kjudge_candidate");
+  EXPECT_EQ(kernels_in_range(r, ncu_candidate_range).size(), 1U);
+  ASSERT_EQ(r.nvtx_unreadable.size(), 1U);
+  EXPECT_NE(r.nvtx_unreadable[0].find("kernel ID 0"), std::string::npos) << r.nvtx_unreadable[0];
+}
+
 TEST(ncu_csv_hand_made, a_stall_printed_as_n_a_is_unreported_and_its_shares_withheld) {
   // A stall reason ncu printed as n/a was left out of the map, and the others' shares were
   // renormalised to 100% (barrier = 100% here), unflagged.
