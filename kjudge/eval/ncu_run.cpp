@@ -121,6 +121,19 @@ std::string ncu_failure_reason(const std::string& log) {
   return "";
 }
 
+namespace {
+
+/** Whether ncu's page holds a table with at least one kernel row that parses. */
+bool table_with_kernels(const std::string& text) {
+  try {
+    return !profile::parse_ncu_raw_csv(text).kernels.empty();
+  } catch (const kj::error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 counter_run collect_counters(job j, const counter_options& options) {
   counter_run out;
   out.source.clock_control = "none";
@@ -175,6 +188,10 @@ counter_run collect_counters(job j, const counter_options& options) {
       continue;
     }
     out.source.unavailable_reason = ncu_failure_reason(log_and_output);
+    // A table with kernels serves: an ==ERROR== line (ncu's about one kernel, or one the
+    // candidate printed itself, which the worker's output holds too) does not take it away.
+    if (!out.source.unavailable_reason.empty() && table_with_kernels(text))
+      out.source.unavailable_reason.clear();
     break;
   }
   out.source.wall_s =
