@@ -100,8 +100,8 @@ constexpr std::array<const char*, 11> k_build_env = {
 }
 
 /** The probe kjudge calls after kj_forward to read the candidate's own CUDA runtime's last error
- *  (include/kjudge/detail/launch_probe.h), included into every build; empty where it is missing
- *  (then there is no probe). */
+ *  (include/kjudge/detail/launch_probe.h), included into every build; empty without an include
+ *  folder (build_native refuses a build whose folder lacks it). */
 [[nodiscard]] fs::path launch_probe(const nvcc_request& request) {
   if (request.include_dir.empty()) return {};
   fs::path probe = request.include_dir / "kjudge" / "detail" / "launch_probe.h";
@@ -567,14 +567,22 @@ struct dependency {
   static const std::regex assembler(R"(\.s:\d+: (Error|Warning): )");
   // What follows the assembler's header (`/tmp/x.s: Assembler messages:`) is its diagnostics
   // and what the source's asm prints (`.print "No space left on device"`: lines of the source's
-  // choosing, with no position, which may read like any tool's): the source's words, to the end
-  // (the host compilation stops there; a full disk meanwhile fails the empty source as well).
+  // choosing, with no position), up to the next line a tool starts (the link goes on after an
+  // assembler's warning, and a linker killed then is the tool's failure). A `.print` that starts
+  // like a tool's line can still pass for one: the candidate's build then fails as the tool's,
+  // which gains it nothing; an honest candidate is never blamed for the tool.
   static const std::regex assembler_header(R"(: Assembler messages:\s*$)");
+  static const std::regex tool_line(
+      R"(^(nvcc|g\+\+|gcc|c\+\+|cc1plus|cc1|collect2|ld|/\S*/ld|ptxas|cicc|fatbinary|nvlink)\b)");
   bool in_assembler = false;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
-    in_assembler = in_assembler || std::regex_search(line, assembler_header);
-    if (in_assembler) continue;
+    if (std::regex_search(line, assembler_header)) {
+      in_assembler = true;
+      continue;
+    }
+    if (in_assembler && !std::regex_search(line, tool_line)) continue;
+    in_assembler = false;
     if (about_source(line)) continue;
     line = without_quoted(line);  // names the candidate chose (symbols, files) are quoted
     if (line.empty() || line[0] == ' ' || line[0] == '\t' ||

@@ -118,7 +118,8 @@ std::optional<profile::cupti_forward> record_forward(measure::target& t, const f
   mem.device_free_after_bytes = device_free_bytes();
   const auto after = ctx.session->allocator_stats(false);
   mem.allocator_peak_bytes = after.peak_allocated;
-  if (after.allocated_ever >= before.allocated_ever)
+  // 0 ever allocated: no such statistic (inputs and weights are allocated before any forward).
+  if (after.allocated_ever > 0 && after.allocated_ever >= before.allocated_ever)
     mem.allocator_allocated_bytes = after.allocated_ever - before.allocated_ever;
   mem.allocator_reserved_growth_bytes =
       after.reserved > before.reserved ? after.reserved - before.reserved : 0;

@@ -123,10 +123,13 @@ std::string ncu_failure_reason(const std::string& log) {
 
 namespace {
 
-/** Whether ncu's page holds a table with at least one kernel row that parses. */
+/** Whether ncu's page holds a table that parses with kernels of both sides (one side's alone:
+ *  the run failed on the other's, as when the candidate crashed under ncu's replay). */
 bool table_with_kernels(const std::string& text) {
   try {
-    return !profile::parse_ncu_raw_csv(text).kernels.empty();
+    const auto report = profile::parse_ncu_raw_csv(text);
+    return !profile::kernels_in_range(report, profile::ncu_reference_range).empty() &&
+           !profile::kernels_in_range(report, profile::ncu_candidate_range).empty();
   } catch (const kj::error&) {
     return false;
   }
@@ -188,9 +191,12 @@ counter_run collect_counters(job j, const counter_options& options) {
       continue;
     }
     out.source.unavailable_reason = ncu_failure_reason(log_and_output);
-    // A table with kernels serves: an ==ERROR== line (ncu's about one kernel, or one the
-    // candidate printed itself, which the worker's output holds too) does not take it away.
-    if (!out.source.unavailable_reason.empty() && table_with_kernels(text))
+    // A table with both sides' kernels serves: an ==ERROR== line (ncu's about one kernel, or
+    // one the candidate printed itself, which the worker's output holds too) does not take it
+    // away; a worker that did not end normally does (what it did not run has no counters).
+    const bool worker_ran =
+        out.worker.status == eval_status::correct || out.worker.status == eval_status::incorrect;
+    if (!out.source.unavailable_reason.empty() && worker_ran && table_with_kernels(text))
       out.source.unavailable_reason.clear();
     break;
   }

@@ -447,9 +447,16 @@ struct row_context {
                                                         const row_context& r,
                                                         std::string& unreadable) {
   std::vector<std::string> ranges;
+  // The rest unreadable: kjudge's own ranges are still looked for in it (by their names between
+  // the domain's and the payload's colons), so that a kernel under a candidate's range that
+  // cannot be read, outside or inside kjudge's, stays the side's it ran on.
   const auto fail_field = [&](const row_context& row, std::string_view col, std::string why) {
     unreadable =
         fmt::format("line {} (kernel ID {}), column \"{}\": {}", row.line, row.id, col, why);
+    for (const std::string_view own : {ncu_reference_range, ncu_candidate_range})
+      if (s.find(fmt::format(":{}:", own)) != std::string_view::npos &&
+          std::find(ranges.begin(), ranges.end(), own) == ranges.end())
+        ranges.emplace_back(own);
   };
   std::size_t i = 0;
   const auto skip_space = [&]() {

@@ -82,7 +82,10 @@ bool same_kernel(const kernel_metrics& ncu, const timed_kernel& cupti) {
 classification classify_side(const side_inputs& in, const side_profile& s) {
   double sum_ns = 0;
   std::size_t timed = 0;
-  const bool cupti_times = in.cupti && !in.cupti->kernels.empty();
+  // CUPTI's times serve where it timed every kernel it saw and dropped no record; else ncu's.
+  const bool cupti_times = in.cupti && !in.cupti->kernels.empty() && in.cupti->launches.ok() &&
+                           std::all_of(in.cupti->kernels.begin(), in.cupti->kernels.end(),
+                                       [](const timed_kernel& k) { return k.duration_ns > 0; });
   for (const auto& k : s.kernels) {
     if (cupti_times) break;
     const auto& time = k.derived.duration_ns;

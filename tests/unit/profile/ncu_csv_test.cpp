@@ -397,6 +397,17 @@ TEST(ncu_csv_hand_made, an_unreadable_nvtx_range_keeps_the_ranges_before_it) {
   EXPECT_EQ(kernels_in_range(r, ncu_candidate_range).size(), 1U);
   ASSERT_EQ(r.nvtx_unreadable.size(), 1U);
   EXPECT_NE(r.nvtx_unreadable[0].find("kernel ID 0"), std::string::npos) << r.nvtx_unreadable[0];
+
+  // The unreadable range outside kjudge's (pushed during a warm-up and never popped): kjudge's
+  // own is still found in the rest.
+  const auto outer = parse_ncu_raw_csv(
+      mini(base_units,
+           "\"0\",\"77  \"\"<default domain>:my\"\"range:none:none:none:none:none:none\"\" "
+           "\"\"<default domain>:kjudge_candidate:none:none:none:none:none:none\"\" \",\"k\","
+           "\"3\",\"(4, 2, 1)\",\"(32, 1, 1)\",\"1500\",\"2048\",\"1\",\"50\"\n"));
+  EXPECT_EQ(kernels_in_range(outer, ncu_candidate_range).size(), 1U);
+  EXPECT_TRUE(kernels_in_range(outer, ncu_reference_range).empty());
+  EXPECT_EQ(outer.nvtx_unreadable.size(), 1U);
 }
 
 TEST(ncu_csv_hand_made, a_stall_printed_as_n_a_is_unreported_and_its_shares_withheld) {
