@@ -420,6 +420,12 @@ TEST(ProfileReport, LaunchGapsAreJudgedOnCuptisClockNotNcus) {
   const auto r = make_report(reference_inputs(), cand);
   EXPECT_EQ(r.candidate_side.bound.bound, bottleneck::launch_bound)
       << r.candidate_side.bound.reason;
+  // CUPTI without a time for some kernel (no device memory for its records): its sum would lack
+  // it, so ncu's times decide (busy, here), as without CUPTI.
+  cand.cupti->kernels[3].duration_ns = 0;
+  const auto partial = make_report(reference_inputs(), cand);
+  EXPECT_NE(partial.candidate_side.bound.bound, bottleneck::launch_bound)
+      << partial.candidate_side.bound.reason;
 }
 
 TEST(ProfileReport, KernelWithoutDurationGivesNoClassAndSaysWhy) {
