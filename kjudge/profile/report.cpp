@@ -340,9 +340,9 @@ profile_report build_report(std::string problem, std::string candidate, std::str
     append_unique(r.flags,
                   {{"ncu_nvtx_unreadable", severity_warning,
                     fmt::format("the NVTX range stack of {} kernel(s) could not be read to its end "
-                                "(the ranges before that point were kept: a kernel is still "
-                                "the reference's or the candidate's by kjudge's own, outermost "
-                                "range): {}",
+                                "(the ranges before that point were kept, and kjudge's own "
+                                "ranges looked for in the rest: a kernel is still the reference's "
+                                "or the candidate's): {}",
                                 bad.size(), bad.front())}});
   if (!r.counters.collected)
     append_unique(r.flags, {{"counters_unavailable", severity_info,
