@@ -335,7 +335,13 @@ def _deep_copy(x):
 def _seed(seed):
     seed &= _SEED_MASK  # derived seeds (base + k) wrap, as the C++ side's do
     torch.manual_seed(seed)  # seeds every device too
-    random.seed(seed)  # for get_inputs() that draw with Python's random or NumPy's
+    _seed_python(seed)
+
+
+def _seed_python(seed):
+    """Python's and NumPy's generators, for code that draws with them (get_inputs(), a forward):
+    `seed` already within _SEED_MASK."""
+    random.seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed % (1 << 32))
@@ -1117,18 +1123,19 @@ def _is_code(v):
     return _callable(v) or _isinstance(v, _ModuleType)
 
 
-def _code_bindings(space):
-    """The bindings of one of torch's modules that its functions look up when they run, private
-    ones included, all of them: the names watched are those bound to code (_is_code: functions,
-    classes, modules: `F` in torch.nn.modules.linear, `_VF` in torch.nn.functional) before or
-    after (a global that goes from None to a function is a change, and the reference gets its
-    None back). Its other values (caches, flags, registries) are torch's own state, which its
-    code changes as it runs."""
-    return dict(vars(space))
+def _bindings(space, code_only):
+    """The bindings of a watched namespace: its public ones (_public); or, for one of torch's
+    modules that its functions look up when they run (`code_only`), every one, private ones
+    included, of which _Reach watches those bound to code (_is_code: functions, classes, modules:
+    `F` in torch.nn.modules.linear, `_VF` in torch.nn.functional) before or after (a global that
+    goes from None to a function is a change, and the reference gets its None back). Their other
+    values (caches, flags, registries) are torch's own state, which its code changes as it
+    runs."""
+    return dict(vars(space)) if code_only else _public(space)
 
 
-# The modules whose code bindings (_code_bindings) are watched: what the reference's modules
-# and functional calls run through.
+# The modules whose code bindings (_bindings(code_only)) are watched: what the reference's
+# modules and functional calls run through.
 _CODE_SPACES = ("torch.nn", "torch.functional", "torch._VF", "torch._C._nn", "torch._tensor")
 
 
@@ -1244,7 +1251,7 @@ class _Reach:
     def __init__(self):
         self.armed = False
         self.table = []
-        self.spaces = []           # (label, namespace, its watched bindings: _public, ...)
+        self.spaces = []           # (label, namespace, code_only: see _bindings)
         self.ref_settings = {}     # label -> value, the reference's
         self.ref_bindings = []     # per namespace: name -> value, the reference's
         self.cand_settings = {}    # label -> value: what the candidate changed
@@ -1264,17 +1271,16 @@ class _Reach:
     def arm(self):
         self.armed = True
         self.table = _settings_table()
-        spaces = [("builtins", builtins, _public), ("torch", torch, _public),
-                  ("torch.Tensor", torch.Tensor, _public),
-                  ("torch.nn.Module", torch.nn.Module, _public)]
+        spaces = [("builtins", builtins, False), ("torch", torch, False),
+                  ("torch.Tensor", torch.Tensor, False), ("torch.nn.Module", torch.nn.Module, False)]
         for name in ("linalg", "fft", "special", "cuda"):
             space = _under_torch(name)
             if space is not None:
-                spaces.append(("torch." + name, space, _public))
+                spaces.append(("torch." + name, space, False))
         for name, cls in sorted(vars(torch.nn).items()):
             if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
                     and cls is not torch.nn.Module):
-                spaces.append(("torch.nn." + name, cls, _public))
+                spaces.append(("torch.nn." + name, cls, False))
         # The modules the reference's layers run through, private names too (a candidate that
         # replaced torch.nn.modules.linear's `F` made every nn.Linear of the reference compute
         # what it chose), by their code bindings alone.
@@ -1285,7 +1291,7 @@ class _Reach:
                 vars(module)
             except TypeError:
                 continue
-            spaces.append((name, module, _code_bindings))
+            spaces.append((name, module, True))
         self.spaces = spaces
 
     def _settings(self):
@@ -1323,16 +1329,15 @@ class _Reach:
         """(key, label, name, expected value, current value) for each binding of the namespaces
         that differs from `expected(key, reference's value)`; submodules (imports) and lazily
         created __annotations__ are not changes."""
-        for i, (label, space, bindings) in enumerate(self.spaces):
+        for i, (label, space, code_only) in enumerate(self.spaces):
             ref = self.ref_bindings[i]
-            cur = bindings(space)
-            code_only = bindings is _code_bindings
+            cur = _bindings(space, code_only)
             for name in set(ref) | set(cur):
                 key = (i, name)
                 was = expected(key, ref.get(name, _ABSENT))
                 value = cur.get(name, _ABSENT)
                 if code_only and not (_is_code(was) or _is_code(value)):
-                    continue  # torch's own data (see _code_bindings)
+                    continue  # torch's own data (see _bindings)
                 # A module bound where there was none is an import (a submodule's, lazily).
                 if (value is was or (was is _ABSENT and isinstance(value, types.ModuleType))
                         or _lazy_annotations(name, was, value)):
@@ -1408,7 +1413,7 @@ class _Reach:
             return
         self.use("reference")
         self.ref_settings = self._settings()
-        self.ref_bindings = [bindings(space) for _, space, bindings in self.spaces]
+        self.ref_bindings = [_bindings(space, code_only) for _, space, code_only in self.spaces]
         if not self.sealed:  # after seal(), the baseline stays the one seal() took
             problem = (_class_bindings(_problem) if _problem is not None else None)
             self.entered = (problem, _in_force(), dict(globals()))
@@ -2000,7 +2005,6 @@ def _within_unit(tensors):
 
 # The generators a forward draws from: torch's CPU generator, and the GPU's (setup).
 _generators = [torch.default_generator]
-_random_seed, _modules = random.seed, sys.modules
 
 
 def _sample_seed(sample):
@@ -2016,10 +2020,7 @@ def _seed_generators(seed):
     seed &= _SEED_MASK
     for g in _generators:
         g.manual_seed(seed)
-    _random_seed(seed)
-    numpy = _modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed % (1 << 32))
+    _seed_python(seed)
 
 
 def _factor(sample):

@@ -422,8 +422,6 @@ constexpr auto k_unreported_grace = std::chrono::seconds(3);
  *  unreported is looked at (it has ended where its pool, stopped or stalled, has not reaped it;
  *  a pool that runs reports within milliseconds). */
 constexpr auto k_unreported_look = std::chrono::milliseconds(250);
-/** How long a child seen ended that way may still be reported before the loop stops waiting. */
-constexpr auto k_report_grace = std::chrono::seconds(1);
 
 /** argv[0] as a path to execve: names without a slash are looked up on `search_path` as exec
  *  finds them for a process that runs in `cwd` (this process's folder when empty): a relative
@@ -759,7 +757,6 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
   std::size_t echo_dropped = 0;  // echoed output our stderr could not take without waiting
   bool reaped = false;
   steady::time_point next_unreported_look = steady::time_point::min();
-  steady::time_point ended_unreported_since = steady::time_point::max();
   int interrupted = 0;  // the signal, once seen (exit_on_interrupt)
   steady::time_point interrupted_give_up = steady::time_point::max();
   int status = 0;
@@ -787,30 +784,26 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
     const bool pipes_open = readers[0].fd.open() || readers[1].fd.open();
     if (reaped && (!pipes_open || now >= drain_until)) break;
 
-    // Ended and not reported (its pool was stopped after the child's end): not the child's
-    // timeout, since it ended within its limit, nor a wait for the limit once its pipes closed.
-    // A zombie is looked at for a second first: a pool that runs reaps it within milliseconds.
-    const bool look_unreported = !reaped && !timed_out && child.may_go_unreported() &&
-                                 ended_unreported_since == steady::time_point::max() &&
-                                 (!pipes_open || now >= deadline);
+    // Ended and not reported (its pool was stopped after the child's end; child_handle::
+    // ended_unreported() judges that): not the child's timeout, since it ended within its limit,
+    // nor a wait for the limit once its pipes closed.
+    const bool look_unreported =
+        !reaped && !timed_out && child.may_go_unreported() && (!pipes_open || now >= deadline);
     if (look_unreported && (now >= next_unreported_look || now >= deadline)) {
       next_unreported_look = now + k_unreported_look;
-      if (child.ended_unreported()) ended_unreported_since = now;
+      if (child.ended_unreported()) {
+        detail::signal_group(pid, SIGKILL);  // what is left of its group (the zombie holds the id)
+        result.error =
+            "the worker pool (stopped or stalled) did not report the exit status of its child, "
+            "which had ended";
+        result.wall = steady::now() - start;
+        reaped = true;
+        stdin_fd.reset();
+        drain_until = now + k_drain_grace;
+        continue;
+      }
     }
-    if (!reaped && ended_unreported_since != steady::time_point::max() &&
-        now >= ended_unreported_since + k_report_grace) {
-      detail::signal_group(pid, SIGKILL);  // what is left of its group (the zombie holds the id)
-      result.error =
-          "the worker pool (stopped or stalled) did not report the exit status of its child, "
-          "which had ended";
-      result.wall = steady::now() - start;
-      reaped = true;
-      stdin_fd.reset();
-      drain_until = now + k_drain_grace;
-      continue;
-    }
-    if (!reaped && !timed_out && now >= deadline &&
-        ended_unreported_since == steady::time_point::max()) {
+    if (!reaped && !timed_out && now >= deadline) {
       timed_out = true;
       detail::signal_group(pid, SIGTERM);
       kill_at = now + k_term_grace;
@@ -831,8 +824,6 @@ process_result supervise(child_handle& child, unique_fd stdin_fd, unique_fd outp
     int wait_ms = 60'000;
     if (reaped)
       wait_ms = ms_until(drain_until, now);
-    else if (ended_unreported_since != steady::time_point::max())
-      wait_ms = ms_until(ended_unreported_since + k_report_grace, now);
     else if (!timed_out)
       wait_ms = ms_until(deadline, now);
     else if (!killed)

@@ -185,7 +185,7 @@ class child_handle {
   /** Whether the child is seen to have ended although ended() has not said so and will not
    *  (a pool's child left unreaped, a zombie of the pool, by a pool that is stopped or frozen,
    *  or has not reaped it for longer than a running pool would): the loop then stops waiting
-   *  for the report a second later, and the result is `lost`, not the candidate's timeout. */
+   *  for the report, and the result is `lost`, not the candidate's timeout. */
   [[nodiscard]] virtual bool ended_unreported() { return false; }
 };
 
