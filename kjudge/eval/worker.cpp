@@ -28,6 +28,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/result.hpp>
+#include <kjudge/core/text.hpp>
 #include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
 #include <kjudge/cuda/probe.hpp>
@@ -251,10 +252,7 @@ class pipeline {
     const auto copy = m_session->build_candidate(m_job.base_seed);
     m_events.send({{"weight_copy", copy.method}});
     if (copy.method == "seed_only" || copy.method == "partial") {
-      std::string names;
-      for (std::size_t i = 0; i < copy.unpaired.size() && i < 8; ++i)
-        names += (i > 0 ? ", " : "") + copy.unpaired[i];
-      if (copy.unpaired.size() > 8) names += fmt::format(", ... ({} in all)", copy.unpaired.size());
+      const std::string names = listed(copy.unpaired, 8, ", ");
       m_events.flag(
           "weights_not_copied", "warning",
           copy.method == "partial"
@@ -583,14 +581,13 @@ class pipeline {
     if (m_job.kind != candidate_kind::python) return;
     const auto changes = m_session->candidate_changes(after_timing);
     if (changes.empty()) return;
-    constexpr std::size_t kListed = 16;
-    std::string list;
+    std::vector<std::string> texts;
     bool by_torch = true;
-    for (std::size_t i = 0; i < changes.size(); ++i) {
-      by_torch = by_torch && changes[i].by_torch;
-      if (i < kListed) list += (list.empty() ? "" : "; ") + changes[i].text;
+    for (const auto& c : changes) {
+      by_torch = by_torch && c.by_torch;
+      texts.push_back(c.text);
     }
-    if (changes.size() > kListed) list += fmt::format("; and {} more", changes.size() - kListed);
+    const std::string list = listed(texts, 16, "; ");
     m_events.flag("candidate_changed_torch_state", by_torch ? "info" : "warning",
                   std::string(by_torch ? "torch's own code, run by the candidate's (as "
                                          "torch.compile does), replaced functions of torch"

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include <kjudge/core/text.hpp>
 #include <kjudge/profile/format.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/profile/report.hpp>
@@ -114,11 +115,8 @@ namespace {
 
 /** The first missing_metrics_named of `names`, then "and N more" and `more_suffix`. */
 std::string first_names(const std::vector<std::string>& names, std::string_view more_suffix) {
-  const std::size_t named = std::min(names.size(), missing_metrics_named);
-  std::string out = fmt::format(
-      "{}", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(named), ", "));
-  if (named < names.size())
-    out += fmt::format(", and {} more{}", names.size() - named, more_suffix);
+  std::string out = listed(names, missing_metrics_named, ", ");
+  if (names.size() > missing_metrics_named) out += more_suffix;
   return out;
 }
 
