@@ -121,22 +121,6 @@ std::string ncu_failure_reason(const std::string& log) {
   return "";
 }
 
-namespace {
-
-/** Whether ncu's page holds a table that parses with kernels of both sides (one side's alone:
- *  the run failed on the other's, as when the candidate crashed under ncu's replay). */
-bool table_with_kernels(const std::string& text) {
-  try {
-    const auto report = profile::parse_ncu_raw_csv(text);
-    return !profile::kernels_in_range(report, profile::ncu_reference_range).empty() &&
-           !profile::kernels_in_range(report, profile::ncu_candidate_range).empty();
-  } catch (const kj::error&) {
-    return false;
-  }
-}
-
-}  // namespace
-
 counter_run collect_counters(job j, const counter_options& options) {
   counter_run out;
   out.source.clock_control = "none";
@@ -191,22 +175,29 @@ counter_run collect_counters(job j, const counter_options& options) {
       continue;
     }
     out.source.unavailable_reason = ncu_failure_reason(log_and_output);
-    // A table with both sides' kernels serves: an ==ERROR== line (ncu's about one kernel, or
-    // one the candidate printed itself, which the worker's output holds too) does not take it
-    // away; a worker that did not end normally does (what it did not run has no counters).
-    const bool worker_ran =
-        out.worker.status == eval_status::correct || out.worker.status == eval_status::incorrect;
-    if (!out.source.unavailable_reason.empty() && worker_ran && table_with_kernels(text))
-      out.source.unavailable_reason.clear();
     break;
   }
   out.source.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!out.source.unavailable_reason.empty()) return out;
+  // A table with both sides' kernels serves: an ==ERROR== line (ncu's about one kernel, or one
+  // the candidate printed itself, which the worker's output holds too) does not take it away; a
+  // worker that did not end normally does (what it did not run has no counters), as does a
+  // table with one side's kernels alone (the run failed on the other's).
+  const bool worker_ran =
+      out.worker.status == eval_status::correct || out.worker.status == eval_status::incorrect;
+  if (!out.source.unavailable_reason.empty() && !worker_ran) return out;
   try {
     const auto report = profile::parse_ncu_raw_csv(text);
     out.reference = profile::kernels_in_range(report, profile::ncu_reference_range);
     out.candidate = profile::kernels_in_range(report, profile::ncu_candidate_range);
+    if (!out.source.unavailable_reason.empty()) {
+      if (out.reference.empty() || out.candidate.empty()) {
+        out.reference.clear();
+        out.candidate.clear();
+        return out;
+      }
+      out.source.unavailable_reason.clear();
+    }
     out.source.collected = !report.kernels.empty();
     out.source.missing_metrics = report.missing_metrics;
     out.source.nvtx_unreadable = report.nvtx_unreadable;
@@ -215,7 +206,9 @@ counter_run collect_counters(job j, const counter_options& options) {
           fmt::format("ncu profiled no kernel (the profiled worker ended: {})",
                       out.worker.message.empty() ? out.worker.worker.outcome : out.worker.message);
   } catch (const kj::error& e) {
-    out.source.unavailable_reason = "ncu's report could not be read: " + e.message();
+    // ncu's own failure, where it said one, rather than what its page lacks for it.
+    if (out.source.unavailable_reason.empty())
+      out.source.unavailable_reason = "ncu's report could not be read: " + e.message();
   }
   return out;
 }
