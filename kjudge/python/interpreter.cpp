@@ -67,10 +67,15 @@ std::string check_named_interpreter(const fs::path& python, const std::string& w
   o.timeout = limit;
   o.output_tail_bytes = 4096;
   const auto r = runner::run_process(o);
-  const auto word_after = [&r](const std::string& key) {
+  // What the probe printed after `key`, to the end of its line ("" where it printed no key).
+  const auto line_after = [&r](const std::string& key) {
     const auto at = r.output_tail.find(key);
     if (at == std::string::npos) return std::string();
-    std::istringstream in(r.output_tail.substr(at + key.size()));
+    const std::string rest = r.output_tail.substr(at + key.size());
+    return rest.substr(0, rest.find_first_of("\r\n"));
+  };
+  const auto word_after = [&line_after](const std::string& key) {
+    std::istringstream in(line_after(key));
     std::string word;
     in >> word;
     return word;
@@ -101,13 +106,7 @@ std::string check_named_interpreter(const fs::path& python, const std::string& w
              "{} (Python {}) finds no torch on its path ({}); install torch for it, or name "
              "another interpreter",
              what, version, r.ok() ? "importlib finds no 'torch'" : r.describe());
-  // The rest of its line (a path may hold spaces).
-  const std::string key = "kjudge-exe ";
-  const auto at = r.output_tail.find(key);
-  if (at == std::string::npos) return {};
-  std::string exe = r.output_tail.substr(at + key.size());
-  exe = exe.substr(0, exe.find_first_of("\r\n"));
-  return exe;
+  return line_after("kjudge-exe ");  // its whole line: a path may hold spaces
 }
 
 /** The interpreter to embed for one the user named: the Python it runs where that is another
@@ -143,18 +142,15 @@ interpreter_choice choose_interpreter(const fs::path& explicit_python,
     if (!fs::is_regular_file(st)) KJ_THROW(error_kind::usage, "{}: not a file", what);
     if (::access(path.c_str(), X_OK) != 0) KJ_THROW(error_kind::usage, "{}: not executable", what);
   };
-  if (!explicit_python.empty()) {
-    const std::string what = "--python " + explicit_python.string();
-    check(explicit_python, what);
-    const std::string reported = check_named_interpreter(explicit_python, what, check_limit);
-    return take(interpreter_to_embed(explicit_python, reported), "--python");
-  }
-  if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env) {
-    const std::string what = std::string("$KJUDGE_PYTHON=") + env;
-    check(env, what);
-    const std::string reported = check_named_interpreter(env, what, check_limit);
-    return take(interpreter_to_embed(env, reported), "$KJUDGE_PYTHON");
-  }
+  const auto named = [&](const fs::path& path, const std::string& what, const char* source) {
+    check(path, what);
+    return take(interpreter_to_embed(path, check_named_interpreter(path, what, check_limit)),
+                source);
+  };
+  if (!explicit_python.empty())
+    return named(explicit_python, "--python " + explicit_python.string(), "--python");
+  if (const char* env = std::getenv("KJUDGE_PYTHON"); env && *env)
+    return named(env, std::string("$KJUDGE_PYTHON=") + env, "$KJUDGE_PYTHON");
   struct probe {
     fs::path path;
     const char* source;
