@@ -241,6 +241,7 @@ std::optional<double> side_sampler::sample_device() {
   // host issues the forward (or its graph's replay), so start event, forward and end event then
   // run back to back on the GPU: end - start is GPU time without host submission cost.
   prepare_next();
+  const auto t_hold = clock::now();
   m_gpu->blocker.hold(m_gpu->stream, m_options.blocking_timeout);
   {
     release_on_exit release(m_gpu->blocker);
@@ -255,6 +256,10 @@ std::optional<double> side_sampler::sample_device() {
     // longer than the timeout, or it filled the launch queue. Either way this method cannot time
     // it. Or the host stalled once (another process, memory paged out): one timeout only loses
     // its sample; a forward that waits for the GPU times out every time, and the second says so.
+    // The time a timed-out sample took is the detection's, not the side's sampling: it is left
+    // out of spent(), so that the two timeouts (0.4 s by default, at most once a side) do not
+    // use up a short budget before the stream and host-wall figures have their samples.
+    m_lost_to_timeouts += since(t_hold);
     if (++m_blocking_timeouts < 2) {
       if (!m_result.device.note.empty()) m_result.device.note += "; ";
       m_result.device.note += fmt::format(
@@ -350,7 +355,8 @@ round_samples side_sampler::take_round() {
   // of three and two of six (and with two samples a round, after host-sync detection, half of an
   // even number of sets).
   m_next_input = next_round_start(first, m_next_input - first, rotated_sets());
-  m_spent += since(t_start);
+  m_spent += since(t_start) - m_lost_to_timeouts;
+  m_lost_to_timeouts = seconds{0.0};
   return r;
 }
 

@@ -82,7 +82,8 @@ class side_sampler {
    *  call's time. Not counted in spent(). */
   void warm_up();
   /** prime()s when the other side ran the last forward; then takes one sample of every enabled
-   *  figure. Adds the round's wall time to spent(). */
+   *  figure. Adds the round's wall time to spent(), less a device sample's whose blocking kernel
+   *  timed out (at most two a side). */
   [[nodiscard]] round_samples take_round();
   /** Appends a round's samples to the figures. */
   void keep(const round_samples& r);
@@ -140,6 +141,8 @@ class side_sampler {
   bool m_graphs = false;  ///< the device figure replays the target's graphs
   /** Device samples whose blocking kernel timed out: the second declares a host sync. */
   int m_blocking_timeouts = 0;
+  /** The time this round's timed-out device sample took: not counted in m_spent. */
+  seconds m_lost_to_timeouts{0.0};
 };
 
 }  // namespace kj::measure::detail
