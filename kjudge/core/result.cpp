@@ -31,6 +31,21 @@ void get(const nlohmann::json& j, const char* name, T& value) {
   }
 }
 
+// An absent optional is null, and null reads back as absent.
+template <class T>
+void put(nlohmann::json& j, const char* name, const std::optional<T>& value) {
+  j[name] = value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+template <class T>
+void get(const nlohmann::json& j, const char* name, std::optional<T>& value) {
+  const auto it = j.find(name);
+  if (it == j.end() || it->is_null()) {
+    value.reset();
+    return;
+  }
+  value = it->get<T>();
+}
+
 #define KJ_PUT(field) put(j, #field, v.field);
 #define KJ_GET(field) get(j, #field, v.field);
 #define KJ_JSON_FIELDS(type, ...)                    \
@@ -61,7 +76,8 @@ KJ_JSON_FIELDS(correctness_summary, trials, trials_passed, held_out_ran, held_ou
                stress_trials, stress_passed, stress_skipped, weight_copy, tolerance_source,
                precision)
 KJ_JSON_FIELDS(gpu_info, name, uuid, pci_bus_id, compute_capability, sm_count, memory_bytes,
-               l2_bytes, sm_clock_max_mhz, memory_clock_mhz, driver_version, runtime_version)
+               l2_bytes, sm_clock_max_mhz, memory_clock_mhz, driver_version, driver_release,
+               runtime_version)
 KJ_JSON_FIELDS(phase_time, name, start_s)
 KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last_phase, phases,
                output_tail, started_by, pool_refused, pool_not_started, pool_wait_s,

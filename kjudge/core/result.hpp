@@ -157,7 +157,9 @@ struct gpu_info {
   int sm_count = 0;
   std::uint64_t memory_bytes = 0, l2_bytes = 0;
   int sm_clock_max_mhz = 0, memory_clock_mhz = 0;
-  std::string driver_version;   ///< CUDA driver API version "13.0"
+  std::string driver_version;  ///< CUDA driver API version "13.0"
+  /** The kernel driver's release, "580.159.04" (NVML); absent where NVML is not available. */
+  std::optional<std::string> driver_release;
   std::string runtime_version;  ///< kjudge's CUDA runtime "13.0"
 };
 

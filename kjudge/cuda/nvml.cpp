@@ -41,6 +41,8 @@ struct process_info {
 static_assert(sizeof(process_info) == 24, "nvmlProcessInfo_v2_t is 24 bytes");
 using processes_fn = nvml_return (*)(nvml_device_t, unsigned*, process_info*);
 using mig_mode_fn = nvml_return (*)(nvml_device_t, unsigned*, unsigned*);
+using driver_version_fn = nvml_return (*)(char*, unsigned);
+constexpr unsigned nvml_driver_version_size = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
 
 // Reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*).
 struct reason_bit {
@@ -80,6 +82,7 @@ struct nvml::api {
   processes_fn graphics_processes = nullptr;
   processes_fn mps_processes = nullptr;
   mig_mode_fn mig_mode = nullptr;
+  driver_version_fn driver_version = nullptr;
 };
 
 namespace {
@@ -128,6 +131,7 @@ loaded load() {
   a->mps_processes = processes_entry("nvmlDeviceGetMPSComputeRunningProcesses_v2",
                                      "nvmlDeviceGetMPSComputeRunningProcesses_v3");
   a->mig_mode = symbol<mig_mode_fn>(lib, "nvmlDeviceGetMigMode");
+  a->driver_version = symbol<driver_version_fn>(lib, "nvmlSystemGetDriverVersion");
   if (init == nullptr || a->clock_info == nullptr || a->by_uuid == nullptr) {
     out.reason = "libnvidia-ml.so.1 lacks nvmlInit_v2 / nvmlDeviceGetClockInfo";
     dlclose(lib);
@@ -187,6 +191,21 @@ std::optional<nvml_device> nvml::device(const std::string& uuid,
     return nvml_device{h};
   }
   return std::nullopt;
+}
+
+std::optional<std::string> nvml::driver_release() const noexcept {
+  if (m_api->driver_version == nullptr) return std::nullopt;
+  std::array<char, nvml_driver_version_size> text{};
+  if (m_api->driver_version(text.data(), static_cast<unsigned>(text.size())) != nvml_success)
+    return std::nullopt;
+  text.back() = '\0';
+  try {
+    std::string out(text.data());
+    if (out.empty()) return std::nullopt;
+    return out;
+  } catch (...) {
+    return std::nullopt;
+  }
 }
 
 std::optional<unsigned> nvml::sm_clock_mhz(nvml_device d) const noexcept {

@@ -42,6 +42,9 @@ class nvml {
   [[nodiscard]] std::optional<nvml_device> device(const std::string& uuid,
                                                   const std::string& pci_bus_id) const noexcept;
 
+  /** The kernel driver's release, "580.159.04" (nvmlSystemGetDriverVersion): what
+   *  cudaDriverGetVersion's API version ("13.0") does not tell apart. */
+  [[nodiscard]] std::optional<std::string> driver_release() const noexcept;
   /** Current SM clock, MHz. */
   [[nodiscard]] std::optional<unsigned> sm_clock_mhz(nvml_device d) const noexcept;
   /** The default applications SM clock (what the GPU runs at unless someone changed it), MHz. */

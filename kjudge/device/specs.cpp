@@ -115,6 +115,8 @@ specs_report collect_specs() {
   specs_report r;
   r.driver_version = driver_version();
   r.runtime_version = runtime_version();
+  if (const cuda::nvml* lib = cuda::nvml::instance(); lib != nullptr)
+    r.driver_release = lib->driver_release().value_or("");
   const auto pr = cuda::probe();
   r.gpu_available = pr.available;
   if (!pr.available) {
@@ -141,6 +143,7 @@ nlohmann::json to_json(const specs_report& r, bool with_table) {
       {"gpu_available", r.gpu_available},
       {"gpu_unavailable_reason", nullable(r.gpu_unavailable_reason)},
       {"driver_version", nullable(cuda_version_string(r.driver_version))},
+      {"driver_release", nullable(r.driver_release)},
       {"runtime_version", nullable(cuda_version_string(r.runtime_version))},
       {"devices", std::move(devices)},
   };

@@ -42,6 +42,8 @@ struct specs_report {
   std::string gpu_unavailable_reason;
   int driver_version = 0;
   int runtime_version = 0;
+  /** The kernel driver's release ("580.159.04", NVML's); empty where NVML is not available. */
+  std::string driver_release;
   std::vector<gpu_specs> gpus;
 };
 

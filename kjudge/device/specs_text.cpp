@@ -56,8 +56,8 @@ void render_properties(std::string& out, const cuda::device_properties& p, const
   line(out, "registers per SM", std::to_string(p.regs_per_sm));
   line(out, "threads per SM", std::to_string(p.max_threads_per_sm));
   line(out, "driver / runtime",
-       fmt::format("CUDA {} / CUDA {}", cuda_version_string(r.driver_version),
-                   cuda_version_string(r.runtime_version)));
+       fmt::format("{}CUDA {} / CUDA {}", r.driver_release.empty() ? "" : r.driver_release + ", ",
+                   cuda_version_string(r.driver_version), cuda_version_string(r.runtime_version)));
 }
 
 void render_nvml(std::string& out, const nvml_readings& n) {

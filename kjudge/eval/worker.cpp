@@ -31,6 +31,7 @@
 #include <kjudge/core/text.hpp>
 #include <kjudge/cuda/check.hpp>
 #include <kjudge/cuda/device_buffer.hpp>
+#include <kjudge/cuda/nvml.hpp>
 #include <kjudge/cuda/probe.hpp>
 #include <kjudge/device/specs.hpp>
 #include <kjudge/eval/forward_record.hpp>
@@ -223,6 +224,8 @@ class pipeline {
       g.sm_clock_max_mhz = m_device->sm_clock_khz / 1000;
       g.memory_clock_mhz = m_device->memory_clock_khz / 1000;
       g.driver_version = device::cuda_version_string(m_device->driver_version);
+      if (const cuda::nvml* lib = cuda::nvml::instance(); lib != nullptr)
+        g.driver_release = lib->driver_release();
       g.runtime_version = device::cuda_version_string(m_device->runtime_version);
       prov["gpu"] = g;
     }

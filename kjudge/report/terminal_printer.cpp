@@ -117,10 +117,12 @@ void print_header(const eval_result& r, std::string& out) {
   out += render_status(r);
   const auto& p = r.prov;
   if (p.gpu)
-    out += fmt::format("device     {} (sm_{}, {} SMs, {:.0f} MiB L2) · driver CUDA {} · torch {}\n",
-                       p.gpu->name, p.gpu->compute_capability, p.gpu->sm_count,
-                       static_cast<double>(p.gpu->l2_bytes) / (1 << 20), p.gpu->driver_version,
-                       p.torch_version);
+    out +=
+        fmt::format("device     {} (sm_{}, {} SMs, {:.0f} MiB L2) · driver {}CUDA {} · torch {}\n",
+                    p.gpu->name, p.gpu->compute_capability, p.gpu->sm_count,
+                    static_cast<double>(p.gpu->l2_bytes) / (1 << 20),
+                    p.gpu->driver_release ? *p.gpu->driver_release + ", " : "",
+                    p.gpu->driver_version, p.torch_version);
   else
     out += fmt::format("device     {} · torch {} · python {}\n", p.device,
                        p.torch_version.empty() ? "?" : p.torch_version, p.python_version);

@@ -322,6 +322,22 @@ TEST(Result, RoundTripsWithUnitsInNamesAndRejectsOtherSchemas) {
   EXPECT_THROW((void)bad.get<eval_result>(), kj::error);
 }
 
+TEST(Result, TheDriversReleaseIsNullWhereNvmlDidNotSayIt) {
+  // The CUDA driver API version ("13.0") is the same on every recent driver; the release
+  // ("580.159.04") tells two machines apart, and is null, not "", where NVML was not available.
+  eval_result r;
+  r.prov.gpu = gpu_info{};
+  r.prov.gpu->driver_version = "13.0";
+  r.prov.gpu->driver_release = "580.159.04";
+  const auto written = nlohmann::json::parse(nlohmann::json(r).dump());
+  EXPECT_EQ(written["provenance"]["gpu"]["driver_release"], "580.159.04");
+  EXPECT_EQ(written.get<eval_result>().prov.gpu->driver_release, "580.159.04");
+  r.prov.gpu->driver_release.reset();
+  const auto without = nlohmann::json::parse(nlohmann::json(r).dump());
+  EXPECT_TRUE(without["provenance"]["gpu"]["driver_release"].is_null());
+  EXPECT_FALSE(without.get<eval_result>().prov.gpu->driver_release.has_value());
+}
+
 TEST(Cli, EveryOptionOfEveryCommandIsDocumented) {
   CLI::App app;
   app::eval_args eval_args, profile_args;
