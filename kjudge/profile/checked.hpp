@@ -125,13 +125,13 @@ template <class T>
   return checked<T>::fail(std::move(first), std::move(all));
 }
 
-/** JSON: {"value": v} when it passed (plus "flags" when it has notes), {"value": null, "flags":
- *  [...]} when it failed. */
+/** JSON: {"value": v, "flags": [...]} when it passed (`flags` [] without notes), {"value": null,
+ *  "flags": [...]} when it failed: the same two keys always, so a reader need not test for them. */
 template <class T>
 void to_json(nlohmann::json& j, const checked<T>& c) {
   j = nlohmann::json::object();
   j["value"] = c.ok() ? nlohmann::json(c.value()) : nlohmann::json(nullptr);
-  if (!c.flags().empty()) j["flags"] = c.flags();
+  j["flags"] = c.flags();
 }
 
 }  // namespace kj::profile
