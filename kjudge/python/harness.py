@@ -1131,7 +1131,15 @@ def _bindings(space, code_only):
     goes from None to a function is a change, and the reference gets its None back). Their other
     values (caches, flags, registries) are torch's own state, which its code changes as it
     runs."""
-    return dict(vars(space)) if code_only else _public(space)
+    if code_only:
+        return dict(vars(space))
+    if not _isinstance(space, _type):
+        return _public(space)
+    # A class's private methods are its code too: nn.Module's _call_impl runs every layer's
+    # forward, and a candidate that wrapped it (or Conv2d's _conv_forward) chose what every
+    # layer of the reference returned. Its private data (counters, caches) is not watched.
+    return {k: v for k, v in vars(space).items()
+            if not k.startswith("_") or (k.startswith("__") and k.endswith("__")) or _is_code(v)}
 
 
 # The modules whose code bindings (_bindings(code_only)) are watched: what the reference's
@@ -1277,10 +1285,27 @@ class _Reach:
             space = _under_torch(name)
             if space is not None:
                 spaces.append(("torch." + name, space, False))
+        seen = {id(torch.nn.Module)}
         for name, cls in sorted(vars(torch.nn).items()):
             if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
-                    and cls is not torch.nn.Module):
+                    and id(cls) not in seen):
+                seen.add(id(cls))
                 spaces.append(("torch.nn." + name, cls, False))
+        # And the layers' private bases, which torch.nn does not export (_ConvNd, _BatchNorm,
+        # _NormBase, ...): their methods run inside the exported layers' calls.
+        for mod_name, module in sorted(sys.modules.items()):
+            if module is None or not mod_name.startswith("torch.nn.modules."):
+                continue
+            try:
+                members = sorted(vars(module).items())
+            except TypeError:
+                continue
+            for name, cls in members:
+                if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
+                        and getattr(cls, "__module__", None) == mod_name
+                        and id(cls) not in seen):
+                    seen.add(id(cls))
+                    spaces.append((mod_name + "." + name, cls, False))
         # The modules the reference's layers run through, private names too (a candidate that
         # replaced torch.nn.modules.linear's `F` made every nn.Linear of the reference compute
         # what it chose), by their code bindings alone.

@@ -283,6 +283,17 @@ TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
                 .find("torch.nn.modules.linear.F replaced"),
             std::string::npos)
       << lin.result["flags"].dump(1);
+  // A private method of one of torch's classes wrapped (nn.Module._call_impl, through which
+  // every layer's forward runs): the reference's Model returned zeros as the candidate does, and
+  // it was correct.
+  const auto call = run_eval("problems/level1/softmax.py", "examples/faulty/patches_module_call.py",
+                             with({"--no-timing"}));
+  EXPECT_EQ(call.exit_code, 1) << call.output;
+  EXPECT_EQ(call.result["status"], "incorrect");
+  EXPECT_NE(flag_message(call.result, "candidate_changed_torch_state")
+                .find("torch.nn.Module._call_impl replaced"),
+            std::string::npos)
+      << call.result["flags"].dump(1);
   // Settings changed at import: in force for the candidate's calls (its forward raises if not),
   // not for the reference's side, whose get_inputs() still draws float32 (it drew float64 before).
   const auto s =
