@@ -1139,12 +1139,14 @@ class pipeline {
     withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
     // buffer, is stale now. Timed samples are numbered upward from 0 per side (about sets + 1 a
-    // round); these numbers lie beyond any a run reaches (2^40 and 2^41 times the sets).
+    // round); the check's numbers continue theirs, so that nothing a forward can read (its
+    // generator's seed, its inputs' factor) tells a check call from one more timed sample.
     const std::size_t sets = m_session->timing_sets();
+    const std::size_t first = m_session->timing_check_first_sample();
     for (const bool graph : {false, true}) {
       if (graph && graph_candidate == nullptr && !reference_graphs) break;
       for (std::size_t i = 0; i < sets; ++i) {
-        const std::size_t sample = (std::size_t{graph ? 2u : 1u} << 40) * sets + i;
+        const std::size_t sample = first + (graph ? sets : 0) + i;
         m_events.phase(fmt::format("timing check {} reference", i));
         const auto k = m_session->timing_check_begin(sample);
         if (graph && reference_graphs && out.reference.empty()) {

@@ -655,6 +655,12 @@ std::size_t session::timing_refresh(side s, std::size_t sample) {
   });
 }
 
+std::size_t session::timing_check_first_sample() const {
+  return m_impl->call("timing_check_first_sample", [&] {
+    return m_impl->harness.attr("timing_check_first_sample")().cast<std::size_t>();
+  });
+}
+
 std::size_t session::timing_check_begin(std::size_t sample) {
   return m_impl->call("timing_check_begin", [&] {
     return m_impl->harness.attr("timing_check_begin")(sample).cast<std::size_t>();

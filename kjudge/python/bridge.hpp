@@ -205,6 +205,9 @@ class session {
   /** After timing: both sides once more on a fresh rewrite (set returned by begin), outputs to
    *  host for comparison. A candidate replaying results cached during timing fails this. */
   std::size_t timing_check_begin(std::size_t sample);
+  /** The post-timing check's first sample number: a multiple of the sets past every number the
+   *  timed samples used (the check's samples continue theirs, seeds and factors alike). */
+  [[nodiscard]] std::size_t timing_check_first_sample() const;
   /** The Python candidate's forward for the check's `sample`, called as a timed sample is: its
    *  runner's prepare and run (the same functions, from C++, nothing of kjudge's Python above
    *  them), then its outputs collected. */

@@ -63,6 +63,7 @@ _timing_native_in = {}  # set -> the tensors the native candidate's views of tha
 # Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
 _timing_native_own = [True]
 _timing_seed = [0]  # timing_setup's data seed: the timed samples' generator seeds derive from it
+_timing_next = [0]  # one past the highest sample number refresh() was given since timing_setup
 _runners = {}  # side -> make_runner's (prepare, run, ...), whose run() the timing check calls too
 _run_outputs = {}  # side -> [what its run() returned last]
 _NATIVE_PER_SET_BYTES = 32 << 20  # a native candidate's parameters and outputs, per set
@@ -1982,6 +1983,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     per_set = 3 * set_bytes + 2 * out_bytes + (native_bytes if _timing_native_own[0] else 0)
     count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
     _timing_seed[0] = data_seed
+    _timing_next[0] = 0
     _runners.clear()  # made for the sets this replaces
     _run_outputs.clear()
     _timing_base.append(first)
@@ -2064,6 +2066,8 @@ def refresh(which, sample):
     reference's copy."""
     k = sample % _len(_timing_base)
     f = _factor(sample)
+    if sample >= _timing_next[0]:
+        _timing_next[0] = sample + 1
     work = _timing_work[which][k]
     base_layouts, made = _timing_made["base"][k], _timing_made[which][k]
     grad = _grad_enabled()
@@ -2302,6 +2306,15 @@ def timing_native_params(k):
     params = _native_copy(_timing_native_params, k, lambda s: _params if s == 0 else
                           [_contiguous_clone(t) for t in _params])
     return [_describe(t, name) for t, name in zip(params, _param_names)]
+
+
+def timing_check_first_sample():
+    """The first sample number of the post-timing check: the first multiple of the sets past every
+    number either side's samples used, so that the check's samples continue the timed ones (a
+    number of its own far beyond them gave it a seed a forward could tell apart by
+    torch.initial_seed(), and skip its work on every timed sample but not on the check)."""
+    sets = _len(_timing_base)
+    return -(-_timing_next[0] // sets) * sets if sets else 0
 
 
 def timing_check_begin(sample):

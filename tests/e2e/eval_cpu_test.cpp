@@ -428,6 +428,18 @@ TEST(EvalCpu, AForwardThatSkipsItsWorkOnlyWhileTimedIsCaught) {
   EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
 }
 
+TEST(EvalCpu, AForwardThatTellsTheCheckByItsSeedIsCaught) {
+  // It tells timed calls by their generator seeds' steps; the check's samples had numbers far
+  // beyond the timed ones, whose seeds jumped, and it was correct with a 157x host-wall speedup.
+  const auto r =
+      run_eval("problems/level1/matmul.py", "examples/faulty/tells_check_by_seed.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_EQ(r.result["correctness"]["trials_passed"], 3) << r.result["correctness"].dump();
+  EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result["flags"].dump(1);
+  EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+}
+
 TEST(EvalCpu, HangBecomesATimeout) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", with({"--timeout", "25"}));
