@@ -53,6 +53,9 @@ _timing_work = {"reference": [], "candidate": []}  # each side's working copies 
 # As timing_setup made them, per set and input ("base": each base's _layout; "reference",
 # "candidate": _made() of each working copy): what refresh() checks against. Filled in place.
 _timing_made = {}
+# Per set, per input: (sum, 2-norm) of the pristine base as made, in float64 (None for what is not
+# a non-empty tensor): the post-timing check finds a base whose values were changed in place.
+_timing_digest = []
 _timing_native_outputs = {}  # set -> the native candidate's outputs of that set (poisoned)
 _timing_native_params = {}  # set -> its copies of the reference's parameters and buffers
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
@@ -915,6 +918,8 @@ _as_float32 = _TensorBase.float
 _NO_MUL = frozenset(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
                                                 "float8_e5m2fnuz", "float8_e8m0fnu")
                     if hasattr(torch, n))
+_sum_of, _norm_of, _numel = _TensorBase.sum, torch.linalg.vector_norm, _TensorBase.numel
+_float64 = torch.float64
 # Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
 # mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
 _grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
@@ -1992,6 +1997,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
         "allocated" % (len(_timing_base), set_bytes)))
     _timing_made.clear()
     _timing_made["base"] = [[_layout(x) for x in base] for base in _timing_base]
+    _timing_digest[:] = [[_digest(x) for x in base] for base in _timing_base]
     for side in ("reference", "candidate"):
         _timing_made[side] = [[_made(x) for x in work] for work in _timing_work[side]]
     info["sets"] = len(_timing_base)
@@ -2290,11 +2296,57 @@ def timing_native_params(k):
     return [_describe(t, name) for t, name in zip(params, _param_names)]
 
 
+def _digest(x):
+    """(sum, 2-norm) of a tensor's values in float64, or None for anything else or an empty one.
+    Only what the harness bound when it loaded is called."""
+    if not _isinstance(x, _Tensor) or _numel(x) == 0:
+        return None
+    grad = _grad_enabled()
+    _set_grad_enabled(False)
+    try:
+        with _no_torch_function():
+            if _is_floating_point(x) and _dtype_of(x) in _NO_MUL:
+                x = _as_float32(x)
+            total = _float(_sum_of(x, dtype=_float64))
+            norm = _float(_norm_of(x, dtype=_float64)) if _is_floating_point(x) else total
+    finally:
+        _set_grad_enabled(grad)
+    return (total, norm)
+
+
+def _same_digest(a, b):
+    """Whether two _digest()s agree: equal within float64 summation-order noise, NaN alike."""
+    if a is None or b is None:
+        return a is b
+    for u, v in zip(a, b):
+        if u != u or v != v:  # NaN: only with NaN
+            if not (u != u and v != v):
+                return False
+        elif abs(u - v) > 1e-9 * max(abs(u), abs(v), 1e-300):
+            return False
+    return True
+
+
+def _check_timing_bases():
+    """Raises CandidateError where a pristine timing input's values changed since timing_setup:
+    the models are never handed a base, so only a candidate that reached it through sys.modules
+    could have (zeroing them made both sides be timed on zeros, and a candidate that returned
+    zeros for zero inputs was judged correct at 4x)."""
+    for k, base in _enumerate(_timing_base):
+        for i, x in _enumerate(base):
+            if not _same_digest(_digest(x), _timing_digest[k][i]):
+                raise CandidateError("the values of kjudge's pristine copy of timing input %d of "
+                                     "set %d changed during timing: the candidate changed "
+                                     "kjudge's timing inputs, and both sides were timed on "
+                                     "other data" % (i, k))
+
+
 def timing_check_first_sample():
     """The first sample number of the post-timing check: the first multiple of the sets past every
     number either side's samples used, so that the check's samples continue the timed ones (a
     number of its own far beyond them gave it a seed a forward could tell apart by
     torch.initial_seed(), and skip its work on every timed sample but not on the check)."""
+    _check_timing_bases()
     sets = _len(_timing_base)
     return -(-_timing_next[0] // sets) * sets if sets else 0
 

@@ -353,7 +353,10 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
       {softmax, "examples/faulty/restrides_reference_inputs.py",
        "no longer the tensor kjudge made"},
       {"problems/level1/matmul.py", "examples/faulty/halves_reference_inputs.py",
-       "changed its dtype or device"}};
+       "changed its dtype or device"},
+      // Zeroed the pristine inputs' values, layout kept: both sides were timed on zeros (4.17x).
+      {"problems/level1/matmul.py", "examples/faulty/zeroes_timing_inputs.py",
+       "pristine copy of timing input 0 of set 0 changed during timing"}};
   for (const auto& [problem, c, says] : faulty) {
     const auto r = run_eval(problem, c, cpu_fast);
     EXPECT_EQ(r.exit_code, 4) << c << "\n" << r.output;
