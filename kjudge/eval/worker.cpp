@@ -953,7 +953,12 @@ class pipeline {
     measure::device_facts facts;
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
+    const auto threads_before = m_session->python_threads_cpu();
+    const auto t_timing = std::chrono::steady_clock::now();
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
+    const std::string busy = busy_threads(
+        threads_before, m_session->python_threads_cpu(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_timing).count());
     if (gpu) flag_other_programs("timing");
     note_candidate_changes(true);
     // A device figure that replayed a side's CUDA graphs: they are checked as well.
@@ -981,10 +986,16 @@ class pipeline {
     }
     // Then the invariants, on the figures that stand: one that fails is sent as invalid, never
     // as a number (a withheld figure raises no flag of its own besides why it was withheld).
+    if (!busy.empty())
+      withhold(cmp,
+               {&cmp.reference.stream, &cmp.reference.host_wall, &cmp.candidate.stream,
+                &cmp.candidate.host_wall},
+               busy);
     const auto flags =
         check_timing(cmp, m_device ? &*m_device : nullptr, set_bytes + ti.output_bytes);
     m_events.send({{"timing", cmp}});
     for (const auto& f : flags) m_events.flag(f.code, f.severity, f.message);
+    if (!busy.empty()) m_events.flag("python_threads_busy", "warning", busy);
     if (!withheld.reference.empty())
       m_events.flag("reference_graph_differs", "warning", withheld.reference);
     if (!replay.empty()) {
@@ -993,6 +1004,32 @@ class pipeline {
       return;
     }
     if (gpu) check_gpu_shared(false);
+  }
+
+  /** Why the host-side figures cannot stand, from the Python threads' CPU time before and after
+   *  a timing loop of `wall_s` seconds; "" when those threads used less than 2% of it (and under
+   *  20 ms). A thread besides the worker's own shares the CPU with both sides' host work, and
+   *  nothing says it ran as much during one side's samples as during the other's: a candidate's
+   *  thread that hashed while the reference was timed, and paused for its own forwards, read
+   *  1.84x host wall for the same matmul on the CPU. The device figure, GPU time, stands. */
+  static std::string busy_threads(const std::vector<python::thread_cpu>& before,
+                                  const std::vector<python::thread_cpu>& after, double wall_s) {
+    double total = 0.0;
+    std::vector<std::string> named;
+    for (const auto& t : after) {
+      double used = t.cpu_s;
+      for (const auto& b : before)
+        if (b.tid == t.tid && b.name == t.name) used -= b.cpu_s;
+      if (used <= 0.0) continue;
+      total += used;
+      named.push_back(fmt::format("{} (thread {}): {:.2f} s", t.name, t.tid, used));
+    }
+    if (total < std::max(0.02, 0.02 * wall_s)) return "";
+    return fmt::format(
+        "Python threads besides the one that runs the forwards used {:.2f} s of CPU during the "
+        "{:.2f} s of timing ({}): they share the CPU with both sides' host work, unevenly for all "
+        "kjudge can tell, so the host-side figures (stream, host wall) are withheld",
+        total, wall_s, listed(named, 4, ", "));
   }
 
   /** Marks each of `figures` (of `cmp`'s sides) withheld for `why`, and the speedups of their

@@ -714,6 +714,17 @@ std::vector<state_change> session::candidate_changes(bool after_timing) {
   });
 }
 
+std::vector<thread_cpu> session::python_threads_cpu() {
+  return m_impl->call("python_threads_cpu", [&] {
+    std::vector<thread_cpu> out;
+    for (const auto& item : m_impl->harness.attr("python_threads_cpu")()) {
+      const auto t = item.cast<py::tuple>();
+      out.push_back({utf8_text(t[0]), t[1].cast<long>(), t[2].cast<double>()});
+    }
+    return out;
+  });
+}
+
 std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {
   return m_impl->call("timing_native_inputs",
                       [&] { return to_views(m_impl->harness.attr("timing_native_inputs")(set)); });

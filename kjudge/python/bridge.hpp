@@ -84,6 +84,13 @@ struct state_change {
   bool by_torch = false;  ///< a binding replaced by torch's own code (torch.compile does)
 };
 
+/** A Python thread other than the one that runs the forwards, and the CPU time it has used. */
+struct thread_cpu {
+  std::string name;
+  long tid = 0;        ///< the kernel's thread id
+  double cpu_s = 0.0;  ///< user + system CPU seconds since it started
+};
+
 struct trial_inputs_info {
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<std::string> dtypes;
@@ -231,6 +238,8 @@ class session {
    *  reference's samples may have run under, throws kj::error(candidate), as does a change to
    *  what the reference runs with. Empty for a native candidate. */
   [[nodiscard]] std::vector<state_change> candidate_changes(bool after_timing);
+  /** Every Python thread but the worker's own, with the CPU time it has used (Linux /proc). */
+  [[nodiscard]] std::vector<thread_cpu> python_threads_cpu();
   /** Native timing, set i: its inputs (contiguous), its copies of the reference's parameters and
    *  buffers, and its reference-shaped outputs (the last two shared by every set unless
    *  timing_inputs_info::native_buffers_per_set). */

@@ -27,6 +27,7 @@ import torch
 import _kjudge  # the embedded C++ module: popcorn_pri (shape jitter), see bridge.cpp
 
 _active_threads = threading.active_count  # bound at load: a candidate cannot rebind it
+_all_threads, _this_thread = threading.enumerate, threading.get_ident
 
 
 class ProblemError(Exception):
@@ -1665,6 +1666,28 @@ def _as_candidate(fn):
         raise
     _blamed_on_candidate(_reach.leave, "after the candidate's code ran, kjudge could not check "
                          "what it changed")
+    return out
+
+
+def python_threads_cpu():
+    """[(name, native thread id, CPU seconds used so far)] for every Python thread but this
+    one (the worker's, which runs both sides' forwards), from /proc/self/task/<tid>/stat; a
+    thread whose entry cannot be read is left out. What they use while both sides are timed
+    shares the CPU with both sides' host work: a candidate's thread that ran only during the
+    reference's samples slowed them (1.84x host wall for the same matmul on the CPU)."""
+    out = []
+    me = _this_thread()
+    tick = os.sysconf("SC_CLK_TCK")
+    for t in _all_threads():
+        tid = getattr(t, "native_id", None)
+        if t.ident == me or tid is None:
+            continue
+        try:
+            with open("/proc/self/task/%d/stat" % tid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out.append((str(t.name), int(tid), (int(fields[11]) + int(fields[12])) / tick))
+        except (OSError, ValueError, IndexError):
+            continue
     return out
 
 

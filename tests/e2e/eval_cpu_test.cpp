@@ -443,6 +443,23 @@ TEST(EvalCpu, AForwardThatTellsTheCheckByItsSeedIsCaught) {
   EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
 }
 
+TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
+  // Its thread hashes while the reference is timed and pauses for its own forwards: 1.84x host
+  // wall for the same matmul, unflagged. The host-side figures are withheld now.
+  const auto r =
+      run_eval("problems/level1/matmul.py", "examples/faulty/loads_cpu_between_calls.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_NE(flag_message(r.result, "python_threads_busy").find("host-side figures"),
+            std::string::npos)
+      << r.result["flags"].dump(1);
+  EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+  EXPECT_FALSE(r.result["timing"]["reference"]["host_wall"]["valid"].get<bool>());
+  // An honest candidate's run has no such thread.
+  const auto same = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_fast);
+  EXPECT_FALSE(has_flag(same.result, "python_threads_busy")) << same.result["flags"].dump(1);
+}
+
 TEST(EvalCpu, HangBecomesATimeout) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", with({"--timeout", "25"}));
