@@ -95,10 +95,10 @@ void add_shared_options(CLI::App* cmd, eval_args& a) {
   auto* quiet = cmd->add_flag("-q,--quiet", a.quiet);
   auto* pool = cmd->add_flag("--pool", a.pool);
   cmd->add_flag("--no-pool", a.no_pool)->excludes(pool);
-  cmd->add_option("--baseline", a.baseline_path);
+  cmd->add_option("--baseline", a.baseline_path)->check(not_empty_path("a kjudge result file"));
   cmd->add_flag("--summary", a.summary_only)->excludes(quiet);  // -q would print nothing
   cmd->add_flag("--no-counters", a.no_counters);
-  cmd->add_option("--ncu", a.ncu_path);
+  cmd->add_option("--ncu", a.ncu_path)->check(not_empty_path("an ncu executable"));
   cmd->add_option("--ncu-cache-control", a.ncu_cache_control)
       ->check(CLI::IsMember({"all", "none"}));
 }
@@ -136,11 +136,19 @@ int write_json_last(const std::string& path, const std::string& document, const 
 }
 
 /** An empty path names nothing (`--json ''` wrote nothing and said nothing; `--python ''` and
- *  `--cache-dir ''` fell back to the defaults as if not given): `what` says what to name. */
+ *  `--cache-dir ''` fell back to the defaults as if not given): `what` says what to name. A path
+ *  that starts with '-' (other than "-" alone) is an option whose value was left out: `--json
+ *  --quiet` wrote the result to a file called "--quiet", and did not print quietly. */
 CLI::Validator not_empty_path(const char* what) {
   return CLI::Validator(
       [what](const std::string& text) -> std::string {
-        return text.empty() ? fmt::format("an empty path: name {}", what) : std::string();
+        if (text.empty()) return fmt::format("an empty path: name {}", what);
+        if (text.size() > 1 && text.front() == '-')
+          return fmt::format(
+              "{} looks like an option, not a path (was this option's value left out?); a file "
+              "whose name starts with '-' is named ./{}",
+              text, text);
+        return {};
       },
       "PATH", "not_empty_path");
 }

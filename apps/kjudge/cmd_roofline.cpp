@@ -22,12 +22,17 @@ namespace kj::app {
 CLI::App* add_roofline_command(CLI::App& app, roofline_args& a) {
   auto* cmd = app.add_subcommand("roofline", "measured ceilings of the GPU, cached per GPU");
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
-  cmd->add_flag("--refresh", a.refresh);
+  auto* refresh = cmd->add_flag("--refresh", a.refresh);
   cmd->add_option("--json", a.json_path)->check(not_empty_path());
-  cmd->add_option("--from", a.from_path)->check(not_empty_path("a kjudge.roofline/1 file"));
-  cmd->add_option("--device", a.device)->transform(decimal_in(0, 1023));
-  cmd->add_option("--repetitions", a.repetitions)->transform(decimal_in(5, 100));
-  cmd->add_option("--cache-dir", a.cache_dir)->check(not_empty_path("a folder"));
+  auto* from =
+      cmd->add_option("--from", a.from_path)->check(not_empty_path("a kjudge.roofline/1 file"));
+  auto* device = cmd->add_option("--device", a.device)->transform(decimal_in(0, 1023));
+  auto* repetitions =
+      cmd->add_option("--repetitions", a.repetitions)->transform(decimal_in(5, 100));
+  auto* cache = cmd->add_option("--cache-dir", a.cache_dir)->check(not_empty_path("a folder"));
+  // A saved result is shown as it is: what would measure (or find a cached) one does not apply
+  // (they were accepted and ignored).
+  for (auto* o : {refresh, device, repetitions, cache}) from->excludes(o);
   return cmd;
 }
 

@@ -34,14 +34,25 @@ bool wants_help(int argc, char** argv, std::string& command) {
   return help;
 }
 
-int print_help(const std::string& command) {
+int print_help(const std::string& command, std::FILE* to = stdout) {
   const auto text = kj::app::help_section(command);
   if (text.empty()) {
     std::fprintf(stderr, "kjudge: no help for '%s'\n", command.c_str());
     return kj::exit_code::usage;
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fwrite(text.data(), 1, text.size(), to);
   return 0;
+}
+
+/** CLI11's text for an error, in kjudge's words where CLI11's are its parser's own ("--trials:
+ *  At Most 1 required but received 2" for an option given twice). */
+std::string parse_error_text(const CLI::ParseError& e) {
+  std::string text = e.what();
+  const std::string twice = "At Most 1 required but received ";
+  if (const auto at = text.find(twice); at != std::string::npos)
+    text = text.substr(0, at) + "given " + text.substr(at + twice.size()) +
+           " times; an option's value is given once";
+  return text;
 }
 
 }  // namespace
@@ -61,7 +72,7 @@ int main(int argc, char** argv) {
   std::string command;
   if (wants_help(argc, argv, command)) return print_help(command);
   if (argc < 2) {
-    print_help("");
+    print_help("", stderr);  // a usage error, as any other: its text on stderr
     return kj::exit_code::usage;
   }
 
@@ -98,7 +109,7 @@ int main(int argc, char** argv) {
     std::printf("kjudge %s\n", KJ_VERSION);
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", e.what(),
+    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", parse_error_text(e).c_str(),
                  command.empty() ? "" : (command + " ").c_str());
     return kj::exit_code::usage;
   }

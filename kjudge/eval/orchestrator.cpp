@@ -291,11 +291,13 @@ eval_result evaluate(const job& j, const run_options& options) {
       const bool in_reference = reference_phase(state.last_phase);
       r.status = in_reference && !state.candidate_forward_seen ? eval_status::problem_error
                                                                : eval_status::crashed;
-      r.message = fmt::format("the worker {}{}{}", p.describe(), during,
-                              in_reference && state.candidate_forward_seen
-                                  ? " (the reference's part of a trial, after the candidate's "
-                                    "code had run a forward: counted as the candidate's crash)"
-                                  : "");
+      r.message =
+          fmt::format("the worker {}{}{}{}", p.how == runner::exit_kind::signaled ? "was " : "",
+                      p.describe(), during,
+                      in_reference && state.candidate_forward_seen
+                          ? " (the reference's part of a trial, after the candidate's "
+                            "code had run a forward: counted as the candidate's crash)"
+                          : "");
       // A bus error while a Python candidate is imported is how loading an extension library
       // cut short in the build cache ends (a disk that filled, a copy interrupted): torch's
       // build sees it up to date and loads it again every time.

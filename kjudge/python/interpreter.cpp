@@ -80,12 +80,19 @@ std::string check_named_interpreter(const fs::path& python, const std::string& w
     in >> word;
     return word;
   };
-  if (r.how == runner::exit_kind::timed_out)
+  if (r.how == runner::exit_kind::timed_out) {
+    const double s = std::chrono::duration<double>(o.timeout).count();
+    if (limit < k_interpreter_check_limit)
+      KJ_THROW(error_kind::usage,
+               "{}: started with -c to read its version, it did not end within the evaluation's "
+               "--timeout of {:g} s, which this check is held to (the whole evaluation must fit "
+               "in it; a longer --timeout gives the interpreter time to start)",
+               what, s);
     KJ_THROW(error_kind::usage,
-             "{}: started with -c to read its version, it did not end within {:g} s{} (a Python "
+             "{}: started with -c to read its version, it did not end within {:g} s (a Python "
              "whose start imports much, or a program that waits for input?)",
-             what, std::chrono::duration<double>(o.timeout).count(),
-             limit < k_interpreter_check_limit ? " (the evaluation's --timeout)" : "");
+             what, s);
+  }
   const std::string version = word_after("kjudge-probe ");
   const bool looks_like_version = version.size() >= 3 && version.find('.') != std::string::npos &&
                                   version.find_first_not_of("0123456789.") == std::string::npos;

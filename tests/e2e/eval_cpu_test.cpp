@@ -1132,7 +1132,7 @@ TEST(EvalCpu, ANamedInterpreterThatIsNoPythonOrAnotherVersionSaysSo) {
                              "--timeout", "1", "--python", fake("slow", "sleep 30")});
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(slow.exit_code, 2) << slow.output;
-  EXPECT_NE(slow.output.find("did not end within 1 s (the evaluation's --timeout)"),
+  EXPECT_NE(slow.output.find("did not end within the evaluation's --timeout of 1 s"),
             std::string::npos)
       << slow.output;
   EXPECT_LT(took.count(), 8.0) << slow.output;
@@ -1470,6 +1470,25 @@ TEST(EvalCpu, AJsonPathThatIsAnInputAndEmptyPathsAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << option << ": " << r.output;
     EXPECT_NE(r.output.find("an empty path"), std::string::npos) << r.output;
   }
+  // profile's --baseline and --ncu likewise (an empty one was taken as none).
+  for (const char* option : {"--baseline", "--ncu"}) {
+    const auto r = run_raw({"profile", problem, candidate.string(), "--device", "cpu", option, ""});
+    EXPECT_EQ(r.exit_code, 2) << option << ": " << r.output;
+    EXPECT_NE(r.output.find("an empty path"), std::string::npos) << r.output;
+  }
+  // A path option whose value was left out: `--json --quiet` wrote the result to a file called
+  // "--quiet" in the working folder, and printed the whole report.
+  const auto missing =
+      run_raw({"eval", problem, candidate.string(), "--device", "cpu", "--json", "--quiet"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("--quiet looks like an option"), std::string::npos)
+      << missing.output;
+  EXPECT_FALSE(std::filesystem::exists("--quiet"));
+  // An option given twice says so in kjudge's words.
+  const auto twice = run_raw(
+      {"eval", problem, candidate.string(), "--device", "cpu", "--trials", "3", "--trials", "4"});
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("--trials: given 2 times"), std::string::npos) << twice.output;
   std::filesystem::remove_all(dir);
 }
 

@@ -101,6 +101,20 @@ TEST(SpecsCli, HelpComesFromTheDocsAndBadOptionsAreUsageErrors) {
     }
   }
   EXPECT_FALSE(std::filesystem::exists(missing.parent_path()));
+  // A saved roofline is shown as it is: the options that measure one are refused with it (they
+  // were ignored).
+  for (const std::vector<std::string> extra :
+       {std::vector<std::string>{"--refresh"}, {"--device", "0"}, {"--repetitions", "7"}}) {
+    std::vector<std::string> args = {"roofline", "--from", "saved.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_raw(args);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << ": " << r.output;
+    EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
+  }
+  // No command at all: the help, on stderr, as a usage error.
+  const auto bare = run_raw({});
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.output.find("kjudge <command>"), std::string::npos) << bare.output;
 }
 
 }  // namespace
