@@ -18,4 +18,12 @@ std::string listed(const std::vector<std::string>& items, std::size_t shown,
   return out;
 }
 
+std::string figure_beside(double value, double beside) {
+  int digits = 3;
+  std::string text = fmt::format("{:.{}g}", value, digits);
+  while (value != beside && digits < 9 && text == fmt::format("{:.{}g}", beside, digits))
+    text = fmt::format("{:.{}g}", value, ++digits);
+  return text;
+}
+
 }  // namespace kj

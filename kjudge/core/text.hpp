@@ -13,4 +13,9 @@ namespace kj {
 [[nodiscard]] std::string listed(const std::vector<std::string>& items, std::size_t shown,
                                  std::string_view separator);
 
+/** `value` with 3 significant digits, or as many more (up to 9) as it takes to read differently
+ *  from `beside` where the two differ: a figure's error of 0.50032% next to its target of 0.5%
+ *  read "at 0.5% (target 0.5%)", as if it had met it. */
+[[nodiscard]] std::string figure_beside(double value, double beside);
+
 }  // namespace kj

@@ -10,6 +10,7 @@
 
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/stats.hpp>
+#include <kjudge/core/text.hpp>
 #include <kjudge/eval/timing_checks.hpp>
 
 namespace kj::eval {
@@ -134,11 +135,11 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
   if (out.noisy) {
     if (!out.note.empty()) out.note += "; ";
     out.note += fmt::format(
-        "across {} processes: {:.3g}% relative error of the median with {} samples (target "
+        "across {} processes: {}% relative error of the median with {} samples (target "
         "{:.3g}%, at least {}): {:.3g}% over the samples, {:.3g}% over the input sets, {:.3g}% "
         "over the processes' medians",
-        n, out.summary.rse_pct, out.summary.n, o.target_rse_pct, o.min_samples, g.samples_pct,
-        g.groups_pct, out.rse_processes_pct);
+        n, figure_beside(out.summary.rse_pct, o.target_rse_pct), out.summary.n, o.target_rse_pct,
+        o.min_samples, g.samples_pct, g.groups_pct, out.rse_processes_pct);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/text.hpp>
 #include <kjudge/cuda/check.hpp>
 
 namespace kj::measure::detail {
@@ -88,9 +89,10 @@ void finish_figure(figure& f, const timing_options& o, const std::string& stoppe
     f.noisy = true;
     if (!f.note.empty()) f.note += "; ";  // keeps why no graph was replayed
     f.note += fmt::format(
-        "stopped by {} at {:.3g}% relative error of the median with {} samples "
+        "stopped by {} at {}% relative error of the median with {} samples "
         "(target {:.3g}%, at least {})",
-        stopped_by, f.summary.rse_pct, f.summary.n, o.target_rse_pct, o.min_samples);
+        stopped_by, figure_beside(f.summary.rse_pct, o.target_rse_pct), f.summary.n,
+        o.target_rse_pct, o.min_samples);
     // Said only of a figure the error kept noisy (not one short of min_samples alone).
     if (rse.groups_pct > rse.samples_pct && !(rse.total_pct < o.target_rse_pct)) {
       double lo = std::numeric_limits<double>::infinity(), hi = -lo;
