@@ -2,6 +2,7 @@
 
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/source_commit.hpp>
 #include <kjudge/python/interpreter.hpp>
 
 #include "commands.hpp"
@@ -9,7 +10,8 @@
 namespace kj::app {
 
 int run_version() {
-  std::printf("kjudge %s\nembeds Python %s\n", KJ_VERSION, python::embedded_version().c_str());
+  std::printf("kjudge %s (%s)\nembeds Python %s\n", KJ_VERSION, source_commit(),
+              python::embedded_version().c_str());
   try {
     const auto choice = python::choose_interpreter({});
     std::printf("interpreter %s (%s)\n", choice.executable.c_str(), choice.source.c_str());

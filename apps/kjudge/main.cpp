@@ -12,6 +12,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/exit_codes.hpp>
+#include <kjudge/core/source_commit.hpp>
 
 #include "commands.hpp"
 #include "help.hpp"
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"kjudge"};
   app.set_help_flag();
-  app.set_version_flag("--version", std::string("kjudge ") + KJ_VERSION);
+  app.set_version_flag("--version", fmt::format("kjudge {} ({})", KJ_VERSION, kj::source_commit()));
   app.require_subcommand(1);
   kj::app::eval_args eval_args;
   auto* eval_cmd = kj::app::add_eval_command(app, eval_args);
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success&) {
-    std::printf("kjudge %s\n", KJ_VERSION);
+    std::printf("kjudge %s (%s)\n", KJ_VERSION, kj::source_commit());
     return 0;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", parse_error_text(e).c_str(),

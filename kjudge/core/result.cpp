@@ -85,15 +85,15 @@ KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last
 
 void to_json(nlohmann::json& j, const provenance& v) {
   j = nlohmann::json::object();
-  NLOHMANN_JSON_PASTE(KJ_PUT, kjudge_version, hostname, started_at, device, torch_version,
-                      torch_cuda_version, python_version, python_executable, base_seed, trial_seeds,
-                      held_out_seed, timing_preset)
+  NLOHMANN_JSON_PASTE(KJ_PUT, kjudge_version, kjudge_commit, hostname, started_at, device,
+                      torch_version, torch_cuda_version, python_version, python_executable,
+                      base_seed, trial_seeds, held_out_seed, timing_preset)
   j["gpu"] = v.gpu ? nlohmann::json(*v.gpu) : nlohmann::json();
 }
 void from_json(const nlohmann::json& j, provenance& v) {
-  NLOHMANN_JSON_PASTE(KJ_GET, kjudge_version, hostname, started_at, device, torch_version,
-                      torch_cuda_version, python_version, python_executable, base_seed, trial_seeds,
-                      held_out_seed, timing_preset)
+  NLOHMANN_JSON_PASTE(KJ_GET, kjudge_version, kjudge_commit, hostname, started_at, device,
+                      torch_version, torch_cuda_version, python_version, python_executable,
+                      base_seed, trial_seeds, held_out_seed, timing_preset)
   if (auto it = j.find("gpu"); it != j.end() && it->is_object()) v.gpu = it->get<gpu_info>();
 }
 

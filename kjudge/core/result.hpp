@@ -165,6 +165,7 @@ struct gpu_info {
 
 struct provenance {
   std::string kjudge_version;
+  std::string kjudge_commit;  ///< the commit it was built from (source_commit())
   std::string hostname;
   std::string started_at;  ///< ISO 8601 UTC
   std::string device;      ///< "cuda" or "cpu"

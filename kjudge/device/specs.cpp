@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <kjudge/config.hpp>
+#include <kjudge/core/source_commit.hpp>
 #include <kjudge/cuda/nvml.hpp>
 
 namespace kj::device {
@@ -140,6 +141,7 @@ nlohmann::json to_json(const specs_report& r, bool with_table) {
   nlohmann::json j = {
       {"schema", "kjudge.specs/1"},
       {"kjudge_version", KJ_VERSION},
+      {"kjudge_commit", source_commit()},
       {"gpu_available", r.gpu_available},
       {"gpu_unavailable_reason", nullable(r.gpu_unavailable_reason)},
       {"driver_version", nullable(cuda_version_string(r.driver_version))},

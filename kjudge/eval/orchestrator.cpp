@@ -13,6 +13,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/sha256.hpp>
+#include <kjudge/core/source_commit.hpp>
 #include <kjudge/core/timestamp.hpp>
 #include <kjudge/eval/protocol.hpp>
 #include <kjudge/eval/worker_pool.hpp>
@@ -153,6 +154,7 @@ eval_result evaluate(const job& j, const run_options& options) {
   r.options.erase("held_out_seed");  // revealed in provenance once the run is over
   r.options.erase("schema");
   r.prov.kjudge_version = KJ_VERSION;
+  r.prov.kjudge_commit = source_commit();
   r.prov.hostname = runner::host_name();
   r.prov.started_at = utc_now();
   r.prov.device = j.device;

@@ -112,8 +112,9 @@ std::string trials_summary(const eval_result& r) {
 }
 
 void print_header(const eval_result& r, std::string& out) {
-  out += fmt::format("kjudge {}  {}  vs  {} ({})\n", r.kjudge_version, r.problem.path,
-                     r.candidate.path, r.candidate.kind);
+  out += fmt::format("kjudge {}{}  {}  vs  {} ({})\n", r.kjudge_version,
+                     r.prov.kjudge_commit.empty() ? "" : " (" + r.prov.kjudge_commit + ")",
+                     r.problem.path, r.candidate.path, r.candidate.kind);
   out += render_status(r);
   const auto& p = r.prov;
   if (p.gpu)

@@ -1060,6 +1060,21 @@ TEST(EvalCpu, UsageErrors) {
 // A named interpreter is run once before the worker: a program that is no Python, a Python of
 // another version than the embedded one and one that finds no torch each say so (the first two
 // ended as "cannot import torch" in the worker, exit 7).
+TEST(EvalCpu, EveryResultNamesTheCommitKjudgeWasBuiltFrom) {
+  // kjudge_version alone ("0.1.0") told two builds of different code apart in no result.
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", with({"--no-timing"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto commit = r.result["provenance"]["kjudge_commit"].get<std::string>();
+  EXPECT_FALSE(commit.empty());
+  EXPECT_NE(r.output.find("(" + commit + ")"), std::string::npos) << r.output;
+  for (const char* how : {"--version", "version"}) {
+    const auto v = run_raw({how});
+    EXPECT_EQ(v.exit_code, 0) << v.output;
+    EXPECT_NE(v.output.find("(" + commit + ")"), std::string::npos) << how << ": " << v.output;
+  }
+}
+
 TEST(EvalCpu, ANamedInterpreterThatIsNoPythonOrAnotherVersionSaysSo) {
   namespace fs = std::filesystem;
   const auto version = run_raw({"version"});
