@@ -72,7 +72,8 @@ profile_report counter_report(const ncu_report& ncu) {
   cand.ncu_kernels = kernels_in_range(ncu, ncu_candidate_range);
   ref.device_time_ns = 45'630;
   cand.device_time_ns = 8'700;
-  const counter_source source{true, "ncu 2025.3.1.0", "none", "all", "", 14.0, ncu.missing_metrics};
+  const counter_source source{true, "ncu 2025.3.1.0",    "none", "all", "",
+                              14.0, ncu.missing_metrics, {}};
   return build_report("quantvla.py", "fused.cu", "NVIDIA H200", recorded_roofs(), "recorded",
                       source, ref, cand);
 }
@@ -219,7 +220,7 @@ TEST(RecordedProfile, ReportOnRealDataPairsBothToolsAndBreaksNoInvariant) {
   cand.device_time_ns = 8'700;
   const auto r =
       build_report("quantvla.py", "fused.cu", "NVIDIA H200", recorded_roofs(), "recorded",
-                   {true, "ncu 2025.3.1.0", "none", "all", "", 14.0, {}}, ref, cand);
+                   {true, "ncu 2025.3.1.0", "none", "all", "", 14.0, {}, {}}, ref, cand);
   EXPECT_TRUE(error_codes(r.flags).empty());
   for (const auto* s : {&r.reference, &r.candidate_side}) {
     SCOPED_TRACE(s->side);

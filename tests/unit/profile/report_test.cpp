@@ -30,7 +30,7 @@ ceilings h200() {
 }
 
 counter_source ncu_source() {
-  return {true, "ncu 2025.3.1.0", "none", "all", "", 12.5, {}};
+  return {true, "ncu 2025.3.1.0", "none", "all", "", 12.5, {}, {}};
 }
 
 constexpr const char* fused_demangled =
