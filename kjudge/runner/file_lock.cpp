@@ -330,7 +330,10 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
   // at the lock every 250 ms, and takes it once it has found it free at every look for a second on
   // end (looks more than 500 ms apart, as after this waiter was stopped itself, start the second
   // again).
-  std::optional<clock::time_point> free_since;
+  // When the lock was first found free in the current run of looks; `never` when it was not (a
+  // time point, not an optional: GCC 12 took the optional's payload for read uninitialised).
+  constexpr auto never = clock::time_point::max();
+  auto free_since = never;
   auto last_look = start;
   auto next_look = start;
   for (int replaced = 0;;) {
@@ -341,13 +344,13 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
       e = ::flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0 ? 0 : errno;
       if (!first) {
         const auto now = clock::now();
-        if (now - last_look > std::chrono::milliseconds(500)) free_since.reset();
+        if (now - last_look > std::chrono::milliseconds(500)) free_since = never;
         last_look = now;
         next_look = now + std::chrono::milliseconds(250);
         if (e != 0) {
-          free_since.reset();
-        } else if (!free_since || now - *free_since < std::chrono::seconds(1)) {
-          if (!free_since) free_since = now;
+          free_since = never;
+        } else if (free_since == never || now - free_since < std::chrono::seconds(1)) {
+          if (free_since == never) free_since = now;
           static_cast<void>(::flock(fd, LOCK_UN));  // the line goes first
           e = EWOULDBLOCK;
           seen_free = true;
@@ -359,7 +362,7 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
       // Removed or replaced while this waited: the lock that counts is on the file there now.
       close_lock_fd(fd);
       ++replaced;
-      free_since.reset();
+      free_since = never;
       file = open_lock_file(path, lock.m_error);
       if (file.fd < 0) return lock;
       fd = file.fd;
