@@ -14,6 +14,7 @@
 #include <kjudge/core/exit_codes.hpp>
 #include <kjudge/core/source_commit.hpp>
 
+#include "build_commit.hpp"
 #include "commands.hpp"
 #include "help.hpp"
 
@@ -59,6 +60,7 @@ std::string parse_error_text(const CLI::ParseError& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kj::set_source_commit(kj::app::build_commit());
   // Ignored dispositions survive exec: a parent that ignored SIGCHLD would have every child reaped
   // by the kernel, and a worker's exit status (a segfault) lost.
   std::signal(SIGCHLD, SIG_DFL);
