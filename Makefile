@@ -8,7 +8,7 @@ PRESET ?= release
 BUILD := build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps configure build demo test test-gpu format format-check clean
+.PHONY: all deps configure build demo test test-gpu format format-check lint clean
 
 all: build
 
@@ -25,7 +25,7 @@ demo: build
 	@scripts/demo.sh
 
 test: export KJ_BOOTSTRAP_TEST = 1
-test: build format-check
+test: build format-check lint
 	ctest --preset $(PRESET) -j $(JOBS)
 
 test-gpu: build
@@ -36,6 +36,9 @@ format:
 
 format-check:
 	@scripts/format.sh check
+
+lint:
+	@scripts/lint.sh
 
 clean:
 	rm -rf $(BUILD) build-debug

@@ -33,8 +33,11 @@ have_header gtest/gtest.h || need+=(libgtest-dev)
 if ! have_header pybind11/pybind11.h; then
   python3 -c 'import pybind11' 2>/dev/null || need+=(pybind11-dev)
 fi
-# `make test` checks formatting; `make demo` does not need clang-format.
-[ "${KJ_BOOTSTRAP_TEST:-0}" = 1 ] && ! command -v clang-format >/dev/null && need+=(clang-format)
+# `make test` checks formatting and lints the Python; `make demo` needs neither tool.
+if [ "${KJ_BOOTSTRAP_TEST:-0}" = 1 ]; then
+  command -v clang-format >/dev/null || need+=(clang-format)
+  /usr/bin/python3 -m pyflakes --version >/dev/null 2>&1 || need+=(python3-pyflakes)
+fi
 apt_install "${need[@]}"
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   say "nvcc not found: kjudge needs the CUDA toolkit (13.x) to build"; exit 1
