@@ -253,6 +253,7 @@ eval::job make_job(const eval_args& a) {
   j.trials = a.trials;
   j.base_seed = a.seed;
   j.held_out_seed = eval::held_out_seed(eval::fresh_secret(), a.seed);
+  j.timing_key = eval::fresh_secret();
   j.stress = a.shapes == "stress";
   j.atol = a.atol;
   j.rtol = a.rtol;

@@ -1,14 +1,15 @@
 # Faulty on purpose: computes a @ b, except in what it takes for kjudge's timed samples, where it
-# returns garbage and does no work. It tells them by torch.initial_seed(): every timed sample seeds
-# the generators with its own seed, and consecutive samples' seeds differ by small multiples of
-# one step. The post-timing check's samples once had numbers of their own far beyond any timed
-# one, so their seeds jumped: it computed honestly from the first jump on, and was judged correct
-# with a large speedup. The check's samples now continue the timed ones, seeds included, so it
-# skips the work there too and comes out incorrect.
+# returns garbage and does no work. It looks for them by torch.initial_seed(): every timed sample
+# seeds the generators with its own seed, and consecutive samples' seeds once differed by small
+# multiples of one step. When the post-timing check's samples had numbers of their own far beyond
+# any timed one, their seeds jumped: it computed honestly from the first jump on, and was judged
+# correct with a 157x speedup. Then the check's samples continued the timed ones, seeds included,
+# and it came out incorrect. Now the seeds derive from a secret key and the sample's number: no
+# step shows, it computes in every call and is timed as what it is (correct, about 1x).
 import torch
 import torch.nn as nn
 
-_STEP = 7919  # the seeds' step between samples, as read off kjudge's harness
+_STEP = 7919  # the seeds' step between samples, as kjudge's harness once had it
 
 
 class ModelNew(nn.Module):

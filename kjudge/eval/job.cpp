@@ -95,6 +95,7 @@ nlohmann::json to_json(const job& j) {
                         {"trials", j.trials},
                         {"base_seed", j.base_seed},
                         {"held_out_seed", j.held_out_seed},
+                        {"timing_key", j.timing_key},
                         {"stress", j.stress},
                         {"stress_scale", j.stress_scale},
                         {"timing", j.timing},
@@ -126,6 +127,7 @@ job job_from_json(const nlohmann::json& in) {
     j.trials = in.at("trials").get<int>();
     j.base_seed = in.at("base_seed").get<std::uint64_t>();
     j.held_out_seed = in.at("held_out_seed").get<std::uint64_t>();
+    j.timing_key = in.at("timing_key").get<std::uint64_t>();
     j.stress = in.at("stress").get<bool>();
     j.stress_scale = in.at("stress_scale").get<std::int64_t>();
     j.timing = in.at("timing").get<bool>();

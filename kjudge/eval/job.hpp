@@ -42,6 +42,10 @@ struct job {
   int trials = 5;
   std::uint64_t base_seed = 42;
   std::uint64_t held_out_seed = 0;
+  /** Keys the timed samples' generator seeds and input factors (from a fresh secret, like the
+   *  held-out seed; in no result): a forward cannot tell one sample's number from another's,
+   *  nor so the post-timing check's calls from timed ones. */
+  std::uint64_t timing_key = 0;
   bool stress = false;  ///< stress_trials more trials with jittered sizes times stress_scale
   std::int64_t stress_scale = 4;
   std::optional<double> atol, rtol;

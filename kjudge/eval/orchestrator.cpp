@@ -152,6 +152,7 @@ eval_result evaluate(const job& j, const run_options& options) {
   r.candidate = {j.candidate.string(), hash_or_empty(j.candidate), to_string(j.kind)};
   r.options = to_json(j);
   r.options.erase("held_out_seed");  // revealed in provenance once the run is over
+  r.options.erase("timing_key");     // never shown: nothing needs it after the run
   r.options.erase("schema");
   r.prov.kjudge_version = KJ_VERSION;
   r.prov.kjudge_commit = source_commit();

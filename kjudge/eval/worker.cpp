@@ -923,9 +923,9 @@ class pipeline {
     // Rotate among several input sets, bounded so that large problems do not exhaust memory.
     // A native candidate's parameters and outputs per set only when cold: warm, the copies
     // would leave L2 where the reference's one copy of its weights stays.
-    const auto ti =
-        m_session->timing_setup(std::clamp<std::size_t>(opts.max_input_sets, 2, max_input_sets),
-                                m_job.base_seed ^ 0x5eed, 1ull << 30, opts.cold && gpu);
+    const auto ti = m_session->timing_setup(
+        std::clamp<std::size_t>(opts.max_input_sets, 2, max_input_sets), m_job.base_seed ^ 0x5eed,
+        m_job.timing_key, 1ull << 30, opts.cold && gpu);
     const auto& info = ti.shapes;
     const std::size_t sets = ti.sets;
     const std::uint64_t set_bytes = ti.bytes_per_set;
@@ -953,12 +953,9 @@ class pipeline {
     measure::device_facts facts;
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
-    const auto threads_before = m_session->python_threads_cpu();
-    const auto t_timing = std::chrono::steady_clock::now();
+    m_session->thread_turns_begin();
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
-    const std::string busy = busy_threads(
-        threads_before, m_session->python_threads_cpu(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_timing).count());
+    const std::string busy = busy_threads(m_session->thread_turns_end());
     if (gpu) flag_other_programs("timing");
     note_candidate_changes(true);
     // A device figure that replayed a side's CUDA graphs: they are checked as well.
@@ -1006,30 +1003,29 @@ class pipeline {
     if (gpu) check_gpu_shared(false);
   }
 
-  /** Why the host-side figures cannot stand, from the Python threads' CPU time before and after
-   *  a timing loop of `wall_s` seconds; "" when those threads used less than 2% of it (and under
-   *  20 ms). A thread besides the worker's own shares the CPU with both sides' host work, and
-   *  nothing says it ran as much during one side's samples as during the other's: a candidate's
-   *  thread that hashed while the reference was timed, and paused for its own forwards, read
-   *  1.84x host wall for the same matmul on the CPU. The device figure, GPU time, stands. */
-  static std::string busy_threads(const std::vector<python::thread_cpu>& before,
-                                  const std::vector<python::thread_cpu>& after, double wall_s) {
+  /** Why the host-side figures cannot stand, from the CPU time Python threads besides the
+   *  worker's own used during the reference's turns of the timing loop; "" when it is under 2%
+   *  of those turns' wall time (and under 20 ms). Such a thread shares the CPU with the
+   *  reference's host work and not, or not as much, with the candidate's: a candidate's thread
+   *  that hashed while the reference was timed, and paused for its own forwards, read 1.84x host
+   *  wall for the same matmul on the CPU. CPU used during the candidate's own turns (a pool that
+   *  works for its forwards) competes only with the candidate and is left alone. The device
+   *  figure, GPU time, stands either way. */
+  static std::string busy_threads(const python::thread_turns& turns) {
+    const auto& ref = turns.reference;
     double total = 0.0;
     std::vector<std::string> named;
-    for (const auto& t : after) {
-      double used = t.cpu_s;
-      for (const auto& b : before)
-        if (b.tid == t.tid && b.name == t.name) used -= b.cpu_s;
-      if (used <= 0.0) continue;
-      total += used;
-      named.push_back(fmt::format("{} (thread {}): {:.2f} s", t.name, t.tid, used));
+    for (const auto& t : ref.threads) {
+      total += t.cpu_s;
+      named.push_back(fmt::format("{} (thread {}): {:.2f} s", t.name, t.tid, t.cpu_s));
     }
-    if (total < std::max(0.02, 0.02 * wall_s)) return "";
+    if (total < std::max(0.02, 0.02 * ref.wall_s)) return "";
     return fmt::format(
         "Python threads besides the one that runs the forwards used {:.2f} s of CPU during the "
-        "{:.2f} s of timing ({}): they share the CPU with both sides' host work, unevenly for all "
-        "kjudge can tell, so the host-side figures (stream, host wall) are withheld",
-        total, wall_s, listed(named, 4, ", "));
+        "reference's {:.2f} s of turns in the timing loop ({}): they competed with the "
+        "reference's host work and not, or less, with the candidate's, so the host-side figures "
+        "(stream, host wall) are withheld",
+        total, ref.wall_s, listed(named, 4, ", "));
   }
 
   /** Marks each of `figures` (of `cmp`'s sides) withheld for `why`, and the speedups of their
@@ -1120,7 +1116,8 @@ class pipeline {
   void run_profile_ranges() {
     settle_gpu_turn("the profiled run");
     m_events.phase("profile_setup");
-    const auto ti = m_session->timing_setup(1, m_job.base_seed ^ 0x5eed, 1ull << 30, false);
+    const auto ti =
+        m_session->timing_setup(1, m_job.base_seed ^ 0x5eed, m_job.timing_key, 1ull << 30, false);
     auto [reference, candidate] = make_targets(ti.sets);
     for (const bool is_ref : {true, false}) {
       measure::target& t = is_ref ? *reference : *candidate;
@@ -1176,8 +1173,9 @@ class pipeline {
     withheld_figures out;
     // Every set, each with a factor no sample used: whatever a candidate cached, on whichever
     // buffer, is stale now. Timed samples are numbered upward from 0 per side (about sets + 1 a
-    // round); the check's numbers continue theirs, so that nothing a forward can read (its
-    // generator's seed, its inputs' factor) tells a check call from one more timed sample.
+    // round); the check's numbers come after theirs, and every number's generator seed and
+    // input factor are a keyed hash of it (the job's timing key), so that what a forward can
+    // read does not tell it the number of its call (docs/methodology.md, Timing 8).
     const std::size_t sets = m_session->timing_sets();
     const std::size_t first = m_session->timing_check_first_sample();
     for (const bool graph : {false, true}) {
@@ -1241,7 +1239,8 @@ class pipeline {
    *  benchmark times, would pass. Both sides on two sets of inputs at those sizes. */
   void check_nominal_sizes() {
     m_events.phase("nominal sizes check");
-    const auto ti = m_session->timing_setup(2, m_job.base_seed ^ 0x5eed, 1ull << 30, false);
+    const auto ti =
+        m_session->timing_setup(2, m_job.base_seed ^ 0x5eed, m_job.timing_key, 1ull << 30, false);
     if (m_job.kind == candidate_kind::native)
       for (std::size_t k = 0; k < ti.sets; ++k) ensure_workspace(timing_call(k)->shape_only());
     const auto withheld = check_timed_outputs(false, nullptr, false);

@@ -528,11 +528,12 @@ trial_outputs session::trial_finish() {
 }
 
 timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t data_seed,
-                                         std::uint64_t byte_budget, bool native_per_set) {
+                                         std::uint64_t key, std::uint64_t byte_budget,
+                                         bool native_per_set) {
   return m_impl->call("timing_setup", [&] {
     m_impl->check_untouched();
     const py::object d =
-        m_impl->harness.attr("timing_setup")(max_sets, data_seed, byte_budget, native_per_set);
+        m_impl->harness.attr("timing_setup")(max_sets, data_seed, key, byte_budget, native_per_set);
     timing_inputs_info out;
     out.shapes = to_inputs_info(d);
     out.sets = d["sets"].cast<std::size_t>();
@@ -714,12 +715,23 @@ std::vector<state_change> session::candidate_changes(bool after_timing) {
   });
 }
 
-std::vector<thread_cpu> session::python_threads_cpu() {
-  return m_impl->call("python_threads_cpu", [&] {
-    std::vector<thread_cpu> out;
-    for (const auto& item : m_impl->harness.attr("python_threads_cpu")()) {
-      const auto t = item.cast<py::tuple>();
-      out.push_back({utf8_text(t[0]), t[1].cast<long>(), t[2].cast<double>()});
+void session::thread_turns_begin() {
+  m_impl->call("thread_turns_begin", [&] { m_impl->harness.attr("thread_turns_begin")(); });
+}
+
+thread_turns session::thread_turns_end() {
+  return m_impl->call("thread_turns_end", [&] {
+    thread_turns out;
+    const py::dict turns = m_impl->harness.attr("thread_turns_end")();
+    for (auto [name, side] :
+         {std::pair{"reference", &out.reference}, std::pair{"candidate", &out.candidate}}) {
+      if (!turns.contains(name)) continue;
+      const auto entry = turns[name].cast<py::tuple>();
+      side->wall_s = entry[0].cast<double>();
+      for (const auto& item : entry[1]) {
+        const auto t = item.cast<py::tuple>();
+        side->threads.push_back({utf8_text(t[0]), t[1].cast<long>(), t[2].cast<double>()});
+      }
     }
     return out;
   });

@@ -84,11 +84,22 @@ struct state_change {
   bool by_torch = false;  ///< a binding replaced by torch's own code (torch.compile does)
 };
 
-/** A Python thread other than the one that runs the forwards, and the CPU time it has used. */
+/** A Python thread other than the one that runs the forwards, and the CPU time it used. */
 struct thread_cpu {
   std::string name;
   long tid = 0;        ///< the kernel's thread id
-  double cpu_s = 0.0;  ///< user + system CPU seconds since it started
+  double cpu_s = 0.0;  ///< user + system CPU seconds
+};
+
+/** One side's turns while both were timed: their wall time, and the CPU each Python thread
+ *  besides the worker's own used during them. */
+struct side_turns {
+  double wall_s = 0.0;
+  std::vector<thread_cpu> threads;
+};
+
+struct thread_turns {
+  side_turns reference, candidate;
 };
 
 struct trial_inputs_info {
@@ -197,8 +208,9 @@ class session {
 
   /** Timing inputs at the nominal sizes (no jitter), one set per seed: as many as fit in
    *  `byte_budget`, at least 2, at most `max_sets`. `native_per_set`: a native candidate's
-   *  parameters and outputs may be copied per set (cold timing; see native_buffers_per_set). */
-  timing_inputs_info timing_setup(std::size_t max_sets, std::uint64_t data_seed,
+   *  parameters and outputs may be copied per set (cold timing; see native_buffers_per_set).
+   *  `key` (secret) keys the timed samples' generator seeds and input factors. */
+  timing_inputs_info timing_setup(std::size_t max_sets, std::uint64_t data_seed, std::uint64_t key,
                                   std::uint64_t byte_budget, bool native_per_set);
   /** A target for the reference or the Python candidate: prepare(sample) rewrites its own copy of
    *  the sample's input set (float tensors scaled by a per-sample factor), run() calls it. */
@@ -238,8 +250,11 @@ class session {
    *  reference's samples may have run under, throws kj::error(candidate), as does a change to
    *  what the reference runs with. Empty for a native candidate. */
   [[nodiscard]] std::vector<state_change> candidate_changes(bool after_timing);
-  /** Every Python thread but the worker's own, with the CPU time it has used (Linux /proc). */
-  [[nodiscard]] std::vector<thread_cpu> python_threads_cpu();
+  /** Starts booking the CPU time of every Python thread but the worker's own (Linux /proc) to
+   *  the side whose turn it is (the side whose inputs were refreshed last). */
+  void thread_turns_begin();
+  /** What was booked since thread_turns_begin; the booking stops. */
+  [[nodiscard]] thread_turns thread_turns_end();
   /** Native timing, set i: its inputs (contiguous), its copies of the reference's parameters and
    *  buffers, and its reference-shaped outputs (the last two shared by every set unless
    *  timing_inputs_info::native_buffers_per_set). */

@@ -62,7 +62,7 @@ _timing_native_params = {}  # set -> its copies of the reference's parameters an
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 # Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
 _timing_native_own = [True]
-_timing_seed = [0]  # timing_setup's data seed: the timed samples' generator seeds derive from it
+_timing_key = [0]  # timing_setup's secret key: the timed samples' seeds and factors derive from it
 _timing_next = [0]  # one past the highest sample number refresh() was given since timing_setup
 _runners = {}  # side -> make_runner's (prepare, run, ...), whose run() the timing check calls too
 _run_outputs = {}  # side -> [what its run() returned last]
@@ -919,8 +919,14 @@ _as_float32 = _TensorBase.float
 _NO_MUL = frozenset(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
                                                 "float8_e5m2fnuz", "float8_e8m0fnu")
                     if hasattr(torch, n))
-_sum_of, _norm_of, _numel = _TensorBase.sum, torch.linalg.vector_norm, _TensorBase.numel
-_float64 = torch.float64
+_sum_of, _numel = _TensorBase.sum, _TensorBase.numel
+# _digest's: a tensor's bytes as 8-byte words.
+_detach, _contiguous, _reshape, _view = (_TensorBase.detach, _TensorBase.contiguous,
+                                         _TensorBase.reshape, _TensorBase.view)
+_resolve_conj, _resolve_neg, _item, _to = (_TensorBase.resolve_conj, _TensorBase.resolve_neg,
+                                           _TensorBase.__getitem__, _TensorBase.to)
+_uint8, _int64 = torch.uint8, torch.int64
+_value, _str, _slice = _TensorBase.item, str, slice
 # Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
 # mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
 _grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
@@ -1669,25 +1675,76 @@ def _as_candidate(fn):
     return out
 
 
-def python_threads_cpu():
-    """[(name, native thread id, CPU seconds used so far)] for every Python thread but this
-    one (the worker's, which runs both sides' forwards), from /proc/self/task/<tid>/stat; a
-    thread whose entry cannot be read is left out. What they use while both sides are timed
-    shares the CPU with both sides' host work: a candidate's thread that ran only during the
-    reference's samples slowed them (1.84x host wall for the same matmul on the CPU)."""
-    out = []
+def _threads_cpu():
+    """{(name, native thread id): CPU seconds used so far} for every Python thread but this one
+    (the worker's, which runs both sides' forwards), from /proc/self/task/<tid>/stat; a thread
+    whose entry cannot be read is left out. Threads started outside Python's threading module,
+    and native ones (a C++ extension's), are not in its registry and not seen."""
+    out = {}
     me = _this_thread()
-    tick = os.sysconf("SC_CLK_TCK")
     for t in _all_threads():
         tid = getattr(t, "native_id", None)
         if t.ident == me or tid is None:
             continue
         try:
-            with open("/proc/self/task/%d/stat" % tid) as f:
+            with _open("/proc/self/task/%d/stat" % tid) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            out.append((str(t.name), int(tid), (int(fields[11]) + int(fields[12])) / tick))
+            out[(str(t.name), int(tid))] = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
         except (OSError, ValueError, IndexError):
             continue
+    return out
+
+
+# While both sides are timed (thread_turns_begin .. thread_turns_end): whose turn it is (the side
+# whose refresh() came last), since when, the threads' CPU then, and per side the wall time of
+# its turns and each thread's CPU during them. Per side, because a thread busy during the
+# candidate's own turns (its pool, say, working for its forwards) only competes with the
+# candidate, while one busy during the reference's turns slows the reference alone.
+_turns = {}
+_monotonic = time.monotonic
+_open = open
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def thread_turns_begin():
+    _turns.clear()
+    _turns.update(side=None, at=_monotonic(), cpu=_threads_cpu(),
+                  wall={"reference": 0.0, "candidate": 0.0},
+                  used={"reference": {}, "candidate": {}})
+
+
+def _close_turn():
+    """Books the time and the threads' CPU since the last switch to the side whose turn it was."""
+    now, cpu = _monotonic(), _threads_cpu()
+    side = _turns["side"]
+    if side is not None:
+        _turns["wall"][side] += now - _turns["at"]
+        used = _turns["used"][side]
+        for key, c in cpu.items():
+            d = c - _turns["cpu"].get(key, 0.0)
+            if d > 0:
+                used[key] = used.get(key, 0.0) + d
+    _turns["at"], _turns["cpu"] = now, cpu
+
+
+def _turn_of(which):
+    """refresh()'s note that `which` takes a sample: a switch of sides closes the other's turn."""
+    if _turns and _turns["side"] != which:
+        _close_turn()
+        _turns["side"] = which
+
+
+def thread_turns_end():
+    """{side: (wall seconds of its turns, [(name, native thread id, CPU seconds in them)])} since
+    thread_turns_begin; the accounting stops. A thread that ended before a switch of sides is
+    counted up to the last switch it lived through."""
+    if not _turns:
+        return {}
+    _close_turn()
+    out = {side: (_turns["wall"][side],
+                  [(name, tid, cpu) for (name, tid), cpu in _turns["used"][side].items()])
+           for side in ("reference", "candidate")}
+    _turns.clear()
     return out
 
 
@@ -1724,26 +1781,6 @@ def trial_begin(seed, scale):
         # reach the outputs it is compared with.
         _trial["ref_host"] = _hosts(_trial["ref_out"], ProblemError, "the reference's")
     return info
-
-
-def _digest(x):
-    """A short summary of an input's bytes (sums over 8-byte words), taken before the candidate
-    runs: whether kjudge's pristine copy still holds what was drawn. Not a proof against a
-    change made to keep it; such a change is still refused, as the problem's error."""
-    if type(x) is not torch.Tensor:
-        return (type(x).__name__, x)
-    d = x.detach()
-    head = (str(d.dtype), tuple(d.shape), str(d.device))
-    if d.numel() == 0:
-        return head
-    try:  # a conjugate or negative view has its values resolved into memory first
-        b = d.resolve_conj().resolve_neg().contiguous().reshape(-1).view(torch.uint8)
-    except (RuntimeError, TypeError):
-        return head + ("unreadable",)
-    whole = b.numel() - b.numel() % 8
-    w = b[:whole].view(torch.int64)
-    tail = b[whole:].to(torch.int64)
-    return head + (int(w.sum()), int(w[1::3].sum()), int(tail.sum()) if tail.numel() else 0)
 
 
 def trial_run_reference(seed, scale):
@@ -1965,13 +2002,15 @@ def _timing_clone(x, side):
     return x.clone(memory_format=torch.preserve_format) if isinstance(x, torch.Tensor) else x
 
 
-def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
+def timing_setup(max_sets, data_seed, key, byte_budget, native_per_set):
     """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
     in byte_budget, at least 2 and at most max_sets. A set costs its pristine base and one
     working copy per side, twice the reference's outputs (what each side's CUDA graph of the
     set keeps) and a native candidate's own copies of its parameters and outputs, where it gets
     them. native_per_set: a native candidate's parameters and outputs may be copied per set
-    (cold timing only: warm, the copies would leave L2 where the reference's one copy stays)."""
+    (cold timing only: warm, the copies would leave L2 where the reference's one copy stays).
+    key: a secret of the orchestrator's, which the timed samples' generator seeds and input
+    factors derive from (_keyed)."""
     _reach.use("reference")
     _timing_base.clear()
     _timing_work["reference"] = []
@@ -2006,7 +2045,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     _timing_native_own[0] = bool(native_per_set) and native_bytes <= _NATIVE_PER_SET_BYTES
     per_set = 3 * set_bytes + 2 * out_bytes + (native_bytes if _timing_native_own[0] else 0)
     count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
-    _timing_seed[0] = data_seed
+    _timing_key[0] = key & _SEED_MASK
     _timing_next[0] = 0
     _runners.clear()  # made for the sets this replaces
     _run_outputs.clear()
@@ -2043,10 +2082,26 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
 _generators = [torch.default_generator]
 
 
+def _mix(v):
+    """SplitMix64's finaliser: 64 bits in, 64 well-mixed bits out (kjudge/core/jitter.cpp's)."""
+    v = ((v ^ (v >> 30)) * 0xBF58476D1CE4E5B9) & _SEED_MASK
+    v = ((v ^ (v >> 27)) * 0x94D049BB133111EB) & _SEED_MASK
+    return v ^ (v >> 31)
+
+
+def _keyed(sample, lane):
+    """64 bits from the timing key, a sample number and a lane (1: the seed, 2: the factor).
+    Keyed so that what a forward can read (torch.initial_seed(), its inputs' factor) does not tell
+    it the sample's number: seeds that stepped by a constant let a forward see which calls were
+    consecutive timed samples and do no work in them (examples/faulty/tells_check_by_seed.py),
+    and the post-timing check's call pattern apart from the timed rounds'."""
+    return _mix(_mix((_timing_key[0] + lane * 0x9E3779B97F4A7C15) & _SEED_MASK) ^ sample)
+
+
 def _sample_seed(sample):
-    """The generator seed of timed sample `sample` (and of the timing check's, numbered beyond
+    """The generator seed of timed sample `sample` (and of the timing check's, numbered after
     them): each sample's forward draws from its own, the same on both sides."""
-    return _timing_seed[0] + 7919 * (_len(_timing_base) + 1 + sample)
+    return _keyed(sample, 1)
 
 
 def _seed_generators(seed):
@@ -2060,12 +2115,12 @@ def _seed_generators(seed):
 
 
 def _factor(sample):
-    """A scale in (0.5, 1) that differs for every sample index (golden-ratio sequence). At most 1,
-    so that an input stays in its domain (a probability, a target of binary cross-entropy), and
-    so that the post-timing check, whose tolerances are the trials', sees outputs no larger than
-    theirs: with factors up to 2, a matmul's outputs grew up to 4x against the same atol, and an
-    honest matmul accumulated in float64 failed the check."""
-    return _float(2.0 ** -(((sample + 1) * 0.6180339887498949) % 1.0))
+    """A scale in (0.5, 1] of the sample's own (_keyed: 53 random bits u, 2^-u), 1 with a chance
+    of 2^-53. At most 1, so that an input stays in its domain (a probability, a target of binary
+    cross-entropy), and so that the post-timing check, whose tolerances are the trials', sees
+    outputs no larger than theirs: with factors up to 2, a matmul's outputs grew up to 4x against
+    the same atol, and an honest matmul accumulated in float64 failed the check."""
+    return _float(2.0 ** -((_keyed(sample, 2) >> 11) * 2.0 ** -53))
 
 
 def refresh(which, sample):
@@ -2076,6 +2131,7 @@ def refresh(which, sample):
     harness bound when it loaded (_mul, ...): a candidate's rebinding of torch.mul could otherwise
     skip the rewrite and leave its inputs unchanged sample after sample, or run its code on the
     reference's copy."""
+    _turn_of(which)
     k = sample % _len(_timing_base)
     f = _factor(sample)
     if sample >= _timing_next[0]:
@@ -2320,34 +2376,29 @@ def timing_native_params(k):
 
 
 def _digest(x):
-    """(sum, 2-norm) of a tensor's values in float64, or None for anything else or an empty one.
-    Only what the harness bound when it loaded is called."""
-    if not _isinstance(x, _Tensor) or _numel(x) == 0:
-        return None
-    grad = _grad_enabled()
-    _set_grad_enabled(False)
-    try:
-        with _no_torch_function():
-            if _is_floating_point(x) and _dtype_of(x) in _NO_MUL:
-                x = _as_float32(x)
-            total = _float(_sum_of(x, dtype=_float64))
-            norm = _float(_norm_of(x, dtype=_float64)) if _is_floating_point(x) else total
-    finally:
-        _set_grad_enabled(grad)
-    return (total, norm)
-
-
-def _same_digest(a, b):
-    """Whether two _digest()s agree: equal within float64 summation-order noise, NaN alike."""
-    if a is None or b is None:
-        return a is b
-    for u, v in zip(a, b):
-        if u != u or v != v:  # NaN: only with NaN
-            if not (u != u and v != v):
-                return False
-        elif abs(u - v) > 1e-9 * max(abs(u), abs(v), 1e-300):
-            return False
-    return True
+    """A summary of an input's bytes, taken before any candidate code could reach it and compared
+    exactly later: (dtype, shape, device) and sums over its 8-byte words, the whole and every
+    third (so that values moved within the tensor, sorted say, change it too). For anything but
+    a tensor, (its type's name, the value). Only what the harness bound when it loaded is called,
+    with torch function modes off, and nothing of the size of the tensor is allocated for a
+    contiguous one. Not a proof against a change made to keep it."""
+    if not _isinstance(x, _Tensor):
+        return (_type(x).__name__, x)
+    head = (_str(_dtype_of(x)), _tuple(_size(x)), _str(_device_of(x)))
+    if _numel(x) == 0:
+        return head
+    with _no_torch_function():
+        try:  # a conjugate or negative view has its values resolved into memory first
+            b = _view(_reshape(_contiguous(_resolve_neg(_resolve_conj(_detach(x)))), (-1,)),
+                      _uint8)
+        except (RuntimeError, TypeError):
+            return head + ("unreadable",)
+        n = _numel(b)
+        whole = n - n % 8
+        w = _view(_item(b, _slice(0, whole)), _int64)
+        tail = _to(_item(b, _slice(whole, n)), _int64)
+        return head + (_value(_sum_of(w)), _value(_sum_of(_item(w, _slice(1, None, 3)))),
+                       _value(_sum_of(tail)))
 
 
 def _check_timing_bases():
@@ -2357,7 +2408,7 @@ def _check_timing_bases():
     zeros for zero inputs was judged correct at 4x)."""
     for k, base in _enumerate(_timing_base):
         for i, x in _enumerate(base):
-            if not _same_digest(_digest(x), _timing_digest[k][i]):
+            if _digest(x) != _timing_digest[k][i]:
                 raise CandidateError("the values of kjudge's pristine copy of timing input %d of "
                                      "set %d changed during timing: the candidate changed "
                                      "kjudge's timing inputs, and both sides were timed on "
@@ -2366,9 +2417,9 @@ def _check_timing_bases():
 
 def timing_check_first_sample():
     """The first sample number of the post-timing check: the first multiple of the sets past every
-    number either side's samples used, so that the check's samples continue the timed ones (a
-    number of its own far beyond them gave it a seed a forward could tell apart by
-    torch.initial_seed(), and skip its work on every timed sample but not on the check)."""
+    number either side's samples used, so that no check sample reuses a timed one's factor. Its
+    seeds and factors are keyed hashes of these numbers as the timed ones' are (_keyed): a
+    forward cannot tell them apart by torch.initial_seed() or its inputs' scale."""
     _check_timing_bases()
     sets = _len(_timing_base)
     return -(-_timing_next[0] // sets) * sets if sets else 0

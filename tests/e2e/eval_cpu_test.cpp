@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -44,6 +45,11 @@ TEST(EvalCpu, CorrectCandidateIsCorrectAndTimedOnTheHost) {
   EXPECT_EQ(j["correctness"]["trials_passed"], 3);
   EXPECT_TRUE(j["correctness"]["held_out_ran"].get<bool>());
   EXPECT_TRUE(j["correctness"]["held_out_passed"].get<bool>());
+  // The secrets stay out of the job as shown: the held-out seed is revealed in the provenance,
+  // the timing key nowhere.
+  EXPECT_FALSE(j["options"].contains("held_out_seed")) << j["options"].dump();
+  EXPECT_FALSE(j["options"].contains("timing_key")) << j["options"].dump();
+  EXPECT_EQ(j.dump().find("timing_key"), std::string::npos);
   EXPECT_EQ(j["provenance"]["device"], "cpu");
   EXPECT_FALSE(j["provenance"]["torch_version"].get<std::string>().empty());
   // On the CPU only the host figure exists, and the result says so.
@@ -431,16 +437,23 @@ TEST(EvalCpu, AForwardThatSkipsItsWorkOnlyWhileTimedIsCaught) {
   EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
 }
 
-TEST(EvalCpu, AForwardThatTellsTheCheckByItsSeedIsCaught) {
-  // It tells timed calls by their generator seeds' steps; the check's samples had numbers far
-  // beyond the timed ones, whose seeds jumped, and it was correct with a 157x host-wall speedup.
+TEST(EvalCpu, AForwardThatLooksForTimedCallsByItsSeedFindsNone) {
+  // It looks for timed calls by their generator seeds' steps, and skips its work in them. When
+  // the check's samples had numbers far beyond the timed ones, it was correct with a 157x
+  // host-wall speedup; when they continued the timed ones, the check caught it. The seeds are
+  // keyed now: it finds no step, computes in every call, and is timed as what it is.
   const auto r =
       run_eval("problems/level1/matmul.py", "examples/faulty/tells_check_by_seed.py", cpu_fast);
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_EQ(r.result["status"], "incorrect");
-  EXPECT_EQ(r.result["correctness"]["trials_passed"], 3) << r.result["correctness"].dump();
-  EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result["flags"].dump(1);
-  EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_FALSE(has_flag(r.result, "timing_outputs_differ")) << r.result["flags"].dump(1);
+  bool host_speedup = false;
+  for (const auto& s : r.result["timing"]["speedups"])
+    if (s["kind"] == "host_wall") {
+      host_speedup = true;
+      EXPECT_LT(s["ratio"].get<double>(), 3.0) << s.dump();
+    }
+  EXPECT_TRUE(host_speedup) << r.result["timing"]["speedups"].dump(1);
 }
 
 TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
@@ -458,6 +471,13 @@ TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   // An honest candidate's run has no such thread.
   const auto same = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_fast);
   EXPECT_FALSE(has_flag(same.result, "python_threads_busy")) << same.result["flags"].dump(1);
+  // Nor is one whose threads work for its own forwards only: their CPU is booked to its turns
+  // (over the whole loop, they used well over 2% of it and the flag was raised).
+  const auto pooled =
+      run_eval("problems/level1/matmul.py", "examples/matmul/row_blocks_in_threads.py", cpu_fast);
+  EXPECT_EQ(pooled.result["status"], "correct") << pooled.output;
+  EXPECT_FALSE(has_flag(pooled.result, "python_threads_busy")) << pooled.result["flags"].dump(1);
+  EXPECT_TRUE(pooled.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
 }
 
 TEST(EvalCpu, HangBecomesATimeout) {
@@ -1057,16 +1077,18 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_NE(bad.output.find("the cache folder"), std::string::npos) << bad.output;
 }
 
-// A named interpreter is run once before the worker: a program that is no Python, a Python of
-// another version than the embedded one and one that finds no torch each say so (the first two
-// ended as "cannot import torch" in the worker, exit 7).
 TEST(EvalCpu, EveryResultNamesTheCommitKjudgeWasBuiltFrom) {
   // kjudge_version alone ("0.1.0") told two builds of different code apart in no result.
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", with({"--no-timing"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto commit = r.result["provenance"]["kjudge_commit"].get<std::string>();
-  EXPECT_FALSE(commit.empty());
+  // Built from a git checkout (as the tests are, in CI and here): its commit, 12 hex digits and
+  // "-dirty" where tracked files differ; elsewhere (a tarball) "unknown".
+  if (std::filesystem::exists(source_dir() / ".git"))
+    EXPECT_TRUE(std::regex_match(commit, std::regex("[0-9a-f]{12}(-dirty)?"))) << commit;
+  else
+    EXPECT_EQ(commit, "unknown");
   EXPECT_NE(r.output.find("(" + commit + ")"), std::string::npos) << r.output;
   for (const char* how : {"--version", "version"}) {
     const auto v = run_raw({how});
@@ -1075,6 +1097,9 @@ TEST(EvalCpu, EveryResultNamesTheCommitKjudgeWasBuiltFrom) {
   }
 }
 
+// A named interpreter is run once before the worker: a program that is no Python, a Python of
+// another version than the embedded one and one that finds no torch each say so (the first two
+// ended as "cannot import torch" in the worker, exit 7).
 TEST(EvalCpu, ANamedInterpreterThatIsNoPythonOrAnotherVersionSaysSo) {
   namespace fs = std::filesystem;
   const auto version = run_raw({"version"});
@@ -1357,11 +1382,11 @@ TEST(ProfileCpu, ProfileOptionsWithoutAProfileAreAUsageError) {
                           (source_dir() / "examples/softmax/naive.py").string(), "--summary"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--profile"), std::string::npos) << r.output;
-  // Their default values too: given, they say a profile was meant.
+  // Their default value too (--ncu-cache-control all): given, it says a profile was meant.
   for (const std::vector<std::string>& given :
        {std::vector<std::string>{"--ncu-cache-control", "all"},
-        {"--ncu", ""},
-        {"--baseline", ""}}) {
+        {"--ncu", "/usr/bin/ncu"},
+        {"--baseline", "earlier.json"}}) {
     std::vector<std::string> args = {"eval", (source_dir() / "problems/level1/softmax.py").string(),
                                      (source_dir() / "examples/softmax/naive.py").string()};
     args.insert(args.end(), given.begin(), given.end());

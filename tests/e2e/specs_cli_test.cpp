@@ -115,6 +115,14 @@ TEST(SpecsCli, HelpComesFromTheDocsAndBadOptionsAreUsageErrors) {
   const auto bare = run_raw({});
   EXPECT_EQ(bare.exit_code, 2);
   EXPECT_NE(bare.output.find("kjudge <command>"), std::string::npos) << bare.output;
+  // run_raw reads stdout and stderr together: with stderr dropped, nothing is left.
+  runner::spawn_options o;
+  o.argv = {"/bin/sh", "-c", "exec \"$0\" 2>/dev/null", KJ_KJUDGE_EXE};
+  o.timeout = std::chrono::seconds(60);
+  const auto out_only = runner::run_process(o);
+  EXPECT_EQ(out_only.how, runner::exit_kind::exited);
+  EXPECT_EQ(out_only.exit_code, 2);
+  EXPECT_EQ(out_only.output_tail, "") << out_only.output_tail;
 }
 
 }  // namespace

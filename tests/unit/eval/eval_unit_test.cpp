@@ -113,6 +113,7 @@ TEST(Job, RoundTripsThroughJson) {
   j.candidate = "/c.cu";
   j.kind = eval::candidate_kind::native;
   j.held_out_seed = 99;
+  j.timing_key = 0xfedcba9876543210ULL;  // 64 bits, unlike the seeds
   j.atol = 1e-3;
   j.timing_options = eval::timing_preset("precise");
   j.gpu_lock_wait_s = 12.5;
@@ -123,6 +124,7 @@ TEST(Job, RoundTripsThroughJson) {
   EXPECT_EQ(back.candidate, j.candidate);
   EXPECT_EQ(back.kind, eval::candidate_kind::native);
   EXPECT_EQ(back.held_out_seed, 99u);
+  EXPECT_EQ(back.timing_key, 0xfedcba9876543210ULL);
   ASSERT_TRUE(back.atol);
   EXPECT_DOUBLE_EQ(*back.atol, 1e-3);
   EXPECT_FALSE(back.rtol);
