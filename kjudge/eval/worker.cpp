@@ -1175,7 +1175,8 @@ class pipeline {
     // buffer, is stale now. Timed samples are numbered upward from 0 per side (about sets + 1 a
     // round); the check's numbers come after theirs, and every number's generator seed and
     // input factor are a keyed hash of it (the job's timing key), so that what a forward can
-    // read does not tell it the number of its call (docs/methodology.md, Timing 8).
+    // read does not give it the number of its call. The pattern of the calls still differs
+    // from a timed turn's (a known limit: docs/methodology.md, Timing 8).
     const std::size_t sets = m_session->timing_sets();
     const std::size_t first = m_session->timing_check_first_sample();
     for (const bool graph : {false, true}) {

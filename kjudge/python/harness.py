@@ -11,6 +11,7 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 
 import builtins
 import copy
+import hashlib
 import importlib.util
 import math
 import os
@@ -28,6 +29,9 @@ import _kjudge  # the embedded C++ module: popcorn_pri (shape jitter), see bridg
 
 _active_threads = threading.active_count  # bound at load: a candidate cannot rebind it
 _all_threads, _this_thread = threading.enumerate, threading.get_ident
+_thread_name, _thread_ident, _thread_native_id = (threading.Thread.name.fget,
+                                                  threading.Thread.ident.fget,
+                                                  threading.Thread.native_id.fget)
 
 
 class ProblemError(Exception):
@@ -927,6 +931,10 @@ _resolve_conj, _resolve_neg, _item, _to = (_TensorBase.resolve_conj, _TensorBase
                                            _TensorBase.__getitem__, _TensorBase.to)
 _uint8, _int64 = torch.uint8, torch.int64
 _value, _str, _slice = _TensorBase.item, str, slice
+_blake2b, _int_bytes, _int_from = hashlib.blake2b, int.to_bytes, int.from_bytes
+_copy_of, _layout_of, _strided = _TensorBase.clone, _TensorBase.layout.__get__, torch.strided
+_is_quantized, _is_meta = _TensorBase.is_quantized.__get__, _TensorBase.is_meta.__get__
+_is_nested = _TensorBase.is_nested.__get__
 # Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
 # mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
 _grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
@@ -1676,21 +1684,24 @@ def _as_candidate(fn):
 
 
 def _threads_cpu():
-    """{(name, native thread id): CPU seconds used so far} for every Python thread but this one
-    (the worker's, which runs both sides' forwards), from /proc/self/task/<tid>/stat; a thread
-    whose entry cannot be read is left out. Threads started outside Python's threading module,
-    and native ones (a C++ extension's), are not in its registry and not seen."""
+    """{(native thread id, start time in clock ticks): (name, CPU seconds used so far)} for
+    every Python thread but this one (the worker's, which runs both sides' forwards), from
+    /proc/self/task/<tid>/stat. A thread's attributes are read through threading.Thread's own
+    getters, bound at load, so that a subclass's properties (the candidate's code) do not run
+    here; an entry that cannot be read is left out. Threads started outside Python's threading
+    module, and native ones (a C++ extension's), are not in its registry and not seen."""
     out = {}
     me = _this_thread()
     for t in _all_threads():
-        tid = getattr(t, "native_id", None)
-        if t.ident == me or tid is None:
-            continue
         try:
+            tid = _thread_native_id(t)
+            if _thread_ident(t) == me or tid is None:
+                continue
             with _open("/proc/self/task/%d/stat" % tid) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            out[(str(t.name), int(tid))] = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
-        except (OSError, ValueError, IndexError):
+            out[(int(tid), int(fields[19]))] = (
+                _str(_thread_name(t)), (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS)
+        except Exception:
             continue
     return out
 
@@ -1720,10 +1731,10 @@ def _close_turn():
     if side is not None:
         _turns["wall"][side] += now - _turns["at"]
         used = _turns["used"][side]
-        for key, c in cpu.items():
-            d = c - _turns["cpu"].get(key, 0.0)
+        for key, (name, c) in cpu.items():
+            d = c - _turns["cpu"].get(key, (name, 0.0))[1]
             if d > 0:
-                used[key] = used.get(key, 0.0) + d
+                used[key] = (name, used.get(key, (name, 0.0))[1] + d)
     _turns["at"], _turns["cpu"] = now, cpu
 
 
@@ -1742,7 +1753,7 @@ def thread_turns_end():
         return {}
     _close_turn()
     out = {side: (_turns["wall"][side],
-                  [(name, tid, cpu) for (name, tid), cpu in _turns["used"][side].items()])
+                  [(name, tid, cpu) for (tid, _), (name, cpu) in _turns["used"][side].items()])
            for side in ("reference", "candidate")}
     _turns.clear()
     return out
@@ -2012,6 +2023,7 @@ def timing_setup(max_sets, data_seed, key, byte_budget, native_per_set):
     key: a secret of the orchestrator's, which the timed samples' generator seeds and input
     factors derive from (_keyed)."""
     _reach.use("reference")
+    _turns.clear()  # a timing loop that raised left its booking on
     _timing_base.clear()
     _timing_work["reference"] = []
     _timing_work["candidate"] = []
@@ -2082,20 +2094,17 @@ def timing_setup(max_sets, data_seed, key, byte_budget, native_per_set):
 _generators = [torch.default_generator]
 
 
-def _mix(v):
-    """SplitMix64's finaliser: 64 bits in, 64 well-mixed bits out (kjudge/core/jitter.cpp's)."""
-    v = ((v ^ (v >> 30)) * 0xBF58476D1CE4E5B9) & _SEED_MASK
-    v = ((v ^ (v >> 27)) * 0x94D049BB133111EB) & _SEED_MASK
-    return v ^ (v >> 31)
-
-
 def _keyed(sample, lane):
-    """64 bits from the timing key, a sample number and a lane (1: the seed, 2: the factor).
-    Keyed so that what a forward can read (torch.initial_seed(), its inputs' factor) does not tell
-    it the sample's number: seeds that stepped by a constant let a forward see which calls were
-    consecutive timed samples and do no work in them (examples/faulty/tells_check_by_seed.py),
-    and the post-timing check's call pattern apart from the timed rounds'."""
-    return _mix(_mix((_timing_key[0] + lane * 0x9E3779B97F4A7C15) & _SEED_MASK) ^ sample)
+    """64 bits of BLAKE2b keyed with the timing key, of a sample number and a lane (1: the seed,
+    2: the factor). A keyed hash, so that what a forward can read (torch.initial_seed(), its
+    inputs' factor) does not tell it the sample's number: seeds that stepped by a constant let a
+    forward see which calls were consecutive timed samples and do no work in them
+    (examples/faulty/tells_check_by_seed.py), and an invertible mix of key and number (a first
+    version XORed the number into a SplitMix64 finaliser) gave the numbers back up to one
+    constant."""
+    h = _blake2b(_int_bytes(sample, 8, "little") + _int_bytes(lane, 1, "little"),
+                 digest_size=8, key=_int_bytes(_timing_key[0], 8, "little"))
+    return _int_from(h.digest(), "little")
 
 
 def _sample_seed(sample):
@@ -2115,11 +2124,12 @@ def _seed_generators(seed):
 
 
 def _factor(sample):
-    """A scale in (0.5, 1] of the sample's own (_keyed: 53 random bits u, 2^-u), 1 with a chance
-    of 2^-53. At most 1, so that an input stays in its domain (a probability, a target of binary
-    cross-entropy), and so that the post-timing check, whose tolerances are the trials', sees
-    outputs no larger than theirs: with factors up to 2, a matmul's outputs grew up to 4x against
-    the same atol, and an honest matmul accumulated in float64 failed the check."""
+    """A scale in [0.5, 1] of the sample's own (_keyed: 53 random bits u in [0, 1), 2^-u; 1 or
+    0.5 each with a chance of 2^-53). At most 1, so that an input stays in its domain (a
+    probability, a target of binary cross-entropy), and so that the post-timing check, whose
+    tolerances are the trials', sees outputs no larger than theirs: with factors up to 2, a
+    matmul's outputs grew up to 4x against the same atol, and an honest matmul accumulated in
+    float64 failed the check."""
     return _float(2.0 ** -((_keyed(sample, 2) >> 11) * 2.0 ** -53))
 
 
@@ -2377,28 +2387,40 @@ def timing_native_params(k):
 
 def _digest(x):
     """A summary of an input's bytes, taken before any candidate code could reach it and compared
-    exactly later: (dtype, shape, device) and sums over its 8-byte words, the whole and every
-    third (so that values moved within the tensor, sorted say, change it too). For anything but
-    a tensor, (its type's name, the value). Only what the harness bound when it loaded is called,
-    with torch function modes off, and nothing of the size of the tensor is allocated for a
-    contiguous one. Not a proof against a change made to keep it."""
+    exactly later: (dtype, shape, device) and sums over its 8-byte words, the whole and those at
+    every second, third, fifth and seventh place (so that values moved within the tensor change
+    it too, unless moved by a multiple of 210 words). For anything but a tensor, (its type's
+    name, the value); for a tensor whose bytes cannot be read so (sparse, quantized, meta,
+    nested), its head and "unreadable". Only what the harness bound when it loaded is called,
+    with torch function modes off; a contiguous tensor at an 8-byte offset is summed in place,
+    any other is copied first. Not a proof against a change made to keep it."""
     if not _isinstance(x, _Tensor):
         return (_type(x).__name__, x)
-    head = (_str(_dtype_of(x)), _tuple(_size(x)), _str(_device_of(x)))
-    if _numel(x) == 0:
-        return head
     with _no_torch_function():
-        try:  # a conjugate or negative view has its values resolved into memory first
+        try:
+            head = (_str(_dtype_of(x)), _tuple(_size(x)), _str(_device_of(x)))
+        except Exception:
+            return ("unreadable tensor",)
+        try:
+            if (_layout_of(x) != _strided or _is_quantized(x) or _is_meta(x)
+                    or _is_nested(x)):
+                return head + ("unreadable",)
+            if _numel(x) == 0:
+                return head
+            # a conjugate or negative view has its values resolved into memory first
             b = _view(_reshape(_contiguous(_resolve_neg(_resolve_conj(_detach(x)))), (-1,)),
                       _uint8)
-        except (RuntimeError, TypeError):
+            if _offset_of(b) % 8:
+                b = _copy_of(b)
+            n = _numel(b)
+            whole = n - n % 8
+            w = _view(_item(b, _slice(0, whole)), _int64)
+            tail = _to(_item(b, _slice(whole, n)), _int64)
+            return head + _tuple(_value(_sum_of(_item(w, _slice(first, None, step))))
+                                 for first, step in ((0, 1), (0, 2), (1, 3), (2, 5), (3, 7))) + (
+                _value(_sum_of(tail)),)
+        except Exception:
             return head + ("unreadable",)
-        n = _numel(b)
-        whole = n - n % 8
-        w = _view(_item(b, _slice(0, whole)), _int64)
-        tail = _to(_item(b, _slice(whole, n)), _int64)
-        return head + (_value(_sum_of(w)), _value(_sum_of(_item(w, _slice(1, None, 3)))),
-                       _value(_sum_of(tail)))
 
 
 def _check_timing_bases():
