@@ -954,7 +954,9 @@ class pipeline {
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
     m_events.phase("timing");
     m_session->thread_turns_begin();
+    m_session->audit_begin();
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
+    const std::size_t audits = m_session->audit_end();
     const std::string busy = busy_threads(m_session->thread_turns_end());
     if (gpu) flag_other_programs("timing");
     note_candidate_changes(true);
@@ -962,8 +964,9 @@ class pipeline {
     const auto replayed = [](const measure::side_result& s) {
       return s.device.method == measure::graph_device_method;
     };
-    const auto withheld = check_timed_outputs(replayed(cmp.reference),
-                                              replayed(cmp.candidate) ? &*candidate : nullptr);
+    auto withheld = check_timed_outputs(replayed(cmp.reference),
+                                        replayed(cmp.candidate) ? &*candidate : nullptr);
+    if (withheld.candidate.empty()) withheld.candidate = audit_timed_calls(audits);
     // The graphs and their memory pools go before the CUPTI forward measures peak memory.
     reference->drop_graphs();
     candidate->drop_graphs();
@@ -1159,6 +1162,29 @@ class pipeline {
     for (const auto& c : checks)
       if (!c.passed) error += (error.empty() ? "" : "; ") + c.message;
     return error;
+  }
+
+  /** The kept outputs of `count` of a Python candidate's calls in the timing loop (drawn by the
+   *  timing key, where it could not foresee which), each against the reference's forward on the
+   *  same sample number (the same rewrite and generator seed); why one differs, or "". A forward
+   *  that did its work only where it guessed it was not timed (after the loop, or after a pause
+   *  without a repeated seed) passes the post-timing check and fails here. */
+  std::string audit_timed_calls(std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      m_events.phase(fmt::format("timing audit {}", i));
+      const auto [sample, unreadable] = m_session->timing_audit_begin(i);
+      const std::string e = unreadable.empty()
+                                ? differences(python::session::check_source::candidate, sample)
+                                : fmt::format("its outputs could not be read: {}", unreadable);
+      if (!e.empty())
+        return fmt::format(
+            "a call of the candidate's in the timing loop (sample {}, one of {} whose outputs "
+            "kjudge kept, drawn where the candidate could not foresee which) does not match the "
+            "reference's output on the same inputs ({}): the candidate computes differently "
+            "while timed than when checked (docs/methodology.md, Timing 8)",
+            sample, count, e);
+    }
+    return "";
   }
 
   /** After sampling, both sides run once more on a fresh rewrite of the inputs and must agree; a

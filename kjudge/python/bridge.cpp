@@ -737,6 +737,22 @@ thread_turns session::thread_turns_end() {
   });
 }
 
+void session::audit_begin() {
+  m_impl->call("audit_begin", [&] { m_impl->harness.attr("audit_begin")(); });
+}
+
+std::size_t session::audit_end() {
+  return m_impl->call("audit_end",
+                      [&] { return m_impl->harness.attr("audit_end")().cast<std::size_t>(); });
+}
+
+std::pair<std::size_t, std::string> session::timing_audit_begin(std::size_t i) {
+  return m_impl->call("timing_audit_begin", [&] {
+    const auto t = py::tuple(m_impl->harness.attr("timing_audit_begin")(i));
+    return std::pair{t[0].cast<std::size_t>(), utf8_text(t[1])};
+  });
+}
+
 std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {
   return m_impl->call("timing_native_inputs",
                       [&] { return to_views(m_impl->harness.attr("timing_native_inputs")(set)); });

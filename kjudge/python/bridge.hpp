@@ -255,6 +255,13 @@ class session {
   void thread_turns_begin();
   /** What was booked since thread_turns_begin; the booking stops. */
   [[nodiscard]] thread_turns thread_turns_end();
+  /** Starts keeping the outputs of some of a Python candidate's calls in the timing loop, drawn
+   *  by the timing key (the harness's audit); audit_end() stops and says how many were kept. */
+  void audit_begin();
+  [[nodiscard]] std::size_t audit_end();
+  /** Kept audit i (< audit_end()) made ready for timing_check_finish(candidate, its number):
+   *  that number, and "" or why the call's outputs could not be read. */
+  [[nodiscard]] std::pair<std::size_t, std::string> timing_audit_begin(std::size_t i);
   /** Native timing, set i: its inputs (contiguous), its copies of the reference's parameters and
    *  buffers, and its reference-shaped outputs (the last two shared by every set unless
    *  timing_inputs_info::native_buffers_per_set). */

@@ -2185,6 +2185,86 @@ def _rewrite(k, f, work, base_layouts, made):
                 _copy_into(work[i], src)
 
 
+# Audits of a Python candidate's calls in the timing loop: a forward can tell the post-timing
+# check from timed samples (it comes after the loop, each call after the reference's check
+# forward, none after a repeated seed), and one that did its work only where it guessed it was not
+# timed passed that check at 189x (examples/faulty/skips_work_after_a_repeat.py). So the outputs
+# of some calls in the loop are kept, chosen by the secret key where the forward cannot foresee
+# which (reservoir sampling over every call, so that they spread over the whole loop), copied to
+# the host at the next prepare() (outside the timed region, before that rewrite can change inputs
+# an output aliases), and compared afterwards with the reference's on the same sample number.
+_AUDIT_SLOTS = 8
+_AUDIT_BYTES = 256 << 20  # the kept copies' host memory, at most
+_audit = {"on": False, "slots": 0, "seen": 0, "kept": []}  # kept: [(number, hosts, devices, why)]
+
+
+def audit_begin():
+    """Starts keeping audits (before the timing loop): as many slots as fit _AUDIT_BYTES of the
+    reference's outputs, at most _AUDIT_SLOTS, at least one."""
+    out_bytes = _bytes(_timing_ref_out) if _timing_ref_out else 0
+    _audit.update(on=True, seen=0, kept=[],
+                  slots=max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes))))
+
+
+def audit_end():
+    """Stops keeping audits; returns how many were kept."""
+    _audit["on"] = False
+    return _len(_audit["kept"])
+
+
+def _audit_keep(sample, out):
+    """Algorithm R over the calls seen: the i-th is kept with chance slots/i, in a slot drawn by
+    the key (_keyed lane 3), so the kept calls are a uniform draw of the loop's."""
+    kept = _audit["kept"]
+    for entry in kept:
+        if entry[0] == sample:  # a turn's opening call repeats the number before it
+            return
+    _audit["seen"] += 1
+    if _len(kept) < _audit["slots"]:
+        kept.append(None)
+        slot = _len(kept) - 1
+    else:
+        slot = _keyed(sample, 3) % _audit["seen"]
+        if slot >= _audit["slots"]:
+            return
+    kept[slot] = (sample,) + _audit_copy(out)
+
+
+def _audit_copy(out):
+    """(host copies, devices, "") of a call's outputs, or (None, None, why) where they cannot be
+    read. Torch as the harness bound it, with function modes off: the candidate's rebindings are
+    in force during its turns."""
+    who = "ModelNew.forward (a timed call)"
+    try:
+        synchronize()
+        outs = _normalise(out, who, CandidateError)
+        with _no_torch_function():
+            hosts = [_contiguous(_to(_resolve_neg(_resolve_conj(_detach(t))), "cpu", copy=True))
+                     for t in outs]
+        for h in hosts:
+            if _type(h) is not _Tensor:
+                raise CandidateError("an output came back as a %s" % _type(h).__name__)
+        return hosts, [_str(_device_of(t).type) for t in outs], ""
+    except BaseException as exc:
+        return None, None, _first_line(exc)
+
+
+def timing_audit_begin(i):
+    """Kept audit i made ready for timing_check_finish("candidate", its number), which runs the
+    reference on that number's rewrite from that number's seed: (its number, "" or why its
+    outputs could not be read)."""
+    sample, hosts, devices, why = _audit["kept"][i]
+    _next_poison()
+    for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
+        _trial.pop(key, None)
+    _trial["check_seed"] = _sample_seed(sample)
+    _trial["timing_set"] = sample % _len(_timing_base)
+    if hosts is not None:
+        _trial["timing_cand_host"] = hosts
+        _trial["cand_devices"] = devices
+    return sample, why
+
+
 def make_runner(which):
     """(prepare, run, capture, run_graph, drop) for one side: prepare(sample) refreshes and selects
     the set, run() calls the model on it; capture() records one forward per set in a CUDA graph
@@ -2200,15 +2280,27 @@ def make_runner(which):
     # is called (kjudge's frames above it) and skipped its work only while timed got past a check
     # that called it another way.
     last = _run_outputs[which] = [None]
+    # The number prepare() made current, until a run() or a replay uses it: only the first
+    # forward after prepare() starts from that number's generator state, and only it is audited
+    # (the eager forward after a replay draws where the replay left the generators).
+    number = [None]
+    ran = [None]  # the number of the last audited-eligible run(), until prepare() audits it
+    audited = which == "candidate"
 
     def prepare(sample):
+        if audited and ran[0] is not None:
+            if _audit["on"]:
+                _audit_keep(ran[0], last[0])
+            ran[0] = None
         current[0] = refresh(which, sample)
+        number[0] = sample
         _seed_generators(_sample_seed(sample))
         _reach.use(which)
 
     def run():
         with no_grad():
             last[0] = model(*sets[current[0]])
+        ran[0], number[0] = number[0], None
 
     def capture(stream_handle):
         if which == "candidate":
@@ -2286,6 +2378,7 @@ def make_runner(which):
         return why
 
     def run_graph():
+        number[0] = None
         _timing_graphs[which][0][current[0]].replay()
 
     def drop():

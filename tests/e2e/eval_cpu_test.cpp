@@ -457,6 +457,34 @@ TEST(EvalCpu, AForwardThatLooksForTimedCallsByItsSeedFindsNone) {
   EXPECT_TRUE(host_speedup) << r.result["timing"]["speedups"].dump(1);
 }
 
+TEST(EvalCpu, AForwardThatWorksOnlyWhereItGuessesItIsNotTimedIsCaught) {
+  // After a repeated seed (a timed turn's opening call) it returns garbage until a call comes
+  // after a pause without one, which it takes for the post-timing check. That check alone
+  // judged it correct at 189x host wall; the audits of calls in the timing loop catch it. On a
+  // loaded machine a turn can hold a single timed call (or pauses can come inside a turn): it
+  // then skips nothing, and is judged correct at the speed it computes at. Never correct fast.
+  const auto r =
+      run_eval("problems/level1/matmul.py", "examples/faulty/skips_work_after_a_repeat.py",
+               {"--device", "cpu", "--budget", "1", "--trials", "3"});
+  ASSERT_TRUE(r.result.is_object()) << r.output;
+  EXPECT_EQ(r.result["correctness"]["trials_passed"], 3) << r.result["correctness"].dump();
+  if (r.result["status"] == "incorrect") {
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(flag_message(r.result, "timing_outputs_differ").find("in the timing loop"),
+              std::string::npos)
+        << r.result["flags"].dump(1);
+    EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+    return;
+  }
+  EXPECT_EQ(r.result["status"], "correct") << r.output;
+  for (const auto& s : r.result["timing"]["speedups"]) {
+    if (s["kind"] == "host_wall" && s["ratio"].is_number()) {
+      EXPECT_LT(s["ratio"].get<double>(), 3.0)
+          << "judged correct while skipping its work: " << s.dump();
+    }
+  }
+}
+
 TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   // Its thread hashes while the reference is timed and pauses for its own forwards: 1.84x host
   // wall for the same matmul, unflagged. The host-side figures are withheld now.
