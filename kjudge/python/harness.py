@@ -932,6 +932,11 @@ _resolve_conj, _resolve_neg, _item, _to = (_TensorBase.resolve_conj, _TensorBase
 _uint8, _int64 = torch.uint8, torch.int64
 _value, _str, _slice = _TensorBase.item, str, slice
 _blake2b, _int_bytes, _int_from = hashlib.blake2b, int.to_bytes, int.from_bytes
+# _audit_outputs' exact types, and what _audit_copy calls (bound before any candidate code).
+_Parameter, _list, _NUMBER_TYPES = torch.nn.Parameter, list, (bool, int, float)
+_RETURN_TYPES = frozenset(v for v in vars(torch.return_types).values() if isinstance(v, type))
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_cuda_synchronize = torch.cuda.synchronize
 _copy_of, _layout_of, _strided = _TensorBase.clone, _TensorBase.layout.__get__, torch.strided
 _is_quantized, _is_meta = _TensorBase.is_quantized.__get__, _TensorBase.is_meta.__get__
 _is_nested = _TensorBase.is_nested.__get__
@@ -2200,53 +2205,90 @@ _audit = {"on": False, "slots": 0, "seen": 0, "kept": []}  # kept: [(number, hos
 
 def audit_begin():
     """Starts keeping audits (before the timing loop): as many slots as fit _AUDIT_BYTES of the
-    reference's outputs, at most _AUDIT_SLOTS, at least one."""
+    reference's outputs, at most _AUDIT_SLOTS, at least one. The slots are drawn with this
+    process's id mixed in, so that the processes of --processes keep different calls."""
     out_bytes = _bytes(_timing_ref_out) if _timing_ref_out else 0
-    _audit.update(on=True, seen=0, kept=[],
+    _audit.update(on=True, seen=0, kept=[], last=None, salt=os.getpid() << 40, flush=None,
                   slots=max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes))))
 
 
 def audit_end():
-    """Stops keeping audits; returns how many were kept."""
-    _audit["on"] = False
+    """Stops keeping audits, after keeping the loop's last call if drawn; returns how many were
+    kept."""
+    flush = _audit.get("flush")
+    if _audit["on"] and flush is not None:
+        flush()
+    _audit.update(on=False, flush=None)
     return _len(_audit["kept"])
 
 
 def _audit_keep(sample, out):
     """Algorithm R over the calls seen: the i-th is kept with chance slots/i, in a slot drawn by
-    the key (_keyed lane 3), so the kept calls are a uniform draw of the loop's."""
+    the key (_keyed lane 3), so the kept calls are a uniform draw of the loop's. A turn's opening
+    call repeats the number of the call before it, and is not counted again."""
+    if sample == _audit["last"]:
+        return
+    _audit["last"] = sample
     kept = _audit["kept"]
-    for entry in kept:
-        if entry[0] == sample:  # a turn's opening call repeats the number before it
-            return
     _audit["seen"] += 1
     if _len(kept) < _audit["slots"]:
         kept.append(None)
         slot = _len(kept) - 1
     else:
-        slot = _keyed(sample, 3) % _audit["seen"]
+        slot = _keyed(sample + _audit["salt"], 3) % _audit["seen"]
         if slot >= _audit["slots"]:
             return
+    kept[slot] = None  # the copy it replaces goes first
     kept[slot] = (sample,) + _audit_copy(out)
 
 
+def _audit_outputs(out):
+    """A call's outputs as _normalise gives them, for exact types only: a plain tensor (or
+    Parameter), a number, or a plain tuple or list (or one of torch.return_types) of those. Nothing
+    of the candidate's runs here: a list subclass whose __len__ did the forward's work when kjudge
+    read it, outside every timed region, passed every audit at 397x."""
+    kind = _type(out)
+    if kind is _Tensor or kind is _Parameter:
+        return [out]
+    if kind in _NUMBER_TYPES:
+        return [_number(out, "ModelNew.forward", CandidateError)]
+    if kind is _tuple or kind is _list or kind in _RETURN_TYPES:
+        items = []
+        for v in out:
+            item = _type(v)
+            if item is _Tensor or item is _Parameter:
+                items.append(v)
+            elif item in _NUMBER_TYPES:
+                items.append(_number(v, "ModelNew.forward", CandidateError))
+            else:
+                raise CandidateError("it returned a %s holding a %s" % (kind.__name__,
+                                                                        item.__name__) + _EXACT)
+        return items
+    raise CandidateError("it returned a %s" % kind.__name__ + _EXACT)
+
+
+_EXACT = (", not a plain tensor, tuple, list or number: kjudge reads only those in the timing "
+          "loop, where a subclass's methods would run the candidate's code outside every timed "
+          "region")
+
+
 def _audit_copy(out):
-    """(host copies, devices, "") of a call's outputs, or (None, None, why) where they cannot be
-    read. Torch as the harness bound it, with function modes off: the candidate's rebindings are
-    in force during its turns."""
-    who = "ModelNew.forward (a timed call)"
+    """(host copies, devices, "") of a call's outputs, or (None, None, why) where the candidate
+    made them unreadable: not of the exact types _audit_outputs takes, or read under a torch
+    dispatch mode left in force (whose Python would run in the copy). Torch as the harness bound
+    it, with function modes off: the candidate's rebindings are in force during its turns."""
     try:
-        synchronize()
-        outs = _normalise(out, who, CandidateError)
+        if _dispatch_modes is not None and _dispatch_modes() > 0:
+            raise CandidateError("a torch dispatch mode was in force after the call")
+        outs = _audit_outputs(out)
+        if DEVICE == "cuda":
+            _cuda_synchronize()
         with _no_torch_function():
             hosts = [_contiguous(_to(_resolve_neg(_resolve_conj(_detach(t))), "cpu", copy=True))
                      for t in outs]
-        for h in hosts:
-            if _type(h) is not _Tensor:
-                raise CandidateError("an output came back as a %s" % _type(h).__name__)
         return hosts, [_str(_device_of(t).type) for t in outs], ""
-    except BaseException as exc:
-        return None, None, _first_line(exc)
+    except CandidateError as exc:
+        return None, None, _str(exc)
 
 
 def timing_audit_begin(i):
@@ -2254,6 +2296,7 @@ def timing_audit_begin(i):
     reference on that number's rewrite from that number's seed: (its number, "" or why its
     outputs could not be read)."""
     sample, hosts, devices, why = _audit["kept"][i]
+    _audit["kept"][i] = None  # its host copies live in _trial until the next audit or check
     _next_poison()
     for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
         _trial.pop(key, None)
@@ -2290,6 +2333,7 @@ def make_runner(which):
     def prepare(sample):
         if audited and ran[0] is not None:
             if _audit["on"]:
+                _turn_of(which)  # the copy is the candidate's turn's work
                 _audit_keep(ran[0], last[0])
             ran[0] = None
         current[0] = refresh(which, sample)
@@ -2301,6 +2345,9 @@ def make_runner(which):
         with no_grad():
             last[0] = model(*sets[current[0]])
         ran[0], number[0] = number[0], None
+
+    if audited:  # the loop's last call, which no prepare() follows
+        _audit["flush"] = lambda: _audit_keep(ran[0], last[0]) if ran[0] is not None else None
 
     def capture(stream_handle):
         if which == "candidate":

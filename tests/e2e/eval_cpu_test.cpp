@@ -485,6 +485,18 @@ TEST(EvalCpu, AForwardThatWorksOnlyWhereItGuessesItIsNotTimedIsCaught) {
   }
 }
 
+TEST(EvalCpu, AnOutputThatComputesWhenReadIsRefusedInTheTimingLoop) {
+  // A list subclass that runs the matmul when kjudge asks its length: correct at 397x, every
+  // audit passed (reading it did the work). The audits read exact types only.
+  const auto r =
+      run_eval("problems/level1/matmul.py", "examples/faulty/computes_when_read.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_NE(flag_message(r.result, "timing_outputs_differ").find("_FilledWhenRead"),
+            std::string::npos)
+      << r.result["flags"].dump(1);
+}
+
 TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   // Its thread hashes while the reference is timed and pauses for its own forwards: 1.84x host
   // wall for the same matmul, unflagged. The host-side figures are withheld now.
