@@ -58,15 +58,17 @@ _timing_work = {"reference": [], "candidate": []}  # each side's working copies 
 # As timing_setup made them, per set and input ("base": each base's _layout; "reference",
 # "candidate": _made() of each working copy): what refresh() checks against. Filled in place.
 _timing_made = {}
-# Per set, per input: (sum, 2-norm) of the pristine base as made, in float64 (None for what is not
-# a non-empty tensor): the post-timing check finds a base whose values were changed in place.
+# Per set, per input: _digest() of the pristine base as made: the post-timing check finds a base
+# whose values were changed in place.
 _timing_digest = []
 _timing_native_outputs = {}  # set -> the native candidate's outputs of that set (poisoned)
 _timing_native_params = {}  # set -> its copies of the reference's parameters and buffers
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 # Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
 _timing_native_own = [True]
-_timing_key = [0]  # timing_setup's secret key: the timed samples' seeds and factors derive from it
+# timing_setup's secret key, as _keyed's BLAKE2b key bytes: the timed samples' seeds and factors
+# derive from it.
+_timing_key = [bytes(8)]
 _timing_next = [0]  # one past the highest sample number refresh() was given since timing_setup
 _runners = {}  # side -> make_runner's (prepare, run, ...), whose run() the timing check calls too
 _run_outputs = {}  # side -> [what its run() returned last]
@@ -822,8 +824,8 @@ def _host(t):
     from .to("cpu").contiguous(), lazy flags and all (a negative or conjugate view, a ZeroTensor
     with no storage), and the comparison reads raw memory: -x read as x, a zero tensor as a null
     pointer. copy_ resolves them."""
-    out = torch.empty(t.shape, dtype=t.dtype, device="cpu")
-    out.copy_(t.detach())
+    out = _empty(_size(t), dtype=_dtype_of(t), device="cpu")
+    _copy_into(out, _detach(t))
     return out
 
 
@@ -936,7 +938,7 @@ _blake2b, _int_bytes, _int_from = hashlib.blake2b, int.to_bytes, int.from_bytes
 _Parameter, _list, _NUMBER_TYPES = torch.nn.Parameter, list, (bool, int, float)
 _RETURN_TYPES = frozenset(v for v in vars(torch.return_types).values() if isinstance(v, type))
 _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
-_cuda_synchronize = torch.cuda.synchronize
+_cuda_synchronize, _empty = torch.cuda.synchronize, torch.empty
 _copy_of, _layout_of, _strided = _TensorBase.clone, _TensorBase.layout.__get__, torch.strided
 _is_quantized, _is_meta = _TensorBase.is_quantized.__get__, _TensorBase.is_meta.__get__
 _is_nested = _TensorBase.is_nested.__get__
@@ -2062,7 +2064,7 @@ def timing_setup(max_sets, data_seed, key, byte_budget, native_per_set):
     _timing_native_own[0] = bool(native_per_set) and native_bytes <= _NATIVE_PER_SET_BYTES
     per_set = 3 * set_bytes + 2 * out_bytes + (native_bytes if _timing_native_own[0] else 0)
     count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
-    _timing_key[0] = key & _SEED_MASK
+    _timing_key[0] = (key & _SEED_MASK).to_bytes(8, "little")
     _timing_next[0] = 0
     _runners.clear()  # made for the sets this replaces
     _run_outputs.clear()
@@ -2108,7 +2110,7 @@ def _keyed(sample, lane):
     version XORed the number into a SplitMix64 finaliser) gave the numbers back up to one
     constant."""
     h = _blake2b(_int_bytes(sample, 8, "little") + _int_bytes(lane, 1, "little"),
-                 digest_size=8, key=_int_bytes(_timing_key[0], 8, "little"))
+                 digest_size=8, key=_timing_key[0])
     return _int_from(h.digest(), "little")
 
 
@@ -2284,8 +2286,7 @@ def _audit_copy(out):
         if DEVICE == "cuda":
             _cuda_synchronize()
         with _no_torch_function():
-            hosts = [_contiguous(_to(_resolve_neg(_resolve_conj(_detach(t))), "cpu", copy=True))
-                     for t in outs]
+            hosts = [_host(t) for t in outs]
         return hosts, [_str(_device_of(t).type) for t in outs], ""
     except CandidateError as exc:
         return None, None, _str(exc)
@@ -2297,11 +2298,7 @@ def timing_audit_begin(i):
     outputs could not be read)."""
     sample, hosts, devices, why = _audit["kept"][i]
     _audit["kept"][i] = None  # its host copies live in _trial until the next audit or check
-    _next_poison()
-    for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
-        _trial.pop(key, None)
-    _trial["check_seed"] = _sample_seed(sample)
-    _trial["timing_set"] = sample % _len(_timing_base)
+    _compared_sample(sample)
     if hosts is not None:
         _trial["timing_cand_host"] = hosts
         _trial["cand_devices"] = devices
@@ -2592,16 +2589,23 @@ def timing_check_begin(sample):
     runs later (timing_check_finish), after the candidate's, as in a trial. Each side's check
     forward starts from the same generator state (a seed of the check's own), as both sides'
     forwards of a trial do: a forward that draws random numbers (dropout) matches only then."""
-    _next_poison()
-    _trial["check_seed"] = _sample_seed(sample)
+    _compared_sample(sample)
     k = refresh("reference", sample)
     refresh("candidate", sample)
-    _trial["timing_set"] = k
     for t in _timing_native_outputs.get(_native_set(k), ()):  # a native candidate writes again
         _poison(t)
+    return k
+
+
+def _compared_sample(sample):
+    """What a comparison on timing sample `sample` starts from (the post-timing check's or an
+    audit's, both ended by timing_check_finish): a new poison, the sample's seed and set, and no
+    outputs of an earlier comparison."""
+    _next_poison()
+    _trial["check_seed"] = _sample_seed(sample)
+    _trial["timing_set"] = sample % _len(_timing_base)
     for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
         _trial.pop(key, None)
-    return k
 
 
 def _timing_check_reference(sample):
