@@ -2103,9 +2103,10 @@ _generators = [torch.default_generator]
 
 def _keyed(sample, lane):
     """64 bits of BLAKE2b keyed with the timing key, of a sample number and a lane (1: the seed,
-    2: the factor). A keyed hash, so that what a forward can read (torch.initial_seed(), its
-    inputs' factor) does not tell it the sample's number: seeds that stepped by a constant let a
-    forward see which calls were consecutive timed samples and do no work in them
+    2: the candidate's factor, 3: an audit's slot, 4: the reference's factor). A keyed hash, so
+    that what a forward can read (torch.initial_seed(), its inputs' factor) does not tell it the
+    sample's number: seeds that stepped by a constant let a forward see which calls were
+    consecutive timed samples and do no work in them
     (examples/faulty/tells_check_by_seed.py), and an invertible mix of key and number (a first
     version XORed the number into a SplitMix64 finaliser) gave the numbers back up to one
     constant."""
@@ -2130,19 +2131,30 @@ def _seed_generators(seed):
     _seed_python(seed)
 
 
-def _factor(sample):
+# The keyed lanes of the two sides' factors (_factor). The candidate's is the one every comparison
+# uses (the post-timing check, the audits): both sides are rewritten with it there.
+_FACTOR_LANE = {"candidate": 2, "reference": 4}
+
+
+def _factor(sample, lane):
     """A scale in [0.5, 1] of the sample's own (_keyed: 53 random bits u in [0, 1), 2^-u; 1 or
     0.5 each with a chance of 2^-53). At most 1, so that an input stays in its domain (a
     probability, a target of binary cross-entropy), and so that the post-timing check, whose
     tolerances are the trials', sees outputs no larger than theirs: with factors up to 2, a
     matmul's outputs grew up to 4x against the same atol, and an honest matmul accumulated in
-    float64 failed the check."""
-    return _float(2.0 ** -((_keyed(sample, 2) >> 11) * 2.0 ** -53))
+    float64 failed the check. In the timing loop each side has a lane of its own: the rounds
+    alternate the sides' order and take the same sample numbers, so where the reference went
+    first, its outputs of the number the candidate was about to run (which the harness keeps
+    until the reference's next call, and which its allocator hands out again once freed) were
+    the candidate's answer: a candidate that took them from the harness's state read correct
+    at 1.85x on the CPU with half its samples taken so."""
+    return _float(2.0 ** -((_keyed(sample, lane) >> 11) * 2.0 ** -53))
 
 
-def refresh(which, sample):
+def refresh(which, sample, lane=None):
     """Rewrites `which`'s working copy of set sample % K from its base; returns the set index:
-    floating-point tensors scaled (_factor), the others (integers, booleans: indices, masks) and
+    floating-point tensors scaled (_factor, by `lane`'s factor: `which`'s own unless given),
+    the others (integers, booleans: indices, masks) and
     arguments that are not tensors set again as the base has them, so a forward that changed them
     in place (sorted its indices, say) is not timed on its own rewrite. It calls only what the
     harness bound when it loaded (_mul, ...): a candidate's rebinding of torch.mul could otherwise
@@ -2150,7 +2162,7 @@ def refresh(which, sample):
     reference's copy."""
     _turn_of(which)
     k = sample % _len(_timing_base)
-    f = _factor(sample)
+    f = _factor(sample, _FACTOR_LANE[which if lane is None else lane])
     if sample >= _timing_next[0]:
         _timing_next[0] = sample + 1
     work = _timing_work[which][k]
@@ -2590,7 +2602,7 @@ def timing_check_begin(sample):
     forward starts from the same generator state (a seed of the check's own), as both sides'
     forwards of a trial do: a forward that draws random numbers (dropout) matches only then."""
     _compared_sample(sample)
-    k = refresh("reference", sample)
+    k = refresh("reference", sample, "candidate")
     refresh("candidate", sample)
     for t in _timing_native_outputs.get(_native_set(k), ()):  # a native candidate writes again
         _poison(t)
@@ -2612,7 +2624,7 @@ def _timing_check_reference(sample):
     """The reference's forward (normalised outputs) on its copy rewritten for `sample`, again:
     whatever ran since timing_check_begin cannot change what it computes on."""
     _reach.use("reference")
-    k = refresh("reference", sample)
+    k = refresh("reference", sample, "candidate")
     try:
         with torch.no_grad():
             _seed_generators(_trial["check_seed"])  # as the candidate's prepare() seeded it
@@ -2676,7 +2688,7 @@ def timing_check_reference_graph(sample):
     timing_check_finish("reference_graph") compares the two. The eager outputs are copied first:
     one that is an input or a buffer of the model would otherwise be what the graph writes."""
     _trial["timing_ref_out"] = [t.clone() for t in _timing_check_reference(sample)]
-    k = refresh("reference", sample)
+    k = refresh("reference", sample, "candidate")
     _trial["timing_ref_graph_out"] = _seeded(lambda: _replay_timing_graph("reference", k))
 
 

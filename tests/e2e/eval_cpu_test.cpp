@@ -497,6 +497,18 @@ TEST(EvalCpu, AnOutputThatComputesWhenReadIsRefusedInTheTimingLoop) {
       << r.result["flags"].dump(1);
 }
 
+TEST(EvalCpu, TheReferencesOutputIsNeverTheAnswerToTheCandidatesTimedCall) {
+  // The rounds alternate the sides' order on the same sample numbers; where the reference went
+  // first, the output the harness kept of it was the candidate's answer (3 of 17 calls taken,
+  // correct at 1.90x). This candidate returns zeros once it has taken one, so a pass means it
+  // never found one: each side's timed inputs are now scaled by factors of its own.
+  const auto r =
+      run_eval("problems/level1/matmul.py", "examples/faulty/takes_reference_output.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result["flags"].dump(1);
+  EXPECT_GE(r.result["timing"]["candidate"]["host_wall"]["n"].get<int>(), 1);
+}
+
 TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   // Its thread hashes while the reference is timed and pauses for its own forwards: 1.84x host
   // wall for the same matmul, unflagged. The host-side figures are withheld now.
