@@ -113,6 +113,9 @@ void check_verdict(const job& j, const runner::process_result& p, const fold_sta
   std::string missing;
   if (state.lines_after_final > 0)
     missing = fmt::format("{} event line(s) followed the final verdict", state.lines_after_final);
+  else if (!state.repeated_events.empty())
+    missing = fmt::format("the '{}' event, which the worker sends once, came more than once",
+                          state.repeated_events.front());
   else if (state.events_dropped > 0)
     missing = fmt::format("{} phase or trial event(s) beyond what an evaluation sends were dropped",
                           state.events_dropped);
@@ -381,6 +384,11 @@ eval_result evaluate(const job& j, const run_options& options) {
                            "takes came on the worker's event channel, and were dropped (only a "
                            "candidate writing into the channel sends that many)",
                            state.events_dropped, k_max_event_phases, k_max_event_trials));
+  // Which of two timing (or launch) events was the worker's cannot be told: neither is shown.
+  for (const auto& key : state.repeated_events) {
+    if (key == "timing") r.timing.reset();
+    if (key == "launches") r.launches = nullptr;
+  }
   if (state.malformed_lines > 0)
     r.add_flag(
         "malformed_events", "warning",

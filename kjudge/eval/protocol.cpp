@@ -86,6 +86,16 @@ void apply_event_line(eval_result& r, std::string_view line, fold_state& state) 
     ++state.malformed_lines;
     return;
   }
+  for (const std::string_view key : k_once_events) {
+    if (!e.contains(key)) continue;
+    const auto in = [key](const std::vector<std::string>& v) {
+      return std::find(v.begin(), v.end(), key) != v.end();
+    };
+    if (!in(state.once_seen))
+      state.once_seen.emplace_back(key);
+    else if (!in(state.repeated_events))
+      state.repeated_events.emplace_back(key);
+  }
   try {
     if (auto it = e.find("phase"); it != e.end()) {
       state.last_phase = it->get<std::string>();

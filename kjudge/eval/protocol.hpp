@@ -3,10 +3,12 @@
  *  pipe (not stdout, which belongs to the candidate), flushing each, so everything sent before a
  *  crash reaches the orchestrator. The orchestrator folds the events into an eval_result. */
 
+#include <array>
 #include <chrono>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -56,7 +58,17 @@ struct fold_state {
   std::size_t flags_dropped = 0;      ///< distinct flags beyond k_max_event_flags
   /** phase and trial events beyond k_max_event_phases and k_max_event_trials */
   std::size_t events_dropped = 0;
+  /** Events the worker sends once at most (k_once_events) seen so far, and those that came
+   *  again, in order: a second one is not the worker's (the fold takes its values over the
+   *  first's, and the first may be the forged one). */
+  std::vector<std::string> once_seen;
+  std::vector<std::string> repeated_events;
 };
+
+/** The events a worker sends once at most in an evaluation (a second final event is counted in
+ *  lines_after_final). */
+inline constexpr std::array<std::string_view, 5> k_once_events = {
+    "weight_copy", "tolerance_source", "timing_inputs", "timing", "launches"};
 
 /** Deepest nesting an event line may have (the worker's events nest a few levels). */
 inline constexpr int k_max_event_depth = 64;

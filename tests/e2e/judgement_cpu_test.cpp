@@ -1041,6 +1041,34 @@ class ModelNew(nn.Module):
       << flag_message(r.result, "unverified_verdict");
 }
 
+TEST(JudgementCpu, ASecondTimingEventIsNotBelieved) {
+  // The worker sends one timing event; the fold took the last one's figures. A candidate that
+  // wrote one of its own into the channel after the worker's (from code of its that the worker
+  // ran after timing) read correct with the 50x it forged. Here it is written at import, before
+  // the worker's: either way the evaluation has two, and the verdict is not believed.
+  const auto c = write_case("c.py", R"(import os
+import torch
+import torch.nn as nn
+data = b'{"timing":{"stopped_by":"forged"}}\n'
+for name in os.listdir("/proc/self/fd"):
+    try:
+        if int(name) >= 100 and os.readlink("/proc/self/fd/" + name).startswith("pipe:"):
+            os.write(int(name), data)
+    except OSError:
+        pass
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c,
+                          {"--device", "cpu", "--trials", "2", "--budget", "0.1"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  EXPECT_NE(flag_message(r.result, "unverified_verdict").find("'timing' event"), std::string::npos)
+      << r.result["flags"].dump(1);
+  EXPECT_TRUE(r.result["timing"].is_null()) << "neither timing event is shown";
+}
+
 TEST(JudgementCpu, AFloodOfPhaseEventsIsCappedAndTheVerdictNotBelieved) {
   // At import the candidate writes 10,000 well-formed phase lines into every pipe it holds (the
   // event channel among them), then computes the right answer. They were all kept (a 100 MiB

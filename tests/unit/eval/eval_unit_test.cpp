@@ -195,6 +195,25 @@ TEST(Protocol, FoldsEventsAndSurvivesGarbage) {
   EXPECT_EQ(r.trials.size(), 2u);
 }
 
+TEST(Protocol, AnEventTheWorkerSendsOnceIsNotedWhenItComesAgain) {
+  // The fold takes a later event's values over an earlier one's: a candidate that wrote a
+  // timing event into the channel after the worker's had its own figures in the result.
+  eval_result r;
+  eval::fold_state st;
+  eval::apply_event_line(r, R"({"weight_copy":"by_name"})", st);
+  eval::apply_event_line(r, R"({"launches":{"reference":1}})", st);
+  eval::apply_event_line(r, R"({"phase":"timing"})", st);
+  eval::apply_event_line(r, R"({"phase":"timing"})", st);  // phases repeat
+  EXPECT_TRUE(st.repeated_events.empty());
+  eval::apply_event_line(r, R"({"launches":{"reference":2}})", st);
+  eval::apply_event_line(r, R"({"launches":{"reference":3}})", st);
+  EXPECT_EQ(st.repeated_events, std::vector<std::string>{"launches"});
+  // A repeat that does not parse is still a repeat.
+  eval::apply_event_line(r, R"({"weight_copy":7})", st);
+  EXPECT_EQ(st.repeated_events, (std::vector<std::string>{"launches", "weight_copy"}));
+  EXPECT_EQ(st.malformed_lines, 1u);
+}
+
 TEST(Protocol, DeepNestingIsMalformedAndFlagsAreCapped) {
   eval_result r;
   eval::fold_state st;
