@@ -3,15 +3,19 @@
 // pybind11 appear in this file only.
 
 #include <kjudge/python/bridge.hpp>
+#include <kjudge/python/harness_seal.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -200,10 +204,25 @@ trial_inputs_info to_inputs_info(const py::handle& d) {
  *  installed one raises RuntimeError on its "sys.addaudithook" event. In C it costs every other
  *  audited operation one string comparison; a Python hook added about 130 us to each of the
  *  harness's reads of sys.monitoring. */
-int refuse_audit_hooks(const char* event, PyObject* /*args*/, void* /*data*/) {
-  if (std::strcmp(event, "sys.addaudithook") != 0) return 0;
-  PyErr_SetString(PyExc_RuntimeError, "kjudge's worker takes no audit hooks");
-  return -1;
+/** The seal of the session's harness (harness_seal.hpp), while there is one. */
+const detail::harness_seal* g_seal = nullptr;
+
+int refuse_audit_hooks(const char* event, PyObject* args, void* /*data*/) {
+  if (std::strcmp(event, "sys.addaudithook") == 0) {
+    PyErr_SetString(PyExc_RuntimeError, "kjudge's worker takes no audit hooks");
+    return -1;
+  }
+  // Python audits the replacement of a function's code, defaults and keyword defaults (and
+  // their deletion): refused for the harness's own functions once it is sealed.
+  if (g_seal != nullptr && PyTuple_Check(args) && PyTuple_GET_SIZE(args) >= 2 &&
+      (std::strcmp(event, "object.__setattr__") == 0 ||
+       std::strcmp(event, "object.__delattr__") == 0) &&
+      g_seal->holds_function(PyTuple_GET_ITEM(args, 0))) {
+    PyErr_Format(PyExc_RuntimeError, "kjudge's worker refuses to change %S of its harness's %R",
+                 PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 0));
+    return -1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -211,6 +230,17 @@ int refuse_audit_hooks(const char* event, PyObject* /*args*/, void* /*data*/) {
 struct session::impl {
   py::scoped_interpreter interpreter;
   py::module_ harness;
+  detail::harness_seal seal;  ///< the harness as its code left it (sealed by start_interpreter)
+  /** The candidate's code may have run (its import began): a change to the harness is its. */
+  bool candidate_loaded = false;
+  /** The audits of the candidate's timed calls, counted here as the harness counts them (a
+   *  candidate that switched the harness's audit state off had none, and passed). */
+  struct audit_count {
+    bool on = false;
+    std::size_t slots = 0;     ///< what audit_begin() made room for
+    std::size_t eligible = 0;  ///< calls an audit may keep (the first run() after a prepare())
+    std::optional<std::size_t> last;  ///< the number of the last one counted
+  } audits;
   std::filesystem::path executable;  ///< the python3 it was started as
   environment_info env;
   void* stream = nullptr;
@@ -265,10 +295,47 @@ struct session::impl {
 
   // scoped_interpreter consumes (and clears) the config during construction.
   explicit impl(PyConfig config) : interpreter(&config, 0, nullptr, false) {}
+  ~impl() {
+    if (g_seal == &seal) g_seal = nullptr;
+  }
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
 
-  /** Runs f, turning the harness's exceptions into kj::error of the matching kind. */
+  /** Seals the harness (its code has run, nobody else's yet). */
+  void seal_harness() {
+    seal.seal(harness);
+    g_seal = &seal;
+  }
+
+  /** The harness is as sealed; else the error of whoever's code could have changed it. */
+  void check_sealed() const {
+    const std::string what = seal.changed();
+    if (what.empty()) return;
+    if (candidate_loaded)
+      KJ_THROW(error_kind::candidate,
+               "the candidate changed kjudge's harness ({}): its checks and reports would be the "
+               "candidate's",
+               what);
+    KJ_THROW(error_kind::problem, "the problem's code changed kjudge's harness ({})", what);
+  }
+
+  /** Runs f, turning the harness's exceptions into kj::error of the matching kind; the harness
+   *  is checked against its seal before and after. */
   template <class F>
   auto call(const char* what, F&& f) -> decltype(f()) {
+    check_sealed();
+    if constexpr (std::is_void_v<decltype(f())>) {
+      call_unchecked(what, std::forward<F>(f));
+      check_sealed();
+    } else {
+      auto out = call_unchecked(what, std::forward<F>(f));
+      check_sealed();
+      return out;
+    }
+  }
+
+  template <class F>
+  auto call_unchecked(const char* what, F&& f) -> decltype(f()) {
     try {
       return f();
     } catch (py::error_already_set& e) {
@@ -315,6 +382,7 @@ std::unique_ptr<session::impl> start_interpreter(
                options.python_executable.string(), text, KJ_PYTHON_VERSION);
     KJ_THROW(error_kind::python, "starting the harness failed: {}", text);
   }
+  s.seal_harness();
   s.problem_error = s.harness.attr("ProblemError");
   s.candidate_error = s.harness.attr("CandidateError");
   s.env_error = s.harness.attr("EnvError");
@@ -442,6 +510,7 @@ problem_tolerance session::tolerance() const {
 }
 
 double session::load_candidate(const std::filesystem::path& path) {
+  m_impl->candidate_loaded = true;
   return m_impl->call("load_candidate", [&] {
     return m_impl->harness.attr("load_candidate")(path.string()).cast<double>();
   });
@@ -555,10 +624,13 @@ class python_target final : public measure::target {
    *  `candidate_error`: the harness's CandidateError, which is the candidate's whichever side
    *  raised it (its changes to what the reference runs with are found in the reference's
    *  prepare()). */
-  python_target(const py::tuple& fns, side which, std::size_t sets, py::object candidate_error)
+  python_target(const py::tuple& fns, side which, std::size_t sets, py::object candidate_error,
+                std::function<void()> check_sealed, session::impl::audit_count* audits)
       : m_side(which),
         m_sets(sets),
         m_candidate_error(std::move(candidate_error)),
+        m_check_sealed(std::move(check_sealed)),
+        m_audits(audits),
         m_prepare(fns[0]),
         m_run(fns[1]),
         m_capture(fns[2]),
@@ -567,10 +639,19 @@ class python_target final : public measure::target {
 
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
+    m_check_sealed();  // before the harness's code that keeps the last call's audit runs
     guarded("preparing inputs for", [&] { m_prepare(sample_index); });
+    m_prepared = sample_index;
   }
 
   void run() override {
+    // As the harness counts: the first run() after a prepare(), unless it repeats the number of
+    // the one before it (a turn's opening call).
+    if (m_audits != nullptr && m_audits->on && m_prepared && m_prepared != m_audits->last) {
+      ++m_audits->eligible;
+      m_audits->last = m_prepared;
+    }
+    m_prepared.reset();
     guarded("timing", [&] { m_run(); });
   }
 
@@ -587,6 +668,7 @@ class python_target final : public measure::target {
   }
 
   void run_graph() override {
+    m_prepared.reset();
     guarded("replaying", [&] { m_run_graph(); });
   }
 
@@ -623,6 +705,9 @@ class python_target final : public measure::target {
   side m_side;
   std::size_t m_sets;
   py::object m_candidate_error;
+  std::function<void()> m_check_sealed;
+  session::impl::audit_count* m_audits;   ///< the candidate's, counted; nullptr for the reference
+  std::optional<std::size_t> m_prepared;  ///< the number prepare() made current, until used
   py::object m_prepare, m_run, m_capture, m_run_graph, m_drop;
   std::optional<cuda::stream> m_capture_stream;
 };
@@ -636,7 +721,10 @@ std::unique_ptr<measure::target> session::make_target(side s) {
     return py::tuple(
         m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate"));
   });
-  return std::make_unique<python_target>(fns, s, sets, m_impl->candidate_error);
+  for (const auto& fn : fns) m_impl->seal.add_closure(fn);
+  return std::make_unique<python_target>(
+      fns, s, sets, m_impl->candidate_error, [impl = m_impl.get()] { impl->check_sealed(); },
+      s == side::candidate ? &m_impl->audits : nullptr);
 }
 
 std::size_t session::cached_free_bytes() const {
@@ -738,12 +826,25 @@ thread_turns session::thread_turns_end() {
 }
 
 void session::audit_begin() {
-  m_impl->call("audit_begin", [&] { m_impl->harness.attr("audit_begin")(); });
+  auto& a = m_impl->audits;
+  a = {};
+  a.slots = m_impl->call("audit_begin",
+                         [&] { return m_impl->harness.attr("audit_begin")().cast<std::size_t>(); });
+  a.on = true;
 }
 
 std::size_t session::audit_end() {
-  return m_impl->call("audit_end",
-                      [&] { return m_impl->harness.attr("audit_end")().cast<std::size_t>(); });
+  auto& a = m_impl->audits;
+  a.on = false;
+  const auto kept = m_impl->call(
+      "audit_end", [&] { return m_impl->harness.attr("audit_end")().cast<std::size_t>(); });
+  const std::size_t expected = std::min(a.slots, a.eligible);
+  if (kept != expected)
+    KJ_THROW(error_kind::candidate,
+             "the audits of the candidate's calls in the timing loop kept {} of them where {} "
+             "calls made room for {}: the candidate changed kjudge's audit state",
+             kept, a.eligible, expected);
+  return kept;
 }
 
 std::pair<std::size_t, std::string> session::timing_audit_begin(std::size_t i) {

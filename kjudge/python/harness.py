@@ -2220,10 +2220,14 @@ _audit = {"on": False, "slots": 0, "seen": 0, "kept": []}  # kept: [(number, hos
 def audit_begin():
     """Starts keeping audits (before the timing loop): as many slots as fit _AUDIT_BYTES of the
     reference's outputs, at most _AUDIT_SLOTS, at least one. The slots are drawn with this
-    process's id mixed in, so that the processes of --processes keep different calls."""
+    process's id mixed in, so that the processes of --processes keep different calls. Returns
+    the number of slots: kjudge counts the calls and checks that audit_end() kept as many."""
     out_bytes = _bytes(_timing_ref_out) if _timing_ref_out else 0
-    _audit.update(on=True, seen=0, kept=[], last=None, salt=os.getpid() << 40, flush=None,
+    # Not the flush of the loop's last call: make_runner(), which comes first, sets it (this
+    # reset it, and the last call was never audited; kjudge's own count of the calls found it).
+    _audit.update(on=True, seen=0, kept=[], last=None, salt=os.getpid() << 40,
                   slots=max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes))))
+    return _audit["slots"]
 
 
 def audit_end():

@@ -1041,6 +1041,72 @@ class ModelNew(nn.Module):
       << flag_message(r.result, "unverified_verdict");
 }
 
+TEST(JudgementCpu, TheHarnesssFunctionsTakeNoOtherCode) {
+  // The harness's checks compared its functions by identity: a candidate that gave trial_finish
+  // other code (reporting the reference's outputs as its own) had outputs of zeros judged
+  // correct. The worker's audit hook refuses the change.
+  const auto c = write_case("c.py", R"(import sys
+import torch
+import torch.nn as nn
+h = sys.modules["kjudge_harness"]
+h.trial_finish.__code__ = (lambda: None).__code__
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.zeros_like(x)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(r.result["status"], "compile_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("refuses to change __code__"),
+            std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, AMethodOfTheHarnesssObjectsShadowedIsTheCandidatesError) {
+  // An attribute of its own in place of a method of the harness's _reach object: the worker
+  // ran it (here after the first trial's candidate call), and a candidate wrote a forged timing
+  // event from there.
+  const auto c = write_case("c.py", R"(import sys
+import torch
+import torch.nn as nn
+h = sys.modules["kjudge_harness"]
+class ModelNew(nn.Module):
+    def forward(self, x):
+        h._reach.new_changes = lambda: []
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find(
+                "an attribute of kjudge_harness._reach in place of its method new_changes"),
+            std::string::npos)
+      << r.result["message"];
+}
+
+TEST(JudgementCpu, AuditsSwitchedOffByTheCandidateAreItsError) {
+  // It switched the harness's audit state off inside the timing loop and returned garbage
+  // there: no call was kept, and the worker took no audit for a pass (correct at 419x).
+  const auto c = write_case("c.py", R"(import sys
+import torch
+import torch.nn as nn
+h = sys.modules["kjudge_harness"]
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if h._turns:
+            h._audit["on"] = False
+            return torch.empty_like(x)
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c,
+                          {"--device", "cpu", "--trials", "2", "--budget", "0.1"});
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("changed kjudge's audit state"),
+            std::string::npos)
+      << r.result["message"];
+}
+
 TEST(JudgementCpu, ASecondTimingEventIsNotBelieved) {
   // The worker sends one timing event; the fold took the last one's figures. A candidate that
   // wrote one of its own into the channel after the worker's (from code of its that the worker

@@ -1,0 +1,68 @@
+#pragma once
+/** @file The harness sealed against the Python code it runs. A candidate shares the worker's
+ *  interpreter with kjudge's harness, and the harness's own checks are Python that Python can
+ *  change: a candidate that gave `trial_finish` and `timing_check_finish` other code (their
+ *  `__code__`; the function objects, which the checks compare, stayed the same) had its outputs
+ *  of zeros judged correct, and one that shadowed a method of the harness's `_reach` object with
+ *  an attribute of its own ran code of its choice from the worker, after timing. The seal holds,
+ *  from C++, what the harness was once its code had run: its functions' code, defaults and
+ *  keyword defaults may not be replaced at all (the worker's audit hook refuses the change, as
+ *  Python audits it), and its module-level functions and classes, its classes' attributes, its
+ *  instances' attributes (none may shadow a method) and the cells of the runner closures it
+ *  makes for timing are compared with what the seal took, around every call into the harness.
+ *  It raises the bar, no more: what Python does not audit and changes back within one call of
+ *  the harness's goes unseen, and `ctypes` reaches everything (docs/methodology.md). */
+
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+namespace kj::python::detail {
+
+namespace py = pybind11;
+
+class harness_seal {
+ public:
+  /** Takes the harness module as its code left it. */
+  void seal(const py::module_& harness);
+
+  /** Seals a function the harness made later (a runner closure): its code, defaults and the
+   *  contents of its cells, and the same of every function among those contents. */
+  void add_closure(const py::handle& fn);
+
+  /** "" when the harness is as sealed, else what changed (a few names). */
+  [[nodiscard]] std::string changed() const;
+
+  [[nodiscard]] bool is_sealed() const noexcept { return m_module.ptr() != nullptr; }
+
+  /** Whether `obj` is a function whose code, defaults and keyword defaults are sealed. */
+  [[nodiscard]] bool holds_function(PyObject* obj) const noexcept {
+    return m_function_set.contains(obj);
+  }
+
+ private:
+  struct class_entry {
+    py::object type;
+    std::vector<std::pair<std::string, py::object>> attributes;
+    std::unordered_set<std::string> methods;  ///< attribute names that hold functions
+  };
+  struct closure_entry {
+    py::object function;
+    std::vector<py::object> cells;  ///< their contents as sealed (nullptr for an empty cell)
+  };
+
+  void add_function(const py::handle& fn);
+  void check_instances(std::vector<std::string>& found) const;
+
+  py::module_ m_module;
+  std::vector<std::pair<std::string, py::object>> m_bindings;  ///< module-level functions, classes
+  std::vector<class_entry> m_classes;
+  std::vector<closure_entry> m_closures;
+  std::vector<py::object> m_functions;  ///< held, so that no other object reuses an address
+  std::unordered_set<PyObject*> m_function_set;
+};
+
+}  // namespace kj::python::detail
