@@ -1041,6 +1041,14 @@ class ModelNew(nn.Module):
       << flag_message(r.result, "unverified_verdict");
 }
 
+/** The evaluation ended with `status` and its exit code, its message saying `text`. */
+void expect_ended(const kjudge_run& r, int exit_code, const char* status, const char* text) {
+  EXPECT_EQ(r.exit_code, exit_code) << r.output;
+  EXPECT_EQ(r.result["status"], status) << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find(text), std::string::npos)
+      << r.result["message"];
+}
+
 TEST(JudgementCpu, TheHarnesssFunctionsTakeNoOtherCode) {
   // The harness's checks compared its functions by identity: a candidate that gave trial_finish
   // other code (reporting the reference's outputs as its own) had outputs of zeros judged
@@ -1054,12 +1062,8 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return torch.zeros_like(x)
 )");
-  const auto r = run_eval("problems/level1/softmax.py", c, quick);
-  EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_EQ(r.result["status"], "compile_error") << r.result.dump(1);
-  EXPECT_NE(r.result["message"].get<std::string>().find("refuses to change __code__"),
-            std::string::npos)
-      << r.result["message"];
+  expect_ended(run_eval("problems/level1/softmax.py", c, quick), 3, "compile_error",
+               "refuses to change __code__");
 }
 
 TEST(JudgementCpu, AMethodOfTheHarnesssObjectsShadowedIsTheCandidatesError) {
@@ -1075,13 +1079,8 @@ class ModelNew(nn.Module):
         h._reach.new_changes = lambda: []
         return torch.softmax(x, dim=1)
 )");
-  const auto r = run_eval("problems/level1/softmax.py", c, quick);
-  EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
-  EXPECT_NE(r.result["message"].get<std::string>().find(
-                "an attribute of kjudge_harness._reach in place of its method new_changes"),
-            std::string::npos)
-      << r.result["message"];
+  expect_ended(run_eval("problems/level1/softmax.py", c, quick), 4, "runtime_error",
+               "an attribute of kjudge_harness._reach in place of its method new_changes");
 }
 
 TEST(JudgementCpu, AuditsSwitchedOffByTheCandidateAreItsError) {
@@ -1098,13 +1097,9 @@ class ModelNew(nn.Module):
             return torch.empty_like(x)
         return torch.softmax(x, dim=1)
 )");
-  const auto r = run_eval("problems/level1/softmax.py", c,
-                          {"--device", "cpu", "--trials", "2", "--budget", "0.1"});
-  EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_EQ(r.result["status"], "runtime_error") << r.result.dump(1);
-  EXPECT_NE(r.result["message"].get<std::string>().find("changed kjudge's audit state"),
-            std::string::npos)
-      << r.result["message"];
+  expect_ended(run_eval("problems/level1/softmax.py", c,
+                        {"--device", "cpu", "--trials", "2", "--budget", "0.1"}),
+               4, "runtime_error", "changed kjudge's audit state");
 }
 
 TEST(JudgementCpu, ASecondTimingEventIsNotBelieved) {
