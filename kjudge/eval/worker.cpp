@@ -1020,11 +1020,13 @@ class pipeline {
     std::vector<std::string> named;
     for (const auto& t : ref.threads) {
       total += t.cpu_s;
-      named.push_back(fmt::format("{} (thread {}): {:.2f} s", t.name, t.tid, t.cpu_s));
+      named.push_back(fmt::format("{} ({} {}): {:.2f} s", t.name, t.process ? "process" : "thread",
+                                  t.tid, t.cpu_s));
     }
     if (total < std::max(0.02, 0.02 * ref.wall_s)) return "";
     return fmt::format(
-        "Python threads besides the one that runs the forwards used {:.2f} s of CPU during the "
+        "Python threads besides the one that runs the forwards, and processes started from the "
+        "worker, used {:.2f} s of CPU during the "
         "reference's {:.2f} s of turns in the timing loop ({}): they competed with the "
         "reference's host work and not, or less, with the candidate's, so the host-side figures "
         "(stream, host wall) are withheld",

@@ -818,7 +818,8 @@ thread_turns session::thread_turns_end() {
       side->wall_s = entry[0].cast<double>();
       for (const auto& item : entry[1]) {
         const auto t = item.cast<py::tuple>();
-        side->threads.push_back({utf8_text(t[0]), t[1].cast<long>(), t[2].cast<double>()});
+        side->threads.push_back({utf8_text(t[0]), t[1].cast<long>(), t[2].cast<double>(),
+                                 t.size() > 3 && t[3].cast<bool>()});
       }
     }
     return out;

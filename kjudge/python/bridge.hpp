@@ -87,8 +87,9 @@ struct state_change {
 /** A Python thread other than the one that runs the forwards, and the CPU time it used. */
 struct thread_cpu {
   std::string name;
-  long tid = 0;        ///< the kernel's thread id
-  double cpu_s = 0.0;  ///< user + system CPU seconds
+  long tid = 0;          ///< the kernel's thread id (a process's id, for a process)
+  double cpu_s = 0.0;    ///< user + system CPU seconds
+  bool process = false;  ///< a process the worker started (or one of its descendants)
 };
 
 /** One side's turns while both were timed: their wall time, and the CPU each Python thread

@@ -509,6 +509,19 @@ TEST(EvalCpu, TheReferencesOutputIsNeverTheAnswerToTheCandidatesTimedCall) {
   EXPECT_GE(r.result["timing"]["candidate"]["host_wall"]["n"].get<int>(), 1);
 }
 
+TEST(EvalCpu, AChildProcessThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
+  // The same busy loop in a forked child: correct at 1.75-2.02x host wall, unflagged, while
+  // only the worker's Python threads were booked (and the worker's own id was read from
+  // threading's record, which a worker forked from the pool inherits stale).
+  const auto r = run_eval("problems/level1/matmul.py",
+                          "examples/faulty/loads_cpu_in_a_child_process.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_NE(flag_message(r.result, "python_threads_busy").find("(process "), std::string::npos)
+      << r.result["flags"].dump(1);
+  EXPECT_FALSE(r.result["timing"]["reference"]["host_wall"]["valid"].get<bool>());
+}
+
 TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   // Its thread hashes while the reference is timed and pauses for its own forwards: 1.84x host
   // wall for the same matmul, unflagged. The host-side figures are withheld now.

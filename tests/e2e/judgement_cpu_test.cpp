@@ -1102,6 +1102,62 @@ class ModelNew(nn.Module):
                4, "runtime_error", "changed kjudge's audit state");
 }
 
+TEST(JudgementCpu, ACandidatesGcCallbackIsKeptToItsOwnCalls) {
+  // A gc callback (run at nearly every allocation with a threshold of 1) that sleeps inside the
+  // reference's calls: correct at 2.66x for the same matmul. The interpreter's gc settings are
+  // each side's own now, as torch's are.
+  const auto c = write_case("c.py", R"(import gc
+import sys
+import time
+import torch
+import torch.nn as nn
+def slow_the_reference(phase, info):
+    h = sys.modules["kjudge_harness"]
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_locals.get("self") is h._ref:
+            time.sleep(0.002)
+            return
+        f = f.f_back
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if slow_the_reference not in gc.callbacks:
+            gc.callbacks.append(slow_the_reference)
+            gc.set_threshold(1)
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c,
+                          {"--device", "cpu", "--trials", "2", "--budget", "0.2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+  const std::string changed = flag_message(r.result, "candidate_changed_torch_state");
+  EXPECT_NE(changed.find("gc.callbacks"), std::string::npos) << changed;
+  EXPECT_NE(changed.find("gc.get_threshold()"), std::string::npos) << changed;
+  for (const auto& s : r.result["timing"]["speedups"])
+    if (s["kind"] == "host_wall" && s["ratio"].is_number())
+      EXPECT_LT(s["ratio"].get<double>(), 2.0) << s.dump();
+}
+
+TEST(JudgementCpu, ATimersSignalIsNotHandledByTheCandidateInTheReferencesCalls) {
+  // SIGALRM every 2 ms, whose handler slept inside the reference's calls: correct at 1.47x.
+  // Signal handlers are each side's own now: in the reference's part the signal has its
+  // default action, and ends the worker, which is the candidate's crash.
+  const auto c = write_case("c.py", R"(import signal
+import time
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0):
+            signal.signal(signal.SIGALRM, lambda *_: time.sleep(0.001))
+            signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.result["status"], "correct") << r.result.dump(1);
+}
+
 TEST(JudgementCpu, ASecondTimingEventIsNotBelieved) {
   // The worker sends one timing event; the fold took the last one's figures. A candidate that
   // wrote one of its own into the channel after the worker's (from code of its that the worker
