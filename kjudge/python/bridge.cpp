@@ -5,7 +5,10 @@
 #include <kjudge/python/bridge.hpp>
 #include <kjudge/python/harness_seal.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,9 +16,11 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -26,6 +31,7 @@
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/jitter.hpp>
+#include <kjudge/core/sha256.hpp>
 #include <kjudge/cuda/stream.hpp>
 
 namespace py = pybind11;
@@ -104,9 +110,71 @@ std::string error_text(const py::error_already_set& e) noexcept {
   return out;
 }
 
+/** The evaluation's secret timing key, and the (sample, lane) pairs the harness may hash with it
+ *  during the call into the harness that is in progress (keyed_allowance). The key stays here:
+ *  Python code, a candidate's included, gets hashes for those pairs only. */
+struct keyed_gate {
+  std::uint64_t key = 0;
+  std::vector<std::pair<std::uint64_t, int>> allowed;
+};
+keyed_gate g_keyed;
+
+/** HMAC-SHA256 keyed with `key` (8 bytes, little-endian) of the sample number (8 bytes) and the
+ *  lane (1 byte); its first 8 bytes, little-endian. Lane 3, an audit's slot, mixes in the
+ *  process's id, so that the processes of --processes keep different calls. */
+std::uint64_t keyed_hash(std::uint64_t key, std::uint64_t sample, int lane) {
+  if (lane == 3) sample += static_cast<std::uint64_t>(::getpid()) << 40;
+  std::array<std::uint8_t, 64> pad{};
+  for (int i = 0; i < 8; ++i) pad[static_cast<std::size_t>(i)] = (key >> (8 * i)) & 0xffu;
+  std::array<std::uint8_t, 9> message{};
+  for (int i = 0; i < 8; ++i) message[static_cast<std::size_t>(i)] = (sample >> (8 * i)) & 0xffu;
+  message[8] = static_cast<std::uint8_t>(lane);
+  const auto pass = [&pad](std::uint8_t x, std::span<const std::uint8_t> data) {
+    std::array<std::uint8_t, 64> block{};
+    for (std::size_t i = 0; i < block.size(); ++i) block[i] = pad[i] ^ x;
+    kj::sha256 h;
+    h.update(std::as_bytes(std::span(block)));
+    h.update(std::as_bytes(data));
+    return h.finish();
+  };
+  const auto inner = pass(0x36, message);
+  const auto outer = pass(0x5c, inner);
+  std::uint64_t out = 0;
+  for (int i = 7; i >= 0; --i) out = (out << 8) | outer[static_cast<std::size_t>(i)];
+  return out;
+}
+
+/** The (sample, lane) pairs the harness may hash during one call into it; the earlier ones
+ *  again after it. */
+class keyed_allowance {
+ public:
+  explicit keyed_allowance(std::vector<std::pair<std::uint64_t, int>> pairs)
+      : m_before(std::exchange(g_keyed.allowed, std::move(pairs))) {}
+  ~keyed_allowance() { g_keyed.allowed = std::move(m_before); }
+  keyed_allowance(const keyed_allowance&) = delete;
+  keyed_allowance& operator=(const keyed_allowance&) = delete;
+
+ private:
+  std::vector<std::pair<std::uint64_t, int>> m_before;
+};
+
+/** The lanes of a side's factor (harness.py, _FACTOR_LANE) and of the seed and audit slot. */
+constexpr int seed_lane = 1, candidate_factor_lane = 2, audit_lane = 3, reference_factor_lane = 4;
+
 }  // namespace
 
 PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
+  m.def(
+      "keyed",
+      [](std::uint64_t sample, int lane) {
+        const std::pair<std::uint64_t, int> asked{sample, lane};
+        if (std::find(g_keyed.allowed.begin(), g_keyed.allowed.end(), asked) ==
+            g_keyed.allowed.end())
+          throw std::runtime_error(
+              "kjudge's timing hash answers only for the samples kjudge is preparing");
+        return keyed_hash(g_keyed.key, sample, lane);
+      },
+      "The timing key's hash of (sample, lane), for the harness's call in progress only.");
   m.doc() = "kjudge internals for the in-worker harness";
   py::class_<popcorn_pri>(m, "PopcornPri")
       .def(
@@ -240,6 +308,9 @@ struct session::impl {
     std::size_t slots = 0;     ///< what audit_begin() made room for
     std::size_t eligible = 0;  ///< calls an audit may keep (the first run() after a prepare())
     std::optional<std::size_t> last;  ///< the number of the last one counted
+    /** The number of the last run() that followed a prepare(), until the next prepare() (or
+     *  audit_end()) has the harness keep it or not: its audit slot is hashed then. */
+    std::optional<std::size_t> ran;
   } audits;
   std::filesystem::path executable;  ///< the python3 it was started as
   environment_info env;
@@ -601,8 +672,9 @@ timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t dat
                                          bool native_per_set) {
   return m_impl->call("timing_setup", [&] {
     m_impl->check_untouched();
+    g_keyed.key = key;  // kept here: the harness asks for hashes (keyed_allowance)
     const py::object d =
-        m_impl->harness.attr("timing_setup")(max_sets, data_seed, key, byte_budget, native_per_set);
+        m_impl->harness.attr("timing_setup")(max_sets, data_seed, byte_budget, native_per_set);
     timing_inputs_info out;
     out.shapes = to_inputs_info(d);
     out.sets = d["sets"].cast<std::size_t>();
@@ -640,7 +712,15 @@ class python_target final : public measure::target {
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
     m_check_sealed();  // before the harness's code that keeps the last call's audit runs
-    guarded("preparing inputs for", [&] { m_prepare(sample_index); });
+    std::vector<std::pair<std::uint64_t, int>> keyed{
+        {sample_index, seed_lane},
+        {sample_index, m_side == side::reference ? reference_factor_lane : candidate_factor_lane}};
+    if (m_audits != nullptr && m_audits->ran) keyed.emplace_back(*m_audits->ran, audit_lane);
+    {
+      const keyed_allowance allow(std::move(keyed));
+      guarded("preparing inputs for", [&] { m_prepare(sample_index); });
+    }
+    if (m_audits != nullptr) m_audits->ran.reset();
     m_prepared = sample_index;
   }
 
@@ -651,6 +731,7 @@ class python_target final : public measure::target {
       ++m_audits->eligible;
       m_audits->last = m_prepared;
     }
+    if (m_audits != nullptr) m_audits->ran = m_prepared;
     m_prepared.reset();
     guarded("timing", [&] { m_run(); });
   }
@@ -738,6 +819,8 @@ std::size_t session::timing_sets() const {
 }
 
 std::size_t session::timing_refresh(side s, std::size_t sample) {
+  const keyed_allowance allow(
+      {{sample, s == side::reference ? reference_factor_lane : candidate_factor_lane}});
   return m_impl->call("refresh", [&] {
     return m_impl->harness.attr("refresh")(s == side::reference ? "reference" : "candidate", sample)
         .cast<std::size_t>();
@@ -751,6 +834,7 @@ std::size_t session::timing_check_first_sample() const {
 }
 
 std::size_t session::timing_check_begin(std::size_t sample) {
+  const keyed_allowance allow({{sample, seed_lane}, {sample, candidate_factor_lane}});
   return m_impl->call("timing_check_begin", [&] {
     return m_impl->harness.attr("timing_check_begin")(sample).cast<std::size_t>();
   });
@@ -763,8 +847,11 @@ void session::timing_check_candidate(std::size_t sample) {
     if (!runners.contains("candidate")) m_impl->harness.attr("make_runner")("candidate");
     const py::tuple fns = runners["candidate"];
     try {
-      fns[0](sample);  // prepare
-      fns[1]();        // run
+      {
+        const keyed_allowance allow({{sample, seed_lane}, {sample, candidate_factor_lane}});
+        fns[0](sample);  // prepare
+      }
+      fns[1]();  // run
     } catch (py::error_already_set& e) {
       if (e.matches(m_impl->candidate_error)) throw;
       KJ_THROW(error_kind::candidate, "ModelNew.forward (timing check) raised: {}", error_text(e));
@@ -779,6 +866,7 @@ void session::timing_check_candidate_graph(std::size_t set) {
 }
 
 void session::timing_check_reference_graph(std::size_t sample) {
+  const keyed_allowance allow({{sample, candidate_factor_lane}});
   m_impl->call("timing_check_reference_graph",
                [&] { return m_impl->harness.attr("timing_check_reference_graph")(sample); });
 }
@@ -787,6 +875,7 @@ trial_outputs session::timing_check_finish(check_source source, std::size_t samp
   const char* name = source == check_source::native      ? "native"
                      : source == check_source::candidate ? "candidate"
                                                          : "reference_graph";
+  const keyed_allowance allow({{sample, candidate_factor_lane}});
   return m_impl->call("timing_check_finish", [&] {
     return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name, sample));
   });
@@ -837,6 +926,9 @@ void session::audit_begin() {
 std::size_t session::audit_end() {
   auto& a = m_impl->audits;
   a.on = false;
+  std::vector<std::pair<std::uint64_t, int>> keyed;  // the loop's last call, which it keeps
+  if (a.ran) keyed.emplace_back(*a.ran, audit_lane);
+  const keyed_allowance allow(std::move(keyed));
   const auto kept = m_impl->call(
       "audit_end", [&] { return m_impl->harness.attr("audit_end")().cast<std::size_t>(); });
   const std::size_t expected = std::min(a.slots, a.eligible);
@@ -849,6 +941,10 @@ std::size_t session::audit_end() {
 }
 
 std::pair<std::size_t, std::string> session::timing_audit_begin(std::size_t i) {
+  const auto sample = m_impl->call("timing_audit_sample", [&] {
+    return m_impl->harness.attr("timing_audit_sample")(i).cast<std::size_t>();
+  });
+  const keyed_allowance allow({{sample, seed_lane}});
   return m_impl->call("timing_audit_begin", [&] {
     const auto t = py::tuple(m_impl->harness.attr("timing_audit_begin")(i));
     return std::pair{t[0].cast<std::size_t>(), utf8_text(t[1])};

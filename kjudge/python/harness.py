@@ -12,7 +12,6 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 import builtins
 import copy
 import gc
-import hashlib
 import importlib.util
 import math
 import os
@@ -68,9 +67,6 @@ _timing_native_params = {}  # set -> its copies of the reference's parameters an
 _timing_native_in = {}  # set -> the tensors the native candidate's views of that set point to
 # Whether each set has its own parameters and outputs (a native candidate's), or all share set 0's
 _timing_native_own = [True]
-# timing_setup's secret key, as _keyed's BLAKE2b key bytes: the timed samples' seeds and factors
-# derive from it.
-_timing_key = [bytes(8)]
 _timing_next = [0]  # one past the highest sample number refresh() was given since timing_setup
 _runners = {}  # side -> make_runner's (prepare, run, ...), whose run() the timing check calls too
 _run_outputs = {}  # side -> [what its run() returned last]
@@ -935,7 +931,9 @@ _resolve_conj, _resolve_neg, _item, _to = (_TensorBase.resolve_conj, _TensorBase
                                            _TensorBase.__getitem__, _TensorBase.to)
 _uint8, _int64 = torch.uint8, torch.int64
 _value, _str, _slice = _TensorBase.item, str, slice
-_blake2b, _int_bytes, _int_from = hashlib.blake2b, int.to_bytes, int.from_bytes
+# The timing key's hash (bridge.cpp): kjudge's C++ keeps the key and answers only for the sample
+# numbers and lanes of the call it has in progress.
+_keyed_by_kjudge = _kjudge.keyed
 # _audit_outputs' exact types, and what _audit_copy calls (bound before any candidate code).
 _Parameter, _list, _NUMBER_TYPES = torch.nn.Parameter, list, (bool, int, float)
 _RETURN_TYPES = frozenset(v for v in vars(torch.return_types).values() if isinstance(v, type))
@@ -2100,15 +2098,15 @@ def _timing_clone(x, side):
     return x.clone(memory_format=torch.preserve_format) if isinstance(x, torch.Tensor) else x
 
 
-def timing_setup(max_sets, data_seed, key, byte_budget, native_per_set):
+def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     """Input sets at the problem's nominal sizes (no jitter) with different data: as many as fit
     in byte_budget, at least 2 and at most max_sets. A set costs its pristine base and one
     working copy per side, twice the reference's outputs (what each side's CUDA graph of the
     set keeps) and a native candidate's own copies of its parameters and outputs, where it gets
     them. native_per_set: a native candidate's parameters and outputs may be copied per set
     (cold timing only: warm, the copies would leave L2 where the reference's one copy stays).
-    key: a secret of the orchestrator's, which the timed samples' generator seeds and input
-    factors derive from (_keyed)."""
+    The timed samples' generator seeds and input factors derive from a secret of the
+    orchestrator's, which kjudge's C++ keeps (_keyed)."""
     _reach.use("reference")
     _turns.clear()  # a timing loop that raised left its booking on
     _timing_base.clear()
@@ -2144,7 +2142,6 @@ def timing_setup(max_sets, data_seed, key, byte_budget, native_per_set):
     _timing_native_own[0] = bool(native_per_set) and native_bytes <= _NATIVE_PER_SET_BYTES
     per_set = 3 * set_bytes + 2 * out_bytes + (native_bytes if _timing_native_own[0] else 0)
     count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
-    _timing_key[0] = (key & _SEED_MASK).to_bytes(8, "little")
     _timing_next[0] = 0
     _runners.clear()  # made for the sets this replaces
     _run_outputs.clear()
@@ -2182,17 +2179,19 @@ _generators = [torch.default_generator]
 
 
 def _keyed(sample, lane):
-    """64 bits of BLAKE2b keyed with the timing key, of a sample number and a lane (1: the seed,
-    2: the candidate's factor, 3: an audit's slot, 4: the reference's factor). A keyed hash, so
-    that what a forward can read (torch.initial_seed(), its inputs' factor) does not tell it the
-    sample's number: seeds that stepped by a constant let a forward see which calls were
-    consecutive timed samples and do no work in them
-    (examples/faulty/tells_check_by_seed.py), and an invertible mix of key and number (a first
-    version XORed the number into a SplitMix64 finaliser) gave the numbers back up to one
-    constant."""
-    h = _blake2b(_int_bytes(sample, 8, "little") + _int_bytes(lane, 1, "little"),
-                 digest_size=8, key=_timing_key[0])
-    return _int_from(h.digest(), "little")
+    """64 bits of a hash keyed with the evaluation's secret timing key (HMAC-SHA256, in
+    kjudge's C++), of a sample number and a lane (1: the seed, 2: the candidate's factor, 3: an
+    audit's slot, 4: the reference's factor). Keyed, so that what a forward can read
+    (torch.initial_seed(), its inputs' factor) does not tell it the sample's number: seeds that
+    stepped by a constant let a forward see which calls were consecutive timed samples and do
+    no work in them (examples/faulty/tells_check_by_seed.py), and an invertible mix of key and
+    number (a first version XORed the number into a SplitMix64 finaliser) gave the numbers back
+    up to one constant. The key is not in Python, and C++ answers only for the sample numbers
+    and lanes of the harness call it has in progress: when the key was a global here, a
+    candidate that read it computed the inputs of its next timed samples (and which of its
+    calls the audits would keep) in an untimed call and returned the outputs for free in the
+    timed ones, correct at 408x on the CPU."""
+    return _keyed_by_kjudge(sample, lane)
 
 
 def _sample_seed(sample):
@@ -2300,12 +2299,13 @@ _audit = {"on": False, "slots": 0, "seen": 0, "kept": []}  # kept: [(number, hos
 def audit_begin():
     """Starts keeping audits (before the timing loop): as many slots as fit _AUDIT_BYTES of the
     reference's outputs, at most _AUDIT_SLOTS, at least one. The slots are drawn with this
-    process's id mixed in, so that the processes of --processes keep different calls. Returns
+    process's id mixed in (by kjudge's C++, lane 3), so that the processes of --processes keep
+    different calls. Returns
     the number of slots: kjudge counts the calls and checks that audit_end() kept as many."""
     out_bytes = _bytes(_timing_ref_out) if _timing_ref_out else 0
     # Not the flush of the loop's last call: make_runner(), which comes first, sets it (this
     # reset it, and the last call was never audited; kjudge's own count of the calls found it).
-    _audit.update(on=True, seen=0, kept=[], last=None, salt=os.getpid() << 40,
+    _audit.update(on=True, seen=0, kept=[], last=None,
                   slots=max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes))))
     return _audit["slots"]
 
@@ -2333,7 +2333,7 @@ def _audit_keep(sample, out):
         kept.append(None)
         slot = _len(kept) - 1
     else:
-        slot = _keyed(sample + _audit["salt"], 3) % _audit["seen"]
+        slot = _keyed(sample, 3) % _audit["seen"]
         if slot >= _audit["slots"]:
             return
     kept[slot] = None  # the copy it replaces goes first
@@ -2386,6 +2386,11 @@ def _audit_copy(out):
         return hosts, [_str(_device_of(t).type) for t in outs], ""
     except CandidateError as exc:
         return None, None, _str(exc)
+
+
+def timing_audit_sample(i):
+    """The sample number of kept audit i."""
+    return _audit["kept"][i][0]
 
 
 def timing_audit_begin(i):

@@ -1158,6 +1158,25 @@ class ModelNew(nn.Module):
   EXPECT_NE(r.result["status"], "correct") << r.result.dump(1);
 }
 
+TEST(JudgementCpu, TheTimingKeysHashAnswersOnlyForTheSampleBeingPrepared) {
+  // With the key in the harness's globals, a candidate computed its next samples' inputs and
+  // returned their outputs for free (correct at 408x). The key is C++'s now, which hashes only
+  // for the call it has in progress: a forward that asks for another sample's factor raises.
+  const auto c = write_case("c.py", R"(import sys
+import torch
+import torch.nn as nn
+h = sys.modules["kjudge_harness"]
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if h._turns:
+            h._factor(10**6, 2)
+        return torch.softmax(x, dim=1)
+)");
+  expect_ended(run_eval("problems/level1/softmax.py", c,
+                        {"--device", "cpu", "--trials", "2", "--budget", "0.1"}),
+               4, "runtime_error", "answers only for the samples kjudge is preparing");
+}
+
 TEST(JudgementCpu, ASecondTimingEventIsNotBelieved) {
   // The worker sends one timing event; the fold took the last one's figures. A candidate that
   // wrote one of its own into the channel after the worker's (from code of its that the worker
