@@ -374,7 +374,7 @@ struct session::impl {
 
   /** Seals the harness (its code has run, nobody else's yet). */
   void seal_harness() {
-    seal.seal(harness);
+    seal.seal(harness, detail::rebound_names(kj::embedded::harness_py));
     g_seal = &seal;
   }
 
@@ -844,7 +844,10 @@ void session::timing_check_candidate(std::size_t sample) {
   m_impl->call("timing_check_candidate", [&] {
     const py::object runners = m_impl->harness.attr("_runners");
     // None where nothing was timed (--no-timing's check at the nominal sizes).
-    if (!runners.contains("candidate")) m_impl->harness.attr("make_runner")("candidate");
+    if (!runners.contains("candidate")) {
+      const py::tuple made = m_impl->harness.attr("make_runner")("candidate");
+      for (const auto& fn : made) m_impl->seal.add_closure(fn);
+    }
     const py::tuple fns = runners["candidate"];
     try {
       {

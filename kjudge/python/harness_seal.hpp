@@ -7,13 +7,16 @@
  *  an attribute of its own ran code of its choice from the worker, after timing. The seal holds,
  *  from C++, what the harness was once its code had run: its functions' code, defaults and
  *  keyword defaults may not be replaced at all (the worker's audit hook refuses the change, as
- *  Python audits it), and its module-level functions and classes, its classes' attributes, its
- *  instances' attributes (none may shadow a method) and the cells of the runner closures it
- *  makes for timing are compared with what the seal took, around every call into the harness.
+ *  Python audits it), and its module's names (all but those its own code rebinds: `global`),
+ *  its classes' attributes, its instances' attributes (none may shadow a method) and the code
+ *  and cells of its functions and of the runner closures it makes for timing are compared with
+ *  what the seal took, around every call the session makes into the harness and before every
+ *  timed sample's prepare().
  *  It raises the bar, no more: what Python does not audit and changes back within one call of
  *  the harness's goes unseen, and `ctypes` reaches everything (docs/methodology.md). */
 
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -24,16 +27,20 @@ namespace kj::python::detail {
 
 namespace py = pybind11;
 
+/** The names a Python source declares `global` in its functions: the module-level names its own
+ *  code rebinds, which the seal lets change. */
+[[nodiscard]] std::unordered_set<std::string> rebound_names(std::string_view source);
+
 class harness_seal {
  public:
-  /** Takes the harness module as its code left it. */
-  void seal(const py::module_& harness);
+  /** Takes the harness module as its code left it; `rebound`: its names its code rebinds. */
+  void seal(const py::module_& harness, const std::unordered_set<std::string>& rebound);
 
   /** Seals a function the harness made later (a runner closure): its code, defaults and the
    *  contents of its cells, and the same of every function among those contents. */
   void add_closure(const py::handle& fn);
 
-  /** "" when the harness is as sealed, else what changed (a few names). */
+  /** "" when the harness is as sealed, else what changed (a few names). Never throws. */
   [[nodiscard]] std::string changed() const;
 
   [[nodiscard]] bool is_sealed() const noexcept { return m_module.ptr() != nullptr; }
@@ -44,21 +51,28 @@ class harness_seal {
   }
 
  private:
+  struct global_entry {
+    py::object key, value;
+    bool free = false;  ///< a name the harness rebinds
+  };
   struct class_entry {
     py::object type;
-    std::vector<std::pair<std::string, py::object>> attributes;
-    std::unordered_set<std::string> methods;  ///< attribute names that hold functions
+    std::vector<std::pair<py::object, py::object>> attributes;  ///< in the dict's order
+    py::object methods;  ///< a set of the attribute names that hold functions
   };
   struct closure_entry {
     py::object function;
-    std::vector<py::object> cells;  ///< their contents as sealed (nullptr for an empty cell)
+    std::vector<py::object> cells;  ///< code, defaults, keyword defaults, then the cells' contents
   };
 
   void add_function(const py::handle& fn);
+  void check_globals(std::vector<std::string>& found) const;
+  void check_classes(std::vector<std::string>& found) const;
   void check_instances(std::vector<std::string>& found) const;
 
   py::module_ m_module;
-  std::vector<std::pair<std::string, py::object>> m_bindings;  ///< module-level functions, classes
+  std::unordered_set<std::string> m_rebound;
+  std::vector<global_entry> m_globals;  ///< the module's dict, in its order
   std::vector<class_entry> m_classes;
   std::vector<closure_entry> m_closures;
   std::vector<py::object> m_functions;  ///< held, so that no other object reuses an address

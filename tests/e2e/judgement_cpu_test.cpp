@@ -1177,6 +1177,79 @@ class ModelNew(nn.Module):
                4, "runtime_error", "answers only for the samples kjudge is preparing");
 }
 
+TEST(JudgementCpu, SignalFunctionsReboundDoNotHideATimer) {
+  // signal.getitimer and signal.getsignal rebound at import hid the timer and its handler from
+  // the checks (correct, unflagged, the handler sleeping inside the reference's calls). The
+  // harness reads them as it loaded them.
+  const auto c = write_case("c.py", R"(import signal
+import time
+import torch
+import torch.nn as nn
+getitimer = signal.getitimer
+signal.getitimer = lambda which: (0.0, 0.0)
+signal.getsignal = lambda number: signal.SIG_DFL
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if getitimer(signal.ITIMER_REAL) == (0.0, 0.0):
+            signal.signal(signal.SIGALRM, lambda *_: time.sleep(0.001))
+            signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.result["status"], "correct") << r.result.dump(1);
+}
+
+TEST(JudgementCpu, AnAuditsCopyIsTakenBeforeTheCandidateCanTellItIsDrawn) {
+  // Zeros in the timing loop, and a weakref callback on the audits' kept copies: the harness
+  // dropped the copy a new draw replaced before copying the drawn call, and the callback wrote
+  // the right answer into that call's outputs first (correct at 1.55x, 37 of 48 calls zeros).
+  const auto c = write_case("c.py", R"(import sys
+import weakref
+import torch
+import torch.nn as nn
+h = sys.modules["kjudge_harness"]
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.watched, self.last = {}, None
+    def fix(self, _):
+        if h._turns and self.last is not None:
+            self.last[0].copy_(torch.softmax(self.last[1], dim=1))
+    def forward(self, x):
+        if not h._turns:
+            return torch.softmax(x, dim=1)
+        for entry in h._audit["kept"]:
+            if entry is not None and entry[1] and id(entry[1][0]) not in self.watched:
+                self.watched[id(entry[1][0])] = weakref.ref(entry[1][0], self.fix)
+        out = (torch.softmax(x, dim=1) if len(h._audit["kept"]) < h._audit["slots"]
+               else torch.zeros_like(x))
+        self.last = (out, x)
+        return out
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c,
+                          {"--device", "cpu", "--trials", "2", "--budget", "0.5"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result["flags"].dump(1);
+}
+
+TEST(JudgementCpu, ANameKjudgeCannotPrintInTheHarnessIsNoInternalError) {
+  // An attribute named by a lone surrogate on the harness's _reach object: the seal's check read
+  // the name as UTF-8 and ended the evaluation as kjudge's internal error (exit 7).
+  const auto c = write_case("c.py", R"(import sys
+import torch
+import torch.nn as nn
+sys.modules["kjudge_harness"]._reach.__dict__["\udcff"] = 1
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
+}
+
 TEST(JudgementCpu, ASecondTimingEventIsNotBelieved) {
   // The worker sends one timing event; the fold took the last one's figures. A candidate that
   // wrote one of its own into the channel after the worker's (from code of its that the worker
