@@ -117,12 +117,9 @@ class side_sampler {
   [[nodiscard]] std::size_t rotated_sets() const noexcept {
     return m_result.input_sets > 0 ? m_result.input_sets : 1;
   }
-  /** The input set the next prepare_next() makes current: the number's own, and for the
-   *  reference half the sets on (as kjudge's Python targets rotate them: harness.py, _set_of),
-   *  so that both sides' samples of one number are on different sets. */
-  [[nodiscard]] std::uint32_t next_set() const noexcept {
-    const std::size_t shift = m_role == side_role::reference ? rotated_sets() / 2 : 0;
-    return static_cast<std::uint32_t>((m_next_input + shift) % rotated_sets());
+  /** The input set the next prepare_next() makes current, as the target rotates them. */
+  [[nodiscard]] std::uint32_t next_set() const {
+    return static_cast<std::uint32_t>(m_target.set_of(m_next_input) % rotated_sets());
   }
   /** The last sample's set prepared again (its rewrite repeated, the side's state restored) and
    *  one untimed forward on it: the side's turn starts from its own work (see take_round()). */

@@ -10,7 +10,7 @@ namespace kj::measure {
 class target {
  public:
   virtual ~target() = default;
-  /** Makes input set `sample_index % input_sets()` current for the next run(), rewritten for that
+  /** Makes input set set_of(sample_index) current for the next run(), rewritten for that
    *  number (the engine numbers a side's prepares in increasing order from 0, skipping ahead
    *  between rounds so that every figure steps through every set; it may repeat the last number
    *  to run that sample's set again). Called outside any timed region; may enqueue work on the
@@ -33,6 +33,12 @@ class target {
   virtual void drop_graphs() {}
   /** Number of distinct input sets available for rotation (>= 1). */
   [[nodiscard]] virtual std::size_t input_sets() const = 0;
+  /** The input set prepare(sample_index) makes current: the number's own by default. (The
+   *  judge's reference runs a number on another set than the candidate does: bridge.cpp.) */
+  [[nodiscard]] virtual std::size_t set_of(std::size_t sample_index) const {
+    const std::size_t sets = input_sets();
+    return sets == 0 ? 0 : sample_index % sets;
+  }
   [[nodiscard]] virtual std::string name() const = 0;
 };
 

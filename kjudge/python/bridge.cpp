@@ -758,6 +758,12 @@ class python_target final : public measure::target {
   }
 
   [[nodiscard]] std::size_t input_sets() const override { return m_sets; }
+  /** As the harness rotates a side's sets (harness.py, _set_of): the reference's sample n on set
+   *  (n + K/2) mod K, so that both sides' samples of one number are on different sets. */
+  [[nodiscard]] std::size_t set_of(std::size_t sample_index) const override {
+    if (m_sets == 0) return 0;
+    return (sample_index + (m_side == side::reference ? m_sets / 2 : 0)) % m_sets;
+  }
   [[nodiscard]] std::string name() const override {
     return m_side == side::reference ? "reference" : "candidate";
   }

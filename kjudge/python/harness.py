@@ -2243,8 +2243,8 @@ def _set_of(sample, lane):
     sides' samples of one number (a round's) are never on one set. On one set, with factors of
     their own, the reference's kept output of the number, times the ratio of the two sides'
     inputs (raised to the problem's degree), was still the candidate's answer: a candidate that
-    rescaled it read correct at 1.53x for a matmul. kjudge's sampler labels the reference's
-    samples' sets the same way (side_sampler::next_set)."""
+    rescaled it read correct at 1.53x for a matmul. kjudge's C++ target of a side maps a
+    number to its set the same way (python_target::set_of, bridge.cpp)."""
     sets = _len(_timing_base)
     return (sample + (sets // 2 if lane == "reference" else 0)) % sets
 
