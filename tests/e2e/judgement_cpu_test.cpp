@@ -1041,6 +1041,27 @@ class ModelNew(nn.Module):
       << flag_message(r.result, "unverified_verdict");
 }
 
+/** The opening of a candidate that reaches into kjudge's harness (as `h`). */
+const std::string with_harness =
+    "import sys\nimport torch\nimport torch.nn as nn\nh = sys.modules[\"kjudge_harness\"]\n";
+
+/** A ModelNew that computes the softmax of problems/level1/softmax.py. */
+const std::string honest_softmax =
+    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, "
+    "dim=1)\n";
+
+/** The opening of a candidate that writes `data` (a Python bytes expression) at import into
+ *  every pipe the worker holds (its event channel among them). */
+std::string writes_into_pipes(const std::string& data) {
+  return "import os\nimport torch\nimport torch.nn as nn\ndata = " + data +
+         "\nfor name in os.listdir('/proc/self/fd'):\n"
+         "    try:\n"
+         "        if os.readlink('/proc/self/fd/' + name).startswith('pipe:'):\n"
+         "            os.write(int(name), data)\n"
+         "    except OSError:\n"
+         "        pass\n";
+}
+
 /** The evaluation ended with `status` and its exit code, its message saying `text`. */
 void expect_ended(const kjudge_run& r, int exit_code, const char* status, const char* text) {
   EXPECT_EQ(r.exit_code, exit_code) << r.output;
@@ -1049,15 +1070,25 @@ void expect_ended(const kjudge_run& r, int exit_code, const char* status, const 
       << r.result["message"];
 }
 
+/** A softmax candidate whose forward runs `in_loop` (Python, indented 12) in the timing loop:
+ *  the evaluation ends as its runtime error, the message saying `text`. */
+void expect_refused_in_loop(const std::string& in_loop, const char* text) {
+  const auto c = write_case("c.py", with_harness +
+                                        "class ModelNew(nn.Module):\n"
+                                        "    def forward(self, x):\n"
+                                        "        if h._turns:\n" +
+                                        in_loop + "        return torch.softmax(x, dim=1)\n");
+  expect_ended(run_eval("problems/level1/softmax.py", c,
+                        {"--device", "cpu", "--trials", "2", "--budget", "0.1"}),
+               4, "runtime_error", text);
+}
+
 TEST(JudgementCpu, TheHarnesssFunctionsTakeNoOtherCode) {
   // The harness's checks compared its functions by identity: a candidate that gave trial_finish
   // other code (reporting the reference's outputs as its own) had outputs of zeros judged
   // correct. The worker's audit hook refuses the change.
-  const auto c = write_case("c.py", R"(import sys
-import torch
-import torch.nn as nn
-h = sys.modules["kjudge_harness"]
-h.trial_finish.__code__ = (lambda: None).__code__
+  const auto c =
+      write_case("c.py", with_harness + R"(h.trial_finish.__code__ = (lambda: None).__code__
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.zeros_like(x)
@@ -1070,11 +1101,7 @@ TEST(JudgementCpu, AMethodOfTheHarnesssObjectsShadowedIsTheCandidatesError) {
   // An attribute of its own in place of a method of the harness's _reach object: the worker
   // ran it (here after the first trial's candidate call), and a candidate wrote a forged timing
   // event from there.
-  const auto c = write_case("c.py", R"(import sys
-import torch
-import torch.nn as nn
-h = sys.modules["kjudge_harness"]
-class ModelNew(nn.Module):
+  const auto c = write_case("c.py", with_harness + R"(class ModelNew(nn.Module):
     def forward(self, x):
         h._reach.new_changes = lambda: []
         return torch.softmax(x, dim=1)
@@ -1086,20 +1113,9 @@ class ModelNew(nn.Module):
 TEST(JudgementCpu, AuditsSwitchedOffByTheCandidateAreItsError) {
   // It switched the harness's audit state off inside the timing loop and returned garbage
   // there: no call was kept, and the worker took no audit for a pass (correct at 419x).
-  const auto c = write_case("c.py", R"(import sys
-import torch
-import torch.nn as nn
-h = sys.modules["kjudge_harness"]
-class ModelNew(nn.Module):
-    def forward(self, x):
-        if h._turns:
-            h._audit["on"] = False
-            return torch.empty_like(x)
-        return torch.softmax(x, dim=1)
-)");
-  expect_ended(run_eval("problems/level1/softmax.py", c,
-                        {"--device", "cpu", "--trials", "2", "--budget", "0.1"}),
-               4, "runtime_error", "changed kjudge's audit state");
+  expect_refused_in_loop(
+      "            h._audit[\"on\"] = False\n            return torch.empty_like(x)\n",
+      "changed kjudge's audit state");
 }
 
 TEST(JudgementCpu, ACandidatesGcCallbackIsKeptToItsOwnCalls) {
@@ -1141,63 +1157,36 @@ class ModelNew(nn.Module):
 TEST(JudgementCpu, ATimersSignalIsNotHandledByTheCandidateInTheReferencesCalls) {
   // SIGALRM every 2 ms, whose handler slept inside the reference's calls: correct at 1.47x.
   // Signal handlers are each side's own now: in the reference's part the signal has its
-  // default action, and ends the worker, which is the candidate's crash.
-  const auto c = write_case("c.py", R"(import signal
-import time
-import torch
-import torch.nn as nn
-class ModelNew(nn.Module):
-    def forward(self, x):
-        if signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0):
-            signal.signal(signal.SIGALRM, lambda *_: time.sleep(0.001))
-            signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
-        return torch.softmax(x, dim=1)
-)");
-  const auto r = run_eval("problems/level1/softmax.py", c, quick);
-  EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_NE(r.result["status"], "correct") << r.result.dump(1);
-}
-
-TEST(JudgementCpu, TheTimingKeysHashAnswersOnlyForTheSampleBeingPrepared) {
-  // With the key in the harness's globals, a candidate computed its next samples' inputs and
-  // returned their outputs for free (correct at 408x). The key is C++'s now, which hashes only
-  // for the call it has in progress: a forward that asks for another sample's factor raises.
-  const auto c = write_case("c.py", R"(import sys
-import torch
-import torch.nn as nn
-h = sys.modules["kjudge_harness"]
-class ModelNew(nn.Module):
-    def forward(self, x):
-        if h._turns:
-            h._factor(10**6, 2)
-        return torch.softmax(x, dim=1)
-)");
-  expect_ended(run_eval("problems/level1/softmax.py", c,
-                        {"--device", "cpu", "--trials", "2", "--budget", "0.1"}),
-               4, "runtime_error", "answers only for the samples kjudge is preparing");
-}
-
-TEST(JudgementCpu, SignalFunctionsReboundDoNotHideATimer) {
-  // signal.getitimer and signal.getsignal rebound at import hid the timer and its handler from
-  // the checks (correct, unflagged, the handler sleeping inside the reference's calls). The
-  // harness reads them as it loaded them.
-  const auto c = write_case("c.py", R"(import signal
+  // default action, and ends the worker, which is the candidate's crash. Also where the
+  // candidate rebound signal.getitimer and signal.getsignal at import, which hid the timer and
+  // its handler from the checks (correct, unflagged): the harness reads them as it loaded them.
+  for (const char* hide : {"",
+                           "signal.getitimer = lambda which: (0.0, 0.0)\n"
+                           "signal.getsignal = lambda number: signal.SIG_DFL\n"}) {
+    const auto c = write_case("c.py", std::string(R"(import signal
 import time
 import torch
 import torch.nn as nn
 getitimer = signal.getitimer
-signal.getitimer = lambda which: (0.0, 0.0)
-signal.getsignal = lambda number: signal.SIG_DFL
-class ModelNew(nn.Module):
+)") + hide + R"(class ModelNew(nn.Module):
     def forward(self, x):
         if getitimer(signal.ITIMER_REAL) == (0.0, 0.0):
             signal.signal(signal.SIGALRM, lambda *_: time.sleep(0.001))
             signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
         return torch.softmax(x, dim=1)
 )");
-  const auto r = run_eval("problems/level1/softmax.py", c, quick);
-  EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_NE(r.result["status"], "correct") << r.result.dump(1);
+    const auto r = run_eval("problems/level1/softmax.py", c, quick);
+    EXPECT_EQ(r.exit_code, 4) << hide << r.output;
+    EXPECT_NE(r.result["status"], "correct") << r.result.dump(1);
+  }
+}
+
+TEST(JudgementCpu, TheTimingKeysHashAnswersOnlyForTheSampleBeingPrepared) {
+  // With the key in the harness's globals, a candidate computed its next samples' inputs and
+  // returned their outputs for free (correct at 408x). The key is C++'s now, which hashes only
+  // for the call it has in progress: a forward that asks for another sample's factor raises.
+  expect_refused_in_loop("            h._factor(10**6, 2)\n",
+                         "answers only for the samples kjudge is preparing");
 }
 
 TEST(JudgementCpu, AnAuditsCopyIsTakenBeforeTheCandidateCanTellItIsDrawn) {
@@ -1237,14 +1226,8 @@ class ModelNew(nn.Module):
 TEST(JudgementCpu, ANameKjudgeCannotPrintInTheHarnessIsNoInternalError) {
   // An attribute named by a lone surrogate on the harness's _reach object: the seal's check read
   // the name as UTF-8 and ended the evaluation as kjudge's internal error (exit 7).
-  const auto c = write_case("c.py", R"(import sys
-import torch
-import torch.nn as nn
-sys.modules["kjudge_harness"]._reach.__dict__["\udcff"] = 1
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return torch.softmax(x, dim=1)
-)");
+  const auto c =
+      write_case("c.py", with_harness + "h._reach.__dict__[\"\\udcff\"] = 1\n" + honest_softmax);
   const auto r = run_eval("problems/level1/softmax.py", c, quick);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
@@ -1255,20 +1238,8 @@ TEST(JudgementCpu, ASecondTimingEventIsNotBelieved) {
   // wrote one of its own into the channel after the worker's (from code of its that the worker
   // ran after timing) read correct with the 50x it forged. Here it is written at import, before
   // the worker's: either way the evaluation has two, and the verdict is not believed.
-  const auto c = write_case("c.py", R"(import os
-import torch
-import torch.nn as nn
-data = b'{"timing":{"stopped_by":"forged"}}\n'
-for name in os.listdir("/proc/self/fd"):
-    try:
-        if int(name) >= 100 and os.readlink("/proc/self/fd/" + name).startswith("pipe:"):
-            os.write(int(name), data)
-    except OSError:
-        pass
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return torch.softmax(x, dim=1)
-)");
+  const auto c = write_case(
+      "c.py", writes_into_pipes(R"(b'{"timing":{"stopped_by":"forged"}}\n')") + honest_softmax);
   const auto r = run_eval("problems/level1/softmax.py", c,
                           {"--device", "cpu", "--trials", "2", "--budget", "0.1"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -1282,20 +1253,8 @@ TEST(JudgementCpu, AFloodOfPhaseEventsIsCappedAndTheVerdictNotBelieved) {
   // At import the candidate writes 10,000 well-formed phase lines into every pipe it holds (the
   // event channel among them), then computes the right answer. They were all kept (a 100 MiB
   // flood grew kjudge to 3.3 GB) and the verdict stood.
-  const auto c = write_case("c.py", R"(import os
-import torch
-import torch.nn as nn
-data = b'{"phase":"p"}\n' * 10000
-for name in os.listdir("/proc/self/fd"):
-    try:
-        if os.readlink("/proc/self/fd/" + name).startswith("pipe:"):
-            os.write(int(name), data)
-    except OSError:
-        pass
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return torch.softmax(x, dim=1)
-)");
+  const auto c =
+      write_case("c.py", writes_into_pipes(R"(b'{"phase":"p"}\n' * 10000)") + honest_softmax);
   const auto r = run_eval("problems/level1/softmax.py", c, quick);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
