@@ -119,11 +119,19 @@ struct keyed_gate {
 };
 keyed_gate g_keyed;
 
+/** The lanes of _keyed (harness.py): the seed, the two sides' factors, an audit's slot. */
+constexpr int seed_lane = 1, candidate_factor_lane = 2, audit_lane = 3, reference_factor_lane = 4;
+
+/** The lane of a side's factor in the timing loop. */
+constexpr int factor_lane(kj::python::side s) {
+  return s == kj::python::side::reference ? reference_factor_lane : candidate_factor_lane;
+}
+
 /** HMAC-SHA256 keyed with `key` (8 bytes, little-endian) of the sample number (8 bytes) and the
  *  lane (1 byte); its first 8 bytes, little-endian. Lane 3, an audit's slot, mixes in the
  *  process's id, so that the processes of --processes keep different calls. */
 std::uint64_t keyed_hash(std::uint64_t key, std::uint64_t sample, int lane) {
-  if (lane == 3) sample += static_cast<std::uint64_t>(::getpid()) << 40;
+  if (lane == audit_lane) sample += static_cast<std::uint64_t>(::getpid()) << 40;
   std::array<std::uint8_t, 64> pad{};
   for (int i = 0; i < 8; ++i) pad[static_cast<std::size_t>(i)] = (key >> (8 * i)) & 0xffu;
   std::array<std::uint8_t, 9> message{};
@@ -158,12 +166,10 @@ class keyed_allowance {
   std::vector<std::pair<std::uint64_t, int>> m_before;
 };
 
-/** The lanes of a side's factor (harness.py, _FACTOR_LANE) and of the seed and audit slot. */
-constexpr int seed_lane = 1, candidate_factor_lane = 2, audit_lane = 3, reference_factor_lane = 4;
-
 }  // namespace
 
 PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
+  m.doc() = "kjudge internals for the in-worker harness";
   m.def(
       "keyed",
       [](std::uint64_t sample, int lane) {
@@ -175,7 +181,6 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
         return keyed_hash(g_keyed.key, sample, lane);
       },
       "The timing key's hash of (sample, lane), for the harness's call in progress only.");
-  m.doc() = "kjudge internals for the in-worker harness";
   py::class_<popcorn_pri>(m, "PopcornPri")
       .def(
           "jitter_int",
@@ -265,16 +270,17 @@ trial_inputs_info to_inputs_info(const py::handle& d) {
   return info;
 }
 
+/** The seal of the session's harness (harness_seal.hpp), while there is one. */
+const detail::harness_seal* g_seal = nullptr;
+
 /** An audit hook (PEP 578) cannot be removed and sees every audited operation, the harness's
  *  reads of sys.monitoring among them: a candidate's could put a monitoring callback back right
  *  after a check, or run code inside the reference's calls. This one, added before the
  *  interpreter starts, refuses every later hook: Python drops a new hook, silently, when an
  *  installed one raises RuntimeError on its "sys.addaudithook" event. In C it costs every other
- *  audited operation one string comparison; a Python hook added about 130 us to each of the
- *  harness's reads of sys.monitoring. */
-/** The seal of the session's harness (harness_seal.hpp), while there is one. */
-const detail::harness_seal* g_seal = nullptr;
-
+ *  audited operation a few string comparisons; a Python hook added about 130 us to each of the
+ *  harness's reads of sys.monitoring. It also refuses changes to the sealed harness's functions
+ *  (below). */
 int refuse_audit_hooks(const char* event, PyObject* args, void* /*data*/) {
   if (std::strcmp(event, "sys.addaudithook") == 0) {
     PyErr_SetString(PyExc_RuntimeError, "kjudge's worker takes no audit hooks");
@@ -693,16 +699,15 @@ namespace {
 class python_target final : public measure::target {
  public:
   /** `fns`: the harness's make_runner tuple (prepare, run, capture, run_graph, drop);
-   *  `candidate_error`: the harness's CandidateError, which is the candidate's whichever side
+   *  `impl`: the session, whose seal it checks before every prepare(), whose audits of the
+   *  candidate's calls it counts, and whose CandidateError is the candidate's whichever side
    *  raised it (its changes to what the reference runs with are found in the reference's
    *  prepare()). */
-  python_target(const py::tuple& fns, side which, std::size_t sets, py::object candidate_error,
-                std::function<void()> check_sealed, session::impl::audit_count* audits)
+  python_target(const py::tuple& fns, side which, std::size_t sets, session::impl& impl)
       : m_side(which),
         m_sets(sets),
-        m_candidate_error(std::move(candidate_error)),
-        m_check_sealed(std::move(check_sealed)),
-        m_audits(audits),
+        m_impl(impl),
+        m_audits(which == side::candidate ? &impl.audits : nullptr),
         m_prepare(fns[0]),
         m_run(fns[1]),
         m_capture(fns[2]),
@@ -711,14 +716,13 @@ class python_target final : public measure::target {
 
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
-    m_check_sealed();  // before the harness's code that keeps the last call's audit runs
-    std::vector<std::pair<std::uint64_t, int>> keyed{
-        {sample_index, seed_lane},
-        {sample_index, m_side == side::reference ? reference_factor_lane : candidate_factor_lane}};
+    m_impl.check_sealed();  // before the harness's code that keeps the last call's audit runs
+    std::vector<std::pair<std::uint64_t, int>> keyed{{sample_index, seed_lane},
+                                                     {sample_index, factor_lane(m_side)}};
     if (m_audits != nullptr && m_audits->ran) keyed.emplace_back(*m_audits->ran, audit_lane);
     {
       const keyed_allowance allow(std::move(keyed));
-      guarded("preparing inputs for", [&] { m_prepare(sample_index); });
+      guarded("preparing inputs for", [&] { m_prepare(sample_index, set_of(sample_index)); });
     }
     if (m_audits != nullptr) m_audits->ran.reset();
     m_prepared = sample_index;
@@ -778,7 +782,7 @@ class python_target final : public measure::target {
       // Timing's inputs are not the trials': the nominal sizes, each sample's floating-point
       // values rescaled (docs/methodology.md, Timing 1). Said, since a forward that passed every
       // trial and fails here fails on that.
-      if (m_side == side::reference && !e.matches(m_candidate_error))
+      if (m_side == side::reference && !e.matches(m_impl.candidate_error))
         KJ_THROW(error_kind::problem,
                  "the reference failed while {} it: {} (timing runs it at the nominal sizes, on "
                  "input sets whose floating-point values are rescaled for every sample: a "
@@ -791,8 +795,7 @@ class python_target final : public measure::target {
 
   side m_side;
   std::size_t m_sets;
-  py::object m_candidate_error;
-  std::function<void()> m_check_sealed;
+  session::impl& m_impl;
   session::impl::audit_count* m_audits;   ///< the candidate's, counted; nullptr for the reference
   std::optional<std::size_t> m_prepared;  ///< the number prepare() made current, until used
   py::object m_prepare, m_run, m_capture, m_run_graph, m_drop;
@@ -809,9 +812,7 @@ std::unique_ptr<measure::target> session::make_target(side s) {
         m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate"));
   });
   for (const auto& fn : fns) m_impl->seal.add_closure(fn);
-  return std::make_unique<python_target>(
-      fns, s, sets, m_impl->candidate_error, [impl = m_impl.get()] { impl->check_sealed(); },
-      s == side::candidate ? &m_impl->audits : nullptr);
+  return std::make_unique<python_target>(fns, s, sets, *m_impl);
 }
 
 std::size_t session::cached_free_bytes() const {
@@ -825,8 +826,7 @@ std::size_t session::timing_sets() const {
 }
 
 std::size_t session::timing_refresh(side s, std::size_t sample) {
-  const keyed_allowance allow(
-      {{sample, s == side::reference ? reference_factor_lane : candidate_factor_lane}});
+  const keyed_allowance allow({{sample, factor_lane(s)}});
   return m_impl->call("refresh", [&] {
     return m_impl->harness.attr("refresh")(s == side::reference ? "reference" : "candidate", sample)
         .cast<std::size_t>();

@@ -1113,9 +1113,9 @@ def _settings_table():
 # Signals whose Python handler can be read and set (SIGKILL and SIGSTOP have none). The functions
 # as the harness loaded, and the interpreter's own list of gc callbacks (the one it runs, whatever
 # gc.callbacks is later bound to): a candidate that rebound signal.getitimer and
-# signal.getsignal at import hid its timer and its handler from the checks.
-# _signal's own functions, not signal's wrappers: those make an enum of every handler they read,
-# and reading all 60 at each switch of sides took 54 us against 4.
+# signal.getsignal at import hid its timer and its handler from the checks. _signal's own
+# functions, not signal's wrappers: those make an enum of every handler they read, and reading
+# all 60 at each switch of sides took 54 us against 4.
 _SIGNALS = sorted(int(s) for s in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
 _getsignal, _set_signal, _getitimer = _signal.getsignal, _signal.signal, _signal.getitimer
 _gc_get_threshold, _gc_set_threshold = gc.get_threshold, gc.set_threshold
@@ -1612,8 +1612,8 @@ class _Reach:
     def _hooks_and_modes(self):
         """What runs inside every call the reference makes, left active since enter() or seal()
         took the baseline: the interpreter's profile or trace hook, an interval timer, torch's
-        function and dispatch mode stacks, sys.monitoring's tools. Checked at every turn of the reference
-        (about 40 us with sys.monitoring, a few reads without)."""
+        function and dispatch mode stacks, sys.monitoring's tools. Checked at every turn of the
+        reference (about 40 us with sys.monitoring, a few reads without)."""
         found = []
         if sys.getprofile() is not None or sys.gettrace() is not None:
             found.append("the interpreter's profile or trace hook (sys.setprofile, sys.settrace)")
@@ -1759,7 +1759,7 @@ def _threads_cpu():
             tid = _thread_native_id(t)
             if tid is None or _thread_ident(t) == me:
                 continue
-            fields = _stat_fields("/proc/self/task/%d/stat" % tid)
+            fields = _stat("/proc/self/task/%d/stat" % tid)[1]
             out[(int(tid), int(fields[19]))] = (
                 _str(_thread_name(t)), (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS,
                 "thread")
@@ -1779,23 +1779,21 @@ def _threads_cpu():
                 continue
             seen.add(pid)
             try:
-                with _open("/proc/%d/stat" % pid) as f:
-                    text = f.read()
-                head, rest = text.rsplit(")", 1)
-                fields = rest.split()
+                name, fields = _stat("/proc/%d/stat" % pid)
                 out[(pid, int(fields[19]))] = (
-                    head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS,
-                    "process")
+                    name, (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, "process")
                 pending.append("/proc/%d/task/%d/children" % (pid, pid))
             except Exception:
                 continue
     return out
 
 
-def _stat_fields(path):
-    """The fields of a /proc stat file after the command name (which may hold spaces and ')')."""
+def _stat(path):
+    """(command name, the fields after it) of a /proc stat file (the name may hold spaces and
+    ')')."""
     with _open(path) as f:
-        return f.read().rsplit(")", 1)[1].split()
+        head, rest = f.read().rsplit(")", 1)
+    return head.split("(", 1)[1], rest.split()
 
 
 # While both sides are timed (thread_turns_begin .. thread_turns_end): whose turn it is (the side
@@ -2207,7 +2205,7 @@ def _keyed(sample, lane):
 def _sample_seed(sample):
     """The generator seed of timed sample `sample` (and of the timing check's, numbered after
     them): each sample's forward draws from its own, the same on both sides."""
-    return _keyed(sample, 1)
+    return _keyed(sample, _SEED_LANE)
 
 
 def _seed_generators(seed):
@@ -2223,6 +2221,7 @@ def _seed_generators(seed):
 # The keyed lanes of the two sides' factors (_factor). The candidate's is the one every comparison
 # uses (the post-timing check, the audits): both sides are rewritten with it there.
 _FACTOR_LANE = {"candidate": 2, "reference": 4}
+_SEED_LANE, _AUDIT_LANE = 1, 3  # the other lanes of _keyed (bridge.cpp names all four)
 
 
 def _factor(sample, lane):
@@ -2231,31 +2230,17 @@ def _factor(sample, lane):
     probability, a target of binary cross-entropy), and so that the post-timing check, whose
     tolerances are the trials', sees outputs no larger than theirs: with factors up to 2, a
     matmul's outputs grew up to 4x against the same atol, and an honest matmul accumulated in
-    float64 failed the check. In the timing loop each side has a lane of its own: the rounds
-    alternate the sides' order and take the same sample numbers, so where the reference went
-    first, its outputs of the number the candidate was about to run (which the harness keeps
-    until the reference's next call, and which its allocator hands out again once freed) were
-    the candidate's answer: a candidate that took them from the harness's state read correct
-    at 1.85x on the CPU with half its samples taken so."""
+    float64 failed the check. In the timing loop each side has a lane of its own (and another
+    set: refresh()): the rounds alternate the sides' order and take the same sample numbers, so
+    where the reference went first, the output the harness kept of it was the candidate's answer
+    (correct at 1.90x on the CPU, examples/faulty/takes_reference_output.py)."""
     return _float(2.0 ** -((_keyed(sample, lane) >> 11) * 2.0 ** -53))
 
 
-def _set_of(sample, lane):
-    """The input set of sample number `sample` for `lane` ("candidate" or "reference"): the
-    number's own (sample % K) for the candidate, half the sets on for the reference, so that the
-    sides' samples of one number (a round's) are never on one set. On one set, with factors of
-    their own, the reference's kept output of the number, times the ratio of the two sides'
-    inputs (raised to the problem's degree), was still the candidate's answer: a candidate that
-    rescaled it read correct at 1.53x for a matmul. kjudge's C++ target of a side maps a
-    number to its set the same way (python_target::set_of, bridge.cpp)."""
-    sets = _len(_timing_base)
-    return (sample + (sets // 2 if lane == "reference" else 0)) % sets
-
-
-def refresh(which, sample, lane=None):
-    """Rewrites `which`'s working copy of its set for sample number `sample` (_set_of) from its
-    base; returns the set index: floating-point tensors scaled (_factor; the set and the factor
-    those of `lane`, `which`'s own unless given), the others (integers, booleans: indices,
+def refresh(which, sample, lane=None, k=None):
+    """Rewrites `which`'s working copy of set k (by default the number's own, sample % K) for
+    sample number `sample` from its base; returns k: floating-point tensors scaled (_factor, by
+    `lane`'s factor, `which`'s own unless given), the others (integers, booleans: indices,
     masks) and
     arguments that are not tensors set again as the base has them, so a forward that changed them
     in place (sorted its indices, say) is not timed on its own rewrite. It calls only what the
@@ -2263,9 +2248,8 @@ def refresh(which, sample, lane=None):
     skip the rewrite and leave its inputs unchanged sample after sample, or run its code on the
     reference's copy."""
     _turn_of(which)
-    lane = which if lane is None else lane
-    k = _set_of(sample, lane)
-    f = _factor(sample, _FACTOR_LANE[lane])
+    k = sample % _len(_timing_base) if k is None else k
+    f = _factor(sample, _FACTOR_LANE[which if lane is None else lane])
     if sample >= _timing_next[0]:
         _timing_next[0] = sample + 1
     work = _timing_work[which][k]
@@ -2324,8 +2308,8 @@ def audit_begin():
     """Starts keeping audits (before the timing loop): as many slots as fit _AUDIT_BYTES of the
     reference's outputs, at most _AUDIT_SLOTS, at least one. The slots are drawn with this
     process's id mixed in (by kjudge's C++, lane 3), so that the processes of --processes keep
-    different calls. Returns
-    the number of slots: kjudge counts the calls and checks that audit_end() kept as many."""
+    different calls. Returns the number of slots: kjudge counts the calls and checks that
+    audit_end() kept as many."""
     out_bytes = _bytes(_timing_ref_out) if _timing_ref_out else 0
     # Not the flush of the loop's last call: make_runner(), which comes first, sets it (this
     # reset it, and the last call was never audited; kjudge's own count of the calls found it).
@@ -2357,7 +2341,7 @@ def _audit_keep(sample, out):
         kept.append(None)
         slot = _len(kept) - 1
     else:
-        slot = _keyed(sample, 3) % _audit["seen"]
+        slot = _keyed(sample, _AUDIT_LANE) % _audit["seen"]
         if slot >= _audit["slots"]:
             return
     # The copy is made before the one it replaces is dropped, and with the collector off: a
@@ -2464,13 +2448,15 @@ def make_runner(which):
     ran = [None]  # the number of the last audited-eligible run(), until prepare() audits it
     audited = which == "candidate"
 
-    def prepare(sample):
+    def prepare(sample, k=None):
+        # k: the set, as kjudge's timing engine chose it for the number (the reference runs a
+        # number on another set than the candidate: python_target::set_of in bridge.cpp).
         if audited and ran[0] is not None:
             if _audit["on"]:
                 _turn_of(which)  # the copy is the candidate's turn's work
                 _audit_keep(ran[0], last[0])
             ran[0] = None
-        current[0] = refresh(which, sample)
+        current[0] = refresh(which, sample, k=k)
         number[0] = sample
         _seed_generators(_sample_seed(sample))
         _reach.use(which)
@@ -2740,7 +2726,7 @@ def _compared_sample(sample):
     outputs of an earlier comparison."""
     _next_poison()
     _trial["check_seed"] = _sample_seed(sample)
-    _trial["timing_set"] = _set_of(sample, "candidate")
+    _trial["timing_set"] = sample % _len(_timing_base)
     for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
         _trial.pop(key, None)
 

@@ -69,12 +69,6 @@ std::unordered_set<std::string> rebound_names(std::string_view source) {
   return out;
 }
 
-void harness_seal::add_function(const py::handle& fn) {
-  if (!PyFunction_Check(fn.ptr()) || m_function_set.contains(fn.ptr())) return;
-  m_functions.push_back(py::reinterpret_borrow<py::object>(fn));
-  m_function_set.insert(fn.ptr());
-}
-
 void harness_seal::seal(const py::module_& harness,
                         const std::unordered_set<std::string>& rebound) {
   m_module = harness;
@@ -91,7 +85,7 @@ void harness_seal::seal(const py::module_& harness,
   while (PyDict_Next(globals, &pos, &key, &value)) {
     const bool free = PyUnicode_Check(key) && rebound.contains(text_of(key));
     m_globals.push_back({own(key), own(value), free});
-    if (PyFunction_Check(value)) add_function(value);
+    if (PyFunction_Check(value)) add_closure(value);
     if (!PyType_Check(value)) continue;
     const py::object owner = py::getattr(value, "__module__", py::none());
     if (!owner.equal(module_name)) continue;  // a class the harness imported, not its own
@@ -109,27 +103,21 @@ void harness_seal::seal(const py::module_& harness,
         fn = attribute.attr("__func__");
       bool method = PyFunction_Check(fn.ptr());
       if (py::isinstance(attribute, property)) {
-        for (const char* part : {"fget", "fset", "fdel"}) add_function(attribute.attr(part));
+        for (const char* part : {"fget", "fset", "fdel"}) add_closure(attribute.attr(part));
         method = true;
       }
       if (method) {
-        add_function(fn);
+        add_closure(fn);
         PySet_Add(entry.methods.ptr(), k);
       }
     }
     m_classes.push_back(std::move(entry));
   }
-  // What the functions hold now is what they must hold: code, defaults, keyword defaults.
-  const std::vector<py::object> functions = m_functions;
-  for (const auto& fn : functions) add_closure(fn);
 }
 
 void harness_seal::add_closure(const py::handle& fn) {
-  if (!PyFunction_Check(fn.ptr())) return;
-  const bool known = std::any_of(m_closures.begin(), m_closures.end(),
-                                 [&](const closure_entry& e) { return e.function.is(fn); });
-  if (known) return;
-  add_function(fn);
+  if (!PyFunction_Check(fn.ptr()) || !m_function_set.insert(fn.ptr()).second) return;
+  // What it holds now is what it must hold: code, defaults, keyword defaults, cells.
   closure_entry entry{py::reinterpret_borrow<py::object>(fn), {}};
   entry.cells.push_back(own(PyFunction_GET_CODE(fn.ptr())));
   entry.cells.push_back(own(PyFunction_GET_DEFAULTS(fn.ptr())));

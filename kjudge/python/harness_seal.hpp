@@ -36,8 +36,9 @@ class harness_seal {
   /** Takes the harness module as its code left it; `rebound`: its names its code rebinds. */
   void seal(const py::module_& harness, const std::unordered_set<std::string>& rebound);
 
-  /** Seals a function the harness made later (a runner closure): its code, defaults and the
-   *  contents of its cells, and the same of every function among those contents. */
+  /** Seals a function (of the harness's own, or one it made later: a runner closure): its
+   *  code, defaults and the contents of its cells, and the same of every function among those
+   *  contents. */
   void add_closure(const py::handle& fn);
 
   /** "" when the harness is as sealed, else what changed (a few names). Never throws. */
@@ -65,7 +66,6 @@ class harness_seal {
     std::vector<py::object> cells;  ///< code, defaults, keyword defaults, then the cells' contents
   };
 
-  void add_function(const py::handle& fn);
   void check_globals(std::vector<std::string>& found) const;
   void check_classes(std::vector<std::string>& found) const;
   void check_instances(std::vector<std::string>& found) const;
@@ -75,7 +75,7 @@ class harness_seal {
   std::vector<global_entry> m_globals;  ///< the module's dict, in its order
   std::vector<class_entry> m_classes;
   std::vector<closure_entry> m_closures;
-  std::vector<py::object> m_functions;  ///< held, so that no other object reuses an address
+  /** The sealed functions (held by m_closures, so that no other object reuses an address). */
   std::unordered_set<PyObject*> m_function_set;
 };
 
