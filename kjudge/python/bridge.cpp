@@ -762,8 +762,10 @@ class python_target final : public measure::target {
   }
 
   [[nodiscard]] std::size_t input_sets() const override { return m_sets; }
-  /** As the harness rotates a side's sets (harness.py, _set_of): the reference's sample n on set
-   *  (n + K/2) mod K, so that both sides' samples of one number are on different sets. */
+  /** The set prepare() has the harness rewrite: the reference's sample n on set (n + K/2) mod K,
+   *  so that both sides' samples of one number are on different sets (on one set, the output the
+   *  harness kept of the reference's, rescaled by the ratio of the sides' inputs, was the
+   *  candidate's answer: correct at 1.53x, examples/faulty/takes_reference_output.py). */
   [[nodiscard]] std::size_t set_of(std::size_t sample_index) const override {
     if (m_sets == 0) return 0;
     return (sample_index + (m_side == side::reference ? m_sets / 2 : 0)) % m_sets;
