@@ -166,6 +166,37 @@ class keyed_allowance {
   std::vector<std::pair<std::uint64_t, int>> m_before;
 };
 
+/** The cyclic collector off for a scope, as it was after. The candidate's gc settings (its
+ *  callbacks among them) are in force from its call until its next prepare() is done with that
+ *  call's outputs: a gc callback of its own, run at a collection while its call was copied for
+ *  an audit, wrote the right answer into the outputs first (37 of 48 timed calls returned
+ *  zeros, correct at 1.55x with every audit passed). */
+class gc_paused {
+ public:
+#if PY_VERSION_HEX >= 0x030A0000
+  gc_paused() : m_was(PyGC_Disable()) {}
+  ~gc_paused() {
+    if (m_was != 0) PyGC_Enable();
+  }
+#else
+  gc_paused()
+      : m_gc(py::module_::import("gc")), m_was(m_gc.attr("isenabled")().cast<bool>() ? 1 : 0) {
+    m_gc.attr("disable")();
+  }
+  ~gc_paused() {
+    if (m_was != 0) m_gc.attr("enable")();
+  }
+
+ private:
+  py::module_ m_gc;
+#endif
+  gc_paused(const gc_paused&) = delete;
+  gc_paused& operator=(const gc_paused&) = delete;
+
+ private:
+  int m_was;
+};
+
 }  // namespace
 
 PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
@@ -307,17 +338,41 @@ struct session::impl {
   detail::harness_seal seal;  ///< the harness as its code left it (sealed by start_interpreter)
   /** The candidate's code may have run (its import began): a change to the harness is its. */
   bool candidate_loaded = false;
-  /** The audits of the candidate's timed calls, counted here as the harness counts them (a
-   *  candidate that switched the harness's audit state off had none, and passed). */
-  struct audit_count {
+  /** A call of the candidate's in the timing loop, kept for an audit: its outputs' bytes as the
+   *  harness copied them to the host, held here, where no Python code reaches them. */
+  struct kept_call {
+    struct output {
+      std::string dtype;  ///< torch's name
+      std::vector<std::int64_t> shape;
+      std::vector<std::byte> bytes;  ///< contiguous; none for a dtype kjudge does not compare
+    };
+    std::size_t sample = 0;
+    std::string why;  ///< why its outputs could not be read (then it has none), or ""
+    std::vector<std::string> devices;
+    std::vector<output> outputs;
+  };
+  /** The audits of the candidate's timed calls, counted, drawn and kept here. While the harness
+   *  kept them, a candidate switched its audit state off (no call kept: correct at 419x), and a
+   *  candidate could find the kept copies and rewrite them (an honest softmax that overwrote
+   *  them was judged incorrect). */
+  struct audit_state {
     bool on = false;
     std::size_t slots = 0;     ///< what audit_begin() made room for
     std::size_t eligible = 0;  ///< calls an audit may keep (the first run() after a prepare())
     std::optional<std::size_t> last;  ///< the number of the last one counted
-    /** The number of the last run() that followed a prepare(), until the next prepare() (or
-     *  audit_end()) has the harness keep it or not: its audit slot is hashed then. */
+    /** The number of the last call counted, until the next prepare() of the candidate's (or
+     *  audit_end()) draws whether to keep it (audit_consider). */
     std::optional<std::size_t> ran;
+    std::vector<kept_call> kept;  ///< at most `slots`
   } audits;
+  /** The candidate runner's copy_last (make_target): its last call's outputs, on the host. */
+  py::object audit_copier;
+
+  /** Algorithm R over the calls counted: the i-th is kept with chance slots/i, in a slot drawn
+   *  by the timing key (lane 3), so the kept calls are a uniform draw of the loop's, which the
+   *  candidate cannot foresee. The harness copies a drawn call's outputs to the host (its turn's
+   *  work); their bytes are copied here at once. */
+  void audit_consider();
   std::filesystem::path executable;  ///< the python3 it was started as
   environment_info env;
   void* stream = nullptr;
@@ -698,7 +753,7 @@ namespace {
 /** Calls the harness's runner closure for one side; the GIL is held by the worker's only thread. */
 class python_target final : public measure::target {
  public:
-  /** `fns`: the harness's make_runner tuple (prepare, run, capture, run_graph, drop);
+  /** `fns`: the harness's make_runner tuple (prepare, run, capture, run_graph, drop, ...);
    *  `impl`: the session, whose seal it checks before every prepare(), whose audits of the
    *  candidate's calls it counts, and whose CandidateError is the candidate's whichever side
    *  raised it (its changes to what the reference runs with are found in the reference's
@@ -716,26 +771,30 @@ class python_target final : public measure::target {
 
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
-    m_impl.check_sealed();  // before the harness's code that keeps the last call's audit runs
-    std::vector<std::pair<std::uint64_t, int>> keyed{{sample_index, seed_lane},
-                                                     {sample_index, factor_lane(m_side)}};
-    if (m_audits != nullptr && m_audits->ran) keyed.emplace_back(*m_audits->ran, audit_lane);
     {
-      const keyed_allowance allow(std::move(keyed));
+      const gc_paused paused;
+      m_impl.check_sealed();
+      if (m_audits != nullptr) m_impl.audit_consider();  // the last call, before the rewrite
+    }
+    {
+      const keyed_allowance allow({{sample_index, seed_lane}, {sample_index, factor_lane(m_side)}});
       guarded("preparing inputs for", [&] { m_prepare(sample_index, set_of(sample_index)); });
     }
-    if (m_audits != nullptr) m_audits->ran.reset();
     m_prepared = sample_index;
   }
 
   void run() override {
-    // As the harness counts: the first run() after a prepare(), unless it repeats the number of
-    // the one before it (a turn's opening call).
-    if (m_audits != nullptr && m_audits->on && m_prepared && m_prepared != m_audits->last) {
-      ++m_audits->eligible;
-      m_audits->last = m_prepared;
+    // An audit may keep the first run() after a prepare(), which starts from that number's
+    // generator state, unless it repeats the number of the one before it (a turn's opening
+    // call); not the eager forward after a replay, which draws where the replay left them.
+    if (m_audits != nullptr) {
+      const bool counted = m_audits->on && m_prepared && m_prepared != m_audits->last;
+      if (counted) {
+        ++m_audits->eligible;
+        m_audits->last = m_prepared;
+      }
+      m_audits->ran = counted ? m_prepared : std::nullopt;
     }
-    if (m_audits != nullptr) m_audits->ran = m_prepared;
     m_prepared.reset();
     guarded("timing", [&] { m_run(); });
   }
@@ -798,7 +857,7 @@ class python_target final : public measure::target {
   side m_side;
   std::size_t m_sets;
   session::impl& m_impl;
-  session::impl::audit_count* m_audits;   ///< the candidate's, counted; nullptr for the reference
+  session::impl::audit_state* m_audits;   ///< the candidate's, counted; nullptr for the reference
   std::optional<std::size_t> m_prepared;  ///< the number prepare() made current, until used
   py::object m_prepare, m_run, m_capture, m_run_graph, m_drop;
   std::optional<cuda::stream> m_capture_stream;
@@ -814,6 +873,7 @@ std::unique_ptr<measure::target> session::make_target(side s) {
         m_impl->harness.attr("make_runner")(s == side::reference ? "reference" : "candidate"));
   });
   for (const auto& fn : fns) m_impl->seal.add_closure(fn);
+  if (s == side::candidate) m_impl->audit_copier = fns[5];
   return std::make_unique<python_target>(fns, s, sets, *m_impl);
 }
 
@@ -926,40 +986,85 @@ thread_turns session::thread_turns_end() {
   });
 }
 
+void session::impl::audit_consider() {
+  if (!audits.ran) return;
+  const std::size_t sample = *std::exchange(audits.ran, std::nullopt);
+  std::size_t slot = audits.kept.size();
+  if (slot >= audits.slots) {
+    slot = keyed_hash(g_keyed.key, sample, audit_lane) % audits.eligible;
+    if (slot >= audits.slots) return;
+  }
+  kept_call c;
+  c.sample = sample;
+  try {
+    const py::tuple t = audit_copier();
+    if (t[1].is_none()) {
+      c.why = utf8_text(t[3]);
+    } else {
+      c.devices = t[2].cast<std::vector<std::string>>();
+      for (const auto& d : t[1]) {
+        const tensor_view v = to_view(d, error_kind::candidate, true);
+        kept_call::output o{d["dtype"].cast<std::string>(), v.shape, {}};
+        if (v.unsupported_dtype.empty() && v.numel() > 0) {
+          const std::size_t n = v.numel() * element_size(v.type);
+          const auto* p = static_cast<const std::byte*>(v.data);
+          o.bytes.assign(p, p + n);
+        }
+        c.outputs.push_back(std::move(o));
+      }
+    }
+  } catch (py::error_already_set& e) {
+    if (e.matches(problem_error)) throw kj::error(error_kind::problem, message_of(e));
+    KJ_THROW(error_kind::candidate,
+             "copying the outputs of the candidate's call for an audit failed: {}", error_text(e));
+  }
+  if (slot == audits.kept.size()) {
+    audits.kept.push_back(std::move(c));
+  } else {
+    audits.kept[slot] = std::move(c);
+  }
+}
+
 void session::audit_begin() {
   auto& a = m_impl->audits;
   a = {};
-  a.slots = m_impl->call("audit_begin",
-                         [&] { return m_impl->harness.attr("audit_begin")().cast<std::size_t>(); });
+  a.slots = m_impl->call("audit_slots",
+                         [&] { return m_impl->harness.attr("audit_slots")().cast<std::size_t>(); });
   a.on = true;
 }
 
 std::size_t session::audit_end() {
-  auto& a = m_impl->audits;
-  a.on = false;
-  std::vector<std::pair<std::uint64_t, int>> keyed;  // the loop's last call, which it keeps
-  if (a.ran) keyed.emplace_back(*a.ran, audit_lane);
-  const keyed_allowance allow(std::move(keyed));
-  const auto kept = m_impl->call(
-      "audit_end", [&] { return m_impl->harness.attr("audit_end")().cast<std::size_t>(); });
-  const std::size_t expected = std::min(a.slots, a.eligible);
-  if (kept != expected)
-    KJ_THROW(error_kind::candidate,
-             "the audits of the candidate's calls in the timing loop kept {} of them where {} "
-             "calls made room for {}: the candidate changed kjudge's audit state",
-             kept, a.eligible, expected);
-  return kept;
+  m_impl->audits.on = false;
+  const gc_paused paused;
+  m_impl->check_sealed();
+  m_impl->audit_consider();  // the loop's last call, which no prepare() follows
+  return m_impl->audits.kept.size();
 }
 
 std::pair<std::size_t, std::string> session::timing_audit_begin(std::size_t i) {
-  const auto sample = m_impl->call("timing_audit_sample", [&] {
-    return m_impl->harness.attr("timing_audit_sample")(i).cast<std::size_t>();
+  auto& c = m_impl->audits.kept.at(i);
+  const keyed_allowance allow({{c.sample, seed_lane}});
+  m_impl->call("timing_audit_begin", [&] {
+    py::list outputs;
+    for (const auto& o : c.outputs) outputs.append(py::make_tuple(o.dtype, o.shape));
+    const py::list made =
+        m_impl->harness.attr("timing_audit_begin")(c.sample, c.why, c.devices, outputs);
+    if (made.size() != (c.why.empty() ? c.outputs.size() : 0))
+      KJ_THROW(error_kind::internal, "timing_audit_begin made {} tensors for {} kept outputs",
+               made.size(), c.outputs.size());
+    for (std::size_t j = 0; j < made.size(); ++j) {
+      const auto& bytes = c.outputs[j].bytes;
+      if (bytes.empty()) continue;
+      const tensor_view v = to_view(made[j], error_kind::internal, false);
+      if (v.numel() * element_size(v.type) != bytes.size())
+        KJ_THROW(error_kind::internal, "a kept output of {} bytes given back as {} bytes",
+                 bytes.size(), v.numel() * element_size(v.type));
+      std::memcpy(v.data, bytes.data(), bytes.size());
+    }
   });
-  const keyed_allowance allow({{sample, seed_lane}});
-  return m_impl->call("timing_audit_begin", [&] {
-    const auto t = py::tuple(m_impl->harness.attr("timing_audit_begin")(i));
-    return std::pair{t[0].cast<std::size_t>(), utf8_text(t[1])};
-  });
+  std::pair<std::size_t, std::string> out{c.sample, c.why};
+  c = {};  // its host copies live in the harness's trial state until the next comparison
+  return out;
 }
 
 std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {

@@ -257,7 +257,8 @@ class session {
   /** What was booked since thread_turns_begin; the booking stops. */
   [[nodiscard]] thread_turns thread_turns_end();
   /** Starts keeping the outputs of some of a Python candidate's calls in the timing loop, drawn
-   *  by the timing key (the harness's audit); audit_end() stops and says how many were kept. */
+   *  by the timing key; their copies are held here, out of Python's reach. audit_end() keeps
+   *  the loop's last call if drawn, stops, and says how many were kept. */
   void audit_begin();
   [[nodiscard]] std::size_t audit_end();
   /** Kept audit i (< audit_end()) made ready for timing_check_finish(candidate, its number):

@@ -2221,7 +2221,7 @@ def _seed_generators(seed):
 # The keyed lanes of the two sides' factors (_factor). The candidate's is the one every comparison
 # uses (the post-timing check, the audits): both sides are rewritten with it there.
 _FACTOR_LANE = {"candidate": 2, "reference": 4}
-_SEED_LANE, _AUDIT_LANE = 1, 3  # the other lanes of _keyed (bridge.cpp names all four)
+_SEED_LANE = 1  # the other lanes of _keyed (bridge.cpp names all four; 3, the audits', is C++'s)
 
 
 def _factor(sample, lane):
@@ -2300,64 +2300,32 @@ def _rewrite(k, f, work, base_layouts, made):
 # the host at the next prepare() (outside the timed region, before that rewrite can change inputs
 # an output aliases), and compared afterwards with the reference's on the same sample number.
 _AUDIT_SLOTS = 8
-_AUDIT_BYTES = 256 << 20  # the kept copies' host memory, at most
-_audit = {"on": False, "slots": 0, "seen": 0, "kept": []}  # kept: [(number, hosts, devices, why)]
+_AUDIT_BYTES = 256 << 20  # the kept copies' memory, at most
 
 
-def audit_begin():
-    """Starts keeping audits (before the timing loop): as many slots as fit _AUDIT_BYTES of the
-    reference's outputs, at most _AUDIT_SLOTS, at least one. The slots are drawn with this
-    process's id mixed in (by kjudge's C++, lane 3), so that the processes of --processes keep
-    different calls. Returns the number of slots: kjudge counts the calls and checks that
-    audit_end() kept as many."""
+def audit_slots():
+    """How many of the candidate's calls in the timing loop kjudge keeps for audits: as many as fit
+    _AUDIT_BYTES of the reference's outputs, at most _AUDIT_SLOTS, at least one. kjudge's C++
+    draws the calls (reservoir sampling by the timing key, lane 3, with this process's id mixed
+    in, so that the processes of --processes keep different calls) and holds their copies, out
+    of the candidate's reach: while they were the harness's, a candidate found them and rewrote
+    them (an honest softmax whose kept copies it overwrote was judged incorrect; a dishonest one
+    would have written the right answers in)."""
     out_bytes = _bytes(_timing_ref_out) if _timing_ref_out else 0
-    # Not the flush of the loop's last call: make_runner(), which comes first, sets it (this
-    # reset it, and the last call was never audited; kjudge's own count of the calls found it).
-    _audit.update(on=True, seen=0, kept=[], last=None,
-                  slots=max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes))))
-    return _audit["slots"]
+    return max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes)))
 
 
-def audit_end():
-    """Stops keeping audits, after keeping the loop's last call if drawn; returns how many were
-    kept."""
-    flush = _audit.get("flush")
-    if _audit["on"] and flush is not None:
-        flush()
-    _audit.update(on=False, flush=None)
-    return _len(_audit["kept"])
-
-
-def _audit_keep(sample, out):
-    """Algorithm R over the calls seen: the i-th is kept with chance slots/i, in a slot drawn by
-    the key (_keyed lane 3), so the kept calls are a uniform draw of the loop's. A turn's opening
-    call repeats the number of the call before it, and is not counted again."""
-    if sample == _audit["last"]:
-        return
-    _audit["last"] = sample
-    kept = _audit["kept"]
-    _audit["seen"] += 1
-    if _len(kept) < _audit["slots"]:
-        kept.append(None)
-        slot = _len(kept) - 1
-    else:
-        slot = _keyed(sample, _AUDIT_LANE) % _audit["seen"]
-        if slot >= _audit["slots"]:
-            return
-    # The copy is made before the one it replaces is dropped, and with the collector off: a
-    # weakref callback on the old copy, or a gc callback of the candidate's (its own settings
-    # are in force in its turn), ran at the moment a call was drawn and wrote the right answer
-    # into that call's outputs before they were copied (37 of 48 timed calls returned zeros,
-    # correct at 1.55x with every audit passed). The copies' memory can so reach one copy more
-    # than the slots' budget, for a moment.
-    collecting = _gc_isenabled()
-    _gc_disable()
-    try:
-        copy = (sample,) + _audit_copy(out)
-    finally:
-        if collecting:
-            _gc_enable()
-    kept[slot] = copy
+def _audit_copy_of(last):
+    """A drawn call's outputs (last[0], the runner's) copied to the host for kjudge's C++ to keep:
+    (the host copies, their descriptions, their devices, "") or (None, None, None, why they
+    could not be read). The C++ copies their bytes at once and drops them; it has the collector
+    off meanwhile (the candidate's gc callbacks are in force in its turn: bridge.cpp, gc_paused).
+    The copy is the candidate's turn's work."""
+    _turn_of("candidate")
+    hosts, devices, why = _audit_copy(last[0])
+    if hosts is None:
+        return None, None, None, why
+    return hosts, [_describe(t) for t in hosts], devices, ""
 
 
 def _audit_outputs(out):
@@ -2408,28 +2376,33 @@ def _audit_copy(out):
         return None, None, _str(exc)
 
 
-def timing_audit_sample(i):
-    """The sample number of kept audit i."""
-    return _audit["kept"][i][0]
+# Every dtype by the name _describe gives it, for the kept copies kjudge's C++ gives back.
+_DTYPE_NAMED = {str(v).replace("torch.", ""): v for v in vars(torch).values()
+                if isinstance(v, torch.dtype)}
 
 
-def timing_audit_begin(i):
-    """Kept audit i made ready for timing_check_finish("candidate", its number), which runs the
-    reference on that number's rewrite from that number's seed: (its number, "" or why its
-    outputs could not be read)."""
-    sample, hosts, devices, why = _audit["kept"][i]
-    _audit["kept"][i] = None  # its host copies live in _trial until the next audit or check
+def timing_audit_begin(sample, why, devices, outputs):
+    """A kept call of the candidate's made ready for timing_check_finish("candidate", sample),
+    which runs the reference on that number's rewrite from that number's seed. kjudge's C++ kept
+    the copy: `outputs` are its tensors' (dtype name, shape), for which this makes empty host
+    tensors and returns their descriptions, and the C++ writes the kept bytes into them; none
+    where `why` says the outputs could not be read. No code of the candidate's runs between
+    the two and the comparison."""
     _compared_sample(sample)
-    if hosts is not None:
-        _trial["timing_cand_host"] = hosts
-        _trial["cand_devices"] = devices
-    return sample, why
+    if why:
+        return []
+    hosts = [_empty(shape, dtype=_DTYPE_NAMED[name], device="cpu") for name, shape in outputs]
+    _trial["timing_cand_host"] = hosts
+    _trial["cand_devices"] = list(devices)
+    return [_describe(t) for t in hosts]
 
 
 def make_runner(which):
-    """(prepare, run, capture, run_graph, drop) for one side: prepare(sample) refreshes and selects
-    the set, run() calls the model on it; capture() records one forward per set in a CUDA graph
-    ("" or why not), run_graph() replays the selected set's, drop() frees them."""
+    """(prepare, run, capture, run_graph, drop, copy_last) for one side: prepare(sample)
+    refreshes and selects the set, run() calls the model on it; capture() records one forward
+    per set in a CUDA graph ("" or why not), run_graph() replays the selected set's, drop()
+    frees them; copy_last() copies what run() returned last for an audit (_audit_copy_of),
+    when kjudge's C++ draws the call (the first run() after a prepare(), counted there)."""
     model = _ref if which == "reference" else _cand
     sets = _timing_work[which]
     no_grad = torch.no_grad
@@ -2441,33 +2414,17 @@ def make_runner(which):
     # is called (kjudge's frames above it) and skipped its work only while timed got past a check
     # that called it another way.
     last = _run_outputs[which] = [None]
-    # The number prepare() made current, until a run() or a replay uses it: only the first
-    # forward after prepare() starts from that number's generator state, and only it is audited
-    # (the eager forward after a replay draws where the replay left the generators).
-    number = [None]
-    ran = [None]  # the number of the last audited-eligible run(), until prepare() audits it
-    audited = which == "candidate"
 
     def prepare(sample, k=None):
         # k: the set, as kjudge's timing engine chose it for the number (the reference runs a
         # number on another set than the candidate: python_target::set_of in bridge.cpp).
-        if audited and ran[0] is not None:
-            if _audit["on"]:
-                _turn_of(which)  # the copy is the candidate's turn's work
-                _audit_keep(ran[0], last[0])
-            ran[0] = None
         current[0] = refresh(which, sample, k=k)
-        number[0] = sample
         _seed_generators(_sample_seed(sample))
         _reach.use(which)
 
     def run():
         with no_grad():
             last[0] = model(*sets[current[0]])
-        ran[0], number[0] = number[0], None
-
-    if audited:  # the loop's last call, which no prepare() follows
-        _audit["flush"] = lambda: _audit_keep(ran[0], last[0]) if ran[0] is not None else None
 
     def capture(stream_handle):
         if which == "candidate":
@@ -2545,13 +2502,15 @@ def make_runner(which):
         return why
 
     def run_graph():
-        number[0] = None
         _timing_graphs[which][0][current[0]].replay()
 
     def drop():
         _timing_graphs.pop(which, None)
 
-    _runners[which] = (prepare, run, capture, run_graph, drop)
+    def copy_last():
+        return _audit_copy_of(last)
+
+    _runners[which] = (prepare, run, capture, run_graph, drop, copy_last)
     return _runners[which]
 
 

@@ -1110,12 +1110,39 @@ TEST(JudgementCpu, AMethodOfTheHarnesssObjectsShadowedIsTheCandidatesError) {
                "an attribute of kjudge_harness._reach in place of its method new_changes");
 }
 
-TEST(JudgementCpu, AuditsSwitchedOffByTheCandidateAreItsError) {
-  // It switched the harness's audit state off inside the timing loop and returned garbage
-  // there: no call was kept, and the worker took no audit for a pass (correct at 419x).
-  expect_refused_in_loop(
-      "            h._audit[\"on\"] = False\n            return torch.empty_like(x)\n",
-      "changed kjudge's audit state");
+TEST(JudgementCpu, TheAuditsKeptCopiesAreOutOfTheCandidatesReach) {
+  // An honest softmax that overwrites every CPU tensor it can find holding one of its recent
+  // outputs (other than those it returned or made): while the harness kept the audits' copies,
+  // it found them and the evaluation read incorrect, so a dishonest one could have written the
+  // right answers in (the harness's audit state switched off passed at 419x, too). kjudge's C++
+  // keeps them now.
+  const auto c = write_case("c.py", R"(import gc
+import weakref
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.outs, self.returned = [], {}
+    def forward(self, x):
+        out = torch.softmax(x, dim=1)
+        for t in gc.get_objects():
+            if type(t) is not torch.Tensor or t.device.type != "cpu" or t.shape != out.shape:
+                continue
+            r = self.returned.get(id(t))
+            if (r is not None and r() is t) or any(o is t for o in self.outs):
+                continue
+            if any(torch.equal(t, o) for o in self.outs):
+                t.fill_(0.5)
+        self.outs = (self.outs + [out.clone()])[-16:]
+        self.returned = {k: r for k, r in self.returned.items() if r() is not None}
+        self.returned[id(out)] = weakref.ref(out)
+        return out
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c,
+                          {"--device", "cpu", "--trials", "2", "--budget", "0.3"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.dump(1);
 }
 
 TEST(JudgementCpu, ACandidatesGcCallbackIsKeptToItsOwnCalls) {
@@ -1189,30 +1216,30 @@ TEST(JudgementCpu, TheTimingKeysHashAnswersOnlyForTheSampleBeingPrepared) {
                          "answers only for the samples kjudge is preparing");
 }
 
-TEST(JudgementCpu, AnAuditsCopyIsTakenBeforeTheCandidateCanTellItIsDrawn) {
-  // Zeros in the timing loop, and a weakref callback on the audits' kept copies: the harness
-  // dropped the copy a new draw replaced before copying the drawn call, and the callback wrote
-  // the right answer into that call's outputs first (correct at 1.55x, 37 of 48 calls zeros).
-  const auto c = write_case("c.py", R"(import sys
-import weakref
-import torch
-import torch.nn as nn
-h = sys.modules["kjudge_harness"]
+TEST(JudgementCpu, ACandidatesGcCallbackCannotMendACallBeforeItsAuditCopy) {
+  // Zeros in the timing loop, and a gc callback (threshold 1, set in a trial) that writes the
+  // right answer into the last call's outputs: the candidate's gc settings stay in force from
+  // its call to its next prepare(), where the audit's copy is made, and a collection there ran
+  // the callback first (correct at 2.80x without the collector paused; a weakref callback on
+  // the harness's kept copies did as much at 1.55x).
+  const auto c = write_case("c.py", with_harness + R"(import gc
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.watched, self.last = {}, None
-    def fix(self, _):
-        if h._turns and self.last is not None:
-            self.last[0].copy_(torch.softmax(self.last[1], dim=1))
+        self.last = None
+    def mend(self, phase, info):
+        if phase == "start" and self.last is not None:
+            out, x = self.last
+            self.last = None
+            out.copy_(torch.softmax(x, dim=1))
     def forward(self, x):
+        if self.mend not in gc.callbacks:
+            gc.callbacks.append(self.mend)
+            gc.set_threshold(1)
         if not h._turns:
             return torch.softmax(x, dim=1)
-        for entry in h._audit["kept"]:
-            if entry is not None and entry[1] and id(entry[1][0]) not in self.watched:
-                self.watched[id(entry[1][0])] = weakref.ref(entry[1][0], self.fix)
-        out = (torch.softmax(x, dim=1) if len(h._audit["kept"]) < h._audit["slots"]
-               else torch.zeros_like(x))
+        self.last = None
+        out = torch.zeros_like(x)
         self.last = (out, x)
         return out
 )");
