@@ -13,6 +13,7 @@ build_kjudge
 P=problems/level2/quantvla_selective_layout_fusion.py
 eval_run fused_exec1 $P examples/quantvla/fused.cu
 eval_run fused_exec2 $P examples/quantvla/fused.cu
+bash bench/compare_speed.sh build > $L/compare_speed.txt 2>&1; tail -1 $L/compare_speed.txt
 timeout "$(left)" bash bench/bundled_evals.sh > "$L/bundled_run.txt" 2>&1
 echo "bundled rc=$? ($(grep -c 'rc=0' $L/bundled_run.txt) of $(grep -c 'rc=' $L/bundled_run.txt) rc=0)"
 grep -v "rc=0" $L/bundled_run.txt | head -20

@@ -1,9 +1,12 @@
 #include <kjudge/check/compare.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -80,25 +83,49 @@ std::uint64_t canonical_bits(const void* data, dtype t, std::size_t i) noexcept 
 
 }  // namespace
 
-bool is_constant(const host_tensor& t) noexcept {
-  const std::size_t n = t.numel();
-  if (n < 2 || t.data == nullptr) return false;
-  const std::uint64_t first = canonical_bits(t.data, t.type, 0);
-  for (std::size_t i = 1; i < n; ++i)
-    if (canonical_bits(t.data, t.type, i) != first) return false;
-  return true;
+namespace {
+
+/** The elements are scanned in runs of this many, each on its own, and the runs' results
+ *  combined in order: so a large output's comparison spreads over the machine's cores (a
+ *  6.4 GB output, as KernelBench's level-1 problems return, took about 19 s on one), and the
+ *  result does not depend on how many there are. */
+constexpr std::size_t run_elements = std::size_t{1} << 20;
+
+std::size_t runs_of(std::size_t n) noexcept {
+  return (n + run_elements - 1) / run_elements;
 }
 
-std::uint64_t value_hash(const host_tensor& t) noexcept {
-  constexpr std::uint64_t offset_basis = 0xcbf29ce484222325ULL;
+/** fn(r, begin, end) for every run r of n elements, on up to 16 threads (the machine's cores)
+ *  where there are several runs; in this thread alone where threads cannot be had. fn must not
+ *  throw. */
+template <class F>
+void for_each_run(std::size_t n, const F& fn) noexcept {
+  const std::size_t runs = runs_of(n);
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t r; (r = next.fetch_add(1, std::memory_order_relaxed)) < runs;)
+      fn(r, r * run_elements, std::min(n, (r + 1) * run_elements));
+  };
+  const std::size_t threads =
+      std::min<std::size_t>({runs, std::max(1U, std::thread::hardware_concurrency()), 16});
+  std::vector<std::jthread> pool;
+  try {
+    pool.reserve(threads > 0 ? threads - 1 : 0);
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  } catch (...) {
+    // fewer threads: the ones started and this one share the runs
+  }
+  work();
+}
+
+/** FNV-1a over elements [begin, end), each as bytes of its own width, from state h. */
+std::uint64_t fnv1a(const host_tensor& t, std::size_t begin, std::size_t end,
+                    std::uint64_t h) noexcept {
   constexpr std::uint64_t prime = 0x100000001b3ULL;
-  std::uint64_t h = offset_basis;
-  if (t.data == nullptr) return h;
-  const std::size_t n = t.numel();
   const std::size_t width = element_size(t.type);
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = begin; i < end; ++i) {
     std::uint64_t v = canonical_bits(t.data, t.type, i);
-    for (std::size_t k = 0; k < width; ++k, v >>= 8) {  // FNV-1a, a byte at a time
+    for (std::size_t k = 0; k < width; ++k, v >>= 8) {  // a byte at a time
       h ^= v & 0xffU;
       h *= prime;
     }
@@ -106,65 +133,138 @@ std::uint64_t value_hash(const host_tensor& t) noexcept {
   return h;
 }
 
+constexpr std::uint64_t fnv_offset_basis = 0xcbf29ce484222325ULL;
+
+}  // namespace
+
+bool is_constant(const host_tensor& t) noexcept {
+  const std::size_t n = t.numel();
+  if (n < 2 || t.data == nullptr) return false;
+  const std::uint64_t first = canonical_bits(t.data, t.type, 0);
+  std::atomic<bool> differs{false};
+  for_each_run(n, [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end && !differs.load(std::memory_order_relaxed); ++i)
+      if (canonical_bits(t.data, t.type, i) != first) differs.store(true);
+  });
+  return !differs.load();
+}
+
+std::uint64_t value_hash(const host_tensor& t) noexcept {
+  if (t.data == nullptr) return fnv_offset_basis;
+  const std::size_t n = t.numel();
+  if (n <= run_elements) return fnv1a(t, 0, n, fnv_offset_basis);
+  // Each run's hash, then FNV-1a over those (little-endian bytes), in order.
+  std::vector<std::uint64_t> runs(runs_of(n));
+  for_each_run(n, [&](std::size_t r, std::size_t begin, std::size_t end) {
+    runs[r] = fnv1a(t, begin, end, fnv_offset_basis);
+  });
+  std::uint64_t h = fnv_offset_basis;
+  for (std::uint64_t v : runs)
+    for (int k = 0; k < 8; ++k, v >>= 8) {
+      h ^= v & 0xffU;
+      h *= 0x100000001b3ULL;
+    }
+  return h;
+}
+
 namespace {
 
-/** Running sums over the element loop; turned into an output_comparison at the end. */
-struct accumulator {
-  std::size_t finite_pairs = 0;
-  std::size_t relative_pairs = 0;
-  double abs_sum = 0;
-  double rel_sum = 0;
-  // The finite pair with the largest excess |a - e| - (atol + rtol |e|), passing or not.
+/** An element out of tolerance, as a run found it: the first few of each run are kept. */
+struct rejected {
+  std::size_t flat = 0;
+  double expected = 0, actual = 0;
+};
+
+/** What one run of the floating comparison found; runs are combined in order (add). */
+struct float_run {
+  std::size_t mismatch_count = 0, nan_count = 0, inf_count = 0;
+  std::size_t finite_pairs = 0, relative_pairs = 0;
+  double abs_sum = 0, rel_sum = 0, max_abs = 0, max_rel = 0;
+  double ref_sum = 0, ref_abs_sum = 0;
+  double ref_min = std::numeric_limits<double>::infinity();
+  double ref_max = -std::numeric_limits<double>::infinity();
+  double ref_abs_max = 0;
+  // The finite pair with the largest excess |a - e| - (atol + rtol |e|), passing or not (the
+  // first such).
   double worst_excess = -std::numeric_limits<double>::infinity();
   std::size_t worst_flat = 0;
-  double worst_expected = 0;
-  double worst_actual = 0;
+  double worst_expected = 0, worst_actual = 0;
   std::optional<std::size_t> first_nan, first_inf, first_non_finite;
   std::size_t finite_for_non_finite = 0;  ///< finite candidate where the reference is NaN/Inf
   std::optional<std::size_t> first_finite_for_non_finite;
+  std::vector<rejected> rejects;  ///< the first max_mismatches out of tolerance
+
+  /** This run followed by `r` (the next one). */
+  void add(const float_run& r, std::size_t max_mismatches) {
+    mismatch_count += r.mismatch_count;
+    nan_count += r.nan_count;
+    inf_count += r.inf_count;
+    finite_pairs += r.finite_pairs;
+    relative_pairs += r.relative_pairs;
+    abs_sum += r.abs_sum;
+    rel_sum += r.rel_sum;
+    max_abs = std::max(max_abs, r.max_abs);
+    max_rel = std::max(max_rel, r.max_rel);
+    ref_sum += r.ref_sum;
+    ref_abs_sum += r.ref_abs_sum;
+    ref_min = std::min(ref_min, r.ref_min);
+    ref_max = std::max(ref_max, r.ref_max);
+    ref_abs_max = std::max(ref_abs_max, r.ref_abs_max);
+    if (r.worst_excess > worst_excess) {
+      worst_excess = r.worst_excess;
+      worst_flat = r.worst_flat;
+      worst_expected = r.worst_expected;
+      worst_actual = r.worst_actual;
+    }
+    if (!first_nan) first_nan = r.first_nan;
+    if (!first_inf) first_inf = r.first_inf;
+    if (!first_non_finite) first_non_finite = r.first_non_finite;
+    finite_for_non_finite += r.finite_for_non_finite;
+    if (!first_finite_for_non_finite) first_finite_for_non_finite = r.first_finite_for_non_finite;
+    for (const auto& x : r.rejects) {
+      if (rejects.size() >= max_mismatches) break;
+      rejects.push_back(x);
+    }
+  }
 };
 
-void compare_values(const host_tensor& expected, const host_tensor& actual,
-                    std::size_t max_mismatches, output_comparison& out) {
-  accumulator acc;
-  const double atol = out.tol.atol;
-  const double rtol = out.tol.rtol;
+/** Elements [begin, end) of the floating comparison into `run`; load(data, i) reads element i
+ *  as a double. */
+template <class Load>
+void scan_floats(const host_tensor& expected, const host_tensor& actual, double atol, double rtol,
+                 std::size_t max_mismatches, std::size_t begin, std::size_t end, float_run& run,
+                 const Load& load) {
   const auto reject = [&](std::size_t i, double e, double a) {
-    ++out.mismatch_count;
-    if (out.mismatches.size() < max_mismatches)
-      out.mismatches.push_back({unravel(i, actual.shape), e, a, std::abs(a - e), {}, {}});
+    ++run.mismatch_count;
+    if (run.rejects.size() < max_mismatches) run.rejects.push_back({i, e, a});
   };
-
-  double ref_min = std::numeric_limits<double>::infinity();
-  double ref_max = -ref_min;
-  double ref_abs_max = 0;
-  for (std::size_t i = 0; i < out.numel; ++i) {
-    const double e = load_as_double(expected.data, expected.type, i);
-    const double a = load_as_double(actual.data, actual.type, i);
+  for (std::size_t i = begin; i < end; ++i) {
+    const double e = load(expected.data, i);
+    const double a = load(actual.data, i);
     if (std::isfinite(e)) {
-      ref_min = std::min(ref_min, e);
-      ref_max = std::max(ref_max, e);
-      ref_abs_max = std::max(ref_abs_max, std::abs(e));
-      out.reference_sum += e;
-      out.reference_abs_sum += std::abs(e);
+      run.ref_min = std::min(run.ref_min, e);
+      run.ref_max = std::max(run.ref_max, e);
+      run.ref_abs_max = std::max(run.ref_abs_max, std::abs(e));
+      run.ref_sum += e;
+      run.ref_abs_sum += std::abs(e);
     }
     if (std::isfinite(e) && std::isfinite(a)) {
       const double err = std::abs(a - e);
-      ++acc.finite_pairs;
-      acc.abs_sum += err;
-      out.max_abs_err = std::max(out.max_abs_err, err);
+      ++run.finite_pairs;
+      run.abs_sum += err;
+      run.max_abs = std::max(run.max_abs, err);
       if (e != 0) {
         const double rel = err / std::abs(e);
-        ++acc.relative_pairs;
-        acc.rel_sum += rel;
-        out.max_rel_err = std::max(out.max_rel_err, rel);
+        ++run.relative_pairs;
+        run.rel_sum += rel;
+        run.max_rel = std::max(run.max_rel, rel);
       }
       const double allowed = atol + rtol * std::abs(e);
-      if (err - allowed > acc.worst_excess) {
-        acc.worst_excess = err - allowed;
-        acc.worst_flat = i;
-        acc.worst_expected = e;
-        acc.worst_actual = a;
+      if (err - allowed > run.worst_excess) {
+        run.worst_excess = err - allowed;
+        run.worst_flat = i;
+        run.worst_expected = e;
+        run.worst_actual = a;
       }
       if (!(err <= allowed)) reject(i, e, a);
       continue;
@@ -173,26 +273,77 @@ void compare_values(const host_tensor& expected, const host_tensor& actual,
     const bool same = (std::isnan(e) && std::isnan(a)) || (std::isinf(e) && a == e);
     if (same) continue;
     if (std::isnan(a)) {
-      ++out.nan_count;
-      if (!acc.first_nan) acc.first_nan = i;
+      ++run.nan_count;
+      if (!run.first_nan) run.first_nan = i;
     }
     if (std::isinf(a)) {
-      ++out.inf_count;
-      if (!acc.first_inf) acc.first_inf = i;
+      ++run.inf_count;
+      if (!run.first_inf) run.first_inf = i;
     }
     if (std::isfinite(a)) {
-      ++acc.finite_for_non_finite;
-      if (!acc.first_finite_for_non_finite) acc.first_finite_for_non_finite = i;
+      ++run.finite_for_non_finite;
+      if (!run.first_finite_for_non_finite) run.first_finite_for_non_finite = i;
     }
-    if (!acc.first_non_finite) acc.first_non_finite = i;
+    if (!run.first_non_finite) run.first_non_finite = i;
     reject(i, e, a);
   }
+}
 
+/** fn(run r, begin, end) into one T per run of n elements (for_each_run), the runs then added in
+ *  order. Each run's vector of rejects is reserved before the threads start (they must not
+ *  throw). */
+template <class T, class F>
+T scan_runs(std::size_t n, std::size_t max_mismatches, const F& fn) {
+  std::vector<T> runs(runs_of(n));
+  for (auto& r : runs) r.rejects.reserve(max_mismatches);
+  for_each_run(n,
+               [&](std::size_t r, std::size_t begin, std::size_t end) { fn(begin, end, runs[r]); });
+  T all;
+  for (const auto& r : runs) all.add(r, max_mismatches);
+  return all;
+}
+
+void compare_values(const host_tensor& expected, const host_tensor& actual,
+                    std::size_t max_mismatches, output_comparison& out) {
+  const double atol = out.tol.atol;
+  const double rtol = out.tol.rtol;
+  const auto acc = scan_runs<float_run>(
+      out.numel, max_mismatches, [&](std::size_t begin, std::size_t end, float_run& run) {
+        // float32, the common case, read inline (through load_as_double's switch it took 3x as
+        // long); both sides have the same dtype here
+        if (expected.type == dtype::f32) {
+          scan_floats(expected, actual, atol, rtol, max_mismatches, begin, end, run,
+                      [](const void* d, std::size_t i) {
+                        float v;
+                        std::memcpy(&v, static_cast<const char*>(d) + i * sizeof v, sizeof v);
+                        return static_cast<double>(v);
+                      });
+        } else {
+          scan_floats(expected, actual, atol, rtol, max_mismatches, begin, end, run,
+                      [t = expected.type](const void* d, std::size_t i) {
+                        return load_as_double(d, t, i);
+                      });
+        }
+      });
+  out.mismatch_count = acc.mismatch_count;
+  out.nan_count = acc.nan_count;
+  out.inf_count = acc.inf_count;
+  out.max_abs_err = acc.max_abs;
+  out.max_rel_err = acc.max_rel;
+  out.reference_sum = acc.ref_sum;
+  out.reference_abs_sum = acc.ref_abs_sum;
+  for (const auto& r : acc.rejects)
+    out.mismatches.push_back({unravel(r.flat, actual.shape),
+                              r.expected,
+                              r.actual,
+                              std::abs(r.actual - r.expected),
+                              {},
+                              {}});
   // Beyond rounding: more than rtol of the largest magnitude, and more than a hundredth of atol
   // (values that are zero but for rounding, as a mean of centred rows, vary by nothing that
   // counts, however small their largest magnitude).
-  out.reference_varies =
-      ref_max > ref_min && ref_max - ref_min > std::max(rtol * ref_abs_max, 0.01 * atol);
+  out.reference_varies = acc.ref_max > acc.ref_min &&
+                         acc.ref_max - acc.ref_min > std::max(rtol * acc.ref_abs_max, 0.01 * atol);
   out.abs_err_count = acc.finite_pairs;
   out.rel_err_count = acc.relative_pairs;
   if (acc.finite_pairs > 0) out.mean_abs_err = acc.abs_sum / static_cast<double>(acc.finite_pairs);
@@ -233,53 +384,91 @@ void compare_values(const host_tensor& expected, const host_tensor& actual,
   out.message = fmt::format("{}", fmt::join(parts, "; "));
 }
 
+/** What one run of the integer comparison found; runs are combined in order (add). */
+struct integer_run {
+  double abs_sum = 0, rel_sum = 0, max_abs = 0, max_rel = 0;
+  std::size_t relative_pairs = 0, mismatch_count = 0;
+  std::optional<std::size_t> worst;  ///< the first mismatch with the largest difference
+  std::int64_t worst_e = 0, worst_a = 0;
+  std::vector<rejected> rejects;  ///< the first max_mismatches (values as int64 in `texts`)
+  std::vector<std::pair<std::int64_t, std::int64_t>> texts;
+
+  void add(const integer_run& r, std::size_t max_mismatches) {
+    abs_sum += r.abs_sum;
+    rel_sum += r.rel_sum;
+    max_rel = std::max(max_rel, r.max_rel);
+    relative_pairs += r.relative_pairs;
+    mismatch_count += r.mismatch_count;
+    if (r.worst && (!worst || r.max_abs > max_abs)) {
+      worst = r.worst;
+      worst_e = r.worst_e;
+      worst_a = r.worst_a;
+    }
+    max_abs = std::max(max_abs, r.max_abs);
+    for (std::size_t k = 0; k < r.rejects.size() && rejects.size() < max_mismatches; ++k) {
+      rejects.push_back(r.rejects[k]);
+      texts.push_back(r.texts[k]);
+    }
+  }
+};
+
 /** Integer and bool outputs: every element must be equal, exactly (int64 values beyond 2^53
  *  included, which doubles would round together). The error statistics are those of the float
  *  path, from exact differences. */
 void compare_integers(const host_tensor& expected, const host_tensor& actual,
                       std::size_t max_mismatches, output_comparison& out) {
-  double abs_sum = 0, rel_sum = 0;
-  std::size_t relative_pairs = 0;
-  std::optional<std::size_t> worst;
-  std::int64_t worst_e = 0, worst_a = 0;
-  for (std::size_t i = 0; i < out.numel; ++i) {
-    const std::int64_t e = load_as_int64(expected.data, expected.type, i);
-    const std::int64_t a = load_as_int64(actual.data, actual.type, i);
-    const long double diff = static_cast<long double>(a) - static_cast<long double>(e);
-    const double err = static_cast<double>(diff < 0 ? -diff : diff);
-    abs_sum += err;
-    if (e != 0) {
-      const double rel = err / std::abs(static_cast<double>(e));
-      ++relative_pairs;
-      rel_sum += rel;
-      out.max_rel_err = std::max(out.max_rel_err, rel);
-    }
-    if (a == e) continue;
-    if (!worst || err > out.max_abs_err) {
-      worst = i;
-      worst_e = e;
-      worst_a = a;
-    }
-    out.max_abs_err = std::max(out.max_abs_err, err);
-    ++out.mismatch_count;
-    if (out.mismatches.size() < max_mismatches)
-      out.mismatches.push_back({unravel(i, actual.shape), static_cast<double>(e),
-                                static_cast<double>(a), err, fmt::format("{}", e),
-                                fmt::format("{}", a)});
+  const auto acc = scan_runs<integer_run>(
+      out.numel, max_mismatches, [&](std::size_t begin, std::size_t end, integer_run& run) {
+        run.texts.reserve(max_mismatches);
+        for (std::size_t i = begin; i < end; ++i) {
+          const std::int64_t e = load_as_int64(expected.data, expected.type, i);
+          const std::int64_t a = load_as_int64(actual.data, actual.type, i);
+          const long double diff = static_cast<long double>(a) - static_cast<long double>(e);
+          const double err = static_cast<double>(diff < 0 ? -diff : diff);
+          run.abs_sum += err;
+          if (e != 0) {
+            const double rel = err / std::abs(static_cast<double>(e));
+            ++run.relative_pairs;
+            run.rel_sum += rel;
+            run.max_rel = std::max(run.max_rel, rel);
+          }
+          if (a == e) continue;
+          if (!run.worst || err > run.max_abs) {
+            run.worst = i;
+            run.worst_e = e;
+            run.worst_a = a;
+          }
+          run.max_abs = std::max(run.max_abs, err);
+          ++run.mismatch_count;
+          if (run.rejects.size() < max_mismatches) {
+            run.rejects.push_back({i, static_cast<double>(e), static_cast<double>(a)});
+            run.texts.emplace_back(e, a);
+          }
+        }
+      });
+  out.max_abs_err = acc.max_abs;
+  out.max_rel_err = acc.max_rel;
+  out.mismatch_count = acc.mismatch_count;
+  for (std::size_t k = 0; k < acc.rejects.size(); ++k) {
+    const auto& r = acc.rejects[k];
+    out.mismatches.push_back(
+        {unravel(r.flat, actual.shape), r.expected, r.actual, std::abs(r.actual - r.expected),
+         fmt::format("{}", acc.texts[k].first), fmt::format("{}", acc.texts[k].second)});
   }
   out.abs_err_count = out.numel;
-  out.rel_err_count = relative_pairs;
-  if (out.numel > 0) out.mean_abs_err = abs_sum / static_cast<double>(out.numel);
-  if (relative_pairs > 0) out.mean_rel_err = rel_sum / static_cast<double>(relative_pairs);
+  out.rel_err_count = acc.relative_pairs;
+  if (out.numel > 0) out.mean_abs_err = acc.abs_sum / static_cast<double>(out.numel);
+  if (acc.relative_pairs > 0)
+    out.mean_rel_err = acc.rel_sum / static_cast<double>(acc.relative_pairs);
   // As the float path: the worst mismatch, else (all equal) the first element; none when empty.
-  if (out.numel > 0) out.worst_index = unravel(worst.value_or(0), actual.shape);
+  if (out.numel > 0) out.worst_index = unravel(acc.worst.value_or(0), actual.shape);
   out.passed = out.mismatch_count == 0;
   if (out.passed) return;
   out.message = fmt::format(
       "{} of {} elements differ ({} compares exactly; max abs err {:.6g}; worst at {}: expected "
       "{}, got {})",
       out.mismatch_count, out.numel, to_string(expected.type), out.max_abs_err,
-      shape_string(out.worst_index), worst_e, worst_a);
+      shape_string(out.worst_index), acc.worst_e, acc.worst_a);
   if (out.constant_output)
     out.message +=
         fmt::format("; every output element is {}", load_as_int64(actual.data, actual.type, 0));

@@ -438,3 +438,89 @@ TEST(compare, default_tolerances_follow_kernelbench) {
 }
 
 }  // namespace
+
+namespace {
+
+/** FNV-1a over `bytes` little-endian bytes of v, from h. */
+std::uint64_t fnv(std::uint64_t h, std::uint64_t v, int bytes) {
+  for (int k = 0; k < bytes; ++k, v >>= 8) {
+    h ^= v & 0xffU;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+constexpr std::size_t run = std::size_t{1} << 20;  // compare.cpp's runs
+
+}  // namespace
+
+TEST(compare, a_large_output_is_judged_as_one_whole_across_its_runs) {
+  // Three runs and a part: compared run by run on several threads, then put together in order.
+  const std::size_t n = 3 * run + 12345;
+  std::vector<float> e(n), a(n);
+  for (std::size_t i = 0; i < n; ++i) e[i] = a[i] = static_cast<float>(i % 1000) * 0.001f;
+  // Out of tolerance: two in the last run, three in the first, one in the second; the largest
+  // in the second run; a NaN in the third, where the reference is finite.
+  for (const std::size_t i : {n - 2, n - 1, std::size_t{5}, std::size_t{6}, std::size_t{7}})
+    a[i] += 0.5f;
+  a[run + 3] += 2.0f;
+  a[2 * run + 9] = std::numeric_limits<float>::quiet_NaN();
+  const auto r = compare(view(e, dtype::f32, {static_cast<std::int64_t>(n)}),
+                         view(a, dtype::f32, {static_cast<std::int64_t>(n)}), {1e-4, 1e-4});
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatch_count, 7U);
+  EXPECT_EQ(r.nan_count, 1U);
+  ASSERT_EQ(r.mismatches.size(), 5U);  // the first five, in index order
+  const std::vector<std::int64_t> first = {5, 6, 7, static_cast<std::int64_t>(run + 3),
+                                           static_cast<std::int64_t>(2 * run + 9)};
+  for (std::size_t k = 0; k < first.size(); ++k) EXPECT_EQ(r.mismatches[k].index[0], first[k]);
+  EXPECT_EQ(r.worst_index, shape_t{static_cast<std::int64_t>(run + 3)});
+  EXPECT_NEAR(r.max_abs_err, 2.0, 1e-6);
+  EXPECT_EQ(r.abs_err_count, n - 1);
+  EXPECT_TRUE(contains(r.message, "1 NaN in output (first at [" + std::to_string(2 * run + 9)));
+  // The reference's sum over every run, as one sum would give it to rounding.
+  double sum = 0;
+  for (const float v : e) sum += v;
+  EXPECT_NEAR(r.reference_sum, sum, 1e-9 * sum);
+  // A constant output is one across runs; one element off in the last run is not.
+  std::vector<float> c(n, 0.25f);
+  const auto whole = view(c, dtype::f32, {static_cast<std::int64_t>(n)});
+  EXPECT_TRUE(kj::check::is_constant(whole));
+  c[n - 1] = 0.5f;
+  EXPECT_FALSE(kj::check::is_constant(whole));
+}
+
+TEST(compare, a_large_integer_output_keeps_its_first_mismatches_and_worst_across_runs) {
+  const std::size_t n = 2 * run + 7;
+  std::vector<std::int64_t> e(n, 3), a(n, 3);
+  a[run + 1] = 10;  // the largest difference, in the second run
+  a[2] = 4;
+  a[n - 1] = 2;
+  const auto r = compare(view(e, dtype::i64, {static_cast<std::int64_t>(n)}),
+                         view(a, dtype::i64, {static_cast<std::int64_t>(n)}), {});
+  EXPECT_EQ(r.mismatch_count, 3U);
+  ASSERT_EQ(r.mismatches.size(), 3U);
+  EXPECT_EQ(r.mismatches[0].index[0], 2);
+  EXPECT_EQ(r.mismatches[1].actual_text, "10");
+  EXPECT_EQ(r.mismatches[2].index[0], static_cast<std::int64_t>(n - 1));
+  EXPECT_EQ(r.worst_index, shape_t{static_cast<std::int64_t>(run + 1)});
+  EXPECT_DOUBLE_EQ(r.max_abs_err, 7.0);
+}
+
+TEST(compare, a_large_outputs_hash_is_fnv1a_over_its_runs_hashes) {
+  // Up to 2^20 elements, FNV-1a over the values; beyond, FNV-1a over each run's, in order.
+  const std::size_t n = 2 * run + 3;
+  std::vector<std::uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(i * 7);
+  constexpr std::uint64_t basis = 0xcbf29ce484222325ULL;
+  std::uint64_t expected = basis;
+  for (std::size_t begin = 0; begin < n; begin += run) {
+    std::uint64_t h = basis;
+    for (std::size_t i = begin; i < std::min(n, begin + run); ++i) h = fnv(h, v[i], 1);
+    expected = fnv(expected, h, 8);
+  }
+  EXPECT_EQ(kj::check::value_hash(view(v, dtype::u8, {static_cast<std::int64_t>(n)})), expected);
+  std::uint64_t one_run = basis;
+  for (std::size_t i = 0; i < run; ++i) one_run = fnv(one_run, v[i], 1);
+  EXPECT_EQ(kj::check::value_hash(view(v, dtype::u8, {static_cast<std::int64_t>(run)})), one_run);
+}
