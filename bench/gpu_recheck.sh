@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call that re-checks a tree on the GPU when device time is scarce (a single call):
 # build, the QuantVLA native kernel by default (exec'd worker, twice), every bundled problem and
-# bundled Python candidate (bundled_evals.sh, through the pool), then as many GPU tests as fit
+# bundled Python candidate (bundled_evals.sh, through the pool; at most KJ_BUNDLED_S seconds if
+# set), then as many GPU tests as fit
 # before KJ_DEADLINE_S seconds from the start (default 560; the evaluation tests first, then
 # the timing engine's, CUPTI's and the rest; the bundled-problem sweep and the two slow
 # isolation tests left out). Logs: $OUT/logs.tar.gz; the last lines printed are a summary.
@@ -14,7 +15,8 @@ P=problems/level2/quantvla_selective_layout_fusion.py
 eval_run fused_exec1 $P examples/quantvla/fused.cu
 eval_run fused_exec2 $P examples/quantvla/fused.cu
 bash bench/compare_speed.sh build > $L/compare_speed.txt 2>&1; tail -1 $L/compare_speed.txt
-timeout "$(left)" bash bench/bundled_evals.sh > "$L/bundled_run.txt" 2>&1
+b=$(left); [ -n "${KJ_BUNDLED_S:-}" ] && [ "$KJ_BUNDLED_S" -lt "$b" ] && b=$KJ_BUNDLED_S
+timeout "$b" bash bench/bundled_evals.sh > "$L/bundled_run.txt" 2>&1
 echo "bundled rc=$? ($(grep -c 'rc=0' $L/bundled_run.txt) of $(grep -c 'rc=' $L/bundled_run.txt) rc=0)"
 grep -v "rc=0" $L/bundled_run.txt | head -20
 for set in "EvalGpu" "timing_gpu|cuda_|Cupti|GpuWorkWatch|ProfileGpu|RooflineGpu"; do
