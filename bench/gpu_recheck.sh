@@ -17,7 +17,7 @@ eval_run fused_exec2 $P examples/quantvla/fused.cu
 bash bench/compare_speed.sh build > $L/compare_speed.txt 2>&1; tail -1 $L/compare_speed.txt
 b=$(left); [ -n "${KJ_BUNDLED_S:-}" ] && [ "$KJ_BUNDLED_S" -lt "$b" ] && b=$KJ_BUNDLED_S
 timeout "$b" bash bench/bundled_evals.sh > "$L/bundled_run.txt" 2>&1
-echo "bundled rc=$? ($(grep -c 'rc=0' $L/bundled_run.txt) of $(grep -c 'rc=' $L/bundled_run.txt) rc=0)"
+rc=$?; pkill -f "kjudge worker-pool"; echo "bundled rc=$rc ($(grep -c 'rc=0' $L/bundled_run.txt) of $(grep -c 'rc=' $L/bundled_run.txt) rc=0)"
 grep -v "rc=0" $L/bundled_run.txt | head -20
 for set in "EvalGpu" "timing_gpu|cuda_|Cupti|GpuWorkWatch|ProfileGpu|RooflineGpu"; do
   s=$(left)
