@@ -1,5 +1,7 @@
 #include <kjudge/check/compare.hpp>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -95,6 +97,15 @@ std::size_t runs_of(std::size_t n) noexcept {
   return (n + run_elements - 1) / run_elements;
 }
 
+/** The CPUs this process may run on (its affinity, which a container's or taskset's limit
+ *  sets), at least 1. */
+std::size_t usable_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1U, std::thread::hardware_concurrency());
+}
+
 /** fn(r, begin, end) for every run r of n elements, on up to 16 threads (the machine's cores)
  *  where there are several runs; in this thread alone where threads cannot be had. fn must not
  *  throw. */
@@ -106,8 +117,7 @@ void for_each_run(std::size_t n, const F& fn) noexcept {
     for (std::size_t r; (r = next.fetch_add(1, std::memory_order_relaxed)) < runs;)
       fn(r, r * run_elements, std::min(n, (r + 1) * run_elements));
   };
-  const std::size_t threads =
-      std::min<std::size_t>({runs, std::max(1U, std::thread::hardware_concurrency()), 16});
+  const std::size_t threads = std::min<std::size_t>({runs, usable_cpus(), 16});
   std::vector<std::jthread> pool;
   try {
     pool.reserve(threads > 0 ? threads - 1 : 0);
@@ -153,17 +163,28 @@ std::uint64_t value_hash(const host_tensor& t) noexcept {
   if (t.data == nullptr) return fnv_offset_basis;
   const std::size_t n = t.numel();
   if (n <= run_elements) return fnv1a(t, 0, n, fnv_offset_basis);
-  // Each run's hash, then FNV-1a over those (little-endian bytes), in order.
-  std::vector<std::uint64_t> runs(runs_of(n));
-  for_each_run(n, [&](std::size_t r, std::size_t begin, std::size_t end) {
-    runs[r] = fnv1a(t, begin, end, fnv_offset_basis);
-  });
+  // Each run's hash, then FNV-1a over those (little-endian bytes), in order; one run after
+  // another in this thread where the runs' hashes cannot be held.
+  std::vector<std::uint64_t> runs;
+  try {
+    runs.resize(runs_of(n));
+    for_each_run(n, [&](std::size_t r, std::size_t begin, std::size_t end) {
+      runs[r] = fnv1a(t, begin, end, fnv_offset_basis);
+    });
+  } catch (...) {
+    runs.clear();
+  }
   std::uint64_t h = fnv_offset_basis;
-  for (std::uint64_t v : runs)
+  for (std::size_t r = 0; r < runs_of(n); ++r) {
+    std::uint64_t v =
+        r < runs.size()
+            ? runs[r]
+            : fnv1a(t, r * run_elements, std::min(n, (r + 1) * run_elements), fnv_offset_basis);
     for (int k = 0; k < 8; ++k, v >>= 8) {
       h ^= v & 0xffU;
       h *= 0x100000001b3ULL;
     }
+  }
   return h;
 }
 
@@ -193,6 +214,8 @@ struct float_run {
   std::size_t finite_for_non_finite = 0;  ///< finite candidate where the reference is NaN/Inf
   std::optional<std::size_t> first_finite_for_non_finite;
   std::vector<rejected> rejects;  ///< the first max_mismatches out of tolerance
+
+  void reserve(std::size_t max_mismatches) { rejects.reserve(max_mismatches); }
 
   /** This run followed by `r` (the next one). */
   void add(const float_run& r, std::size_t max_mismatches) {
@@ -290,12 +313,11 @@ void scan_floats(const host_tensor& expected, const host_tensor& actual, double 
 }
 
 /** fn(run r, begin, end) into one T per run of n elements (for_each_run), the runs then added in
- *  order. Each run's vector of rejects is reserved before the threads start (they must not
- *  throw). */
+ *  order. Each run's vectors are reserved before the threads start (they must not throw). */
 template <class T, class F>
 T scan_runs(std::size_t n, std::size_t max_mismatches, const F& fn) {
   std::vector<T> runs(runs_of(n));
-  for (auto& r : runs) r.rejects.reserve(max_mismatches);
+  for (auto& r : runs) r.reserve(max_mismatches);
   for_each_run(n,
                [&](std::size_t r, std::size_t begin, std::size_t end) { fn(begin, end, runs[r]); });
   T all;
@@ -393,6 +415,11 @@ struct integer_run {
   std::vector<rejected> rejects;  ///< the first max_mismatches (values as int64 in `texts`)
   std::vector<std::pair<std::int64_t, std::int64_t>> texts;
 
+  void reserve(std::size_t max_mismatches) {
+    rejects.reserve(max_mismatches);
+    texts.reserve(max_mismatches);
+  }
+
   void add(const integer_run& r, std::size_t max_mismatches) {
     abs_sum += r.abs_sum;
     rel_sum += r.rel_sum;
@@ -419,7 +446,6 @@ void compare_integers(const host_tensor& expected, const host_tensor& actual,
                       std::size_t max_mismatches, output_comparison& out) {
   const auto acc = scan_runs<integer_run>(
       out.numel, max_mismatches, [&](std::size_t begin, std::size_t end, integer_run& run) {
-        run.texts.reserve(max_mismatches);
         for (std::size_t i = begin; i < end; ++i) {
           const std::int64_t e = load_as_int64(expected.data, expected.type, i);
           const std::int64_t a = load_as_int64(actual.data, actual.type, i);

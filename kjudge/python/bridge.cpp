@@ -166,30 +166,20 @@ class keyed_allowance {
   std::vector<std::pair<std::uint64_t, int>> m_before;
 };
 
-/** The cyclic collector off for a scope, as it was after. The candidate's gc settings (its
- *  callbacks among them) are in force from its call until its next prepare() is done with that
- *  call's outputs: a gc callback of its own, run at a collection while its call was copied for
- *  an audit, wrote the right answer into the outputs first (37 of 48 timed calls returned
- *  zeros, correct at 1.55x with every audit passed). */
+#if PY_VERSION_HEX < 0x030A0000
+#error "kjudge embeds Python 3.10 or newer (PyGC_Disable)"
+#endif
+
+/** The cyclic collector off for a scope, as it was after: where a drawn call of the candidate's
+ *  is copied for an audit, and the harness's seal checked before that. A collection there ran
+ *  the candidate's code first (a gc callback of its own, with threshold 1, wrote the right
+ *  answer into the call's zeros: correct at 2.80x). */
 class gc_paused {
  public:
-#if PY_VERSION_HEX >= 0x030A0000
   gc_paused() : m_was(PyGC_Disable()) {}
   ~gc_paused() {
     if (m_was != 0) PyGC_Enable();
   }
-#else
-  gc_paused()
-      : m_gc(py::module_::import("gc")), m_was(m_gc.attr("isenabled")().cast<bool>() ? 1 : 0) {
-    m_gc.attr("disable")();
-  }
-  ~gc_paused() {
-    if (m_was != 0) m_gc.attr("enable")();
-  }
-
- private:
-  py::module_ m_gc;
-#endif
   gc_paused(const gc_paused&) = delete;
   gc_paused& operator=(const gc_paused&) = delete;
 
@@ -364,6 +354,9 @@ struct session::impl {
      *  audit_end()) draws whether to keep it (audit_consider). */
     std::optional<std::size_t> ran;
     std::vector<kept_call> kept;  ///< at most `slots`
+    /** The kept call timing_audit_begin() made the next comparison's candidate side: its bytes
+     *  are compared where they are (timing_check_finish), never handed to Python again. */
+    std::optional<std::size_t> compared;
   } audits;
   /** The candidate runner's copy_last (make_target): its last call's outputs, on the host. */
   py::object audit_copier;
@@ -711,6 +704,23 @@ void session::synchronize_candidate() {
 namespace {
 
 /** The harness's {reference, candidate, inputs_modified, *_ms} dict (trial and timing check). */
+/** A kept output as the comparison reads it: its bytes where C++ holds them (contiguous). */
+tensor_view kept_view(const session::impl::kept_call::output& o) {
+  tensor_view v;
+  v.shape = o.shape;
+  v.strides.assign(o.shape.size(), 1);
+  for (std::size_t d = o.shape.size(); d-- > 1;)
+    v.strides[d - 1] = v.strides[d] * std::max<std::int64_t>(o.shape[d], 1);
+  const auto t = dtype_from_string(o.dtype);
+  if (!t) {
+    v.unsupported_dtype = o.dtype;
+    return v;
+  }
+  v.type = *t;
+  v.data = const_cast<std::byte*>(o.bytes.data());  // read only: the comparison's views
+  return v;
+}
+
 trial_outputs to_trial_outputs(const py::dict& d) {
   trial_outputs out;
   out.reference = to_views(d["reference"]);
@@ -772,9 +782,13 @@ class python_target final : public measure::target {
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
     {
+      // The candidate's last call is copied here, if drawn, at the first prepare() of either
+      // side after it, before any Python code runs: a finalizer of the candidate's, run by a
+      // collection in the reference's turn, wrote the right answer into its zeros (correct, 40
+      // of the loop's calls zeros) while the copy waited for the candidate's next prepare().
       const gc_paused paused;
       m_impl.check_sealed();
-      if (m_audits != nullptr) m_impl.audit_consider();  // the last call, before the rewrite
+      m_impl.audit_consider();
     }
     {
       const keyed_allowance allow({{sample_index, seed_lane}, {sample_index, factor_lane(m_side)}});
@@ -943,13 +957,28 @@ void session::timing_check_reference_graph(std::size_t sample) {
 }
 
 trial_outputs session::timing_check_finish(check_source source, std::size_t sample) {
-  const char* name = source == check_source::native      ? "native"
+  // An audit's candidate side is the call kept in C++ (timing_audit_begin): Python runs the
+  // reference alone, and no code of the candidate's (a finalizer run by a collection in the
+  // reference's forward) can reach the kept bytes before they are compared.
+  auto& a = m_impl->audits;
+  const impl::kept_call* audit = nullptr;
+  if (source == check_source::candidate && a.compared) {
+    audit = &a.kept.at(*a.compared);
+    if (audit->sample != sample)
+      KJ_THROW(error_kind::internal, "an audit of sample {} compared as sample {}", audit->sample,
+               sample);
+  }
+  const char* name = audit != nullptr                    ? "audit"
+                     : source == check_source::native    ? "native"
                      : source == check_source::candidate ? "candidate"
                                                          : "reference_graph";
   const keyed_allowance allow({{sample, candidate_factor_lane}});
-  return m_impl->call("timing_check_finish", [&] {
+  auto out = m_impl->call("timing_check_finish", [&] {
     return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name, sample));
   });
+  if (audit != nullptr)
+    for (const auto& o : audit->outputs) out.candidate.push_back(kept_view(o));
+  return out;
 }
 
 std::vector<state_change> session::candidate_changes(bool after_timing) {
@@ -987,7 +1016,7 @@ thread_turns session::thread_turns_end() {
 }
 
 void session::impl::audit_consider() {
-  if (!audits.ran) return;
+  if (!audits.ran || !audit_copier) return;
   const std::size_t sample = *std::exchange(audits.ran, std::nullopt);
   std::size_t slot = audits.kept.size();
   if (slot >= audits.slots) {
@@ -1042,29 +1071,14 @@ std::size_t session::audit_end() {
 }
 
 std::pair<std::size_t, std::string> session::timing_audit_begin(std::size_t i) {
-  auto& c = m_impl->audits.kept.at(i);
+  auto& a = m_impl->audits;
+  if (a.compared) a.kept.at(*a.compared).outputs = {};  // the last audit's, compared
+  const auto& c = a.kept.at(i);
   const keyed_allowance allow({{c.sample, seed_lane}});
-  m_impl->call("timing_audit_begin", [&] {
-    py::list outputs;
-    for (const auto& o : c.outputs) outputs.append(py::make_tuple(o.dtype, o.shape));
-    const py::list made =
-        m_impl->harness.attr("timing_audit_begin")(c.sample, c.why, c.devices, outputs);
-    if (made.size() != (c.why.empty() ? c.outputs.size() : 0))
-      KJ_THROW(error_kind::internal, "timing_audit_begin made {} tensors for {} kept outputs",
-               made.size(), c.outputs.size());
-    for (std::size_t j = 0; j < made.size(); ++j) {
-      const auto& bytes = c.outputs[j].bytes;
-      if (bytes.empty()) continue;
-      const tensor_view v = to_view(made[j], error_kind::internal, false);
-      if (v.numel() * element_size(v.type) != bytes.size())
-        KJ_THROW(error_kind::internal, "a kept output of {} bytes given back as {} bytes",
-                 bytes.size(), v.numel() * element_size(v.type));
-      std::memcpy(v.data, bytes.data(), bytes.size());
-    }
-  });
-  std::pair<std::size_t, std::string> out{c.sample, c.why};
-  c = {};  // its host copies live in the harness's trial state until the next comparison
-  return out;
+  m_impl->call("timing_audit_begin",
+               [&] { return m_impl->harness.attr("timing_audit_begin")(c.sample); });
+  a.compared = c.why.empty() ? std::optional(i) : std::nullopt;
+  return {c.sample, c.why};
 }
 
 std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {

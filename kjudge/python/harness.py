@@ -2379,25 +2379,12 @@ def _audit_copy(out):
         return None, None, _str(exc)
 
 
-# Every dtype by the name _describe gives it, for the kept copies kjudge's C++ gives back.
-_DTYPE_NAMED = {str(v).replace("torch.", ""): v for v in vars(torch).values()
-                if isinstance(v, torch.dtype)}
-
-
-def timing_audit_begin(sample, why, devices, outputs):
-    """A kept call of the candidate's made ready for timing_check_finish("candidate", sample),
-    which runs the reference on that number's rewrite from that number's seed. kjudge's C++ kept
-    the copy: `outputs` are its tensors' (dtype name, shape), for which this makes empty host
-    tensors and returns their descriptions, and the C++ writes the kept bytes into them; none
-    where `why` says the outputs could not be read. No code of the candidate's runs between
-    the two and the comparison."""
+def timing_audit_begin(sample):
+    """A kept call of the candidate's made the next comparison, timing_check_finish("audit",
+    sample), which runs the reference on that number's rewrite from that number's seed. kjudge's
+    C++ holds the kept copy and compares it itself: it never comes back to Python, where a
+    finalizer of the candidate's run by a collection in the reference's forward could reach it."""
     _compared_sample(sample)
-    if why:
-        return []
-    hosts = [_empty(shape, dtype=_DTYPE_NAMED[name], device="cpu") for name, shape in outputs]
-    _trial["timing_cand_host"] = hosts
-    _trial["cand_devices"] = list(devices)
-    return [_describe(t) for t in hosts]
 
 
 def make_runner(which):
@@ -2768,14 +2755,16 @@ def timing_check_reference_graph(sample):
 def timing_check_finish(source, sample):
     """The reference's (eager) outputs of the check for `sample` against `source`'s: "native"
     (the native candidate's output buffers), "candidate" (ModelNew's, by forward or graph
-    replay, copied to the host as it ran) or "reference_graph" (the reference's own graph
-    replay, from timing_check_reference_graph)."""
+    replay, copied to the host as it ran), "reference_graph" (the reference's own graph
+    replay, from timing_check_reference_graph) or "audit" (none here: kjudge's C++ adds the
+    kept call's, timing_audit_begin)."""
     if source == "reference_graph":
         ref_out = _trial["timing_ref_out"]
         cand_host = _hosts(_trial["timing_ref_graph_out"], ProblemError, "the reference graph's")
     else:
         ref_out = _timing_check_reference(sample)
         cand_host = (_trial["timing_cand_host"] if source == "candidate"
+                     else [] if source == "audit"
                      else _hosts(_native_outputs_of(_trial["timing_set"]), CandidateError,
                                  "the candidate's"))
     ref_host = _hosts(ref_out, ProblemError, "the reference's")
