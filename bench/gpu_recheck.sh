@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call that re-checks a tree on the GPU when device time is scarce (a single call):
-# build, the QuantVLA native kernel by default (exec'd worker, twice), every bundled problem and
+# build, the QuantVLA native kernel by default (exec'd worker, twice; once with KJ_QUICK=1), every bundled problem and
 # bundled Python candidate (bundled_evals.sh, through the pool; at most KJ_BUNDLED_S seconds if
 # set), then as many GPU tests as fit
 # before KJ_DEADLINE_S seconds from the start (default 560; the evaluation tests first, then
@@ -13,7 +13,7 @@ left() { python3 -c "import sys,time; print(max(0, int(float(sys.argv[1]) - (tim
 build_kjudge
 P=problems/level2/quantvla_selective_layout_fusion.py
 eval_run fused_exec1 $P examples/quantvla/fused.cu
-eval_run fused_exec2 $P examples/quantvla/fused.cu
+[ "${KJ_QUICK:-0}" = 1 ] || eval_run fused_exec2 $P examples/quantvla/fused.cu
 bash bench/compare_speed.sh build > $L/compare_speed.txt 2>&1; tail -1 $L/compare_speed.txt
 b=$(left); [ -n "${KJ_BUNDLED_S:-}" ] && [ "$KJ_BUNDLED_S" -lt "$b" ] && b=$KJ_BUNDLED_S
 if [ "$b" -ge 20 ]; then  # (timeout 0 would be no limit at all)

@@ -1176,9 +1176,11 @@ class ModelNew(nn.Module):
   const std::string changed = flag_message(r.result, "candidate_changed_torch_state");
   EXPECT_NE(changed.find("gc.callbacks"), std::string::npos) << changed;
   EXPECT_NE(changed.find("gc.get_threshold()"), std::string::npos) << changed;
-  for (const auto& s : r.result["timing"]["speedups"])
-    if (s["kind"] == "host_wall" && s["ratio"].is_number())
+  for (const auto& s : r.result["timing"]["speedups"]) {
+    if (s["kind"] == "host_wall" && s["ratio"].is_number()) {
       EXPECT_LT(s["ratio"].get<double>(), 2.0) << s.dump();
+    }
+  }
 }
 
 TEST(JudgementCpu, ATimersSignalIsNotHandledByTheCandidateInTheReferencesCalls) {
@@ -1247,6 +1249,47 @@ class ModelNew(nn.Module):
                           {"--device", "cpu", "--trials", "2", "--budget", "0.5"});
   expect_ended(r, 1, "incorrect", "a call of the candidate's in the timing loop");
   EXPECT_TRUE(has_flag(r.result, "timing_outputs_differ")) << r.result["flags"].dump(1);
+}
+
+TEST(JudgementCpu, AFinalizerRunInTheReferencesTurnCannotMendACallBeforeItsAuditCopy) {
+  // Zeros from the last call of each of its turns, cyclic garbage whose finalizer writes the
+  // right answer into them, and the collector's count left at its threshold: the collection
+  // came in the reference's turn, before the candidate's next prepare(), where the audit's copy
+  // was then made (correct, about 40 of the loop's calls zeros; found by review). The copy is
+  // made at the first prepare() of either side now.
+  const auto c = write_case("c.py", with_harness + R"(import gc
+class Mender:
+    def __init__(self, out, x):
+        self.out, self.x, self.me = out, x, self
+    def __del__(self):
+        self.out.copy_(torch.softmax(self.x, dim=1))
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.reference_out, self.in_turn, self.warm, self.junk = None, 0, False, []
+    def forward(self, x):
+        if not h._turns:
+            return torch.softmax(x, dim=1)
+        ro = h._run_outputs.get("reference", [None])[0]
+        if ro is not self.reference_out:  # the reference ran since: a new turn
+            self.warm = self.warm or self.in_turn >= 3
+            self.in_turn, self.reference_out = 0, ro
+        self.in_turn += 1
+        ro = None
+        if not self.warm or self.in_turn != 3:
+            return torch.softmax(x, dim=1)
+        out = torch.zeros_like(x)
+        Mender(out, x)
+        self.junk = [None] * 4000
+        i = 0
+        while gc.get_count()[0] < gc.get_threshold()[0]:
+            self.junk[i] = []
+            i += 1
+        return out
+)");
+  const auto r = run_eval("problems/level1/softmax.py", c,
+                          {"--device", "cpu", "--trials", "2", "--budget", "0.5"});
+  expect_ended(r, 1, "incorrect", "a call of the candidate's in the timing loop");
 }
 
 TEST(JudgementCpu, ANameKjudgeCannotPrintInTheHarnessIsNoInternalError) {
