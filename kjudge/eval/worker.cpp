@@ -1295,7 +1295,7 @@ class pipeline {
    *  check_timed_outputs. */
   void replay_candidate_graph(measure::target& candidate, std::size_t sample, std::size_t k) {
     if (m_job.kind == candidate_kind::python) {
-      m_session->timing_check_candidate_graph(k);  // the graph's outputs live in Python
+      m_session->timing_check_candidate_graph(k, sample);
       return;
     }
     candidate.prepare(sample);  // the rewrite timing_check_begin made; selects set k

@@ -338,7 +338,6 @@ struct session::impl {
     };
     std::size_t sample = 0;
     std::string why;  ///< why its outputs could not be read (then it has none), or ""
-    std::vector<std::string> devices;
     std::vector<output> outputs;
   };
   /** The audits of the candidate's timed calls, counted, drawn and kept here. While the harness
@@ -354,10 +353,16 @@ struct session::impl {
      *  audit_end()) draws whether to keep it (audit_consider). */
     std::optional<std::size_t> ran;
     std::vector<kept_call> kept;  ///< at most `slots`
-    /** The kept call timing_audit_begin() made the next comparison's candidate side: its bytes
-     *  are compared where they are (timing_check_finish), never handed to Python again. */
-    std::optional<std::size_t> compared;
   } audits;
+  /** The candidate's side of the next comparison after timing (an audit's kept call, or the
+   *  post-timing check's outputs, copied here as soon as the harness made them): compared
+   *  where it is (timing_check_finish), never handed to Python again, where a finalizer of the
+   *  candidate's, run by a collection in the reference's check forward, could reach it. */
+  std::optional<kept_call> held;
+  kept_call compared;  ///< what the last comparison's views point into
+
+  /** A kept_call of the host copies the harness described (a list of _describe dicts). */
+  static kept_call copy_of(const py::handle& described, std::size_t sample);
   /** The candidate runner's copy_last (make_target): its last call's outputs, on the host. */
   py::object audit_copier;
 
@@ -941,13 +946,16 @@ void session::timing_check_candidate(std::size_t sample) {
       if (e.matches(m_impl->candidate_error)) throw;
       KJ_THROW(error_kind::candidate, "ModelNew.forward (timing check) raised: {}", error_text(e));
     }
-    return m_impl->harness.attr("timing_check_collect_candidate")();
+    const py::tuple t = m_impl->harness.attr("timing_check_collect_candidate")();
+    m_impl->held = impl::copy_of(t[1], sample);
   });
 }
 
-void session::timing_check_candidate_graph(std::size_t set) {
-  m_impl->call("timing_check_candidate_graph",
-               [&] { return m_impl->harness.attr("timing_check_candidate_graph")(set); });
+void session::timing_check_candidate_graph(std::size_t set, std::size_t sample) {
+  m_impl->call("timing_check_candidate_graph", [&] {
+    const py::tuple t = m_impl->harness.attr("timing_check_candidate_graph")(set);
+    m_impl->held = impl::copy_of(t[1], sample);
+  });
 }
 
 void session::timing_check_reference_graph(std::size_t sample) {
@@ -957,27 +965,26 @@ void session::timing_check_reference_graph(std::size_t sample) {
 }
 
 trial_outputs session::timing_check_finish(check_source source, std::size_t sample) {
-  // An audit's candidate side is the call kept in C++ (timing_audit_begin): Python runs the
-  // reference alone, and no code of the candidate's (a finalizer run by a collection in the
-  // reference's forward) can reach the kept bytes before they are compared.
-  auto& a = m_impl->audits;
-  const impl::kept_call* audit = nullptr;
-  if (source == check_source::candidate && a.compared) {
-    audit = &a.kept.at(*a.compared);
-    if (audit->sample != sample)
-      KJ_THROW(error_kind::internal, "an audit of sample {} compared as sample {}", audit->sample,
+  // The candidate's side is what C++ holds (held): Python runs the reference alone, and no
+  // code of the candidate's (a finalizer run by a collection in the reference's forward) can
+  // reach those bytes before they are compared.
+  auto& held = m_impl->held;
+  if (source == check_source::candidate) {
+    if (!held || held->sample != sample)
+      KJ_THROW(error_kind::internal, "the candidate's outputs of sample {} were not copied",
                sample);
+    m_impl->compared = std::move(*held);
+    held.reset();
   }
-  const char* name = audit != nullptr                    ? "audit"
-                     : source == check_source::native    ? "native"
-                     : source == check_source::candidate ? "candidate"
+  const char* name = source == check_source::native      ? "native"
+                     : source == check_source::candidate ? "held"
                                                          : "reference_graph";
   const keyed_allowance allow({{sample, candidate_factor_lane}});
   auto out = m_impl->call("timing_check_finish", [&] {
     return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name, sample));
   });
-  if (audit != nullptr)
-    for (const auto& o : audit->outputs) out.candidate.push_back(kept_view(o));
+  if (source == check_source::candidate)
+    for (const auto& o : m_impl->compared.outputs) out.candidate.push_back(kept_view(o));
   return out;
 }
 
@@ -1015,6 +1022,22 @@ thread_turns session::thread_turns_end() {
   });
 }
 
+session::impl::kept_call session::impl::copy_of(const py::handle& described, std::size_t sample) {
+  kept_call c;
+  c.sample = sample;
+  for (const auto& d : described) {
+    const tensor_view v = to_view(d, error_kind::candidate, true);
+    kept_call::output o{d["dtype"].cast<std::string>(), v.shape, {}};
+    if (v.unsupported_dtype.empty() && v.numel() > 0) {
+      const std::size_t n = v.numel() * element_size(v.type);
+      const auto* p = static_cast<const std::byte*>(v.data);
+      o.bytes.assign(p, p + n);
+    }
+    c.outputs.push_back(std::move(o));
+  }
+  return c;
+}
+
 void session::impl::audit_consider() {
   if (!audits.ran || !audit_copier) return;
   const std::size_t sample = *std::exchange(audits.ran, std::nullopt);
@@ -1030,17 +1053,7 @@ void session::impl::audit_consider() {
     if (t[1].is_none()) {
       c.why = utf8_text(t[3]);
     } else {
-      c.devices = t[2].cast<std::vector<std::string>>();
-      for (const auto& d : t[1]) {
-        const tensor_view v = to_view(d, error_kind::candidate, true);
-        kept_call::output o{d["dtype"].cast<std::string>(), v.shape, {}};
-        if (v.unsupported_dtype.empty() && v.numel() > 0) {
-          const std::size_t n = v.numel() * element_size(v.type);
-          const auto* p = static_cast<const std::byte*>(v.data);
-          o.bytes.assign(p, p + n);
-        }
-        c.outputs.push_back(std::move(o));
-      }
+      c = copy_of(t[1], sample);
     }
   } catch (py::error_already_set& e) {
     if (e.matches(problem_error)) throw kj::error(error_kind::problem, message_of(e));
@@ -1071,14 +1084,18 @@ std::size_t session::audit_end() {
 }
 
 std::pair<std::size_t, std::string> session::timing_audit_begin(std::size_t i) {
-  auto& a = m_impl->audits;
-  if (a.compared) a.kept.at(*a.compared).outputs = {};  // the last audit's, compared
-  const auto& c = a.kept.at(i);
+  auto& c = m_impl->audits.kept.at(i);
   const keyed_allowance allow({{c.sample, seed_lane}});
   m_impl->call("timing_audit_begin",
                [&] { return m_impl->harness.attr("timing_audit_begin")(c.sample); });
-  a.compared = c.why.empty() ? std::optional(i) : std::nullopt;
-  return {c.sample, c.why};
+  std::pair<std::size_t, std::string> out{c.sample, c.why};
+  if (c.why.empty()) {
+    m_impl->held = std::move(c);
+  } else {
+    m_impl->held.reset();
+  }
+  c = {};
+  return out;
 }
 
 std::vector<tensor_view> session::timing_native_inputs(std::size_t set) {

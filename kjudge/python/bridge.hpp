@@ -230,11 +230,12 @@ class session {
   [[nodiscard]] std::size_t timing_check_first_sample() const;
   /** The Python candidate's forward for the check's `sample`, called as a timed sample is: its
    *  runner's prepare and run (the same functions, from C++, nothing of kjudge's Python above
-   *  them), then its outputs collected. */
+   *  them), then its outputs copied to the host and from there into C++ at once (compared by
+   *  timing_check_finish(candidate, sample) where they are). */
   void timing_check_candidate(std::size_t sample);
   /** As timing_check_candidate, by replaying the candidate's CUDA graph of `set` (the timing
-   *  engine's device figure replayed it). */
-  void timing_check_candidate_graph(std::size_t set);
+   *  engine's device figure replayed it) on the rewrite for `sample`. */
+  void timing_check_candidate_graph(std::size_t set, std::size_t sample);
   /** The reference's CUDA graph replayed on the rewrite for `sample` that its forward had in
    *  timing_check_begin (its device figure replayed the graphs); timing_check_finish(
    *  reference_graph) compares the two. */

@@ -2380,7 +2380,7 @@ def _audit_copy(out):
 
 
 def timing_audit_begin(sample):
-    """A kept call of the candidate's made the next comparison, timing_check_finish("audit",
+    """A kept call of the candidate's made the next comparison, timing_check_finish("held",
     sample), which runs the reference on that number's rewrite from that number's seed. kjudge's
     C++ holds the kept copy and compares it itself: it never comes back to Python, where a
     finalizer of the candidate's run by a collection in the reference's forward could reach it."""
@@ -2676,7 +2676,7 @@ def _compared_sample(sample):
     _next_poison()
     _trial["check_seed"] = _sample_seed(sample)
     _trial["timing_set"] = sample % _len(_timing_base)
-    for key in ("timing_ref_out", "timing_ref_graph_out", "timing_cand_host"):
+    for key in ("timing_ref_out", "timing_ref_graph_out"):
         _trial.pop(key, None)
 
 
@@ -2715,10 +2715,16 @@ def timing_check_collect_candidate():
 
     def hosts():
         outs = _normalise(_run_outputs["candidate"][0], who, CandidateError)
-        _trial["cand_devices"] = [t.device.type for t in outs]
         return _hosts(outs, CandidateError, "the candidate's")
 
-    _trial["timing_cand_host"] = _plain_hosts(_as_candidate(hosts), who)
+    return _held(_plain_hosts(_as_candidate(hosts), who))
+
+
+def _held(hosts):
+    """(host copies, their descriptions) for kjudge's C++, which copies their bytes at once and
+    compares them where it holds them (timing_check_finish("held", ...)): the harness keeps no
+    reference to them, so no code of the candidate's can change them before the comparison."""
+    return hosts, [_describe(t) for t in hosts]
 
 
 def _replay_timing_graph(which, k):
@@ -2736,10 +2742,10 @@ def _replay_timing_graph(which, k):
 
 
 def timing_check_candidate_graph(k):
-    """The candidate's graph of set k replayed (on inputs timing_check_begin rewrote)."""
-    _trial["timing_cand_host"] = _candidate_outputs(
+    """The candidate's graph of set k replayed (on inputs timing_check_begin rewrote): _held."""
+    return _held(_candidate_outputs(
         lambda: _seeded(lambda: _replay_timing_graph("candidate", k)),
-        "ModelNew.forward (graph)")[0]
+        "ModelNew.forward (graph)")[0])
 
 
 def timing_check_reference_graph(sample):
@@ -2755,16 +2761,15 @@ def timing_check_reference_graph(sample):
 def timing_check_finish(source, sample):
     """The reference's (eager) outputs of the check for `sample` against `source`'s: "native"
     (the native candidate's output buffers), "candidate" (ModelNew's, by forward or graph
-    replay, copied to the host as it ran), "reference_graph" (the reference's own graph
-    replay, from timing_check_reference_graph) or "audit" (none here: kjudge's C++ adds the
-    kept call's, timing_audit_begin)."""
+    replay, or a kept call of the timing loop's) or "reference_graph" (the reference's own
+    graph replay, from timing_check_reference_graph). The candidate's are none here: kjudge's
+    C++ holds them (_held, timing_audit_begin) and adds them."""
     if source == "reference_graph":
         ref_out = _trial["timing_ref_out"]
         cand_host = _hosts(_trial["timing_ref_graph_out"], ProblemError, "the reference graph's")
     else:
         ref_out = _timing_check_reference(sample)
-        cand_host = (_trial["timing_cand_host"] if source == "candidate"
-                     else [] if source == "audit"
+        cand_host = ([] if source == "held"
                      else _hosts(_native_outputs_of(_trial["timing_set"]), CandidateError,
                                  "the candidate's"))
     ref_host = _hosts(ref_out, ProblemError, "the reference's")
