@@ -128,18 +128,21 @@ void for_each_run(std::size_t n, const F& fn) noexcept {
   work();
 }
 
+/** FNV-1a state h after the low `width` bytes of v, little-endian, a byte at a time. */
+std::uint64_t fnv1a_bytes(std::uint64_t h, std::uint64_t v, std::size_t width) noexcept {
+  for (std::size_t k = 0; k < width; ++k, v >>= 8) {
+    h ^= v & 0xffU;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
 /** FNV-1a over elements [begin, end), each as bytes of its own width, from state h. */
 std::uint64_t fnv1a(const host_tensor& t, std::size_t begin, std::size_t end,
                     std::uint64_t h) noexcept {
-  constexpr std::uint64_t prime = 0x100000001b3ULL;
   const std::size_t width = element_size(t.type);
-  for (std::size_t i = begin; i < end; ++i) {
-    std::uint64_t v = canonical_bits(t.data, t.type, i);
-    for (std::size_t k = 0; k < width; ++k, v >>= 8) {  // a byte at a time
-      h ^= v & 0xffU;
-      h *= prime;
-    }
-  }
+  for (std::size_t i = begin; i < end; ++i)
+    h = fnv1a_bytes(h, canonical_bits(t.data, t.type, i), width);
   return h;
 }
 
@@ -176,14 +179,11 @@ std::uint64_t value_hash(const host_tensor& t) noexcept {
   }
   std::uint64_t h = fnv_offset_basis;
   for (std::size_t r = 0; r < runs_of(n); ++r) {
-    std::uint64_t v =
+    const std::uint64_t v =
         r < runs.size()
             ? runs[r]
             : fnv1a(t, r * run_elements, std::min(n, (r + 1) * run_elements), fnv_offset_basis);
-    for (int k = 0; k < 8; ++k, v >>= 8) {
-      h ^= v & 0xffU;
-      h *= 0x100000001b3ULL;
-    }
+    h = fnv1a_bytes(h, v, 8);
   }
   return h;
 }

@@ -349,7 +349,7 @@ struct session::impl {
     std::size_t slots = 0;     ///< what audit_begin() made room for
     std::size_t eligible = 0;  ///< calls an audit may keep (the first run() after a prepare())
     std::optional<std::size_t> last;  ///< the number of the last one counted
-    /** The number of the last call counted, until the next prepare() of the candidate's (or
+    /** The number of the last call counted, until the next prepare() of either side (or
      *  audit_end()) draws whether to keep it (audit_consider). */
     std::optional<std::size_t> ran;
     std::vector<kept_call> kept;  ///< at most `slots`
@@ -708,7 +708,6 @@ void session::synchronize_candidate() {
 
 namespace {
 
-/** The harness's {reference, candidate, inputs_modified, *_ms} dict (trial and timing check). */
 /** A kept output as the comparison reads it: its bytes where C++ holds them (contiguous). */
 tensor_view kept_view(const session::impl::kept_call::output& o) {
   tensor_view v;
@@ -726,6 +725,7 @@ tensor_view kept_view(const session::impl::kept_call::output& o) {
   return v;
 }
 
+/** The harness's {reference, candidate, inputs_modified, *_ms} dict (trial and timing check). */
 trial_outputs to_trial_outputs(const py::dict& d) {
   trial_outputs out;
   out.reference = to_views(d["reference"]);
@@ -1047,14 +1047,9 @@ void session::impl::audit_consider() {
     if (slot >= audits.slots) return;
   }
   kept_call c;
-  c.sample = sample;
   try {
-    const py::tuple t = audit_copier();
-    if (t[1].is_none()) {
-      c.why = utf8_text(t[3]);
-    } else {
-      c = copy_of(t[1], sample);
-    }
+    const py::tuple t = audit_copier();  // (hosts, their descriptions, why)
+    c = t[1].is_none() ? kept_call{sample, utf8_text(t[2]), {}} : copy_of(t[1], sample);
   } catch (py::error_already_set& e) {
     if (e.matches(problem_error)) throw kj::error(error_kind::problem, message_of(e));
     KJ_THROW(error_kind::candidate,

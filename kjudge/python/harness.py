@@ -2300,8 +2300,9 @@ def _rewrite(k, f, work, base_layouts, made):
 # timed passed that check at 189x (examples/faulty/skips_work_after_a_repeat.py). So the outputs
 # of some calls in the loop are kept, chosen by the secret key where the forward cannot foresee
 # which (reservoir sampling over every call, so that they spread over the whole loop), copied to
-# the host at the next prepare() (outside the timed region, before that rewrite can change inputs
-# an output aliases), and compared afterwards with the reference's on the same sample number.
+# the host at the next prepare() of either side (outside the timed region, before that rewrite
+# can change inputs an output aliases), held by kjudge's C++ and compared afterwards with the
+# reference's on the same sample number.
 _AUDIT_SLOTS = 8
 _AUDIT_BYTES = 256 << 20  # the kept copies' memory, at most
 
@@ -2316,19 +2317,6 @@ def audit_slots():
     would have written the right answers in)."""
     out_bytes = _bytes(_timing_ref_out) if _timing_ref_out else 0
     return max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes)))
-
-
-def _audit_copy_of(last):
-    """A drawn call's outputs (last[0], the runner's) copied to the host for kjudge's C++ to keep:
-    (the host copies, their descriptions, their devices, "") or (None, None, None, why they
-    could not be read). The C++ copies their bytes at once and drops them; it has the collector
-    off meanwhile (the candidate's gc callbacks are in force in its turn: bridge.cpp, gc_paused).
-    The copy is the candidate's turn's work."""
-    _turn_of("candidate")
-    hosts, devices, why = _audit_copy(last[0])
-    if hosts is None:
-        return None, None, None, why
-    return hosts, [_describe(t) for t in hosts], devices, ""
 
 
 def _audit_outputs(out):
@@ -2362,10 +2350,14 @@ _EXACT = (", not a plain tensor, tuple, list or number: kjudge reads only those 
 
 
 def _audit_copy(out):
-    """(host copies, devices, "") of a call's outputs, or (None, None, why) where the candidate
-    made them unreadable: not of the exact types _audit_outputs takes, or read under a torch
-    dispatch mode left in force (whose Python would run in the copy). Torch as the harness bound
-    it, with function modes off: the candidate's rebindings are in force during its turns."""
+    """A drawn call's outputs copied to the host for kjudge's C++ to keep (the runner's
+    copy_last): (the host copies, their descriptions, "") as _held gives them, or (None, None,
+    why) where the candidate made them unreadable: not of the exact types _audit_outputs takes,
+    or read under a torch dispatch mode left in force (whose Python would run in the copy). Torch
+    as the harness bound it, with function modes off: the candidate's rebindings are in force
+    during its turns. The C++ copies their bytes at once, with the collector off (bridge.cpp,
+    gc_paused). The copy is the candidate's turn's work."""
+    _turn_of("candidate")
     try:
         if _dispatch_modes is not None and _dispatch_modes() > 0:
             raise CandidateError("a torch dispatch mode was in force after the call")
@@ -2374,7 +2366,7 @@ def _audit_copy(out):
             _cuda_synchronize()
         with _no_torch_function():
             hosts = [_host(t) for t in outs]
-        return hosts, [_str(_device_of(t).type) for t in outs], ""
+        return _held(hosts) + ("",)
     except CandidateError as exc:
         return None, None, _str(exc)
 
@@ -2391,7 +2383,7 @@ def make_runner(which):
     """(prepare, run, capture, run_graph, drop, copy_last) for one side: prepare(sample)
     refreshes and selects the set, run() calls the model on it; capture() records one forward
     per set in a CUDA graph ("" or why not), run_graph() replays the selected set's, drop()
-    frees them; copy_last() copies what run() returned last for an audit (_audit_copy_of),
+    frees them; copy_last() copies what run() returned last for an audit (_audit_copy),
     when kjudge's C++ draws the call (the first run() after a prepare(), counted there)."""
     model = _ref if which == "reference" else _cand
     sets = _timing_work[which]
@@ -2498,7 +2490,7 @@ def make_runner(which):
         _timing_graphs.pop(which, None)
 
     def copy_last():
-        return _audit_copy_of(last)
+        return _audit_copy(last[0])
 
     _runners[which] = (prepare, run, capture, run_graph, drop, copy_last)
     return _runners[which]
@@ -2760,10 +2752,10 @@ def timing_check_reference_graph(sample):
 
 def timing_check_finish(source, sample):
     """The reference's (eager) outputs of the check for `sample` against `source`'s: "native"
-    (the native candidate's output buffers), "candidate" (ModelNew's, by forward or graph
-    replay, or a kept call of the timing loop's) or "reference_graph" (the reference's own
-    graph replay, from timing_check_reference_graph). The candidate's are none here: kjudge's
-    C++ holds them (_held, timing_audit_begin) and adds them."""
+    (the native candidate's output buffers), "held" (ModelNew's, by forward or graph replay, or
+    a kept call of the timing loop's: none here, kjudge's C++ holds them and adds them: _held,
+    timing_audit_begin) or "reference_graph" (the reference's own graph replay, from
+    timing_check_reference_graph)."""
     if source == "reference_graph":
         ref_out = _trial["timing_ref_out"]
         cand_host = _hosts(_trial["timing_ref_graph_out"], ProblemError, "the reference graph's")
