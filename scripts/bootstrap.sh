@@ -72,9 +72,22 @@ if [ -z "$pick" ]; then
   { [ -n "$sysinc" ] && [ -e "$sysinc/Python.h" ]; } || pyneed+=(python3-dev)
   apt_install "${pyneed[@]}"
   say "no python3 with torch found: creating .venv from /usr/bin/python3 and installing torch from PyPI"
+  # PyPI's Linux torch is the CUDA build: about 7 GB installed, and pip unpacks each wheel in
+  # $TMPDIR on the way. Say so plainly up front rather than fail halfway with ENOSPC.
+  free_gb() { df -Pk "$1" 2>/dev/null | awk 'NR == 2 { printf "%d", $4 / 1048576 }'; }
+  venv_free=$(free_gb "$root"); tmp_free=$(free_gb "${TMPDIR:-/tmp}")
+  if [ -n "$venv_free" ] && [ "$venv_free" -lt 8 ]; then
+    say "only ${venv_free} GB free under $root: torch from PyPI and the build need about 8 GB (set KJUDGE_PYTHON to an interpreter that has torch instead)"
+    exit 1
+  fi
+  if [ -n "$tmp_free" ] && [ "$tmp_free" -lt 3 ]; then
+    say "only ${tmp_free} GB free in ${TMPDIR:-/tmp}, where pip unpacks torch: point TMPDIR at a roomier folder"
+    exit 1
+  fi
   [ -x "$root/.venv/bin/python3" ] || /usr/bin/python3 -m venv "$root/.venv"
-  "$root/.venv/bin/python3" -m pip install -q --upgrade pip >&2
-  "$root/.venv/bin/python3" -m pip install -q torch numpy >&2
+  # No pip cache: it would hold a second copy of every wheel (about 3 GB more).
+  "$root/.venv/bin/python3" -m pip install -q --no-cache-dir --upgrade pip >&2
+  "$root/.venv/bin/python3" -m pip install -q --no-cache-dir torch numpy >&2
   usable "$root/.venv/bin/python3" || { say ".venv was made but is not usable"; exit 1; }
   pick="$root/.venv/bin/python3"
 fi
