@@ -1147,8 +1147,10 @@ class ModelNew(nn.Module):
 
 TEST(JudgementCpu, ACandidatesGcCallbackIsKeptToItsOwnCalls) {
   // A gc callback (run at nearly every allocation with a threshold of 1) that sleeps inside the
-  // reference's calls: correct at 2.66x for the same matmul. The interpreter's gc settings are
-  // each side's own now, as torch's are.
+  // reference's calls: correct at 2.66x for the same matmul with sleeps of 2 ms. The
+  // interpreter's gc settings are each side's own now, as torch's are. The sleeps are 20 ms
+  // here and the bound 4x: an honest candidate's host-wall ratio read 2.02x once in CI, next to
+  // another test on the machine's two cores, against a bound of 2x with 2 ms sleeps.
   const auto c = write_case("c.py", R"(import gc
 import sys
 import time
@@ -1159,7 +1161,7 @@ def slow_the_reference(phase, info):
     f = sys._getframe(1)
     while f is not None:
         if f.f_locals.get("self") is h._ref:
-            time.sleep(0.002)
+            time.sleep(0.02)
             return
         f = f.f_back
 class ModelNew(nn.Module):
@@ -1178,7 +1180,7 @@ class ModelNew(nn.Module):
   EXPECT_NE(changed.find("gc.get_threshold()"), std::string::npos) << changed;
   for (const auto& s : r.result["timing"]["speedups"]) {
     if (s["kind"] == "host_wall" && s["ratio"].is_number()) {
-      EXPECT_LT(s["ratio"].get<double>(), 2.0) << s.dump();
+      EXPECT_LT(s["ratio"].get<double>(), 4.0) << s.dump();
     }
   }
 }
