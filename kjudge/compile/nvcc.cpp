@@ -1,6 +1,7 @@
 // build_native: one candidate .cu -> a cached shared library, built by nvcc in a child process.
 #include <kjudge/compile/nvcc.hpp>
 
+#include <kjudge/compile/cache.hpp>
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
@@ -660,26 +661,24 @@ std::string build_folder_owner() {
   return inode.empty() ? name : name + "-pidns" + inode;
 }
 
-namespace {
-
-/** Removes `<entry>/.build.<owner>.tmp.<pid>.*` folders whose process has ended: builds that
- *  were killed, and unfiled ones whose evaluation is over. A folder of a live process, or of
- *  another host or PID namespace (a cache on a shared disk, or shared between containers), is
- *  left alone. */
-void remove_dead_builds(const fs::path& entry, const std::string& owner,
-                        std::string_view name_start = ".build.") {
+std::size_t remove_ended_folders(const fs::path& dir, const std::string& owner,
+                                 std::string_view name_start) {
   const std::string prefix = fmt::format("{}{}.tmp.", name_start, owner);
+  std::size_t removed = 0;
   std::error_code ec;
-  for (fs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!name.starts_with(prefix)) continue;
     const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
     if (pid <= 0 || pid == ::getpid()) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
     std::error_code e2;
-    fs::remove_all(it->path(), e2);
+    if (fs::remove_all(it->path(), e2) > 0 && !e2) ++removed;
   }
+  return removed;
 }
+
+namespace {
 
 /** The start of the names of this user's builds in the temporary directory (unfiled_build()). */
 [[nodiscard]] std::string unfiled_name_start() {
@@ -698,7 +697,7 @@ void remove_dead_builds(const fs::path& entry, const std::string& owner,
     why = ec.message();
     return {};
   }
-  remove_dead_builds(tmp, owner, unfiled_name_start());
+  remove_ended_folders(tmp, owner, unfiled_name_start());
   std::string name =
       (tmp / fmt::format("{}{}.tmp.{}.XXXXXX", unfiled_name_start(), owner, ::getpid())).string();
   if (::mkdtemp(name.data()) == nullptr) {
@@ -708,7 +707,7 @@ void remove_dead_builds(const fs::path& entry, const std::string& owner,
   return name;
 }
 
-/** remove_dead_builds() in every key's entry under `root`, and the entries it leaves empty: an
+/** remove_ended_folders() in every key's entry under `root`, and the entries it leaves empty: an
  *  unfiled build stays in its key's entry until its process has ended, and a key may never be
  *  built again (an agent's candidates differ from one call to the next). A build of another
  *  process that just made its key's entry and lost it here makes it again (build_native()). */
@@ -717,7 +716,7 @@ void remove_dead_builds_under(const fs::path& root, const std::string& owner) {
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code e2;
     if (!it->is_directory(e2) || it->path().filename().string().starts_with(".")) continue;
-    remove_dead_builds(it->path(), owner);
+    remove_ended_folders(it->path(), owner, ".build.");
     fs::remove(it->path(), e2);  // only if empty
   }
 }
@@ -899,6 +898,9 @@ build_result build_native(const nvcc_request& request) {
   const std::vector<dependency> deps = scan_dependencies(request, ctx, scan_error);
   const std::string variant = deps.empty() ? std::string() : variant_name(deps);
 
+  // Marked used before it is looked at: a prune that moved it aside meanwhile puts it back
+  // (compile/cache.hpp); one that removed it first leaves this a miss, which builds again.
+  if (!variant.empty()) mark_used(entry / variant);
   if (!variant.empty() && detail::filed_build_whole(entry / variant)) {
     // build.log and build.json are renamed into place with the library, so a hit has them.
     const fs::path hit = entry / variant;

@@ -5,9 +5,11 @@
  *  for the source's includes. */
 
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -102,6 +104,13 @@ struct build_result {
  *  (`<entry>/.build.<owner>.tmp.<pid>.<...>`; the host's dots as '_', then "-pidns" and the
  *  namespace's inode): a build only removes the folders of ended processes of its own owner. */
 [[nodiscard]] std::string build_folder_owner();
+
+/** Removes `<dir>/<name_start><owner>.tmp.<pid>.*` folders whose process has ended: builds that
+ *  were killed, unfiled ones whose evaluation is over, a cache prune's folders (".prune.") that
+ *  it could not finish. A folder of a live process, or of another host or PID namespace (a
+ *  cache on a shared disk, or shared between containers), is left alone. Returns how many went. */
+std::size_t remove_ended_folders(const std::filesystem::path& dir, const std::string& owner,
+                                 std::string_view name_start);
 
 /** The user's cache root: $KJUDGE_CACHE_DIR, else $XDG_CACHE_HOME/kjudge, else ~/.cache/kjudge. */
 [[nodiscard]] std::filesystem::path default_cache_dir();

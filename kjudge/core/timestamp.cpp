@@ -5,7 +5,10 @@
 namespace kj {
 
 std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
+  return utc_time(std::time(nullptr));
+}
+
+std::string utc_time(std::time_t t) {
   std::tm tm{};
   ::gmtime_r(&t, &tm);
   char text[32];

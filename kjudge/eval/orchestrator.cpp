@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include <kjudge/compile/cache.hpp>
 #include <kjudge/compile/shared_library_check.hpp>
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
@@ -195,7 +196,13 @@ eval_result evaluate(const job& j, const run_options& options) {
   const auto worker_start = fs::file_time_type::clock::now();
   if (j.kind == candidate_kind::python) {
     std::error_code ec;
-    fs::create_directories(extensions, ec);
+    // Marked used before the worker starts: a prune of the cache leaves it alone from then on
+    // (compile/cache.hpp). One that moved it aside just before is why it is made a second time.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      fs::create_directories(extensions, ec);
+      compile::mark_used(extensions);
+      if (!ec && fs::is_directory(extensions)) break;
+    }
     if (ec || !fs::is_directory(extensions))
       unusable_cache = fmt::format("{}: {}", extensions.string(),
                                    ec ? ec.message() : std::string("not a directory"));

@@ -4,6 +4,8 @@
 
 #include <kjudge/eval/worker.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -246,7 +248,8 @@ class pipeline {
     if (m_native_library) {
       m_events.phase("load_native");
       m_candidate_ran = true;  // its constructors are candidate code
-      m_library.emplace(*m_native_library);
+      m_library.emplace(native_library_to_load());
+      m_native_file.reset();
     }
 
     m_events.phase("build_models reference");
@@ -346,8 +349,36 @@ class pipeline {
     }
     m_events.send({{"build", b}});
     m_native_library = r.library;  // loaded once the GPU's lock is held (run())
+    // Held open until then: the wait for the GPU has no end, and a cache prune (`kjudge cache
+    // clear`) may remove the library meanwhile (native_library_to_load).
+    m_native_file.emplace(r.library);
     return true;
   }
+
+  /** The library build_native gave, or, where a cache prune has removed or replaced it since,
+   *  the file this worker held open from then on (/proc/self/fd/N): the same bytes. */
+  std::filesystem::path native_library_to_load() const {
+    if (!m_native_file || m_native_file->fd < 0) return *m_native_library;
+    struct stat held {
+    }, now{};
+    if (::fstat(m_native_file->fd, &held) == 0 &&
+        (::stat(m_native_library->c_str(), &now) != 0 || held.st_ino != now.st_ino ||
+         held.st_dev != now.st_dev))
+      return fmt::format("/proc/self/fd/{}", m_native_file->fd);
+    return *m_native_library;
+  }
+
+  /** A file held open for reading for the object's life. */
+  struct open_file {
+    int fd = -1;
+    explicit open_file(const std::filesystem::path& p)
+        : fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC)) {}
+    open_file(const open_file&) = delete;
+    open_file& operator=(const open_file&) = delete;
+    ~open_file() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
 
   /** The architecture to build for from the device's ("90"; none without a GPU). */
   static std::string native_arch(const std::optional<std::string>& arch) {
@@ -1308,6 +1339,7 @@ class pipeline {
   std::optional<python::session> m_session;
   std::optional<cuda::device_properties> m_device;
   std::optional<std::filesystem::path> m_native_library;  // built, not yet loaded
+  std::optional<open_file> m_native_file;                 // m_native_library, until loaded
   std::optional<native::candidate_library> m_library;
   std::future<compile::build_result> m_build;
   std::shared_future<cuda::device_properties> m_device_query;

@@ -1,11 +1,14 @@
 #include <kjudge/compile/nvcc.hpp>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -165,6 +168,17 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
   // A hit lists the includes (nvcc -M) and hashes them, no compile: well under a build, which
   // does that and compiles too (a quarter failed under a loaded 2-core CI: 0.33 against 0.92 s).
   EXPECT_LT(second.build_time.count(), first.build_time.count() / 2);
+
+  // A hit marks its build used (its folder's time), which a cache prune goes by
+  // (compile/cache.hpp): a build looked up now is not one to remove.
+  const fs::path build_dir = first.library.parent_path();
+  const timespec long_ago{std::time(nullptr) - 30 * 86400, 0};
+  const timespec times[2] = {long_ago, long_ago};
+  ASSERT_EQ(::utimensat(AT_FDCWD, build_dir.c_str(), times, 0), 0);
+  ASSERT_TRUE(build_native(request(source)).cached);
+  struct stat st {};
+  ASSERT_EQ(::stat(build_dir.c_str(), &st), 0);
+  EXPECT_LT(std::time(nullptr) - st.st_mtim.tv_sec, 600);
 }
 
 TEST_F(nvcc_test, a_damaged_cache_entry_is_built_again_not_served) {
