@@ -496,12 +496,15 @@ int run_eval(const eval_args& a) {
     }
   }
   // The report is already out, with the verdict; the file the user asked for is not.
-  if (write_json_last(
-          a.json_path, report::render_json(result), a.profile ? "profile" : "eval",
-          fmt::format(" (the evaluation ended {}, exit code {}; exiting with {} instead)",
-                      to_string(result.status), exit_code_for(result.status),
-                      exit_code::result_not_written)) != 0)
-    return exit_code::result_not_written;
+  const int written = write_json_last(
+      a.json_path, report::render_json(result), a.profile ? "profile" : "eval",
+      fmt::format(" (the evaluation ended {}, exit code {}; exiting with {} instead)",
+                  to_string(result.status), exit_code_for(result.status),
+                  exit_code::result_not_written));
+  // Builds accumulate, one or more an evaluated candidate: the cache is kept within its limit
+  // (kjudge cache, docs/cli.md), once the result is out.
+  prune_after_evaluation(j.cache_dir, a.quiet);
+  if (written != 0) return exit_code::result_not_written;
   return exit_code_for(result.status);
 }
 

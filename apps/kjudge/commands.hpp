@@ -107,4 +107,23 @@ CLI::App* add_roofline_command(CLI::App& app, roofline_args& args);
 /** Shows the measured ceilings (cached, measured, or read with --from); returns the exit code. */
 [[nodiscard]] int run_roofline(const roofline_args& args);
 
+struct cache_args {
+  std::string action = "info";  ///< info, prune or clear
+  std::string max_size;         ///< --max-size, as given (compile::parse_size)
+  std::string unused_for;       ///< --unused-for (compile::parse_duration)
+  std::string keep_recent;      ///< --keep-recent
+  bool dry_run = false;
+  bool list = false;
+  std::string json_path;
+  std::string cache_dir;
+};
+
+/** Registers `cache`'s options (names as in docs/cli.md). */
+CLI::App* add_cache_command(CLI::App& app, cache_args& args);
+/** `kjudge cache [info|prune|clear]`; returns the process exit code. */
+[[nodiscard]] int run_cache(const cache_args& args);
+/** After an evaluation: prunes the cache at `cache_root` when it has outgrown its limit
+ *  (compile::prune_if_over_limit), and says so on stderr unless `quiet`. Never throws. */
+void prune_after_evaluation(const std::filesystem::path& cache_root, bool quiet);
+
 }  // namespace kj::app

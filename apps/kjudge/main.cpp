@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
   auto* profile_cmd = kj::app::add_profile_command(app, profile_args);
   kj::app::roofline_args roofline_args;
   auto* roofline_cmd = kj::app::add_roofline_command(app, roofline_args);
+  kj::app::cache_args cache_args;
+  auto* cache_cmd = kj::app::add_cache_command(app, cache_args);
   // A word that names no command: said as such (CLI11 asks for a subcommand and points at
   // "kjudge <word> --help", which fails too).
   if (argv[1][0] != '-') {
@@ -122,6 +124,7 @@ int main(int argc, char** argv) {
     if (specs_cmd->parsed()) return kj::app::run_specs(specs_args);
     if (roofline_cmd->parsed()) return kj::app::run_roofline(roofline_args);
     if (profile_cmd->parsed()) return kj::app::run_profile(profile_args);
+    if (cache_cmd->parsed()) return kj::app::run_cache(cache_args);
   } catch (const kj::error& e) {
     std::fprintf(stderr, "kjudge: %s\n", e.message().c_str());
     return e.kind() == kj::error_kind::usage ? kj::exit_code::usage : kj::exit_code::internal_error;

@@ -364,6 +364,7 @@ TEST(Cli, EveryOptionOfEveryCommandIsDocumented) {
   app::eval_args eval_args, profile_args;
   app::specs_args specs_args;
   app::roofline_args roofline_args;
+  app::cache_args cache_args;
   struct command {
     CLI::App* parser;
     std::string doc;  // the sections of docs/cli.md where its options are described
@@ -375,7 +376,8 @@ TEST(Cli, EveryOptionOfEveryCommandIsDocumented) {
       {app::add_profile_command(app, profile_args),
        app::help_section("profile") + app::help_section("eval"), 20},
       {app::add_specs_command(app, specs_args), app::help_section("specs"), 2},
-      {app::add_roofline_command(app, roofline_args), app::help_section("roofline"), 5}};
+      {app::add_roofline_command(app, roofline_args), app::help_section("roofline"), 5},
+      {app::add_cache_command(app, cache_args), app::help_section("cache"), 7}};
   // `--name` as written in the docs: followed by the closing backtick, a value or a comma, so
   // that --ncu does not pass on `--ncu-cache-control` alone.
   const auto documented = [](const std::string& doc, const std::string& flag) {
