@@ -214,7 +214,8 @@ int run_cache(const cache_args& a) {
     // One prune of a cache at a time (the automatic one after an evaluation takes the same
     // lock, and skips its turn while this holds it).
     runner::file_lock lock;
-    if (compile::scan_cache(root).exists) {
+    std::error_code ec;
+    if (fs::is_directory(root, ec)) {
       lock = runner::file_lock::acquire(compile::prune_lock_path(root), std::chrono::seconds(60));
       if (!lock.held())
         KJ_THROW(error_kind::io, "another prune of {} did not end within 60 s: {}", root.string(),
