@@ -400,6 +400,46 @@ TEST_F(EvalGpu, AnImportsFirstGpuWorkWaitsForTheGpusLock) {
   }
 }
 
+TEST_F(EvalGpu, ANativeBuildRemovedWhileItsWorkerWaitsForTheGpuStillLoads) {
+  // A cache prune (`kjudge cache clear`) may remove a native build between its lookup and its
+  // load, which waits for the GPU's lock without end: the worker holds the library open from
+  // the build on, and loads that file.
+  const private_lock_dir dir;
+  const auto cache = std::filesystem::temp_directory_path() /
+                     ("kj-cache-held-open-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  auto lock = runner::file_lock::acquire(runner::gpu_lock_path(cuda::query_device(0).uuid),
+                                         std::chrono::seconds(1));
+  ASSERT_TRUE(lock.held()) << lock.error();
+  bool filed = false;
+  std::thread holder([&] {
+    // Until the build is filed (renamed into place whole), then the whole native cache removed
+    // while the worker waits for the lock, then the lock let go.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (!filed && std::chrono::steady_clock::now() < deadline) {
+      std::error_code ec;
+      for (std::filesystem::recursive_directory_iterator it(cache / "native", ec), end;
+           !ec && it != end; it.increment(ec))
+        if (it->path().filename() == "candidate.so" &&
+            it->path().string().find("/.build.") == std::string::npos)
+          filed = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::filesystem::remove_all(cache / "native");
+    lock.release();
+  });
+  const auto r = run_eval(quantvla, "examples/quantvla/fused.cu",
+                          {"--no-timing", "--timeout", "150", "--cache-dir", cache.string()});
+  holder.join();
+  ASSERT_TRUE(filed) << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_GE(r.result["worker"]["gpu_lock_wait_s"].get<double>(), 1.0) << r.result["worker"];
+  EXPECT_FALSE(std::filesystem::exists(cache / "native"));
+  std::filesystem::remove_all(cache);
+}
+
 TEST_F(EvalGpu, AGpuHeldTooLongIsTimedAnywayAndFlagged) {
   // The GPU's lock held here past the evaluation's wait (a third of --timeout): it goes on
   // without it and says so.
