@@ -250,9 +250,15 @@ int run_cache(const cache_args& a) {
     if (!out.before.exists) {
       text += "  no cache there: nothing to remove\n";
     } else {
-      text += fmt::format("  {} {} build{} ({}): {}\n", a.dry_run ? "would remove" : "removed",
-                          out.removed.size(), out.removed.size() == 1 ? "" : "s",
-                          compile::size_text(out.removed_bytes), what);
+      if (out.removed.empty() && out.kept.empty() && !clear && policy.max_bytes &&
+          !policy.unused_for && out.before.total_bytes <= *policy.max_bytes)
+        text += fmt::format("  nothing to remove: the cache takes {}, at most {} already\n",
+                            compile::size_text(out.before.total_bytes),
+                            compile::size_text(*policy.max_bytes));
+      else
+        text += fmt::format("  {} {} build{} ({}): {}\n", a.dry_run ? "would remove" : "removed",
+                            out.removed.size(), out.removed.size() == 1 ? "" : "s",
+                            compile::size_text(out.removed_bytes), what);
       if (a.list) text += builds_text(out.removed, root);
       if (!out.kept.empty()) {
         std::uintmax_t kept_bytes = 0;
