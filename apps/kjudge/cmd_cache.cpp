@@ -218,7 +218,10 @@ int run_cache(const cache_args& a) {
     if (fs::is_directory(root, ec)) {
       lock = runner::file_lock::acquire(compile::prune_lock_path(root), std::chrono::seconds(60));
       if (!lock.held())
-        KJ_THROW(error_kind::io, "another prune of {} did not end within 60 s: {}", root.string(),
+        KJ_THROW(error_kind::io, "{}: {}",
+                 lock.timed_out()
+                     ? fmt::format("another prune of {} did not end within 60 s", root.string())
+                     : fmt::format("cannot take the prune lock of {}", root.string()),
                  lock.error());
     }
     const auto out = compile::prune_cache(root, policy);
@@ -287,27 +290,42 @@ int run_cache(const cache_args& a) {
 }
 
 void prune_after_evaluation(const fs::path& cache_root, bool quiet) {
-  const auto limit = compile::cache_limit_from_environment();
-  if (!limit.error.empty()) {
-    if (!quiet)
-      std::fprintf(stderr, "kjudge: the build cache is not kept within a limit: %s\n",
-                   limit.error.c_str());
-    return;
+  try {
+    const auto limit = compile::cache_limit_from_environment();
+    if (!limit.error.empty()) {
+      if (!quiet)
+        std::fprintf(stderr, "kjudge: the build cache is not kept within a limit: %s\n",
+                     limit.error.c_str());
+      return;
+    }
+    const auto out = compile::prune_if_over_limit(cache_root);
+    if (!out || quiet || !limit.bytes) return;
+    std::string text =
+        fmt::format("kjudge: the cache {} took {}, over its limit of {}", cache_root.string(),
+                    compile::size_text(out->before.total_bytes), compile::size_text(*limit.bytes));
+    const auto builds = [](std::size_t n) {
+      return fmt::format("{} build{}", n, n == 1 ? "" : "s");
+    };
+    if (!out->removed.empty())
+      text += fmt::format(": removed {} used longest ago ({})", builds(out->removed.size()),
+                          compile::size_text(out->removed_bytes));
+    if (!out->kept.empty()) {
+      std::uintmax_t kept = 0;
+      for (const auto& e : out->kept) kept += e.bytes;
+      text += fmt::format("{} kept {} used in the last hour or being built ({})",
+                          out->removed.empty() ? ":" : ";", builds(out->kept.size()),
+                          compile::size_text(kept));
+    }
+    if (out->removed.empty() && out->kept.empty() && out->errors.empty())
+      text +=
+          ": it holds no build to remove (what it takes is roofline results, unfinished "
+          "builds and other files)";
+    for (const auto& e : out->errors) text += "; could not remove " + e;
+    text += fmt::format("; it takes {} now{}", compile::size_text(out->bytes_after),
+                        out->bytes_after > *limit.bytes ? ", still over" : "");
+    std::fprintf(stderr, "%s (kjudge cache says more)\n", text.c_str());
+  } catch (const std::exception&) {  // the evaluation's result is out: nothing to add to it
   }
-  const auto out = compile::prune_if_over_limit(cache_root);
-  if (!out || quiet || !limit.bytes) return;
-  const std::string over =
-      fmt::format("kjudge: the cache {} took {}, over its limit of {}", cache_root.string(),
-                  compile::size_text(out->before.total_bytes), compile::size_text(*limit.bytes));
-  std::string text =
-      out->removed.empty()
-          ? over + ": every build in it was used in the last hour, or is being built; none removed"
-          : fmt::format("{}: removed {} build{} used longest ago ({}); it takes {} now", over,
-                        out->removed.size(), out->removed.size() == 1 ? "" : "s",
-                        compile::size_text(out->removed_bytes),
-                        compile::size_text(out->bytes_after));
-  for (const auto& e : out->errors) text += "; could not remove " + e;
-  std::fprintf(stderr, "%s (kjudge cache says more)\n", text.c_str());
 }
 
 }  // namespace kj::app

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -262,7 +263,7 @@ cache_inventory scan_cache(const fs::path& root) {
     }
   }
   std::sort(inv.builds.begin(), inv.builds.end(), [](const cache_entry& a, const cache_entry& b) {
-    return std::pair(a.last_used, a.path) < std::pair(b.last_used, b.path);
+    return std::tie(a.last_used, a.path) < std::tie(b.last_used, b.path);
   });
   inv.total_bytes = top.bytes + inv.native.bytes + inv.load_inline.bytes + inv.unfinished.bytes +
                     inv.roofline.bytes + inv.other.bytes;

@@ -248,7 +248,7 @@ class pipeline {
     if (m_native_library) {
       m_events.phase("load_native");
       m_candidate_ran = true;  // its constructors are candidate code
-      m_library.emplace(native_library_to_load());
+      load_native_library();
       m_native_file.reset();
     }
 
@@ -349,23 +349,29 @@ class pipeline {
     }
     m_events.send({{"build", b}});
     m_native_library = r.library;  // loaded once the GPU's lock is held (run())
-    // Held open until then: the wait for the GPU has no end, and a cache prune (`kjudge cache
-    // clear`) may remove the library meanwhile (native_library_to_load).
+    // Held open until then: the wait for the GPU takes up to a third of --timeout, and a cache
+    // prune (`kjudge cache clear` keeps only builds looked up in the last minute) may remove
+    // the library meanwhile (load_native_library).
     m_native_file.emplace(r.library);
     return true;
   }
 
-  /** The library build_native gave, or, where a cache prune has removed or replaced it since,
-   *  the file this worker held open from then on (/proc/self/fd/N): the same bytes. */
-  std::filesystem::path native_library_to_load() const {
-    if (!m_native_file || m_native_file->fd < 0) return *m_native_library;
-    struct stat held {
-    }, now{};
-    if (::fstat(m_native_file->fd, &held) == 0 &&
-        (::stat(m_native_library->c_str(), &now) != 0 || held.st_ino != now.st_ino ||
-         held.st_dev != now.st_dev))
-      return fmt::format("/proc/self/fd/{}", m_native_file->fd);
-    return *m_native_library;
+  /** Loads the library build_native gave; where that fails because a cache prune removed or
+   *  replaced it since the build, the file this worker held open from then on
+   *  (/proc/self/fd/N): the same bytes. */
+  void load_native_library() {
+    try {
+      m_library.emplace(*m_native_library);
+    } catch (const kj::error&) {
+      if (!m_native_file || m_native_file->fd < 0) throw;
+      struct stat held = {};
+      struct stat now = {};
+      const bool moved = ::fstat(m_native_file->fd, &held) == 0 &&
+                         (::stat(m_native_library->c_str(), &now) != 0 ||
+                          held.st_ino != now.st_ino || held.st_dev != now.st_dev);
+      if (!moved) throw;
+      m_library.emplace(fmt::format("/proc/self/fd/{}", m_native_file->fd));
+    }
   }
 
   /** A file held open for reading for the object's life. */

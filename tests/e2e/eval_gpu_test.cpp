@@ -400,10 +400,25 @@ TEST_F(EvalGpu, AnImportsFirstGpuWorkWaitsForTheGpusLock) {
   }
 }
 
+/** Whether some process has `file` open (a link in /proc/<pid>/fd names it). */
+bool open_somewhere(const std::filesystem::path& file) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator p("/proc", ec), end; !ec && p != end; p.increment(ec)) {
+    std::error_code e2;
+    for (std::filesystem::directory_iterator fd(p->path() / "fd", e2), fd_end; !e2 && fd != fd_end;
+         fd.increment(e2)) {
+      std::error_code e3;
+      if (std::filesystem::read_symlink(fd->path(), e3) == file) return true;
+    }
+  }
+  return false;
+}
+
 TEST_F(EvalGpu, ANativeBuildRemovedWhileItsWorkerWaitsForTheGpuStillLoads) {
-  // A cache prune (`kjudge cache clear`) may remove a native build between its lookup and its
-  // load, which waits for the GPU's lock without end: the worker holds the library open from
-  // the build on, and loads that file.
+  // A cache prune (`kjudge cache clear` keeps builds looked up in the last minute only) may
+  // remove a native build between the worker's build step and its load, which waits for the
+  // GPU's lock (up to a third of --timeout): the worker holds the library open from the build
+  // step on, and loads that file where the path is gone.
   const private_lock_dir dir;
   const auto cache = std::filesystem::temp_directory_path() /
                      ("kj-cache-held-open-test-" + std::to_string(::getpid()));
@@ -411,33 +426,38 @@ TEST_F(EvalGpu, ANativeBuildRemovedWhileItsWorkerWaitsForTheGpuStillLoads) {
   auto lock = runner::file_lock::acquire(runner::gpu_lock_path(cuda::query_device(0).uuid),
                                          std::chrono::seconds(1));
   ASSERT_TRUE(lock.held()) << lock.error();
-  bool filed = false;
+  bool removed_while_open = false;
   std::thread holder([&] {
-    // Until the build is filed (renamed into place whole), then the whole native cache removed
-    // while the worker waits for the lock, then the lock let go.
+    // Until the worker holds the filed library open (it then waits for this lock), then the
+    // whole native cache removed, and the lock let go 2 s later.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-    while (!filed && std::chrono::steady_clock::now() < deadline) {
+    while (!removed_while_open && std::chrono::steady_clock::now() < deadline) {
       std::error_code ec;
       for (std::filesystem::recursive_directory_iterator it(cache / "native", ec), end;
            !ec && it != end; it.increment(ec))
         if (it->path().filename() == "candidate.so" &&
-            it->path().string().find("/.build.") == std::string::npos)
-          filed = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            it->path().string().find("/.build.") == std::string::npos &&
+            open_somewhere(it->path())) {
+          std::error_code removed;
+          std::filesystem::remove_all(cache / "native", removed);
+          removed_while_open = !removed;
+          break;
+        }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    std::filesystem::remove_all(cache / "native");
+    std::this_thread::sleep_for(std::chrono::seconds(2));
     lock.release();
   });
   const auto r = run_eval(quantvla, "examples/quantvla/fused.cu",
                           {"--no-timing", "--timeout", "150", "--cache-dir", cache.string()});
   holder.join();
-  ASSERT_TRUE(filed) << r.output;
+  ASSERT_TRUE(removed_while_open) << r.output;
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["status"], "correct");
   EXPECT_GE(r.result["worker"]["gpu_lock_wait_s"].get<double>(), 1.0) << r.result["worker"];
   EXPECT_FALSE(std::filesystem::exists(cache / "native"));
-  std::filesystem::remove_all(cache);
+  std::error_code ec;
+  std::filesystem::remove_all(cache, ec);
 }
 
 TEST_F(EvalGpu, AGpuHeldTooLongIsTimedAnywayAndFlagged) {
