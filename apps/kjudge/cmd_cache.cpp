@@ -47,6 +47,11 @@ namespace {
   return fmt::format("{}s", n);
 }
 
+/** "1 build", "3 builds". */
+[[nodiscard]] std::string count_of(std::size_t n, std::string_view what) {
+  return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+}
+
 [[nodiscard]] std::string relative_to(const fs::path& p, const fs::path& root) {
   const fs::path r = p.lexically_relative(root);
   return r.empty() ? p.string() : r.string();
@@ -112,7 +117,80 @@ namespace {
       compile::size_text(*limit.bytes),
       limit.source == "default" ? "the default; KJUDGE_CACHE_MAX_SIZE sets another"
                                 : "KJUDGE_CACHE_MAX_SIZE",
-      compile::size_text(*limit.bytes / 10 * 9));
+      compile::size_text(compile::prune_target(*limit.bytes)));
+}
+
+/** `kjudge cache info`'s text. */
+[[nodiscard]] std::string info_text(const compile::cache_inventory& inv,
+                                    const compile::cache_limit& limit, bool list) {
+  const std::string root = inv.root.string();
+  std::string text;
+  if (!inv.exists) {
+    text = fmt::format("kjudge cache: none at {} (nothing has been built there)\n", root);
+  } else {
+    text = fmt::format("kjudge cache: {}\n", root) + parts_text(inv);
+    if (!inv.builds.empty())
+      text +=
+          fmt::format("  builds last used from {} to {}\n", utc_time(inv.builds.front().last_used),
+                      utc_time(inv.builds.back().last_used));
+    if (list && !inv.builds.empty())
+      text += "  builds, least recently used first:\n" + builds_text(inv.builds, inv.root);
+  }
+  text += "  limit: " + limit_text(limit) + "\n";
+  if (inv.exists && limit.bytes)
+    text += fmt::format(
+        "  the cache takes {:.0f}% of it{}\n",
+        100.0 * static_cast<double>(inv.total_bytes) / static_cast<double>(*limit.bytes),
+        inv.total_bytes > *limit.bytes
+            ? ": the next evaluation removes builds (or kjudge cache prune)"
+            : "");
+  return text;
+}
+
+/** `kjudge cache prune`'s and `clear`'s text. */
+[[nodiscard]] std::string prune_text(const compile::prune_outcome& out,
+                                     const compile::prune_policy& policy, const cache_args& a) {
+  const bool clear = policy.everything;
+  const fs::path& root = out.before.root;
+  const std::string what =
+      clear ? std::string("every build")
+            : fmt::format("{}{}{}",
+                          policy.max_bytes ? fmt::format("the builds used longest ago until "
+                                                         "the cache takes at most {}",
+                                                         compile::size_text(*policy.max_bytes))
+                                           : "",
+                          policy.max_bytes && policy.unused_for ? ", and " : "",
+                          policy.unused_for ? fmt::format("every build not used for {}",
+                                                          duration_text(*policy.unused_for))
+                                            : "");
+  std::string text = fmt::format("kjudge cache {}: {}\n", a.action, root.string());
+  if (!out.before.exists) {
+    text += "  no cache there: nothing to remove\n";
+  } else {
+    if (out.removed.empty() && out.kept.empty() && !clear && policy.max_bytes &&
+        !policy.unused_for && out.before.total_bytes <= *policy.max_bytes)
+      text += fmt::format("  nothing to remove: the cache takes {}, at most {} already\n",
+                          compile::size_text(out.before.total_bytes),
+                          compile::size_text(*policy.max_bytes));
+    else
+      text += fmt::format("  {} {} ({}): {}\n", a.dry_run ? "would remove" : "removed",
+                          count_of(out.removed.size(), "build"),
+                          compile::size_text(out.removed_bytes), what);
+    if (a.list) text += builds_text(out.removed, root);
+    if (!out.kept.empty()) {
+      text += fmt::format("  kept {} ({}) used in the last {} or being built\n",
+                          count_of(out.kept.size(), "build"), compile::size_text(out.kept_bytes),
+                          duration_text(policy.keep_recent));
+      if (a.list) text += builds_text(out.kept, root);
+    }
+    if (out.leftovers_removed > 0)
+      text += fmt::format("  removed {} that ended builds left\n",
+                          count_of(out.leftovers_removed, "folder"));
+    text += fmt::format("  the cache took {}, {} {}\n", compile::size_text(out.before.total_bytes),
+                        a.dry_run ? "would take" : "takes", compile::size_text(out.bytes_after));
+  }
+  for (const auto& e : out.errors) text += "  could not remove " + e + "\n";
+  return text;
 }
 
 void print_out(const std::string& text) {
@@ -190,26 +268,7 @@ int run_cache(const cache_args& a) {
     const auto inv = compile::scan_cache(root);
     add_parts(inv);
     doc["builds"] = builds_json(inv.builds);
-    if (!inv.exists) {
-      text =
-          fmt::format("kjudge cache: none at {} (nothing has been built there)\n", root.string());
-    } else {
-      text = fmt::format("kjudge cache: {}\n", root.string()) + parts_text(inv);
-      if (!inv.builds.empty())
-        text += fmt::format("  builds last used from {} to {}\n",
-                            utc_time(inv.builds.front().last_used),
-                            utc_time(inv.builds.back().last_used));
-      if (a.list && !inv.builds.empty())
-        text += "  builds, least recently used first:\n" + builds_text(inv.builds, root);
-    }
-    text += "  limit: " + limit_text(limit) + "\n";
-    if (inv.exists && limit.bytes)
-      text += fmt::format(
-          "  the cache takes {:.0f}% of it{}\n",
-          100.0 * static_cast<double>(inv.total_bytes) / static_cast<double>(*limit.bytes),
-          inv.total_bytes > *limit.bytes
-              ? ": the next evaluation removes builds (or kjudge cache prune)"
-              : "");
+    text = info_text(inv, limit, a.list);
   } else {
     // One prune of a cache at a time (the automatic one after an evaluation takes the same
     // lock, and skips its turn while this holds it).
@@ -238,47 +297,7 @@ int run_cache(const cache_args& a) {
     doc["leftovers_removed"] = out.leftovers_removed;
     doc["bytes_after"] = out.bytes_after;
     doc["errors"] = out.errors;
-    const std::string what =
-        clear ? std::string("every build")
-              : fmt::format("{}{}{}",
-                            policy.max_bytes ? fmt::format("the builds used longest ago until "
-                                                           "the cache takes at most {}",
-                                                           compile::size_text(*policy.max_bytes))
-                                             : "",
-                            policy.max_bytes && policy.unused_for ? ", and " : "",
-                            policy.unused_for ? fmt::format("every build not used for {}",
-                                                            duration_text(*policy.unused_for))
-                                              : "");
-    text = fmt::format("kjudge cache {}: {}\n", a.action, root.string());
-    if (!out.before.exists) {
-      text += "  no cache there: nothing to remove\n";
-    } else {
-      if (out.removed.empty() && out.kept.empty() && !clear && policy.max_bytes &&
-          !policy.unused_for && out.before.total_bytes <= *policy.max_bytes)
-        text += fmt::format("  nothing to remove: the cache takes {}, at most {} already\n",
-                            compile::size_text(out.before.total_bytes),
-                            compile::size_text(*policy.max_bytes));
-      else
-        text += fmt::format("  {} {} build{} ({}): {}\n", a.dry_run ? "would remove" : "removed",
-                            out.removed.size(), out.removed.size() == 1 ? "" : "s",
-                            compile::size_text(out.removed_bytes), what);
-      if (a.list) text += builds_text(out.removed, root);
-      if (!out.kept.empty()) {
-        std::uintmax_t kept_bytes = 0;
-        for (const auto& e : out.kept) kept_bytes += e.bytes;
-        text += fmt::format("  kept {} build{} ({}) used in the last {} or being built\n",
-                            out.kept.size(), out.kept.size() == 1 ? "" : "s",
-                            compile::size_text(kept_bytes), duration_text(policy.keep_recent));
-        if (a.list) text += builds_text(out.kept, root);
-      }
-      if (out.leftovers_removed > 0)
-        text += fmt::format("  removed {} folder{} that ended builds left\n", out.leftovers_removed,
-                            out.leftovers_removed == 1 ? "" : "s");
-      text +=
-          fmt::format("  the cache took {}, {} {}\n", compile::size_text(out.before.total_bytes),
-                      a.dry_run ? "would take" : "takes", compile::size_text(out.bytes_after));
-    }
-    for (const auto& e : out.errors) text += "  could not remove " + e + "\n";
+    text = prune_text(out, policy, a);
     if (!out.errors.empty()) code = exit_code::internal_error;
   }
   if (a.json_path != "-") print_out(text);
@@ -303,19 +322,14 @@ void prune_after_evaluation(const fs::path& cache_root, bool quiet) {
     std::string text =
         fmt::format("kjudge: the cache {} took {}, over its limit of {}", cache_root.string(),
                     compile::size_text(out->before.total_bytes), compile::size_text(*limit.bytes));
-    const auto builds = [](std::size_t n) {
-      return fmt::format("{} build{}", n, n == 1 ? "" : "s");
-    };
     if (!out->removed.empty())
-      text += fmt::format(": removed {} used longest ago ({})", builds(out->removed.size()),
-                          compile::size_text(out->removed_bytes));
-    if (!out->kept.empty()) {
-      std::uintmax_t kept = 0;
-      for (const auto& e : out->kept) kept += e.bytes;
+      text +=
+          fmt::format(": removed {} used longest ago ({})", count_of(out->removed.size(), "build"),
+                      compile::size_text(out->removed_bytes));
+    if (!out->kept.empty())
       text += fmt::format("{} kept {} used in the last hour or being built ({})",
-                          out->removed.empty() ? ":" : ";", builds(out->kept.size()),
-                          compile::size_text(kept));
-    }
+                          out->removed.empty() ? ":" : ";", count_of(out->kept.size(), "build"),
+                          compile::size_text(out->kept_bytes));
     if (out->removed.empty() && out->kept.empty() && out->errors.empty())
       text +=
           ": it holds no build to remove (what it takes is roofline results, unfinished "

@@ -106,9 +106,30 @@ void look_at(cache_entry& e, std::time_t now) {
   }
 }
 
+/** Whether `e` stays whatever the policy: used within `keep_recent` of `now`, or busy. */
+[[nodiscard]] bool in_use(const cache_entry& e, std::time_t now, std::chrono::seconds keep_recent) {
+  return e.busy || now - e.last_used < keep_recent.count();
+}
+
 void add(cache_tally& t, std::uintmax_t bytes, std::size_t count = 1) {
   t.count += count;
   t.bytes += bytes;
+}
+
+/** What is at `p`, where a build of `part` goes (native/<key>/<variant>,
+ *  torch_extensions/<key>), into `inv`: a build folder, a folder under way or left behind (its
+ *  name starts with a dot), or anything else. */
+void take(cache_inventory& inv, const fs::path& p, cache_part part, std::time_t now) {
+  if (p.filename().string().starts_with(".")) {
+    add(inv.unfinished, disk_bytes(p));
+  } else if (facts(p).directory) {
+    cache_entry e{p, part, disk_bytes(p)};
+    look_at(e, now);
+    add(part == cache_part::native_build ? inv.native : inv.load_inline, e.bytes);
+    inv.builds.push_back(std::move(e));
+  } else {
+    add(inv.other, disk_bytes(p));
+  }
 }
 
 /** Folders of ended builds and removals under `root` (this host's and PID namespace's only:
@@ -117,14 +138,7 @@ std::size_t remove_leftovers(const fs::path& root) {
   const std::string owner = build_folder_owner();
   std::size_t n = 0;
   // Parts that are links (not kjudge's making) are left as they are, as the scan leaves them.
-  if (facts(root / "native").directory)
-    for (const fs::path& key : children(root / "native")) {
-      if (!facts(key).directory) continue;
-      n += remove_ended_folders(key, owner, ".build.");
-      n += remove_ended_folders(key, owner, ".prune.");
-      std::error_code ec;
-      fs::remove(key, ec);  // only if empty; a build that lost its key's folder makes it again
-    }
+  if (facts(root / "native").directory) n += remove_ended_builds_under(root / "native", owner);
   if (facts(root / "torch_extensions").directory)
     n += remove_ended_folders(root / "torch_extensions", owner, ".prune.");
   return n;
@@ -142,8 +156,7 @@ removal remove_build(const cache_entry& e, std::chrono::seconds keep_recent, std
   // build that stays is then this function's, not the whole prune's.
   cache_entry now_seen = e;
   look_at(now_seen, std::time(nullptr));
-  if (now_seen.busy || std::time(nullptr) - now_seen.last_used < keep_recent.count())
-    return removal::in_use;
+  if (in_use(now_seen, std::time(nullptr), keep_recent)) return removal::in_use;
   const fs::path aside = e.path.parent_path() / fmt::format(".prune.{}.{}", build_folder_owner(),
                                                             kj::unique_temp_suffix());
   if (::rename(e.path.c_str(), aside.c_str()) != 0) {
@@ -156,7 +169,7 @@ removal remove_build(const cache_entry& e, std::chrono::seconds keep_recent, std
   const std::time_t now = std::time(nullptr);
   look_at(moved, now);
   std::error_code ec;
-  if (moved.busy || now - moved.last_used < keep_recent.count()) {
+  if (in_use(moved, now, keep_recent)) {
     // Where another build of the key was filed in its place meanwhile, that one serves.
     if (::rename(aside.c_str(), e.path.c_str()) != 0) fs::remove_all(aside, ec);
     return removal::in_use;
@@ -183,6 +196,15 @@ removal remove_build(const cache_entry& e, std::chrono::seconds keep_recent, std
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
+}
+
+/** The factor of `unit` in `units`, or 0 where it is not there. */
+template <std::size_t N>
+[[nodiscard]] double factor_of(std::string_view unit,
+                               const std::pair<std::string_view, double> (&units)[N]) {
+  for (const auto& [name, factor] : units)
+    if (unit == name) return factor;
+  return 0;
 }
 
 /** A non-negative decimal number at the start of `text` ("12", "1.5"), and the rest after any
@@ -227,34 +249,12 @@ cache_inventory scan_cache(const fs::path& root) {
           continue;
         }
         add(inv.native, k.bytes, 0);
-        for (const fs::path& variant : children(key)) {
-          if (variant.filename().string().starts_with(".")) {
-            add(inv.unfinished, disk_bytes(variant));
-          } else if (facts(variant).directory) {
-            cache_entry e{variant, cache_part::native_build, disk_bytes(variant)};
-            look_at(e, now);
-            add(inv.native, e.bytes);
-            inv.builds.push_back(std::move(e));
-          } else {
-            add(inv.other, disk_bytes(variant));
-          }
-        }
+        for (const fs::path& variant : children(key))
+          take(inv, variant, cache_part::native_build, now);
       }
     } else if (name == "torch_extensions" && f.directory) {
       add(inv.load_inline, f.bytes, 0);
-      for (const fs::path& key : children(item)) {
-        const file_facts k = facts(key);
-        if (key.filename().string().starts_with(".")) {
-          add(inv.unfinished, disk_bytes(key));
-        } else if (k.directory) {
-          cache_entry e{key, cache_part::load_inline_build, disk_bytes(key)};
-          look_at(e, now);
-          add(inv.load_inline, e.bytes);
-          inv.builds.push_back(std::move(e));
-        } else {
-          add(inv.other, k.bytes);
-        }
-      }
+      for (const fs::path& key : children(item)) take(inv, key, cache_part::load_inline_build, now);
     } else if (name == "roofline" && f.directory) {
       add(inv.roofline, f.bytes, 0);
       for (const fs::path& file : children(item)) add(inv.roofline, disk_bytes(file));
@@ -285,8 +285,9 @@ prune_outcome prune_cache(const fs::path& root, const prune_policy& policy,
     const bool unused = policy.unused_for && now - e.last_used >= policy.unused_for->count();
     const bool over = policy.max_bytes && total > *policy.max_bytes;
     if (!policy.everything && !unused && !over) continue;
-    if (e.busy || now - e.last_used < policy.keep_recent.count()) {
+    if (in_use(e, now, policy.keep_recent)) {
       out.kept.push_back(e);
+      out.kept_bytes += e.bytes;
       continue;
     }
     if (policy.dry_run) {
@@ -305,6 +306,7 @@ prune_outcome prune_cache(const fs::path& root, const prune_policy& policy,
         break;
       case removal::in_use:
         out.kept.push_back(e);
+        out.kept_bytes += e.bytes;
         break;
       case removal::gone:
         total -= std::min(total, e.bytes);
@@ -331,14 +333,12 @@ std::optional<std::uintmax_t> parse_size(std::string_view text, std::string& why
     return std::nullopt;
   }
   const auto& [value, unit] = *parsed;
-  double multiplier = 0;
-  static constexpr std::pair<const char*, double> units[] = {
+  static constexpr std::pair<std::string_view, double> units[] = {
       {"", 1},       {"b", 1},        {"k", 0x1p10},   {"kib", 0x1p10}, {"kb", 1e3},
       {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6},     {"g", 0x1p30},   {"gib", 0x1p30},
       {"gb", 1e9},   {"t", 0x1p40},   {"tib", 0x1p40}, {"tb", 1e12},
   };
-  for (const auto& [name, factor] : units)
-    if (unit == name) multiplier = factor;
+  const double multiplier = factor_of(unit, units);
   if (multiplier == 0) {
     why = fmt::format(
         "'{}': unknown unit '{}' (B, K/KiB, M/MiB, G/GiB, T/TiB; KB, MB, GB, TB are "
@@ -357,13 +357,9 @@ std::optional<std::uintmax_t> parse_size(std::string_view text, std::string& why
 std::optional<std::chrono::seconds> parse_duration(std::string_view text, std::string& why) {
   const std::string t = lower_trimmed(text);
   const auto parsed = number_and_unit(t);
-  double multiplier = 0;
-  if (parsed) {
-    static constexpr std::pair<const char*, double> units[] = {
-        {"", 1}, {"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
-    for (const auto& [name, factor] : units)
-      if (parsed->second == name) multiplier = factor;
-  }
+  static constexpr std::pair<std::string_view, double> units[] = {
+      {"", 1}, {"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}, {"w", 604800}};
+  const double multiplier = parsed ? factor_of(parsed->second, units) : 0;
   if (multiplier == 0) {
     why = fmt::format("'{}' is not a duration (a number with s, m, h, d or w: 90s, 30m, 12h, 7d)",
                       text);
@@ -427,7 +423,7 @@ std::optional<prune_outcome> prune_if_over_limit(const fs::path& root) {
     const cache_inventory inv = scan_cache(root);
     if (inv.total_bytes <= *limit.bytes) return std::nullopt;
     prune_policy policy;
-    policy.max_bytes = *limit.bytes / 10 * 9;
+    policy.max_bytes = prune_target(*limit.bytes);
     prune_outcome out = prune_cache(root, policy, &inv);
     out.leftovers_removed = leftovers;
     return out;

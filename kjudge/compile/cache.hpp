@@ -85,6 +85,7 @@ struct prune_outcome {
   /** Builds the policy picked but that stay: used within keep_recent (now, or while this ran),
    *  or busy. */
   std::vector<cache_entry> kept;
+  std::uintmax_t kept_bytes = 0;  ///< of `kept`
   std::uintmax_t removed_bytes = 0;
   /** Folders of ended builds and removals taken away on the way (none with dry_run). */
   std::size_t leftovers_removed = 0;
@@ -128,6 +129,10 @@ struct cache_limit {
 };
 [[nodiscard]] cache_limit cache_limit_from_environment();
 inline constexpr std::uintmax_t default_cache_limit_bytes = std::uintmax_t{10} << 30;
+/** What a prune after an evaluation brings a cache over `limit` down to: 90% of it. */
+[[nodiscard]] constexpr std::uintmax_t prune_target(std::uintmax_t limit) noexcept {
+  return limit / 10 * 9;
+}
 
 /** After an evaluation: when the cache at `root` takes more than the limit, removes the builds
  *  used longest ago (none used in the last hour) until it takes at most 90% of it. Looks at most

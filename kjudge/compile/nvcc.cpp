@@ -678,6 +678,21 @@ std::size_t remove_ended_folders(const fs::path& dir, const std::string& owner,
   return removed;
 }
 
+std::size_t remove_ended_builds_under(const fs::path& native_root, const std::string& owner) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(native_root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_symlink(e2) || !it->is_directory(e2) ||
+        it->path().filename().string().starts_with("."))
+      continue;
+    removed += remove_ended_folders(it->path(), owner, ".build.");
+    removed += remove_ended_folders(it->path(), owner, ".prune.");
+    fs::remove(it->path(), e2);  // only if empty
+  }
+  return removed;
+}
+
 namespace {
 
 /** The start of the names of this user's builds in the temporary directory (unfiled_build()). */
@@ -705,20 +720,6 @@ namespace {
     return {};
   }
   return name;
-}
-
-/** remove_ended_folders() in every key's entry under `root`, and the entries it leaves empty: an
- *  unfiled build stays in its key's entry until its process has ended, and a key may never be
- *  built again (an agent's candidates differ from one call to the next). A build of another
- *  process that just made its key's entry and lost it here makes it again (build_native()). */
-void remove_dead_builds_under(const fs::path& root, const std::string& owner) {
-  std::error_code ec;
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code e2;
-    if (!it->is_directory(e2) || it->path().filename().string().starts_with(".")) continue;
-    remove_ended_folders(it->path(), owner, ".build.");
-    fs::remove(it->path(), e2);  // only if empty
-  }
 }
 
 [[nodiscard]] std::chrono::duration<double> since(steady::time_point start) {
@@ -919,7 +920,7 @@ build_result build_native(const nvcc_request& request) {
   // process, renamed into place once complete; what builds of processes of the same host and
   // namespace that have ended left (killed, or not filed), under any key, goes first.
   const std::string owner = build_folder_owner();
-  remove_dead_builds_under(cache_dir, owner);
+  remove_ended_builds_under(cache_dir, owner);
   fs::path build_entry = entry;  // the key's entry, where the build's folder is; none outside it
   fs::path work = entry / fmt::format(".build.{}.{}", owner, kj::unique_temp_suffix());
   // Another process's sweep may remove the key's entry between its creation and the folder's.

@@ -112,6 +112,15 @@ struct build_result {
 std::size_t remove_ended_folders(const std::filesystem::path& dir, const std::string& owner,
                                  std::string_view name_start);
 
+/** remove_ended_folders() of builds (".build.") and of cache prunes (".prune.") in every key's
+ *  entry under `native_root` (<cache>/native), and the entries that leaves empty: an unfiled
+ *  build stays in its key's entry until its process has ended, and a key may never be built
+ *  again (an agent's candidates differ from one call to the next). A build of another process
+ *  that just made its key's entry and lost it here makes it again (build_native()). Links are
+ *  not followed. Returns how many folders went. */
+std::size_t remove_ended_builds_under(const std::filesystem::path& native_root,
+                                      const std::string& owner);
+
 /** The user's cache root: $KJUDGE_CACHE_DIR, else $XDG_CACHE_HOME/kjudge, else ~/.cache/kjudge. */
 [[nodiscard]] std::filesystem::path default_cache_dir();
 

@@ -366,10 +366,11 @@ struct session::impl {
   /** The candidate runner's copy_last (make_target): its last call's outputs, on the host. */
   py::object audit_copier;
 
-  /** Algorithm R over the calls counted: the i-th is kept with chance slots/i, in a slot drawn
-   *  by the timing key (lane 3), so the kept calls are a uniform draw of the loop's, which the
-   *  candidate cannot foresee. The harness copies a drawn call's outputs to the host (its turn's
-   *  work); their bytes are copied here at once. */
+  /** Checks the harness's seal, then draws whether to keep the last call counted. Algorithm R
+   *  over the calls counted: the i-th is kept with chance slots/i, in a slot drawn by the timing
+   *  key (lane 3), so the kept calls are a uniform draw of the loop's, which the candidate
+   *  cannot foresee. The harness copies a drawn call's outputs to the host (its turn's work);
+   *  their bytes are copied here at once. The collector is off throughout. */
   void audit_consider();
   std::filesystem::path executable;  ///< the python3 it was started as
   environment_info env;
@@ -786,15 +787,11 @@ class python_target final : public measure::target {
 
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
-    {
-      // The candidate's last call is copied here, if drawn, at the first prepare() of either
-      // side after it, before any Python code runs: a finalizer of the candidate's, run by a
-      // collection in the reference's turn, wrote the right answer into its zeros (correct, 40
-      // of the loop's calls zeros) while the copy waited for the candidate's next prepare().
-      const gc_paused paused;
-      m_impl.check_sealed();
-      m_impl.audit_consider();
-    }
+    // The candidate's last call is copied here, if drawn, at the first prepare() of either
+    // side after it, before any Python code runs: a finalizer of the candidate's, run by a
+    // collection in the reference's turn, wrote the right answer into its zeros (correct, 40
+    // of the loop's calls zeros) while the copy waited for the candidate's next prepare().
+    m_impl.audit_consider();
     {
       const keyed_allowance allow({{sample_index, seed_lane}, {sample_index, factor_lane(m_side)}});
       guarded("preparing inputs for", [&] { m_prepare(sample_index, set_of(sample_index)); });
@@ -1039,6 +1036,10 @@ session::impl::kept_call session::impl::copy_of(const py::handle& described, std
 }
 
 void session::impl::audit_consider() {
+  // The harness's seal is checked before its code copies the call, and the collector stays
+  // off from there to the copy's end: a collection ran the candidate's code first (gc_paused).
+  const gc_paused paused;
+  check_sealed();
   if (!audits.ran || !audit_copier) return;
   const std::size_t sample = *std::exchange(audits.ran, std::nullopt);
   std::size_t slot = audits.kept.size();
@@ -1072,8 +1073,6 @@ void session::audit_begin() {
 
 std::size_t session::audit_end() {
   m_impl->audits.on = false;
-  const gc_paused paused;
-  m_impl->check_sealed();
   m_impl->audit_consider();  // the loop's last call, which no prepare() follows
   return m_impl->audits.kept.size();
 }
