@@ -951,9 +951,45 @@ class pipeline {
                               first ? "at the start of" : "during"));
   }
 
+  /** The most the timing waits for background CPU to go quiet (wait_for_quiet_background), and
+   *  the window it reads that CPU over. */
+  static constexpr double background_wait_max_s = 5.0;
+  static constexpr double background_wait_window_s = 0.2;
+
+  /** Before the timing: Python threads besides the worker's and the processes the worker
+   *  started (a torch.compile candidate's compile workers, which start in the background and
+   *  import torch) get up to background_wait_max_s to go quiet, so that their CPU does not run
+   *  beside either side's samples. A wait is said (info); what they use in the timing loop is
+   *  still booked to the sides' turns (python_threads_busy). */
+  void wait_for_quiet_background() {
+    m_events.phase("wait_background_cpu");
+    const auto w = m_session->background_quiet(background_wait_max_s, background_wait_window_s);
+    if (w.waited_s < 1.5 * background_wait_window_s) return;  // quiet in the first window
+    std::vector<std::string> named;
+    for (const auto& t : w.busy)
+      named.push_back(fmt::format("{} ({} {}): {:.2f} s", t.name, t.process ? "process" : "thread",
+                                  t.tid, t.cpu_s));
+    const std::string who = named.empty() ? std::string() : " (" + listed(named, 4, ", ") + ")";
+    if (w.quiet)
+      m_events.flag("waited_for_background_cpu", "info",
+                    fmt::format("Python threads and processes started from the worker were "
+                                "using the CPU when the timing was to start{}: kjudge waited "
+                                "{:.2f} s for them to go quiet, so that they do not run beside "
+                                "the samples",
+                                who, w.waited_s));
+    else
+      m_events.flag("waited_for_background_cpu", "info",
+                    fmt::format("Python threads and processes started from the worker were "
+                                "still using the CPU after kjudge waited {:.2f} s (at most {:.0f} "
+                                "s) before the timing{}; the timing went ahead, and the CPU they "
+                                "use during the reference's turns is judged (python_threads_busy)",
+                                w.waited_s, background_wait_max_s, who));
+  }
+
   void run_timing() {
     const bool gpu = m_job.device == "cuda";
     if (gpu) settle_gpu_turn("the timing");
+    wait_for_quiet_background();
     m_events.phase("timing_setup");
     auto opts = m_job.timing_options;
     opts.gpu = gpu;

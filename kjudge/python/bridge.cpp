@@ -1019,6 +1019,21 @@ thread_turns session::thread_turns_end() {
   });
 }
 
+background_wait session::background_quiet(double max_s, double window_s) {
+  return m_impl->call("background_quiet", [&] {
+    background_wait out;
+    const auto r = m_impl->harness.attr("background_quiet")(max_s, window_s).cast<py::tuple>();
+    out.waited_s = r[0].cast<double>();
+    out.quiet = r[1].cast<bool>();
+    for (const auto& item : r[2]) {
+      const auto t = item.cast<py::tuple>();
+      out.busy.push_back(
+          {utf8_text(t[0]), t[1].cast<long>(), t[2].cast<double>(), t[3].cast<bool>()});
+    }
+    return out;
+  });
+}
+
 session::impl::kept_call session::impl::copy_of(const py::handle& described, std::size_t sample) {
   kept_call c;
   c.sample = sample;

@@ -103,6 +103,14 @@ struct thread_turns {
   side_turns reference, candidate;
 };
 
+/** session::background_quiet's wait: how long, whether the threads and processes it watched
+ *  went quiet, and the CPU each that used any used over it. */
+struct background_wait {
+  double waited_s = 0.0;
+  bool quiet = true;
+  std::vector<thread_cpu> busy;
+};
+
 struct trial_inputs_info {
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<std::string> dtypes;
@@ -257,6 +265,10 @@ class session {
   void thread_turns_begin();
   /** What was booked since thread_turns_begin; the booking stops. */
   [[nodiscard]] thread_turns thread_turns_end();
+  /** Before the timing loop: waits, at most `max_s`, while the Python threads but the worker's
+   *  own and the processes the worker started use more than one clock tick of CPU in a window
+   *  of `window_s` (returns at once where there are none). */
+  [[nodiscard]] background_wait background_quiet(double max_s, double window_s);
   /** Starts keeping the outputs of some of a Python candidate's calls in the timing loop, drawn
    *  by the timing key; their copies are held here, out of Python's reach. audit_end() keeps
    *  the loop's last call if drawn, stops, and says how many were kept. */

@@ -1852,6 +1852,42 @@ def thread_turns_end():
     return out
 
 
+_sleep = time.sleep
+
+
+def background_quiet(max_s, window_s):
+    """Before the timing loop: waits while the Python threads besides this one, and the processes
+    the worker's threads started (_threads_cpu()'s), use more than one clock tick of CPU in a
+    window of window_s, for at most max_s (a torch.compile candidate's compile workers start in
+    the background and import torch: seconds of CPU that would run beside the samples). Returns
+    (seconds waited, whether they went quiet, [(name, native thread or process id, CPU seconds
+    used over the wait, whether it is a process)] of those that used any). With nothing to
+    watch, returns at once. time.sleep lets go of the GIL, so Python threads can finish."""
+    start = _monotonic()
+    first = before = _threads_cpu()
+    quiet = True
+    while before:
+        _sleep(window_s)
+        now = _threads_cpu()
+        used = 0.0
+        for key, (name, c, kind) in now.items():
+            d = c - before.get(key, (name, 0.0, kind))[1]
+            if d > 0:
+                used += d
+        before = now
+        if used <= 1.0 / _CLOCK_TICKS:
+            break
+        if _monotonic() - start >= max_s:
+            quiet = False
+            break
+    busy = []
+    for key, (name, c, kind) in before.items():
+        d = c - first.get(key, (name, 0.0, kind))[1]
+        if d > 0:
+            busy.append((name, key[0], d, kind == "process"))
+    return (_monotonic() - start, quiet, busy)
+
+
 def candidate_changes(after_timing):
     """[(text, by_torch)] of the candidate's changes to torch's state noted since the last call.
     after_timing: the timed samples are over (see _Reach.after_timing)."""
