@@ -958,13 +958,15 @@ class pipeline {
 
   /** Before the timing: Python threads besides the worker's and the processes the worker
    *  started (a torch.compile candidate's compile workers, which start in the background and
-   *  import torch) get up to background_wait_max_s to go quiet, so that their CPU does not run
-   *  beside either side's samples. A wait is said (info); what they use in the timing loop is
-   *  still booked to the sides' turns (python_threads_busy). */
+   *  import torch) get up to background_wait_max_s to go quiet, so that their start does not
+   *  run beside either side's samples. A wait is said (info); what they use in the timing loop
+   *  is still booked to the sides' turns (python_threads_busy). */
   void wait_for_quiet_background() {
     m_events.phase("wait_background_cpu");
-    const auto w = m_session->background_quiet(background_wait_max_s, background_wait_window_s);
-    if (w.waited_s < 1.5 * background_wait_window_s) return;  // quiet in the first window
+    auto w = m_session->background_quiet(background_wait_max_s, background_wait_window_s);
+    if (w.windows <= 1) return;  // nothing to watch, or quiet in the first window
+    std::sort(w.busy.begin(), w.busy.end(),
+              [](const auto& a, const auto& b) { return a.cpu_s > b.cpu_s; });
     std::vector<std::string> named;
     for (const auto& t : w.busy)
       named.push_back(fmt::format("{} ({} {}): {:.2f} s", t.name, t.process ? "process" : "thread",
@@ -974,22 +976,24 @@ class pipeline {
       m_events.flag("waited_for_background_cpu", "info",
                     fmt::format("Python threads and processes started from the worker were "
                                 "using the CPU when the timing was to start{}: kjudge waited "
-                                "{:.2f} s for them to go quiet, so that they do not run beside "
-                                "the samples",
+                                "{:.2f} s for them to go quiet before it began",
                                 who, w.waited_s));
     else
       m_events.flag("waited_for_background_cpu", "info",
                     fmt::format("Python threads and processes started from the worker were "
-                                "still using the CPU after kjudge waited {:.2f} s (at most {:.0f} "
-                                "s) before the timing{}; the timing went ahead, and the CPU they "
-                                "use during the reference's turns is judged (python_threads_busy)",
+                                "still using the CPU after kjudge waited {:.2f} s (at most about "
+                                "{:.0f} s) before the timing{}; the timing went ahead, and the "
+                                "CPU they use during the reference's turns is judged "
+                                "(python_threads_busy)",
                                 w.waited_s, background_wait_max_s, who));
   }
 
   void run_timing() {
     const bool gpu = m_job.device == "cuda";
-    if (gpu) settle_gpu_turn("the timing");
+    // The wait first: the GPU's turn is settled, and other programs looked for, right before
+    // the timing begins.
     wait_for_quiet_background();
+    if (gpu) settle_gpu_turn("the timing");
     m_events.phase("timing_setup");
     auto opts = m_job.timing_options;
     opts.gpu = gpu;

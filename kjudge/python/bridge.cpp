@@ -1023,9 +1023,10 @@ background_wait session::background_quiet(double max_s, double window_s) {
   return m_impl->call("background_quiet", [&] {
     background_wait out;
     const auto r = m_impl->harness.attr("background_quiet")(max_s, window_s).cast<py::tuple>();
-    out.waited_s = r[0].cast<double>();
-    out.quiet = r[1].cast<bool>();
-    for (const auto& item : r[2]) {
+    out.windows = r[0].cast<int>();
+    out.waited_s = r[1].cast<double>();
+    out.quiet = r[2].cast<bool>();
+    for (const auto& item : r[3]) {
       const auto t = item.cast<py::tuple>();
       out.busy.push_back(
           {utf8_text(t[0]), t[1].cast<long>(), t[2].cast<double>(), t[3].cast<bool>()});

@@ -103,9 +103,11 @@ struct thread_turns {
   side_turns reference, candidate;
 };
 
-/** session::background_quiet's wait: how long, whether the threads and processes it watched
- *  went quiet, and the CPU each that used any used over it. */
+/** session::background_quiet's wait: how many windows and how long, whether the threads and
+ *  processes it watched went quiet, and the CPU each that used any used over it (those that
+ *  ended during it too). */
 struct background_wait {
+  int windows = 0;  ///< windows read (0: nothing to watch; 1: quiet in the first)
   double waited_s = 0.0;
   bool quiet = true;
   std::vector<thread_cpu> busy;

@@ -1860,32 +1860,35 @@ def background_quiet(max_s, window_s):
     the worker's threads started (_threads_cpu()'s), use more than one clock tick of CPU in a
     window of window_s, for at most max_s (a torch.compile candidate's compile workers start in
     the background and import torch: seconds of CPU that would run beside the samples). Returns
-    (seconds waited, whether they went quiet, [(name, native thread or process id, CPU seconds
-    used over the wait, whether it is a process)] of those that used any). With nothing to
-    watch, returns at once. time.sleep lets go of the GIL, so Python threads can finish."""
+    (windows waited, seconds waited, whether they went quiet, [(name, native thread or process
+    id, CPU seconds used over the wait, whether it is a process)] of those that used any, those
+    that ended during it included). With nothing to watch, returns at once (0 windows).
+    time.sleep lets go of the GIL, so Python threads can finish."""
     start = _monotonic()
-    first = before = _threads_cpu()
+    before = _threads_cpu()
+    used_by = {}  # key: [name, CPU seconds over the wait, kind]
+    windows = 0
     quiet = True
     while before:
         _sleep(window_s)
+        windows += 1
         now = _threads_cpu()
         used = 0.0
         for key, (name, c, kind) in now.items():
             d = c - before.get(key, (name, 0.0, kind))[1]
             if d > 0:
                 used += d
+                entry = used_by.setdefault(key, [name, 0.0, kind])
+                entry[1] += d
         before = now
-        if used <= 1.0 / _CLOCK_TICKS:
+        # CPU times are whole clock ticks (as floats of seconds): at most one tick is quiet.
+        if used * _CLOCK_TICKS < 1.5:
             break
         if _monotonic() - start >= max_s:
             quiet = False
             break
-    busy = []
-    for key, (name, c, kind) in before.items():
-        d = c - first.get(key, (name, 0.0, kind))[1]
-        if d > 0:
-            busy.append((name, key[0], d, kind == "process"))
-    return (_monotonic() - start, quiet, busy)
+    busy = [(name, key[0], c, kind == "process") for key, (name, c, kind) in used_by.items()]
+    return (windows, _monotonic() - start, quiet, busy)
 
 
 def candidate_changes(after_timing):
