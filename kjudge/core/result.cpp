@@ -269,11 +269,11 @@ void from_json(const nlohmann::json& j, figure& v) {
 void to_json(nlohmann::json& j, const side_result& v) {
   j = nlohmann::json::object();
   NLOHMANN_JSON_PASTE(KJ_PUT, name, device, stream, host_wall, host_sync_detected, warmup_runs,
-                      warmup_first_call_ms, spent_s, input_sets)
+                      warmup_first_call_ms, spent_s, checks_s, input_sets)
 }
 void from_json(const nlohmann::json& j, side_result& v) {
   NLOHMANN_JSON_PASTE(KJ_GET, name, device, stream, host_wall, host_sync_detected, warmup_runs,
-                      warmup_first_call_ms, spent_s, input_sets)
+                      warmup_first_call_ms, spent_s, checks_s, input_sets)
 }
 
 void to_json(nlohmann::json& j, const comparison& v) {

@@ -214,6 +214,7 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_
   for (auto side : {&measure::comparison::reference, &measure::comparison::candidate}) {
     measure::side_result& s = out.*side;
     s.spent_s = 0;
+    s.checks_s = 0;
     for (auto fig : {&measure::side_result::device, &measure::side_result::stream,
                      &measure::side_result::host_wall}) {
       std::vector<const figure*> figs;
@@ -222,6 +223,7 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_
     }
     for (const auto& r : runs) {
       s.spent_s += ((*r.timing).*side).spent_s;
+      s.checks_s += ((*r.timing).*side).checks_s;
       s.host_sync_detected = s.host_sync_detected || ((*r.timing).*side).host_sync_detected;
     }
   }

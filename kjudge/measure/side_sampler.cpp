@@ -337,6 +337,7 @@ void side_sampler::prime() {
 }
 
 round_samples side_sampler::take_round() {
+  (void)m_target.take_check_seconds();  // checks outside the rounds (the warm-up's) count nowhere
   const auto t_start = clock::now();
   round_samples r;
   if (m_turns.last_side != this) prime();
@@ -357,7 +358,9 @@ round_samples side_sampler::take_round() {
   // of three and two of six (and with two samples a round, after host-sync detection, half of an
   // even number of sets).
   m_next_input = next_round_start(first, m_next_input - first, rotated_sets());
-  m_spent += since(t_start) - m_lost_to_timeouts;
+  const seconds checks{m_target.take_check_seconds()};
+  m_checks += checks;
+  m_spent += since(t_start) - m_lost_to_timeouts - checks;
   m_lost_to_timeouts = seconds{0.0};
   return r;
 }
@@ -382,6 +385,7 @@ void side_sampler::finish(const std::string& stopped_by) {
   for (figure* f : {&m_result.device, &m_result.stream, &m_result.host_wall})
     finish_figure(*f, m_options, stopped_by, rotated_sets());
   m_result.spent_s = m_spent.count();
+  m_result.checks_s = m_checks.count();
 }
 
 }  // namespace kj::measure::detail

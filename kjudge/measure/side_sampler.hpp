@@ -83,7 +83,7 @@ class side_sampler {
   void warm_up();
   /** prime()s when the other side ran the last forward; then takes one sample of every enabled
    *  figure. Adds the round's wall time to spent(), less a device sample's whose blocking kernel
-   *  timed out (at most two a side). */
+   *  timed out (at most two a side) and the target's checks (target::take_check_seconds). */
   [[nodiscard]] round_samples take_round();
   /** Appends a round's samples to the figures. */
   void keep(const round_samples& r);
@@ -143,6 +143,8 @@ class side_sampler {
   int m_blocking_timeouts = 0;
   /** The time this round's timed-out device sample took: not counted in m_spent. */
   seconds m_lost_to_timeouts{0.0};
+  /** kjudge's checks inside the rounds (target::take_check_seconds): not counted in m_spent. */
+  seconds m_checks{0.0};
 };
 
 }  // namespace kj::measure::detail

@@ -40,6 +40,11 @@ class target {
     return sets == 0 ? 0 : sample_index % sets;
   }
   [[nodiscard]] virtual std::string name() const = 0;
+  /** Seconds this target's calls spent on kjudge's own checks since the last call of this
+   *  (a Python candidate's audit: the copy of a drawn call's outputs, made in the next
+   *  prepare() of either side). The engine leaves them out of the side's budget, as it does
+   *  a device sample that timed out: they are not the side's sampling. */
+  [[nodiscard]] virtual double take_check_seconds() { return 0.0; }
 };
 
 }  // namespace kj::measure

@@ -124,6 +124,9 @@ struct side_result {
   std::size_t warmup_runs = 0;
   double warmup_first_call_ms = 0;  ///< the first call of the warm-up (of this timing run)
   double spent_s = 0;               ///< wall time spent measuring this side
+  /** kjudge's checks inside this side's rounds (target::take_check_seconds), left out of
+   *  spent_s. */
+  double checks_s = 0;
   std::size_t input_sets = 0;
 };
 

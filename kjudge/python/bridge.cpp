@@ -791,7 +791,10 @@ class python_target final : public measure::target {
     // side after it, before any Python code runs: a finalizer of the candidate's, run by a
     // collection in the reference's turn, wrote the right answer into its zeros (correct, 40
     // of the loop's calls zeros) while the copy waited for the candidate's next prepare().
+    // Its time is kjudge's, not this side's sampling (take_check_seconds).
+    const auto check_start = std::chrono::steady_clock::now();
     m_impl.audit_consider();
+    m_check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start);
     {
       const keyed_allowance allow({{sample_index, seed_lane}, {sample_index, factor_lane(m_side)}});
       guarded("preparing inputs for", [&] { m_prepare(sample_index, set_of(sample_index)); });
@@ -848,6 +851,7 @@ class python_target final : public measure::target {
   [[nodiscard]] std::string name() const override {
     return m_side == side::reference ? "reference" : "candidate";
   }
+  double take_check_seconds() override { return std::exchange(m_check_s, {}).count(); }
 
  private:
   template <class F>
@@ -875,6 +879,7 @@ class python_target final : public measure::target {
   session::impl& m_impl;
   session::impl::audit_state* m_audits;   ///< the candidate's, counted; nullptr for the reference
   std::optional<std::size_t> m_prepared;  ///< the number prepare() made current, until used
+  std::chrono::duration<double> m_check_s{0.0};  ///< audit copies since take_check_seconds()
   py::object m_prepare, m_run, m_capture, m_run_graph, m_drop;
   std::optional<cuda::stream> m_capture_stream;
 };

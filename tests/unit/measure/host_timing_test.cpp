@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kjudge/core/error.hpp>
@@ -215,6 +216,41 @@ TEST(timing_host, budget_stops_a_noisy_target_and_marks_it_noisy) {
   // The loop stops once one side has spent its budget.
   EXPECT_GT(std::max(c.reference.spent_s, c.candidate.spent_s), 0.1);
   EXPECT_LT(took.count(), 1.0);
+}
+
+/** A target whose every prepare() spends 5 ms on kjudge's checks (as an audit's copy of a large
+ *  output does) and says so. */
+class checked_target : public host_target {
+ public:
+  using host_target::host_target;
+  void prepare(std::size_t i) override {
+    host_target::prepare(i);
+    const auto start = steady::now();
+    busy_wait(kj::microseconds(5000.0));
+    m_check_s += kj::seconds(steady::now() - start).count();
+  }
+  double take_check_seconds() override { return std::exchange(m_check_s, 0.0); }
+
+ private:
+  double m_check_s = 0.0;
+};
+
+TEST(timing_host, checks_inside_the_rounds_count_in_no_budget) {
+  // A round: the side's opening prepare() and forward (prime), then the sample's: two 1 ms
+  // forwards and 10 ms of checks. Counted in the budget, 0.1 s took at most 10 rounds a side;
+  // left out, the budget buys the forwards' time (28 or more rounds on a loaded machine).
+  checked_target ref("checked-ref", kj::microseconds(1000.0));
+  checked_target cand("checked-cand", kj::microseconds(1000.0));
+  kj::measure::timing_options o = cpu_options();
+  o.budget_per_side = kj::seconds(0.1);
+  o.target_rse_pct = 0.0;  // never met: the budget stops the loop
+  const kj::measure::comparison c = kj::measure::time_pair(ref, cand, nullptr, no_device, o);
+  EXPECT_EQ(c.stopped_by, "budget");
+  for (const kj::measure::side_result* s : {&c.reference, &c.candidate}) {
+    EXPECT_GE(s->host_wall.summary.n, 16u) << s->name;
+    EXPECT_GE(s->checks_s, 0.005 * static_cast<double>(s->host_wall.summary.n)) << s->name;
+    EXPECT_LT(s->spent_s, 0.2) << s->name;
+  }
 }
 
 TEST(timing_host, sets_that_differ_keep_the_figure_noisy_and_the_note_says_why) {
