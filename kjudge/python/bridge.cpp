@@ -363,6 +363,8 @@ struct session::impl {
 
   /** A kept_call of the host copies the harness described (a list of _describe dicts). */
   static kept_call copy_of(const py::handle& described, std::size_t sample);
+  /** copy_of into `c`, whose outputs' buffers take the new bytes where they are large enough. */
+  static void copy_into(kept_call& c, const py::handle& described, std::size_t sample);
   /** The candidate runner's copy_last (make_target): its last call's outputs, on the host. */
   py::object audit_copier;
 
@@ -1042,18 +1044,30 @@ background_wait session::background_quiet(double max_s, double window_s) {
 
 session::impl::kept_call session::impl::copy_of(const py::handle& described, std::size_t sample) {
   kept_call c;
+  copy_into(c, described, sample);
+  return c;
+}
+
+void session::impl::copy_into(kept_call& c, const py::handle& described, std::size_t sample) {
   c.sample = sample;
+  c.why.clear();
+  std::vector<kept_call::output> old = std::move(c.outputs);
+  c.outputs.clear();
+  std::size_t i = 0;
   for (const auto& d : described) {
     const tensor_view v = to_view(d, error_kind::candidate, true);
-    kept_call::output o{d["dtype"].cast<std::string>(), v.shape, {}};
+    kept_call::output o{d["dtype"].cast<std::string>(), v.shape,
+                        i < old.size() ? std::move(old[i].bytes) : std::vector<std::byte>{}};
+    ++i;
     if (v.unsupported_dtype.empty() && v.numel() > 0) {
       const std::size_t n = v.numel() * element_size(v.type);
       const auto* p = static_cast<const std::byte*>(v.data);
-      o.bytes.assign(p, p + n);
+      o.bytes.assign(p, p + n);  // within the capacity it had: no new pages
+    } else {
+      o.bytes.clear();
     }
     c.outputs.push_back(std::move(o));
   }
-  return c;
 }
 
 void session::impl::audit_consider() {
@@ -1068,10 +1082,15 @@ void session::impl::audit_consider() {
     slot = keyed_hash(g_keyed.key, sample, audit_lane) % audits.eligible;
     if (slot >= audits.slots) return;
   }
-  kept_call c;
+  // A replaced slot's buffers take the new copy (no fresh pages to fault in).
+  kept_call c = slot < audits.kept.size() ? std::move(audits.kept[slot]) : kept_call{};
   try {
     const py::tuple t = audit_copier();  // (hosts, their descriptions, why)
-    c = t[1].is_none() ? kept_call{sample, utf8_text(t[2]), {}} : copy_of(t[1], sample);
+    if (t[1].is_none()) {
+      c = kept_call{sample, utf8_text(t[2]), {}};
+    } else {
+      copy_into(c, t[1], sample);
+    }
   } catch (py::error_already_set& e) {
     if (e.matches(problem_error)) throw kj::error(error_kind::problem, message_of(e));
     KJ_THROW(error_kind::candidate,

@@ -1611,6 +1611,17 @@ class ModelNew(nn.Module):
                              quick);
   EXPECT_EQ(imag.exit_code, 0) << imag.output;
   EXPECT_EQ(imag.result["status"], "correct");
+  // And timed: the audits' copies of its calls (made by kjudge's C++ straight from a plain CPU
+  // output's memory, one copy instead of two) resolve the negative bit as the trials' do.
+  const auto imag_timed = run_eval(q, write_case("imag.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.complex(torch.zeros_like(x), x).sum().conj().imag
+)"),
+                                   timed);
+  EXPECT_EQ(imag_timed.exit_code, 0) << imag_timed.output;
+  EXPECT_EQ(imag_timed.result["status"], "correct") << imag_timed.result["flags"].dump(1);
 }
 
 TEST(JudgementCpu, AnInputThatIsNoTensorOrNumberAndATextToleranceAreTheProblems) {
