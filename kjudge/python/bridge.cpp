@@ -1060,6 +1060,11 @@ void session::impl::copy_into(kept_call& c, const py::handle& described, std::si
                         i < old.size() ? std::move(old[i].bytes) : std::vector<std::byte>{}};
     ++i;
     if (v.unsupported_dtype.empty() && v.numel() > 0) {
+      if (v.data == nullptr)
+        KJ_THROW(error_kind::candidate,
+                 "an output of the candidate's call ({} elements) has no memory to copy for an "
+                 "audit",
+                 v.numel());
       const std::size_t n = v.numel() * element_size(v.type);
       const auto* p = static_cast<const std::byte*>(v.data);
       o.bytes.assign(p, p + n);  // within the capacity it had: no new pages

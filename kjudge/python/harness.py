@@ -809,11 +809,14 @@ def _normalise(out, who, error_type):
 
 
 def _describe(t, name=""):
+    """What kjudge's C++ reads a tensor by, through torch's C base class and builtins bound at
+    load: an audit's copy runs while the candidate's own bindings are in force (its turn's), and
+    a rebound Tensor.data_ptr or builtins.int ran its code in the copy."""
     return {
-        "data": int(t.data_ptr()),
-        "dtype": str(t.dtype).replace("torch.", ""),
-        "shape": list(t.shape),
-        "strides": list(t.stride()),
+        "data": _int(_data_ptr(t)),
+        "dtype": _str(_dtype_of(t)).replace("torch.", ""),
+        "shape": _list(_size(t)),
+        "strides": _list(_stride(t)),
         "name": name,
     }
 
@@ -836,7 +839,10 @@ def _host_at_once(t):
     if (_device_of(t).type == "cpu" and _layout_of(t) == _strided and not _is_quantized(t)
             and not _is_meta(t) and not _is_nested(t) and _is_contiguous(t)
             and not _is_neg(t) and not _is_conj(t)
-            and (_is_zerotensor is None or not _is_zerotensor(t))):
+            and (_is_zerotensor is None or not _is_zerotensor(t))
+            # Its storage holds every byte C++ reads (a storage the candidate shrank does not).
+            and _storage_nbytes(_storage_of(t))
+            >= (_offset_of(t) + _numel(t)) * _element_size(t)):
         return _detach(t)
     return _host(t)
 
@@ -956,10 +962,12 @@ _cuda_synchronize, _empty = torch.cuda.synchronize, torch.empty
 _copy_of, _layout_of, _strided = _TensorBase.clone, _TensorBase.layout.__get__, torch.strided
 _is_quantized, _is_meta = _TensorBase.is_quantized.__get__, _TensorBase.is_meta.__get__
 _is_nested = _TensorBase.is_nested.__get__
-# _host_at_once's.
+# _host_at_once's, and _describe's int.
 _is_contiguous, _is_neg, _is_conj = (_TensorBase.is_contiguous, _TensorBase.is_neg,
                                      _TensorBase.is_conj)
 _is_zerotensor = getattr(_TensorBase, "_is_zerotensor", None)
+_element_size, _storage_nbytes = _TensorBase.element_size, torch.UntypedStorage.nbytes
+_int = int
 # Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
 # mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
 _grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled

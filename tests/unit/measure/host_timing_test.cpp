@@ -236,8 +236,9 @@ class checked_target : public host_target {
 };
 
 TEST(timing_host, checks_inside_the_rounds_count_in_no_budget) {
-  // A round: the side's opening prepare() and forward (prime), then the sample's: two 1 ms
-  // forwards and 10 ms of checks. Counted in the budget, 0.1 s took at most 10 rounds a side;
+  // A round: the sample's prepare() and forward and, where the other side ran last (every other
+  // round: the sides alternate their order), an opening prepare() and forward (prime): 1-2 ms
+  // of forwards, 5-10 ms of checks. Counted in the budget, 0.1 s took at most 10 rounds a side;
   // left out, the budget buys the forwards' time (28 or more rounds on a loaded machine).
   checked_target ref("checked-ref", kj::microseconds(1000.0));
   checked_target cand("checked-cand", kj::microseconds(1000.0));
