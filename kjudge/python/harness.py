@@ -769,13 +769,15 @@ def _as_tensor_input(x):
 def _number(v, who, error_type):
     """A Python number output as a 0-dim tensor of its kind: bool, int64 (compared exactly, as
     integer outputs are) or float64 (an int that int64 does not hold is `who`'s error)."""
-    dtype = torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int) else \
-        torch.float64
+    # Through torch and builtins as bound at load: an audit's copy of a call that returned a
+    # number runs while the candidate's bindings (a rebound torch.tensor) are in force.
+    dtype = _bool_dtype if _isinstance(v, _bool) else _int64 if _isinstance(v, _int) else \
+        _float64
     try:
-        return torch.tensor(v, dtype=dtype)
+        return _make_tensor(v, dtype=dtype)
     except (OverflowError, RuntimeError, ValueError) as exc:
         raise error_type("%s returned a Python %s that no %s holds (%s)"
-                         % (who, type(v).__name__, str(dtype).replace("torch.", ""),
+                         % (who, _type(v).__name__, _str(dtype).replace("torch.", ""),
                             _first_line(exc)))
 
 
@@ -968,6 +970,8 @@ _is_contiguous, _is_neg, _is_conj = (_TensorBase.is_contiguous, _TensorBase.is_n
 _is_zerotensor = getattr(_TensorBase, "_is_zerotensor", None)
 _element_size, _storage_nbytes = _TensorBase.element_size, torch.UntypedStorage.nbytes
 _int = int
+# _number's.
+_make_tensor, _bool_dtype, _float64, _bool = torch.tensor, torch.bool, torch.float64, bool
 # Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
 # mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
 _grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
