@@ -1602,24 +1602,18 @@ def get_inputs():
 def get_init_inputs():
     return []
 )");
-  const auto imag = run_eval(q, write_case("imag.py", R"(import torch
+  const auto imag_py = write_case("imag.py", R"(import torch
 import torch.nn as nn
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.complex(torch.zeros_like(x), x).sum().conj().imag
-)"),
-                             quick);
+)");
+  const auto imag = run_eval(q, imag_py, quick);
   EXPECT_EQ(imag.exit_code, 0) << imag.output;
   EXPECT_EQ(imag.result["status"], "correct");
   // And timed: the audits' copies of its calls (made by kjudge's C++ straight from a plain CPU
   // output's memory, one copy instead of two) resolve the negative bit as the trials' do.
-  const auto imag_timed = run_eval(q, write_case("imag.py", R"(import torch
-import torch.nn as nn
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return torch.complex(torch.zeros_like(x), x).sum().conj().imag
-)"),
-                                   timed);
+  const auto imag_timed = run_eval(q, imag_py, timed);
   EXPECT_EQ(imag_timed.exit_code, 0) << imag_timed.output;
   EXPECT_EQ(imag_timed.result["status"], "correct") << imag_timed.result["flags"].dump(1);
 }
