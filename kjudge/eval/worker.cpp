@@ -968,9 +968,7 @@ class pipeline {
     std::sort(w.busy.begin(), w.busy.end(),
               [](const auto& a, const auto& b) { return a.cpu_s > b.cpu_s; });
     std::vector<std::string> named;
-    for (const auto& t : w.busy)
-      named.push_back(fmt::format("{} ({} {}): {:.2f} s", t.name, t.process ? "process" : "thread",
-                                  t.tid, t.cpu_s));
+    for (const auto& t : w.busy) named.push_back(thread_text(t));
     const std::string who = named.empty() ? std::string() : " (" + listed(named, 4, ", ") + ")";
     if (w.quiet)
       m_events.flag("waited_for_background_cpu", "info",
@@ -1091,14 +1089,19 @@ class pipeline {
    *  wall for the same matmul on the CPU. CPU used during the candidate's own turns (a pool that
    *  works for its forwards) competes only with the candidate and is left alone. The device
    *  figure, GPU time, stands either way. */
+  /** "name (process 123): 0.36 s": a thread or process and the CPU it used. */
+  static std::string thread_text(const python::thread_cpu& t) {
+    return fmt::format("{} ({} {}): {:.2f} s", t.name, t.process ? "process" : "thread", t.tid,
+                       t.cpu_s);
+  }
+
   static std::string busy_threads(const python::thread_turns& turns) {
     const auto& ref = turns.reference;
     double total = 0.0;
     std::vector<std::string> named;
     for (const auto& t : ref.threads) {
       total += t.cpu_s;
-      named.push_back(fmt::format("{} ({} {}): {:.2f} s", t.name, t.process ? "process" : "thread",
-                                  t.tid, t.cpu_s));
+      named.push_back(thread_text(t));
     }
     if (total < std::max(0.02, 0.02 * ref.wall_s)) return "";
     return fmt::format(

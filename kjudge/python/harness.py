@@ -1844,17 +1844,26 @@ def thread_turns_begin():
                   used={"reference": {}, "candidate": {}})
 
 
+def _book_cpu(before, now, used):
+    """Adds each thread's or process's CPU between two _threads_cpu() readings to `used` (the
+    same keys: (name, CPU seconds, kind)); one that started between them counts from 0.
+    Returns the CPU seconds added."""
+    total = 0.0
+    for key, (name, c, kind) in now.items():
+        d = c - before.get(key, (name, 0.0, kind))[1]
+        if d > 0:
+            total += d
+            used[key] = (name, used.get(key, (name, 0.0, kind))[1] + d, kind)
+    return total
+
+
 def _close_turn():
     """Books the time and the threads' CPU since the last switch to the side whose turn it was."""
     now, cpu = _monotonic(), _threads_cpu()
     side = _turns["side"]
     if side is not None:
         _turns["wall"][side] += now - _turns["at"]
-        used = _turns["used"][side]
-        for key, (name, c, kind) in cpu.items():
-            d = c - _turns["cpu"].get(key, (name, 0.0, kind))[1]
-            if d > 0:
-                used[key] = (name, used.get(key, (name, 0.0, kind))[1] + d, kind)
+        _book_cpu(_turns["cpu"], cpu, _turns["used"][side])
     _turns["at"], _turns["cpu"] = now, cpu
 
 
@@ -1895,20 +1904,14 @@ def background_quiet(max_s, window_s):
     time.sleep lets go of the GIL, so Python threads can finish."""
     start = _monotonic()
     before = _threads_cpu()
-    used_by = {}  # key: [name, CPU seconds over the wait, kind]
+    used_by = {}  # over the whole wait, as _book_cpu keeps it
     windows = 0
     quiet = True
     while before:
         _sleep(window_s)
         windows += 1
         now = _threads_cpu()
-        used = 0.0
-        for key, (name, c, kind) in now.items():
-            d = c - before.get(key, (name, 0.0, kind))[1]
-            if d > 0:
-                used += d
-                entry = used_by.setdefault(key, [name, 0.0, kind])
-                entry[1] += d
+        used = _book_cpu(before, now, used_by)
         before = now
         # CPU times are whole clock ticks (as floats of seconds): at most one tick is quiet.
         if used * _CLOCK_TICKS < 1.5:
