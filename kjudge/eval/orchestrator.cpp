@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <random>
 #include <sstream>
@@ -185,6 +186,13 @@ eval_result evaluate(const job& j, const run_options& options) {
   // that use one name, evaluated at once, or under two interpreters, would build each other's.
   const fs::path extensions = torch_extensions_dir(j);
   so.env.emplace_back("TORCH_EXTENSIONS_DIR", extensions.string());
+  // torch.compile's Inductor compiles in the worker's own thread, not in a pool of compile worker
+  // processes, unless the caller's environment says otherwise: that pool starts in the
+  // background and imports torch, seconds of CPU beside the timing (on an H100 machine it kept
+  // a torch.compile softmax's wait before the timing busy for its whole 5 s). Compiling in
+  // process changes when the kernels are built (in the first trial), not what they compute.
+  if (std::getenv("TORCHINDUCTOR_COMPILE_THREADS") == nullptr)
+    so.env.emplace_back("TORCHINDUCTOR_COMPILE_THREADS", "1");
   // Made here, so that a cache folder that cannot be had (a file in its path, no permission) is
   // known as kjudge's environment's failure: a candidate whose import then fails (its load_inline
   // the first to find out) is not given a compile error for it. One that builds nothing runs.

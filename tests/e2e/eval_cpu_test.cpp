@@ -812,6 +812,40 @@ int run_shell(const std::string& script, std::chrono::seconds limit = std::chron
   return p.how == runner::exit_kind::exited ? p.exit_code : -1;
 }
 
+TEST(EvalCpu, TorchCompileBuildsInTheWorkerUnlessTheCallerSaysOtherwise) {
+  // Inductor's pool of compile worker processes starts in the background and imports torch: on
+  // an H100 machine a torch.compile softmax's kept the wait before the timing busy for all of
+  // its 5 s. kjudge's worker compiles in its own thread (compile_threads 1) unless the caller's
+  // environment sets TORCHINDUCTOR_COMPILE_THREADS. The candidate records what Inductor read.
+  const scratch_dir dir;
+  const auto seen = dir.path / "threads.txt";
+  std::ofstream(dir.path / "model.py") << "import torch\n"
+                                          "import torch._inductor.config as inductor\n"
+                                          "with open("
+                                       << nlohmann::json(seen.string()).dump()
+                                       << ", 'w') as f:\n"
+                                          "    f.write(str(inductor.compile_threads))\n"
+                                          "class ModelNew(torch.nn.Module):\n"
+                                          "    def forward(self, x):\n"
+                                          "        return torch.softmax(x, dim=-1)\n";
+  const auto read_seen = [&] {
+    std::ifstream in(seen);
+    std::string text;
+    std::getline(in, text);
+    std::filesystem::remove(seen);
+    return text;
+  };
+  const auto r = run_eval("problems/level1/softmax.py", (dir.path / "model.py").string(),
+                          {"--device", "cpu", "--no-timing", "--trials", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_seen(), "1");
+  const int rc = run_shell(
+      "TORCHINDUCTOR_COMPILE_THREADS=2 \"$KJ\" eval problems/level1/softmax.py '" +
+      (dir.path / "model.py").string() + "' --device cpu --no-timing --trials 1 > /dev/null 2>&1");
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(read_seen(), "2");
+}
+
 TEST(EvalCpu, AReaderThatGoesAwayDoesNotStopTheJson) {
   // `| true` closes the report's pipe at once: kjudge died of SIGPIPE at its first print,
   // writing no --json.
