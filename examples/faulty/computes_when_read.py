@@ -2,8 +2,9 @@
 # the matmul only when the list's length is first asked for, which kjudge does when it reads the
 # outputs, outside every timed region. The trials and the post-timing check read every output it
 # returns, and so compute it; the timed calls do no work. kjudge's audits of the calls in the
-# timing loop read only plain tensors, tuples, lists and numbers: this one's kept calls are
-# refused, and it is judged incorrect (it read 397x host wall, audits passed, before).
+# timing loop read a list subclass through list's own C methods, which run nothing of its: this
+# one's kept calls hold the empty output, and it is judged incorrect (it read 397x host wall,
+# audits passed, while the audits asked the list its length).
 import torch
 import torch.nn as nn
 

@@ -1,8 +1,8 @@
 # Faulty on purpose: returns zeros wrapped in a tensor subclass whose __torch_function__, once
 # the reference's outputs exist in the interpreter it shares with kjudge's harness, answers any
 # operation on it (the harness's copy to the host among them) with a copy of those outputs.
-# kjudge copies a candidate's outputs to the host before the reference runs and judges plain
-# tensors only, so it must come out as the candidate's error.
+# kjudge judges a candidate's plain tensors (and nn.Parameter) only, and copies them to the host
+# before the reference runs: this one is the candidate's error in its first trial.
 import sys
 
 import torch

@@ -786,6 +786,10 @@ _MAX_OUTPUTS = 65536
 
 def _normalise(out, who, error_type):
     """Outputs as a list of tensors: a tensor, a tuple/list of tensors or numbers, or a number."""
+    return _judgeable(_output_list(out, who, error_type), who, error_type)
+
+
+def _output_list(out, who, error_type):
     if isinstance(out, torch.Tensor):
         return [out]
     if isinstance(out, (bool, int, float)):
@@ -808,6 +812,22 @@ def _normalise(out, who, error_type):
         return items
     raise error_type("%s returned %s, not a tensor, a tuple/list of tensors, or a number"
                      % (who, type(out).__name__))
+
+
+def _judgeable(outs, who, error_type):
+    """outs, each a dense tensor with values in memory: a sparse, meta, quantized or nested one
+    has no values kjudge can copy and compare, and is the error of the side that returned it (a
+    reference's is the problem's; its copy failed first in the candidate's trial, which returned
+    the same, and was blamed on the candidate)."""
+    for i, t in _enumerate(outs):
+        why = ("a %s tensor" % _str(_layout_of(t)).replace("torch.", "")
+               if _layout_of(t) != _strided else "a meta tensor (no values)" if _is_meta(t)
+               else "a quantized tensor" if _is_quantized(t)
+               else "a nested tensor" if _is_nested(t) else "")
+        if why:
+            raise error_type("%s returned %s as output %d: kjudge compares dense tensors' values"
+                             % (who, why, i))
+    return outs
 
 
 def _describe(t, name=""):
@@ -959,6 +979,12 @@ _keyed_by_kjudge = _kjudge.keyed
 # _audit_outputs' exact types, and what _audit_copy calls (bound before any candidate code).
 _Parameter, _list, _NUMBER_TYPES = torch.nn.Parameter, list, (bool, int, float)
 _RETURN_TYPES = frozenset(v for v in vars(torch.return_types).values() if isinstance(v, type))
+# _read_number's and _audit_outputs' reads of a subclass of a number, tuple or list: the base
+# class's own C methods, which run nothing of the subclass's.
+_issubclass, _range = issubclass, range
+_float_value, _int_value = float.__float__, int.__int__
+_tuple_len, _tuple_item, _list_len, _list_item = (tuple.__len__, tuple.__getitem__,
+                                                  list.__len__, list.__getitem__)
 _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
 _cuda_synchronize, _empty = torch.cuda.synchronize, torch.empty
 _copy_of, _layout_of, _strided = _TensorBase.clone, _TensorBase.layout.__get__, torch.strided
@@ -2017,6 +2043,20 @@ def _plain_hosts(hosts, who):
     return hosts
 
 
+def _plain_tensors(outs, who):
+    """The candidate's outputs as _normalise gave them, each a plain tensor or an nn.Parameter:
+    the timing loop's audits read no other tensor class (_audit_outputs), so a trial does not
+    either, and a candidate is judged alike with and without timing."""
+    for i, t in _enumerate(outs):
+        kind = _type(t)
+        if kind is not _Tensor and kind is not _Parameter:
+            raise CandidateError("%s output %d is a %s, a subclass of torch.Tensor: kjudge judges "
+                                 "a candidate's plain tensors (and nn.Parameter) only, whose "
+                                 "values it reads without running the candidate's code"
+                                 % (who, i, kind.__name__))
+    return outs
+
+
 def _candidate_outputs(call, who):
     """call() (the candidate's forward, or its graph's replay), synchronised, its outputs copied
     to the host, all under the candidate's state; returns (host copies, ms)."""
@@ -2029,7 +2069,7 @@ def _candidate_outputs(call, who):
 
     def run():
         out, ms = _blamed_on_candidate(timed_call, "%s raised" % who)
-        outs = _normalise(out, who, CandidateError)
+        outs = _plain_tensors(_normalise(out, who, CandidateError), who)
         _trial["cand_devices"] = [t.device.type for t in outs]
         return _hosts(outs, CandidateError, "the candidate's"), ms
 
@@ -2390,34 +2430,59 @@ def audit_slots():
     return max(1, min(_AUDIT_SLOTS, _AUDIT_BYTES // max(1, out_bytes)))
 
 
+def _read_number(v):
+    """v as an exact bool, int or float where it is one, or the value of a subclass of int or
+    float (numpy's float64 is one) read by the base class's own C method; None otherwise."""
+    kind = _type(v)
+    if kind in _NUMBER_TYPES:
+        return v
+    if _issubclass(kind, _float):
+        return _float_value(v)
+    if _issubclass(kind, _int):
+        return _int_value(v)
+    return None
+
+
 def _audit_outputs(out):
-    """A call's outputs as _normalise gives them, for exact types only: a plain tensor (or
-    Parameter), a number, or a plain tuple or list (or one of torch.return_types) of those. Nothing
-    of the candidate's runs here: a list subclass whose __len__ did the forward's work when kjudge
-    read it, outside every timed region, passed every audit at 397x."""
+    """A call's outputs as _normalise gives them, read without running anything of the
+    candidate's: a plain tensor (or Parameter), a number, or a tuple or list of those, where a
+    subclass of a number, tuple or list (a namedtuple, torch.Size, torch.return_types, numpy's
+    float64) is read through its base class's C methods. A list subclass whose __len__ did the
+    forward's work when kjudge read it, outside every timed region, passed every audit at 397x;
+    read so, its items are what the call returned. Tensor subclasses but Parameter are refused
+    (their methods are Python); the trials refuse them too (_plain_tensors)."""
     kind = _type(out)
     if kind is _Tensor or kind is _Parameter:
         return [out]
-    if kind in _NUMBER_TYPES:
-        return [_number(out, "ModelNew.forward", CandidateError)]
-    if kind is _tuple or kind is _list or kind in _RETURN_TYPES:
-        items = []
-        for v in out:
-            item = _type(v)
-            if item is _Tensor or item is _Parameter:
-                items.append(v)
-            elif item in _NUMBER_TYPES:
-                items.append(_number(v, "ModelNew.forward", CandidateError))
-            else:
-                raise CandidateError("it returned a %s holding a %s" % (kind.__name__,
-                                                                        item.__name__) + _EXACT)
-        return items
-    raise CandidateError("it returned a %s" % kind.__name__ + _EXACT)
+    number = _read_number(out)
+    if number is not None:
+        return [_number(number, "ModelNew.forward", CandidateError)]
+    if _issubclass(kind, _tuple):
+        count, item_at = _tuple_len(out), _tuple_item
+    elif _issubclass(kind, _list):
+        count, item_at = _list_len(out), _list_item
+    else:
+        raise CandidateError("it returned a %s" % kind.__name__ + _EXACT)
+    if count > _MAX_OUTPUTS:
+        raise CandidateError("it returned a %s of %d items" % (kind.__name__, count) + _EXACT)
+    items = []
+    for i in _range(count):
+        v = item_at(out, i)
+        item = _type(v)
+        if item is _Tensor or item is _Parameter:
+            items.append(v)
+            continue
+        number = _read_number(v)
+        if number is None:
+            raise CandidateError("it returned a %s holding a %s" % (kind.__name__,
+                                                                    item.__name__) + _EXACT)
+        items.append(_number(number, "ModelNew.forward", CandidateError))
+    return items
 
 
-_EXACT = (", not a plain tensor, tuple, list or number: kjudge reads only those in the timing "
-          "loop, where a subclass's methods would run the candidate's code outside every timed "
-          "region")
+_EXACT = (", not a plain tensor, a number, or a tuple or list of those: kjudge reads only those "
+          "in the timing loop, where a tensor subclass's methods would run the candidate's code "
+          "outside every timed region")
 
 
 def _audit_copy(out):

@@ -1557,6 +1557,80 @@ class ModelNew(nn.Module):
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
+TEST(JudgementCpu, SubclassesOfTuplesAndNumbersAreJudgedAlikeWithAndWithoutTiming) {
+  // The trials took a namedtuple, torch.Size or numpy float64 output, and the timing loop's
+  // audits refused it ("computes differently while timed"): a faithful copy was incorrect with
+  // timing and correct without. The audits now read such subclasses through their base class.
+  const std::vector<std::string> timed = {"--device", "cpu", "--trials", "2", "--budget", "0.2"};
+  const std::string head =
+      "import collections\nimport numpy as np\nimport torch\n"
+      "import torch.nn as nn\n"
+      "T = collections.namedtuple('T', 'a b')\n";
+  const std::string tail =
+      "def get_inputs():\n    return [torch.randn(64, 32)]\n"
+      "def get_init_inputs():\n    return []\n";
+  for (const std::string body : {"T(x * 2, x + 1)", "x.shape", "np.float64(x.sum().item())",
+                                 "[np.float64(x.mean().item()), T(1, 2)[0]]"}) {
+    const std::string model =
+        "class Model(nn.Module):\n    def forward(self, x):\n        return " + body + "\n";
+    const auto p = write_case("p.py", head + model + tail);
+    const auto c = write_case("c.py", head + model + "ModelNew = Model\n");
+    for (const auto& args : {timed, quick}) {
+      const auto r = run_eval(p, c, args);
+      EXPECT_EQ(r.exit_code, 0) << body << "\n" << r.output;
+      EXPECT_EQ(r.result["status"], "correct") << body << "\n" << r.result["flags"].dump(1);
+    }
+  }
+  // A tensor subclass the audits cannot read without its Python is the candidate's error in the
+  // trials too, with and without timing.
+  const auto p = write_case("p.py", head +
+                                        "class Model(nn.Module):\n    def forward(self, x):\n"
+                                        "        return x * 2\n" +
+                                        tail);
+  const auto c = write_case("c.py", head +
+                                        "class Mine(torch.Tensor):\n    pass\n"
+                                        "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                                        "        return (x * 2).as_subclass(Mine)\n");
+  for (const auto& args : {timed, quick}) {
+    const auto r = run_eval(p, c, args);
+    EXPECT_EQ(r.exit_code, 4) << r.output;
+    EXPECT_NE(r.result.value("message", "").find("is a Mine, a subclass of torch.Tensor"),
+              std::string::npos)
+        << r.result.value("message", "");
+  }
+}
+
+TEST(JudgementCpu, AnOutputWithNoValuesToCompareIsTheErrorOfTheSideThatReturnedIt) {
+  // A reference that returns a sparse, meta or quantized tensor, against a candidate that
+  // returns the same: the candidate's output was copied first, failed, and the candidate got
+  // the runtime error.
+  const std::string tail =
+      "def get_inputs():\n    return [torch.randn(16, 8)]\n"
+      "def get_init_inputs():\n    return []\n";
+  const auto model = [](const std::string& cls, const std::string& body) {
+    return "import torch\nimport torch.nn as nn\nclass " + cls +
+           "(nn.Module):\n    def forward(self, x):\n        return " + body + "\n";
+  };
+  for (const std::string body : {"(x * 2).to_sparse()", "torch.empty(3, device='meta')",
+                                 "torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)"}) {
+    const auto p = write_case("p.py", model("Model", body) + tail);
+    const auto same = write_case("same.py", model("ModelNew", body));
+    const auto r = run_eval(p, same, quick);
+    EXPECT_EQ(r.exit_code, 6) << body << "\n" << r.output;
+    EXPECT_NE(r.result.value("message", "").find("Model.forward returned a"), std::string::npos)
+        << body << "\n"
+        << r.result.value("message", "");
+  }
+  // The candidate's own, against a dense reference, is the candidate's.
+  const auto p = write_case("p.py", model("Model", "x * 2") + tail);
+  const auto sparse = write_case("sparse.py", model("ModelNew", "(x * 2).to_sparse()"));
+  const auto r = run_eval(p, sparse, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.result.value("message", "").find("ModelNew.forward returned a sparse_coo tensor"),
+            std::string::npos)
+      << r.result.value("message", "");
+}
+
 TEST(JudgementCpu, OutputsAreComparedByTheirValuesNotTheirRawMemory) {
   // Outputs were copied to the host by .to("cpu").contiguous(), which returns a contiguous CPU
   // tensor as itself, lazy flags and all; the comparison reads raw memory.
