@@ -21,6 +21,7 @@
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/core/result.hpp>
 #include <kjudge/core/sha256.hpp>
+#include <kjudge/core/text.hpp>
 #include <kjudge/eval/combine.hpp>
 #include <kjudge/eval/job.hpp>
 #include <kjudge/eval/orchestrator.hpp>
@@ -357,7 +358,10 @@ std::optional<profile::profile_report> read_baseline(const std::string& path,
   return report;
 }
 
-void print(const std::string& text) {
+/** The report on standard output, shown rather than acted on by a terminal (terminal_safe): it
+ *  carries the candidate's output, messages and names. */
+void print(const std::string& report) {
+  const std::string text = terminal_safe(report);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 }

@@ -26,4 +26,62 @@ std::string figure_beside(double value, double beside) {
   return text;
 }
 
+namespace {
+
+/** The length of the UTF-8 sequence at `i` (2-4), 0 where it is not a well-formed one (a stray
+ *  continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short). */
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = at(i);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // overlong
+    if (c == 0xed) hi = 0x9f;  // surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;  // overlong
+    if (c == 0xf4) hi = 0x8f;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+        out += fmt::format("\\x{:02x}", c);
+      else
+        out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_length(text, i);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    } else if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {  // C1: U+0080-9F
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+      i += 2;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 }  // namespace kj

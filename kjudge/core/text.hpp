@@ -18,4 +18,11 @@ namespace kj {
  *  read "at 0.5% (target 0.5%)", as if it had met it. */
 [[nodiscard]] std::string figure_beside(double value, double beside);
 
+/** `text` as a terminal shows it without acting on it: control characters (C0 but newline and
+ *  tab, DEL, and C1 as UTF-8) and bytes that are not UTF-8 as a backslash, "x" and two hex
+ *  digits (a C1 character: "u" and four). A candidate's output and error messages reach the report:
+ * its escape sequences could move the cursor and rewrite the verdict on the screen, a carriage
+ * return overwrite it. */
+[[nodiscard]] std::string terminal_safe(std::string_view text);
+
 }  // namespace kj

@@ -152,6 +152,7 @@ std::string sample(const std::vector<side_sampler*>& sides, detail::clock_monito
     }
     if (max_samples_reached(sides, o)) return "max-samples";
     if (budget_spent(sides, o)) return "budget";
+    if (o.deadline && std::chrono::steady_clock::now() >= *o.deadline) return "time-limit";
   }
 }
 
@@ -175,6 +176,7 @@ comparison time_pair(target& reference, target& candidate, void* stream, const d
   // One side's budget stops both (the rounds stay interleaved): a noisy figure of the side whose
   // budget was left says whose ran out.
   const auto stopped_for = [&](const side_sampler& s, const char* other) {
+    if (out.stopped_by == "time-limit") return std::string("the evaluation's time limit");
     if (out.stopped_by != "budget" || s.spent() > options.budget_per_side) return out.stopped_by;
     return fmt::format("the {}'s budget", other);
   };

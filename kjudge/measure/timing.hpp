@@ -6,6 +6,7 @@
  *  microseconds.
  */
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -26,6 +27,10 @@ enum class figure_kind { device, stream, host_wall };
 struct timing_options {
   /** Wall-clock budget per side; the loop stops when a side's spent time passes it. */
   seconds budget_per_side{1.0};
+  /** When set, the loop also stops at this time (stopped_by "time-limit"), whatever the budget
+   *  left: `kjudge eval` sets it from what its --timeout leaves, so that a budget longer than
+   *  the evaluation may take ends in figures, not in a timed-out evaluation. */
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   std::size_t min_samples = 20;
   std::size_t max_samples = 100000;
   /** Stop once every enabled figure of both sides has a relative standard error of its median
@@ -156,7 +161,7 @@ struct comparison {
   clock_record clocks;
   bool interleaved = true;
   std::size_t l2_flush_bytes = 0;  ///< 0 when warm
-  std::string stopped_by;          ///< "noise-target", "budget", "max-samples"
+  std::string stopped_by;          ///< "noise-target", "budget", "max-samples", "time-limit"
   /** Worker processes whose samples are pooled here (`--processes`; eval::combine_runs). */
   std::size_t processes = 1;
 };

@@ -407,12 +407,17 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   // Nothing of a Python candidate's is copied per set.
   EXPECT_TRUE(ip.result["options"]["timing_inputs"]["native_buffers_per_set"].is_null())
       << ip.result["options"].dump();
-  // Its outputs are copied to the host before the reference runs: nothing for its tensor
-  // subclass to hand over then, so its zeros are compared.
+  // Its outputs are a tensor subclass, which kjudge does not judge (its Python would run when
+  // read): the candidate's error in its first trial. (Before, they were copied to the host
+  // before the reference ran, nothing for the subclass to hand over then, and its zeros were
+  // compared: incorrect.)
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/subclass_output.py", cpu_fast);
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_EQ(r.result["status"], "incorrect");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error");
+  EXPECT_NE(r.result["message"].get<std::string>().find("a subclass of torch.Tensor"),
+            std::string::npos)
+      << r.result["message"];
   EXPECT_EQ(r.result["correctness"]["trials_passed"], 0);
 }
 
@@ -485,14 +490,15 @@ TEST(EvalCpu, AForwardThatWorksOnlyWhereItGuessesItIsNotTimedIsCaught) {
   }
 }
 
-TEST(EvalCpu, AnOutputThatComputesWhenReadIsRefusedInTheTimingLoop) {
+TEST(EvalCpu, AnOutputThatComputesWhenReadIsCaughtInTheTimingLoop) {
   // A list subclass that runs the matmul when kjudge asks its length: correct at 397x, every
-  // audit passed (reading it did the work). The audits read exact types only.
+  // audit passed (reading it did the work). The audits read a list subclass through list's own
+  // C methods: the kept calls hold the output as the call returned it, empty.
   const auto r =
       run_eval("problems/level1/matmul.py", "examples/faulty/computes_when_read.py", cpu_fast);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.result["status"], "incorrect");
-  EXPECT_NE(flag_message(r.result, "timing_outputs_differ").find("_FilledWhenRead"),
+  EXPECT_NE(flag_message(r.result, "timing_outputs_differ").find("in the timing loop"),
             std::string::npos)
       << r.result["flags"].dump(1);
 }
@@ -565,6 +571,24 @@ TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   EXPECT_EQ(pooled.result["status"], "correct") << pooled.output;
   EXPECT_FALSE(has_flag(pooled.result, "python_threads_busy")) << pooled.result["flags"].dump(1);
   EXPECT_TRUE(pooled.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+}
+
+TEST(EvalCpu, ABudgetLongerThanTheTimeoutEndsInFiguresNotATimeout) {
+  // --budget 100 --timeout 10 on a softmax ended timed out during 'timing'. The loop now ends by
+  // half of what --timeout leaves (the target error is out of reach, so that only it ends).
+  const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+                          {"--device", "cpu", "--trials", "1", "--budget", "100", "--target-rse",
+                           "0.0001", "--timeout", "20"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.result.is_object()) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.value("message", "");
+  EXPECT_EQ(r.result["timing"]["stopped_by"], "time-limit");
+  EXPECT_LT(r.result["wall_s"].get<double>(), 20.0);
+  const auto& wall = r.result["timing"]["candidate"]["host_wall"];
+  EXPECT_GE(wall["n"].get<int>(), 20) << wall.dump();
+  EXPECT_NE(wall.value("note", "").find("stopped by the evaluation's time limit"),
+            std::string::npos)
+      << wall.value("note", "");
 }
 
 TEST(EvalCpu, HangBecomesATimeout) {
@@ -844,6 +868,29 @@ TEST(EvalCpu, TorchCompileBuildsInTheWorkerUnlessTheCallerSaysOtherwise) {
       (dir.path / "model.py").string() + "' --device cpu --no-timing --trials 1 > /dev/null 2>&1");
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(read_seen(), "2");
+}
+
+TEST(EvalCpu, TheCandidatesControlCharactersReachTheTerminalShownNotActedOn) {
+  // Its output and its error's text are in the report: an escape sequence cleared the screen
+  // or coloured it, a carriage return wrote over the line, NUL and BEL went through.
+  const scratch_dir dir;
+  std::ofstream(dir.path / "model.py")
+      << "import sys\n"
+         "import torch\n"
+         "sys.stdout.write('\\x1b[2J\\rcleared\\x07\\x00\\n')\n"
+         "class ModelNew(torch.nn.Module):\n"
+         "    def forward(self, x):\n"
+         "        raise RuntimeError('\\x1b[31mred\\x1b[0m \\xc2\\x9b')\n";
+  const auto r = run_eval("problems/level1/softmax.py", (dir.path / "model.py").string(),
+                          {"--device", "cpu", "--no-timing", "--trials", "1"});
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  for (const char c : {'\x1b', '\r', '\x07', '\0'})
+    EXPECT_EQ(r.output.find(c), std::string::npos) << static_cast<int>(c) << "\n" << r.output;
+  EXPECT_NE(r.output.find("\\x1b[2J\\x0dcleared\\x07\\x00"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\\x1b[31mred\\x1b[0m"), std::string::npos) << r.output;
+  // The JSON keeps the text as it was.
+  EXPECT_NE(r.result.value("message", "").find("\x1b[31mred"), std::string::npos)
+      << r.result.value("message", "");
 }
 
 TEST(EvalCpu, AReaderThatGoesAwayDoesNotStopTheJson) {

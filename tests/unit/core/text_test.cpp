@@ -16,3 +16,23 @@ TEST(text, listed_names_the_first_and_counts_the_rest) {
   EXPECT_EQ(kj::listed({"a", "b", "c"}, 3, "; "), "a; b; c");
   EXPECT_EQ(kj::listed({"a", "b", "c", "d", "e"}, 2, ", "), "a, b, and 3 more");
 }
+
+TEST(text, terminal_safe_text_shows_control_characters_instead_of_acting_on_them) {
+  using kj::terminal_safe;
+  EXPECT_EQ(terminal_safe("plain text, tabs\tand\nnewlines"), "plain text, tabs\tand\nnewlines");
+  EXPECT_EQ(terminal_safe("\x1b[31mred\x07"), "\\x1b[31mred\\x07");
+  EXPECT_EQ(terminal_safe(std::string("a\0b\rc\x7f", 6)), "a\\x00b\\x0dc\\x7f");
+  // UTF-8 stays; C1 controls in UTF-8 (U+009B, CSI) and bytes that are not UTF-8 do not.
+  EXPECT_EQ(terminal_safe("µs – ✓ 😀"), "µs – ✓ 😀");
+  EXPECT_EQ(terminal_safe("\xc2\x9b"
+                          "2J"),
+            "\\u009b2J");
+  EXPECT_EQ(terminal_safe("bin\xff\xfe end"), "bin\\xff\\xfe end");
+  EXPECT_EQ(terminal_safe("\x9b"
+                          "2J"),
+            "\\x9b2J");                                         // a stray continuation byte
+  EXPECT_EQ(terminal_safe("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
+  EXPECT_EQ(terminal_safe("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(terminal_safe("cut \xe2\x9c"), "cut \\xe2\\x9c");   // cut short
+  EXPECT_EQ(terminal_safe("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
+}
