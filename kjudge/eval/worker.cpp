@@ -610,6 +610,9 @@ class pipeline {
     t.reference_ms = out.reference_ms;
     t.candidate_ms = m_job.kind == candidate_kind::native ? native_ms : out.candidate_ms;
     t.passed = compare_outputs(out, t.outputs, t.error);
+    if (kind != "stress")
+      for (const auto& o : t.outputs)
+        if (o.shape_ok()) m_values_compared += o.abs_err_count;
     note_output_flags(t);
     m_events.send({{"trial", t}});
     return t.passed;
@@ -717,6 +720,7 @@ class pipeline {
   /** All correctness trials; false when the evaluation ended (incorrect or candidate error). */
   bool run_trials() {
     m_seen_outputs.clear();
+    m_values_compared = 0;
     int passed = 0;
     try {
       for (int i = 0; i < m_job.trials; ++i)
@@ -767,6 +771,11 @@ class pipeline {
                         "repeated the nominal shapes");
       }
       note_candidate_changes(false);
+      if (passed == m_job.trials && held_out && m_values_compared == 0)
+        m_events.flag("nothing_compared", "warning",
+                      "the trials compared no values: every output was empty, or NaN or Inf "
+                      "where the reference's was, so the candidate passed without a number "
+                      "being checked (look at the problem's outputs)");
       if (passed < m_job.trials) {
         std::vector<std::string> also;
         if (!held_out) also.emplace_back("the held-out trial");
@@ -1411,6 +1420,9 @@ class pipeline {
     double reference_sum = 0, reference_abs_sum = 0;
   };
   std::vector<std::vector<seen_output>> m_seen_outputs;  ///< by output index
+  /** Output elements finite on both sides (or integer) that the nominal and held-out trials
+   *  compared: 0 where every output was empty, or NaN or Inf where the reference's was. */
+  std::uint64_t m_values_compared = 0;
   bool m_stress_scaled = false;  ///< a stress trial drew a size that its scale changed
   double m_stress_bytes = 0;     ///< one copy of the stress inputs, estimated (stress_too_large)
   bool m_candidate_ran = false;

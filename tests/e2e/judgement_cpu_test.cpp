@@ -1631,6 +1631,32 @@ TEST(JudgementCpu, AnOutputWithNoValuesToCompareIsTheErrorOfTheSideThatReturnedI
       << r.result.value("message", "");
 }
 
+TEST(JudgementCpu, ACorrectVerdictThatComparedNoValueSaysSo) {
+  // An empty output, or one of NaN, against a candidate that returns the same: correct, every
+  // error n/a, and nothing said.
+  const std::string tail =
+      "def get_inputs():\n    return [torch.randn(16, 8)]\n"
+      "def get_init_inputs():\n    return []\n";
+  const auto model = [](const std::string& cls, const std::string& body) {
+    return "import torch\nimport torch.nn as nn\nclass " + cls +
+           "(nn.Module):\n    def forward(self, x):\n        return " + body + "\n";
+  };
+  for (const std::string body : {"x[:0] * 2", "x / 0 * 0", "(x[:0], x.sum() / 0 * 0)"}) {
+    const auto p = write_case("p.py", model("Model", body) + tail);
+    const auto c = write_case("c.py", model("ModelNew", body));
+    const auto r = run_eval(p, c, quick);
+    EXPECT_EQ(r.exit_code, 0) << body << "\n" << r.output;
+    EXPECT_TRUE(has_flag(r.result, "nothing_compared")) << body << "\n"
+                                                        << r.result["flags"].dump(1);
+  }
+  // One finite value compared is enough.
+  const auto p = write_case("p.py", model("Model", "(x[:0], x.sum())") + tail);
+  const auto c = write_case("c.py", model("ModelNew", "(x[:0], x.sum())"));
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has_flag(r.result, "nothing_compared")) << r.result["flags"].dump(1);
+}
+
 TEST(JudgementCpu, OutputsAreComparedByTheirValuesNotTheirRawMemory) {
   // Outputs were copied to the host by .to("cpu").contiguous(), which returns a contiguous CPU
   // tensor as itself, lazy flags and all; the comparison reads raw memory.
