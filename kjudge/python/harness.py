@@ -425,7 +425,8 @@ def _copy_weights(ref, cand):
     one (no condition of the match: a candidate may compute such a value itself). Returns (the
     least certain method that any pair needed: "by_name", "by_value" (nothing needed copying:
     the seed built the same values), "by_order", "by_shape"; "partial", "seed_only"; "none" for
-    a reference without a state_dict, the names of the reference's parameters left unpaired)."""
+    a reference without a state_dict, or with buffers alone of which the candidate keeps none;
+    the names of the reference's parameters left unpaired)."""
     with torch.no_grad():
         cand_buffers = dict(cand.named_buffers())
         for name, buf in _non_persistent_buffers(ref).items():
@@ -505,6 +506,10 @@ def _copy_weights(ref, cand):
             mine = next((c for c in others if fits(c, v)), None)
             if mine is not None:
                 take(mine, v, "by_order")
+        if not pairs and not methods:
+            # No parameter to pair, and the candidate keeps none of the reference's buffers:
+            # nothing copied (it read by_name).
+            return copy("none")
         return copy(next((how for how in ("by_shape", "by_order", "by_value") if how in methods),
                          "by_name"))
 

@@ -305,6 +305,34 @@ class ModelNew(nn.Module):
           << f.dump();
     }
   EXPECT_TRUE(flagged) << o.result["flags"].dump(1);
+
+  // A reference of buffers alone, none of which the candidate keeps: nothing copied, which read
+  // by_name.
+  const auto buffers = write_case("buffers.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer('b', torch.randn(32))
+    def forward(self, x):
+        return x * self.b
+def get_inputs():
+    return [torch.randn(64, 32)]
+def get_init_inputs():
+    return []
+)");
+  const auto plain = write_case("plain.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.zeros(32)
+    def forward(self, x):
+        return x * self.scale
+)");
+  const auto b = run_eval(buffers, plain, quick);
+  EXPECT_EQ(b.exit_code, 1) << b.output;
+  EXPECT_EQ(b.result["correctness"]["weight_copy"], "none") << b.output;
 }
 
 TEST(JudgementCpu, AModuleWithExtraStateIsJudged) {
