@@ -655,17 +655,17 @@ def _input_list(got, what, flat=True):
     escape the copies and checks each input gets. Either is the problem's error. Constructor
     arguments may nest (layer sizes as a list, as in KernelBench's level 3)."""
     if not isinstance(got, (list, tuple)):
-        raise ProblemError("%s returned a %s, not a list or tuple of inputs"
-                           % (what, type(got).__name__))
+        raise ProblemError("%s returned %s, not a list or tuple of inputs"
+                           % (what, _a(type(got).__name__)))
     for i, x in enumerate(got if flat else ()):
         if isinstance(x, (list, tuple, dict, set)):
-            raise ProblemError("%s item %d is a %s: kjudge passes tensors and Python numbers, "
-                               "not containers of them" % (what, i, type(x).__name__))
+            raise ProblemError("%s item %d is %s: kjudge passes tensors and Python numbers, "
+                               "not containers of them" % (what, i, _a(type(x).__name__)))
         if not isinstance(x, (torch.Tensor, bool, int, float)):
             # A NumPy array, a string, None: nothing kjudge can copy, compare or pass to a
             # native candidate (an array used to fail inside the reproducibility check).
-            raise ProblemError("%s item %d is a %s: kjudge passes tensors and Python numbers "
-                               "(bool, int, float)" % (what, i, type(x).__name__))
+            raise ProblemError("%s item %d is %s: kjudge passes tensors and Python numbers "
+                               "(bool, int, float)" % (what, i, _a(type(x).__name__)))
         if isinstance(x, torch.Tensor) and (x.layout != torch.strided or x.is_nested):
             # A sparse or nested tensor: torch cannot compare or copy it the way every input is
             # (the reproducibility check's torch.equal raised, an internal error).
@@ -771,6 +771,11 @@ def _as_tensor_input(x):
     raise ProblemError("input of type %s cannot be passed to a native candidate" % type(x).__name__)
 
 
+def _a(name):
+    """A type's name with its article: "an int", "a list"."""
+    return ("an " if name[:1].lower() in "aeiou" else "a ") + name
+
+
 def _number(v, who, error_type):
     """A Python number output as a 0-dim tensor of its kind: bool, int64 (compared exactly, as
     integer outputs are) or float64 (an int that int64 does not hold is `who`'s error)."""
@@ -803,8 +808,8 @@ def _output_list(out, who, error_type):
         if len(out) > _MAX_OUTPUTS:
             # Each becomes a tensor, is described to C++ and compared: a million numbers took
             # seconds a call, and the evaluation ended timed out instead of judged.
-            raise error_type("%s returned a %s of %d items; kjudge compares at most %d outputs"
-                             % (who, type(out).__name__, len(out), _MAX_OUTPUTS))
+            raise error_type("%s returned %s of %d items; kjudge compares at most %d outputs"
+                             % (who, _a(type(out).__name__), len(out), _MAX_OUTPUTS))
         items = []
         for i, v in enumerate(out):
             if isinstance(v, torch.Tensor):
@@ -812,8 +817,8 @@ def _output_list(out, who, error_type):
             elif isinstance(v, (bool, int, float)):
                 items.append(_number(v, who, error_type))
             else:
-                raise error_type("%s returned a %s whose item %d is a %s, not a tensor or number"
-                                 % (who, type(out).__name__, i, type(v).__name__))
+                raise error_type("%s returned %s whose item %d is %s, not a tensor or number"
+                                 % (who, _a(type(out).__name__), i, _a(type(v).__name__)))
         return items
     raise error_type("%s returned %s, not a tensor, a tuple/list of tensors, or a number"
                      % (who, type(out).__name__))
@@ -1222,7 +1227,7 @@ def _show(v):
     try:
         return _describe_value(v)
     except Exception:  # a candidate's object whose repr or attributes raise
-        return "(a %s)" % type(v).__name__
+        return "(%s)" % _a(type(v).__name__)
 
 
 def _describe_value(v):
@@ -2041,8 +2046,8 @@ def _plain_hosts(hosts, who):
     memory (a subclass's methods would be the candidate's code running after the reference)."""
     for i, h in enumerate(hosts):
         if type(h) is not torch.Tensor:
-            raise CandidateError("%s output %d came back as a %s, not a plain torch.Tensor: "
-                                 "kjudge judges plain tensors" % (who, i, type(h).__name__))
+            raise CandidateError("%s output %d came back as %s, not a plain torch.Tensor: "
+                                 "kjudge judges plain tensors" % (who, i, _a(type(h).__name__)))
         if h.device.type != "cpu":
             raise CandidateError("%s output %d was not copied to the host" % (who, i))
     return hosts
@@ -2055,10 +2060,10 @@ def _plain_tensors(outs, who):
     for i, t in _enumerate(outs):
         kind = _type(t)
         if kind is not _Tensor and kind is not _Parameter:
-            raise CandidateError("%s output %d is a %s, a subclass of torch.Tensor: kjudge judges "
+            raise CandidateError("%s output %d is %s, a subclass of torch.Tensor: kjudge judges "
                                  "a candidate's plain tensors (and nn.Parameter) only, whose "
                                  "values it reads without running the candidate's code"
-                                 % (who, i, kind.__name__))
+                                 % (who, i, _a(kind.__name__)))
     return outs
 
 
@@ -2467,9 +2472,9 @@ def _audit_outputs(out):
     elif _issubclass(kind, _list):
         count, item_at = _list_len(out), _list_item
     else:
-        raise CandidateError("it returned a %s" % kind.__name__ + _EXACT)
+        raise CandidateError("it returned %s" % _a(kind.__name__) + _EXACT)
     if count > _MAX_OUTPUTS:
-        raise CandidateError("it returned a %s of %d items" % (kind.__name__, count) + _EXACT)
+        raise CandidateError("it returned %s of %d items" % (_a(kind.__name__), count) + _EXACT)
     items = []
     for i in _range(count):
         v = item_at(out, i)
@@ -2479,8 +2484,8 @@ def _audit_outputs(out):
             continue
         number = _read_number(v)
         if number is None:
-            raise CandidateError("it returned a %s holding a %s" % (kind.__name__,
-                                                                    item.__name__) + _EXACT)
+            raise CandidateError("it returned %s holding %s" % (_a(kind.__name__),
+                                                                _a(item.__name__)) + _EXACT)
         items.append(_number(number, "ModelNew.forward", CandidateError))
     return items
 
