@@ -211,7 +211,13 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
             if (py::isinstance<py::bool_>(n) || !PyIndex_Check(n.ptr()))
               throw py::type_error("popcorn_pri.jitter_int takes an integer size, not " +
                                    std::string(py::str(py::type::of(n).attr("__name__"))));
-            return self.table.jitter_int(py::cast<std::int64_t>(py::int_(n)));
+            int overflow = 0;
+            const long long size = PyLong_AsLongLongAndOverflow(py::int_(n).ptr(), &overflow);
+            if (overflow != 0)
+              throw py::value_error("popcorn_pri.jitter_int(" + std::string(py::str(n)) +
+                                    "): a size beyond 64 bits");
+            if (size == -1 && PyErr_Occurred()) throw py::error_already_set();
+            return self.table.jitter_int(static_cast<std::int64_t>(size));
           },
           "One jittered value (+-15%) per distinct nominal size per trial.")
       .def("reset",

@@ -14,6 +14,7 @@ import copy
 import gc
 import importlib.util
 import math
+import numbers
 import os
 import random
 import resource
@@ -210,22 +211,26 @@ def load_problem(path):
 
 
 def tolerance():
-    """Per-problem tolerance override: module constants KJUDGE_ATOL / KJUDGE_RTOL, each a finite
-    number >= 0 (anything else is the problem's error, named)."""
+    """Per-problem tolerance override: module constants KJUDGE_ATOL / KJUDGE_RTOL, each a real
+    number in [0, 1e30], as --atol and --rtol are: a Python or NumPy number or a one-element
+    tensor of one (anything else is the problem's error, named)."""
     out = {}
     for key, name in (("atol", "KJUDGE_ATOL"), ("rtol", "KJUDGE_RTOL")):
         if hasattr(_problem, name):
             value = getattr(_problem, name)
             # A number, not what float() also takes: a string ("0.5") or a bool (True: 1.0).
-            number = math.nan
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number, what = math.nan, "a real number, not %s" % _a(type(value).__name__)
+            if isinstance(value, torch.Tensor) and value.numel() == 1 and not (
+                    value.dtype == torch.bool or value.is_complex()):
+                value = value.item()
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                what = "a finite number in [0, 1e30]"
                 try:
                     number = float(value)
                 except OverflowError:
                     pass
-            if not math.isfinite(number) or number < 0:
-                raise ProblemError("%s = %r: a tolerance must be a finite number >= 0"
-                                   % (name, value))
+            if not (0 <= number <= 1e30):
+                raise ProblemError("%s = %r: a tolerance must be %s" % (name, value, what))
             out[key] = number
     return out
 

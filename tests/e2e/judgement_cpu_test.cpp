@@ -855,6 +855,16 @@ class ModelNew(nn.Module):
   EXPECT_NE(r.result["message"].get<std::string>().find("takes an integer size, not float"),
             std::string::npos)
       << r.result["message"];
+  // Nor one beyond 64 bits (pybind11's "Unable to cast Python instance to C++ type").
+  const auto huge = write_case(
+      "huge.py",
+      std::string(problem).replace(problem.find("jitter_int(128)"), 15, "jitter_int(10**19)"));
+  const auto h = run_eval(huge, write_case("ok.py", "import torch\n" + forward), quick);
+  EXPECT_EQ(h.exit_code, 6) << h.output;
+  EXPECT_NE(h.result["message"].get<std::string>().find(
+                "popcorn_pri.jitter_int(10000000000000000000): a size beyond 64 bits"),
+            std::string::npos)
+      << h.result["message"];
 }
 
 TEST(JudgementCpu, ACandidateThatChangesTheProcesssLimitsIsCaughtBeforeTheNextDraw) {
@@ -1789,6 +1799,29 @@ def get_init_inputs():
     EXPECT_EQ(text.exit_code, 6) << value << text.output;
     EXPECT_NE(text.result["message"].get<std::string>().find("KJUDGE_ATOL"), std::string::npos)
         << text.result["message"];
+  }
+  // A NumPy number and a one-element tensor are numbers (refused as "not finite"); past 1e30,
+  // where --atol stops, is not (it was taken).
+  for (const auto& [value, ok] :
+       {std::pair<const char*, bool>{"__import__('numpy').float32(0.001)", true},
+        {"torch.tensor(1e-3)", true},
+        {"1e40", false},
+        {"torch.tensor([True])", false}}) {
+    const auto r = run_eval(write_case("numbers.py", std::string(R"(import torch
+import torch.nn as nn
+KJUDGE_ATOL = )") + value + R"(
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+)"),
+                            c, quick);
+    EXPECT_EQ(r.exit_code, ok ? 0 : 6) << value << r.output;
+    if (ok)
+      EXPECT_NEAR(r.result["trials"][0]["outputs"][0]["atol"].get<double>(), 1e-3, 1e-9) << value;
   }
 }
 
