@@ -76,6 +76,14 @@ std::string terminal_safe(std::string_view text) {
     } else if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {  // C1: U+0080-9F
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
       i += 2;
+    } else if (const unsigned b = static_cast<unsigned char>(text[i + 1]),
+               d = n == 3 ? static_cast<unsigned char>(text[i + 2]) : 0u;
+               c == 0xe2 &&
+               ((b == 0x80 && d >= 0xaa && d <= 0xae) || (b == 0x81 && d >= 0xa6 && d <= 0xa9))) {
+      // Bidirectional overrides and isolates (U+202A-202E, U+2066-2069): they reorder what
+      // follows on the line.
+      out += fmt::format("\\u{:04x}", ((c & 0x0fu) << 12) | ((b & 0x3fu) << 6) | (d & 0x3fu));
+      i += 3;
     } else {
       out.append(text.substr(i, n));
       i += n;

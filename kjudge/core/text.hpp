@@ -20,9 +20,10 @@ namespace kj {
 
 /** `text` as a terminal shows it without acting on it: control characters (C0 but newline and
  *  tab, DEL, and C1 as UTF-8) and bytes that are not UTF-8 as a backslash, "x" and two hex
- *  digits (a C1 character: "u" and four). A candidate's output and error messages reach the report:
- * its escape sequences could move the cursor and rewrite the verdict on the screen, a carriage
- * return overwrite it. */
+ *  digits (a C1 character, and the bidirectional overrides and isolates U+202A-202E and
+ *  U+2066-2069, which reorder a line: "u" and four). A candidate's output and error messages reach
+ * the report: its escape sequences could move the cursor and rewrite the verdict on the screen, a
+ * carriage return overwrite it. */
 [[nodiscard]] std::string terminal_safe(std::string_view text);
 
 }  // namespace kj

@@ -771,7 +771,7 @@ class pipeline {
                         "repeated the nominal shapes");
       }
       note_candidate_changes(false);
-      if (passed == m_job.trials && held_out && m_values_compared == 0)
+      if (passed == m_job.trials && held_out && stress_failed == 0 && m_values_compared == 0)
         m_events.flag("nothing_compared", "warning",
                       "the trials compared no values: every output was empty, or NaN or Inf "
                       "where the reference's was, so the candidate passed without a number "
@@ -1004,10 +1004,11 @@ class pipeline {
     m_events.phase("timing_setup");
     auto opts = m_job.timing_options;
     opts.gpu = gpu;
-    // The loop ends by half of what is left of --timeout, whatever its budget: the checks,
-    // audits and recorded forward after it take the other half (a 384 MiB add's took 3 s,
-    // more than its loop under the default budget). A --budget or --precise the limit cannot
-    // hold then ends in figures that say so, where it ended the evaluation as timed out.
+    // The timing's set-up and loop end by half of what is left of --timeout, whatever the
+    // budget: the checks, audits and recorded forward after the loop take the other half (a 384 MiB
+    // add's took 3 s, more than its loop under the default budget). A --budget or --precise the
+    // limit cannot hold then ends in figures that say so, where it ended the evaluation as timed
+    // out.
     if (m_job.timeout_s > 0)
       opts.deadline = std::chrono::steady_clock::now() +
                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -781,6 +781,11 @@ def _a(name):
     return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 
+def _a_type(kind):
+    """_a of a type's name, read without running anything of the type's (_stored_type_name)."""
+    return _a(_plain_str(_stored_type_name(kind)))
+
+
 def _number(v, who, error_type):
     """A Python number output as a 0-dim tensor of its kind: bool, int64 (compared exactly, as
     integer outputs are) or float64 (an int that int64 does not hold is `who`'s error)."""
@@ -826,7 +831,7 @@ def _output_list(out, who, error_type):
                                  % (who, _a(type(out).__name__), i, _a(type(v).__name__)))
         return items
     raise error_type("%s returned %s, not a tensor, a tuple/list of tensors, or a number"
-                     % (who, type(out).__name__))
+                     % (who, _a(type(out).__name__)))
 
 
 def _judgeable(outs, who, error_type):
@@ -992,11 +997,14 @@ _value, _str, _slice = _TensorBase.item, str, slice
 # numbers and lanes of the call it has in progress.
 _keyed_by_kjudge = _kjudge.keyed
 # _audit_outputs' exact types, and what _audit_copy calls (bound before any candidate code).
-_Parameter, _list, _NUMBER_TYPES = torch.nn.Parameter, list, (bool, int, float)
-_RETURN_TYPES = frozenset(v for v in vars(torch.return_types).values() if isinstance(v, type))
+_Parameter, _list = torch.nn.Parameter, list
 # _read_number's and _audit_outputs' reads of a subclass of a number, tuple or list: the base
 # class's own C methods, which run nothing of the subclass's.
 _issubclass, _range = issubclass, range
+# A type's name as type itself stores it (then copied into a plain str, _plain_str): a
+# metaclass's __name__ property, or a str subclass set as the name, would run the candidate's
+# code in a message.
+_stored_type_name = type.__dict__["__name__"].__get__
 _float_value, _int_value = float.__float__, int.__int__
 _tuple_len, _tuple_item, _list_len, _list_item = (tuple.__len__, tuple.__getitem__,
                                                   list.__len__, list.__getitem__)
@@ -2058,6 +2066,13 @@ def _plain_hosts(hosts, who):
     return hosts
 
 
+def _candidate_list(out, who):
+    """A candidate's outputs as _normalise gives them, its tensor subclasses refused before any
+    tensor method (a layout's getter, which a subclass's __torch_function__ answers) is called."""
+    return _judgeable(_plain_tensors(_output_list(out, who, CandidateError), who), who,
+                      CandidateError)
+
+
 def _plain_tensors(outs, who):
     """The candidate's outputs as _normalise gave them, each a plain tensor or an nn.Parameter:
     the timing loop's audits read no other tensor class (_audit_outputs), so a trial does not
@@ -2068,7 +2083,7 @@ def _plain_tensors(outs, who):
             raise CandidateError("%s output %d is %s, a subclass of torch.Tensor: kjudge judges "
                                  "a candidate's plain tensors (and nn.Parameter) only, whose "
                                  "values it reads without running the candidate's code"
-                                 % (who, i, _a(kind.__name__)))
+                                 % (who, i, _a_type(kind)))
     return outs
 
 
@@ -2084,7 +2099,7 @@ def _candidate_outputs(call, who):
 
     def run():
         out, ms = _blamed_on_candidate(timed_call, "%s raised" % who)
-        outs = _plain_tensors(_normalise(out, who, CandidateError), who)
+        outs = _candidate_list(out, who)
         _trial["cand_devices"] = [t.device.type for t in outs]
         return _hosts(outs, CandidateError, "the candidate's"), ms
 
@@ -2449,7 +2464,9 @@ def _read_number(v):
     """v as an exact bool, int or float where it is one, or the value of a subclass of int or
     float (numpy's float64 is one) read by the base class's own C method; None otherwise."""
     kind = _type(v)
-    if kind in _NUMBER_TYPES:
+    # By identity: `in` compares with ==, which a metaclass's __eq__ answers (the candidate's
+    # code, run in the audit: it could do the forward's work there).
+    if kind is _bool or kind is _int or kind is _float:
         return v
     if _issubclass(kind, _float):
         return _float_value(v)
@@ -2477,9 +2494,9 @@ def _audit_outputs(out):
     elif _issubclass(kind, _list):
         count, item_at = _list_len(out), _list_item
     else:
-        raise CandidateError("it returned %s" % _a(kind.__name__) + _EXACT)
+        raise CandidateError("it returned %s" % _a_type(kind) + _EXACT)
     if count > _MAX_OUTPUTS:
-        raise CandidateError("it returned %s of %d items" % (_a(kind.__name__), count) + _EXACT)
+        raise CandidateError("it returned %s of %d items" % (_a_type(kind), count) + _EXACT)
     items = []
     for i in _range(count):
         v = item_at(out, i)
@@ -2489,10 +2506,10 @@ def _audit_outputs(out):
             continue
         number = _read_number(v)
         if number is None:
-            raise CandidateError("it returned %s holding %s" % (_a(kind.__name__),
-                                                                _a(item.__name__)) + _EXACT)
+            raise CandidateError("it returned %s holding %s" % (_a_type(kind), _a_type(item))
+                                 + _EXACT)
         items.append(_number(number, "ModelNew.forward", CandidateError))
-    return items
+    return _judgeable(items, "ModelNew.forward", CandidateError)
 
 
 _EXACT = (", not a plain tensor, a number, or a tuple or list of those: kjudge reads only those "
@@ -2503,7 +2520,7 @@ _EXACT = (", not a plain tensor, a number, or a tuple or list of those: kjudge r
 def _audit_copy(out):
     """A drawn call's outputs copied to the host for kjudge's C++ to keep (the runner's
     copy_last): (the host copies, their descriptions, "") as _held gives them, or (None, None,
-    why) where the candidate made them unreadable: not of the exact types _audit_outputs takes,
+    why) where the candidate made them unreadable: not of the types _audit_outputs reads,
     or read under a torch dispatch mode left in force (whose Python would run in the copy). Torch
     as the harness bound it, with function modes off: the candidate's rebindings are in force
     during its turns. The C++ copies their bytes at once, with the collector off (bridge.cpp,
@@ -2512,7 +2529,8 @@ def _audit_copy(out):
     try:
         if _dispatch_modes is not None and _dispatch_modes() > 0:
             raise CandidateError("a torch dispatch mode was in force after the call")
-        outs = _audit_outputs(out)
+        with _no_torch_function():  # _number's torch.tensor too: no mode of the candidate's
+            outs = _audit_outputs(out)
         if DEVICE == "cuda":
             _cuda_synchronize()
         with _no_torch_function():
@@ -2857,7 +2875,7 @@ def timing_check_collect_candidate():
     _reach.leave()
 
     def hosts():
-        outs = _normalise(_run_outputs["candidate"][0], who, CandidateError)
+        outs = _candidate_list(_run_outputs["candidate"][0], who)
         return _hosts(outs, CandidateError, "the candidate's")
 
     return _held(_plain_hosts(_as_candidate(hosts), who))

@@ -893,6 +893,43 @@ TEST(EvalCpu, TheCandidatesControlCharactersReachTheTerminalShownNotActedOn) {
       << r.result.value("message", "");
 }
 
+TEST(EvalCpu, AnOutputWhoseTypeComputesWhenComparedIsCaughtInTheTimingLoop) {
+  // The list subclass of computes_when_read.py, whose metaclass also does the matmul when its
+  // type is compared with ==: the audit's `type in (bool, int, float)` did so, and every audit
+  // passed. The audit compares types by identity.
+  const scratch_dir dir;
+  std::ofstream(dir.path / "model.py") << R"(import torch
+import torch.nn as nn
+_pending = []
+def _fill():
+    while _pending:
+        _pending.pop()()
+class _Meta(type):
+    def __eq__(cls, other):
+        _fill()
+        return type.__eq__(cls, other)
+    __hash__ = type.__hash__
+class _Lazy(list, metaclass=_Meta):
+    def __len__(self):
+        _fill()
+        return list.__len__(self)
+    def __iter__(self):
+        _fill()
+        return list.__iter__(self)
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
+        _pending.append(lambda: torch.matmul(a, b, out=out))
+        return _Lazy([out])
+)";
+  const auto r = run_eval("problems/level1/matmul.py", (dir.path / "model.py").string(), cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.result["flags"].dump(1);
+  EXPECT_NE(flag_message(r.result, "timing_outputs_differ").find("in the timing loop"),
+            std::string::npos)
+      << r.result["flags"].dump(1);
+}
+
 TEST(EvalCpu, AReaderThatGoesAwayDoesNotStopTheJson) {
   // `| true` closes the report's pipe at once: kjudge died of SIGPIPE at its first print,
   // writing no --json.

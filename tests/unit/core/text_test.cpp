@@ -35,4 +35,16 @@ TEST(text, terminal_safe_text_shows_control_characters_instead_of_acting_on_them
   EXPECT_EQ(terminal_safe("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   EXPECT_EQ(terminal_safe("cut \xe2\x9c"), "cut \\xe2\\x9c");   // cut short
   EXPECT_EQ(terminal_safe("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
+  // The edges of the ranges.
+  EXPECT_EQ(terminal_safe("\xe0\x80\x80"), "\\xe0\\x80\\x80");           // overlong, 3 bytes
+  EXPECT_EQ(terminal_safe("\xf0\x8f\xbf\xbf"), "\\xf0\\x8f\\xbf\\xbf");  // overlong, 4 bytes
+  EXPECT_EQ(terminal_safe("\xed\x9f\xbf"), "\xed\x9f\xbf");              // U+D7FF
+  EXPECT_EQ(terminal_safe("\xf4\x8f\xbf\xbf"), "\xf4\x8f\xbf\xbf");      // U+10FFFF
+  EXPECT_EQ(terminal_safe("\xc2\xa0"), "\xc2\xa0");                      // U+00A0, past C1
+  EXPECT_EQ(terminal_safe("end \xf0\x9f\x98"), "end \\xf0\\x9f\\x98");   // 4 bytes cut short
+  // Bidirectional overrides and isolates reorder the line: shown, not applied.
+  EXPECT_EQ(terminal_safe("ok \xe2\x80\xaeverdict"), "ok \\u202everdict");
+  EXPECT_EQ(terminal_safe("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069");
+  EXPECT_EQ(terminal_safe("\xe2\x80\x94 \xe2\x80\xa9"),
+            "\xe2\x80\x94 \xe2\x80\xa9");  // dash, U+2029
 }
