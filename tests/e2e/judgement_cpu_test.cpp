@@ -1638,21 +1638,25 @@ TEST(JudgementCpu, SubclassesOfTuplesAndNumbersAreJudgedAlikeWithAndWithoutTimin
   }
 }
 
+/** A problem's inputs (one 16 x 8 tensor, no init inputs), after its model. */
+const char* const one_input_tail =
+    "def get_inputs():\n    return [torch.randn(16, 8)]\n"
+    "def get_init_inputs():\n    return []\n";
+
+/** A module `cls` whose forward(x) returns `body`. */
+std::string one_line_model(const std::string& cls, const std::string& body) {
+  return "import torch\nimport torch.nn as nn\nclass " + cls +
+         "(nn.Module):\n    def forward(self, x):\n        return " + body + "\n";
+}
+
 TEST(JudgementCpu, AnOutputWithNoValuesToCompareIsTheErrorOfTheSideThatReturnedIt) {
   // A reference that returns a sparse, meta or quantized tensor, against a candidate that
   // returns the same: the candidate's output was copied first, failed, and the candidate got
   // the runtime error.
-  const std::string tail =
-      "def get_inputs():\n    return [torch.randn(16, 8)]\n"
-      "def get_init_inputs():\n    return []\n";
-  const auto model = [](const std::string& cls, const std::string& body) {
-    return "import torch\nimport torch.nn as nn\nclass " + cls +
-           "(nn.Module):\n    def forward(self, x):\n        return " + body + "\n";
-  };
   for (const std::string body : {"(x * 2).to_sparse()", "torch.empty(3, device='meta')",
                                  "torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)"}) {
-    const auto p = write_case("p.py", model("Model", body) + tail);
-    const auto same = write_case("same.py", model("ModelNew", body));
+    const auto p = write_case("p.py", one_line_model("Model", body) + one_input_tail);
+    const auto same = write_case("same.py", one_line_model("ModelNew", body));
     const auto r = run_eval(p, same, quick);
     EXPECT_EQ(r.exit_code, 6) << body << "\n" << r.output;
     EXPECT_NE(r.result.value("message", "").find("Model.forward returned a"), std::string::npos)
@@ -1660,8 +1664,8 @@ TEST(JudgementCpu, AnOutputWithNoValuesToCompareIsTheErrorOfTheSideThatReturnedI
         << r.result.value("message", "");
   }
   // The candidate's own, against a dense reference, is the candidate's.
-  const auto p = write_case("p.py", model("Model", "x * 2") + tail);
-  const auto sparse = write_case("sparse.py", model("ModelNew", "(x * 2).to_sparse()"));
+  const auto p = write_case("p.py", one_line_model("Model", "x * 2") + one_input_tail);
+  const auto sparse = write_case("sparse.py", one_line_model("ModelNew", "(x * 2).to_sparse()"));
   const auto r = run_eval(p, sparse, quick);
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_NE(r.result.value("message", "").find("ModelNew.forward returned a sparse_coo tensor"),
@@ -1672,24 +1676,17 @@ TEST(JudgementCpu, AnOutputWithNoValuesToCompareIsTheErrorOfTheSideThatReturnedI
 TEST(JudgementCpu, ACorrectVerdictThatComparedNoValueSaysSo) {
   // An empty output, or one of NaN, against a candidate that returns the same: correct, every
   // error n/a, and nothing said.
-  const std::string tail =
-      "def get_inputs():\n    return [torch.randn(16, 8)]\n"
-      "def get_init_inputs():\n    return []\n";
-  const auto model = [](const std::string& cls, const std::string& body) {
-    return "import torch\nimport torch.nn as nn\nclass " + cls +
-           "(nn.Module):\n    def forward(self, x):\n        return " + body + "\n";
-  };
   for (const std::string body : {"x[:0] * 2", "x / 0 * 0", "(x[:0], x.sum() / 0 * 0)"}) {
-    const auto p = write_case("p.py", model("Model", body) + tail);
-    const auto c = write_case("c.py", model("ModelNew", body));
+    const auto p = write_case("p.py", one_line_model("Model", body) + one_input_tail);
+    const auto c = write_case("c.py", one_line_model("ModelNew", body));
     const auto r = run_eval(p, c, quick);
     EXPECT_EQ(r.exit_code, 0) << body << "\n" << r.output;
     EXPECT_TRUE(has_flag(r.result, "nothing_compared")) << body << "\n"
                                                         << r.result["flags"].dump(1);
   }
   // One finite value compared is enough.
-  const auto p = write_case("p.py", model("Model", "(x[:0], x.sum())") + tail);
-  const auto c = write_case("c.py", model("ModelNew", "(x[:0], x.sum())"));
+  const auto p = write_case("p.py", one_line_model("Model", "(x[:0], x.sum())") + one_input_tail);
+  const auto c = write_case("c.py", one_line_model("ModelNew", "(x[:0], x.sum())"));
   const auto r = run_eval(p, c, quick);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(has_flag(r.result, "nothing_compared")) << r.result["flags"].dump(1);
@@ -1782,32 +1779,16 @@ def get_init_inputs():
   EXPECT_NE(array.result["message"].get<std::string>().find("item 1 is a ndarray"),
             std::string::npos)
       << array.result["message"];
-  // A tolerance given as text (float() read "0.5") or as a bool (True read 1.0).
-  for (const char* value : {"'0.5'", "True"}) {
-    const auto text = run_eval(write_case("text.py", std::string(R"(import torch
-import torch.nn as nn
-KJUDGE_ATOL = )") + value + R"(
-class Model(nn.Module):
-    def forward(self, x):
-        return x * 2
-def get_inputs():
-    return [torch.randn(8)]
-def get_init_inputs():
-    return []
-)"),
-                               c, quick);
-    EXPECT_EQ(text.exit_code, 6) << value << text.output;
-    EXPECT_NE(text.result["message"].get<std::string>().find("KJUDGE_ATOL"), std::string::npos)
-        << text.result["message"];
-  }
-  // A NumPy number and a one-element tensor are numbers (refused as "not finite"); past 1e30,
+  // A tolerance given as text (float() read "0.5") or as a bool (True read 1.0) is refused; a
+  // NumPy number and a one-element tensor are numbers (refused as "not finite"); past 1e30,
   // where --atol stops, is not (it was taken).
-  for (const auto& [value, ok] :
-       {std::pair<const char*, bool>{"__import__('numpy').float32(0.001)", true},
-        {"torch.tensor(1e-3)", true},
-        {"1e40", false},
-        {"torch.tensor([True])", false}}) {
-    const auto r = run_eval(write_case("numbers.py", std::string(R"(import torch
+  for (const auto& [value, ok] : {std::pair<const char*, bool>{"'0.5'", false},
+                                  {"True", false},
+                                  {"__import__('numpy').float32(0.001)", true},
+                                  {"torch.tensor(1e-3)", true},
+                                  {"1e40", false},
+                                  {"torch.tensor([True])", false}}) {
+    const auto r = run_eval(write_case("tolerance.py", std::string(R"(import torch
 import torch.nn as nn
 KJUDGE_ATOL = )") + value + R"(
 class Model(nn.Module):
@@ -1822,6 +1803,9 @@ def get_init_inputs():
     EXPECT_EQ(r.exit_code, ok ? 0 : 6) << value << r.output;
     if (ok)
       EXPECT_NEAR(r.result["trials"][0]["outputs"][0]["atol"].get<double>(), 1e-3, 1e-9) << value;
+    else
+      EXPECT_NE(r.result["message"].get<std::string>().find("KJUDGE_ATOL"), std::string::npos)
+          << r.result["message"];
   }
 }
 
