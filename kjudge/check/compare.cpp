@@ -400,9 +400,12 @@ void compare_values(const host_tensor& expected, const host_tensor& actual,
                            out.max_abs_err, shape_string(out.worst_index), acc.worst_expected,
                            acc.worst_actual);
   parts.push_back(std::move(outside));
-  if (out.constant_output)
-    parts.push_back(
-        fmt::format("every output element is {:.6g}", load_as_double(actual.data, actual.type, 0)));
+  if (out.constant_output) {
+    // fmt writes a NaN whose sign bit is set (x / 0 * 0 makes one) "-nan"
+    const double v = load_as_double(actual.data, actual.type, 0);
+    parts.push_back(std::isnan(v) ? std::string("every output element is nan")
+                                  : fmt::format("every output element is {:.6g}", v));
+  }
   out.message = fmt::format("{}", fmt::join(parts, "; "));
 }
 

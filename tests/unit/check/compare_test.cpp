@@ -227,6 +227,12 @@ TEST(compare, constant_output_is_flagged) {
   EXPECT_FALSE(r.passed);
   EXPECT_EQ(r.nan_count, 4u);
   EXPECT_TRUE(contains(r.message, "every output element is nan")) << r.message;
+  // A NaN with its sign bit set reads the same (it read "-nan").
+  const std::vector<double> negative_nan(4, -nan);
+  const auto n = compare(f64(e), f64(negative_nan), {1e-4, 1e-4});
+  EXPECT_TRUE(contains(n.message, "every output element is nan;") ||
+              n.message.ends_with("every output element is nan"))
+      << n.message;
 
   const std::vector<double> zeros(4, 0.0);
   const auto z = compare(f64(zeros), f64(zeros), {1e-4, 1e-4});
