@@ -834,16 +834,24 @@ def _output_list(out, who, error_type):
                      % (who, _a(type(out).__name__)))
 
 
+def _without_values(t):
+    """What tensor t is where its bytes are not its values (sparse or another layout, meta,
+    quantized, nested): "a sparse_coo tensor"; "" for a dense one. Through the getters bound at
+    load."""
+    layout = _layout_of(t)
+    return ("a %s tensor" % _str(layout).replace("torch.", "") if layout != _strided
+            else "a meta tensor (no values)" if _is_meta(t)
+            else "a quantized tensor" if _is_quantized(t)
+            else "a nested tensor" if _is_nested(t) else "")
+
+
 def _judgeable(outs, who, error_type):
     """outs, each a dense tensor with values in memory: a sparse, meta, quantized or nested one
     has no values kjudge can copy and compare, and is the error of the side that returned it (a
     reference's is the problem's; its copy failed first in the candidate's trial, which returned
     the same, and was blamed on the candidate)."""
     for i, t in _enumerate(outs):
-        why = ("a %s tensor" % _str(_layout_of(t)).replace("torch.", "")
-               if _layout_of(t) != _strided else "a meta tensor (no values)" if _is_meta(t)
-               else "a quantized tensor" if _is_quantized(t)
-               else "a nested tensor" if _is_nested(t) else "")
+        why = _without_values(t)
         if why:
             raise error_type("%s returned %s as output %d: kjudge compares dense tensors' values"
                              % (who, why, i))
@@ -874,13 +882,12 @@ def _host(t):
 
 
 def _host_at_once(t):
-    """_host(t) for a copy that kjudge's C++ makes at once (_held): a CPU tensor whose memory
-    already holds its values as they read (plain, contiguous, strided, no negative or conjugate
-    bit, not a ZeroTensor) is given as itself, and C++ copies its bytes, one copy instead of
-    two (a 128 MiB output's audit copy took 100-120 ms through _host on the CPU machine)."""
-    if (_device_of(t).type == "cpu" and _layout_of(t) == _strided and not _is_quantized(t)
-            and not _is_meta(t) and not _is_nested(t) and _is_contiguous(t)
-            and not _is_neg(t) and not _is_conj(t)
+    """_host(t) for a copy that kjudge's C++ makes at once (_held), of a tensor _judgeable let
+    through (dense, strided, with values): a CPU tensor whose memory already holds its values as
+    they read (contiguous, no negative or conjugate bit, not a ZeroTensor) is given as itself,
+    and C++ copies its bytes, one copy instead of two (a 128 MiB output's audit copy took
+    100-120 ms through _host on the CPU machine)."""
+    if (_device_of(t).type == "cpu" and _is_contiguous(t) and not _is_neg(t) and not _is_conj(t)
             and (_is_zerotensor is None or not _is_zerotensor(t))
             # Its storage holds every byte C++ reads (a storage the candidate shrank does not).
             and _storage_nbytes(_storage_of(t))
@@ -2531,9 +2538,8 @@ def _audit_copy(out):
             raise CandidateError("a torch dispatch mode was in force after the call")
         with _no_torch_function():  # _number's torch.tensor too: no mode of the candidate's
             outs = _audit_outputs(out)
-        if DEVICE == "cuda":
-            _cuda_synchronize()
-        with _no_torch_function():
+            if DEVICE == "cuda":
+                _cuda_synchronize()
             hosts = [_host_at_once(t) for t in outs]
         return _held(hosts) + ("",)
     except CandidateError as exc:
@@ -2772,8 +2778,7 @@ def _digest(x):
         except Exception:
             return ("unreadable tensor",)
         try:
-            if (_layout_of(x) != _strided or _is_quantized(x) or _is_meta(x)
-                    or _is_nested(x)):
+            if _without_values(x):
                 return head + ("unreadable",)
             if _numel(x) == 0:
                 return head
