@@ -26,6 +26,12 @@ std::string figure_beside(double value, double beside) {
   return text;
 }
 
+std::string seconds_text(double seconds) {
+  if (seconds >= 0.995) return fmt::format("{:.1f} s", seconds);
+  if (seconds >= 0.0995) return fmt::format("{:.2f} s", seconds);
+  return fmt::format("{:.2g} ms", seconds * 1e3);
+}
+
 namespace {
 
 /** The length of the UTF-8 sequence at `i` (2-4), 0 where it is not a well-formed one (a stray

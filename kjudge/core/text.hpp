@@ -18,6 +18,10 @@ namespace kj {
  *  read "at 0.5% (target 0.5%)", as if it had met it. */
 [[nodiscard]] std::string figure_beside(double value, double beside);
 
+/** A duration for a message, with the digits it needs: "30.0 s" from a second up, "0.31 s" from
+ *  a tenth, "45 ms" or "0.4 ms" below that ("timed out after 0.0 s" read as no wait at all). */
+[[nodiscard]] std::string seconds_text(double seconds);
+
 /** `text` as a terminal shows it without acting on it: control characters (C0 but newline and
  *  tab, DEL, and C1 as UTF-8) and bytes that are not UTF-8 as a backslash, "x" and two hex
  *  digits (a C1 character, and the bidirectional overrides and isolates U+202A-202E and

@@ -16,6 +16,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/sha256.hpp>
 #include <kjudge/core/source_commit.hpp>
+#include <kjudge/core/text.hpp>
 #include <kjudge/core/timestamp.hpp>
 #include <kjudge/eval/protocol.hpp>
 #include <kjudge/eval/worker_pool.hpp>
@@ -299,11 +300,13 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.status = eval_status::timed_out;
       // The phase belongs to the timeout; what the pool failed to report after it comes last.
       r.message = fmt::format(
-          "evaluation timed out after {:.1f} s{}{}{}",
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), during,
-          ended_waiting_for_gpu ? fmt::format(" ({:.1f} s of it waiting for other evaluations' "
+          "evaluation timed out after {}{}{}{}",
+          seconds_text(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()),
+          during,
+          ended_waiting_for_gpu ? fmt::format(" ({} of it waiting for other evaluations' "
                                               "work on the GPU to end)",
-                                              r.worker.gpu_lock_wait_s)
+                                              seconds_text(r.worker.gpu_lock_wait_s))
                                 : std::string(),
           p.error.empty() ? std::string() : "; " + p.error);
     } else {

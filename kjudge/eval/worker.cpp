@@ -490,6 +490,21 @@ class pipeline {
     return o;
   }
 
+  /** Where an output's dtypes differ and a side returned a number: which, and what kjudge made
+   *  of it ("expected float64, got float32" alone reads as if the reference returned a float64
+   *  tensor). Empty otherwise. */
+  static std::string number_note(const python::tensor_view& ref, const python::tensor_view& cand,
+                                 std::string_view other) {
+    std::vector<std::string> notes;
+    if (!ref.python_number.empty())
+      notes.push_back(fmt::format("the reference returned {}, compared as {}", ref.python_number,
+                                  to_string(ref.type)));
+    if (!cand.python_number.empty())
+      notes.push_back(fmt::format("{} returned {}, compared as {}", other, cand.python_number,
+                                  to_string(cand.type)));
+    return notes.empty() ? std::string() : fmt::format(" ({})", fmt::join(notes, "; "));
+  }
+
   /** Compares every output pair; returns whether all passed. `error` says why when the counts
    *  differ, naming the compared side `other` (what gave out.candidate). */
   bool compare_outputs(const python::trial_outputs& out, std::vector<output_check>& checks,
@@ -505,12 +520,14 @@ class pipeline {
       const auto& ref = out.reference[i];
       if (!out.candidate[i].unsupported_dtype.empty()) {
         checks.push_back(unsupported_output(static_cast<int>(i), ref, out.candidate[i]));
+        checks.back().message += number_note(ref, out.candidate[i], other);
         passed = false;
         continue;
       }
       const auto c =
           check::compare(to_host(ref), to_host(out.candidate[i]), tolerance_for(ref.type));
       auto o = to_output_check(static_cast<int>(i), c);
+      if (!c.dtype_ok) o.message += number_note(ref, out.candidate[i], other);
       o.expected_hash = check::value_hash(to_host(ref));
       // Is the reference itself constant? Then a constant candidate output is no evidence.
       o.reference_constant = check::is_constant(to_host(ref));

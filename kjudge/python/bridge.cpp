@@ -269,6 +269,7 @@ tensor_view to_view(const py::handle& d, error_kind owner, bool compared) {
   v.shape = d["shape"].cast<std::vector<std::int64_t>>();
   v.strides = d["strides"].cast<std::vector<std::int64_t>>();
   v.name = d["name"].cast<std::string>();
+  if (d.contains("number")) v.python_number = d["number"].cast<std::string>();
   if (!t && compared) {
     v.unsupported_dtype = name;
     v.data = nullptr;

@@ -66,6 +66,9 @@ struct tensor_view {
    *  torch name; `data` is then null and `type` meaningless. The comparison fails it as a dtype
    *  mismatch. */
   std::string unsupported_dtype;
+  /** A trial output that its side returned as a number, not a tensor: what it was ("a Python
+   *  float"), compared as a 0-dim tensor of `type` (float64, int64 or bool). Empty otherwise. */
+  std::string python_number;
   [[nodiscard]] std::size_t numel() const noexcept;
 };
 

@@ -804,15 +804,30 @@ def _number(v, who, error_type):
 _MAX_OUTPUTS = 65536
 
 
-def _normalise(out, who, error_type):
+def _normalise(out, who, error_type, numbers=None):
     """Outputs as a list of tensors: a tensor, a tuple/list of tensors or numbers, or a number."""
-    return _judgeable(_output_list(out, who, error_type), who, error_type)
+    return _judgeable(_output_list(out, who, error_type, numbers), who, error_type)
 
 
-def _output_list(out, who, error_type):
+def _number_kind(v):
+    """What a number output was, for a message about the dtype it is compared as: "a Python
+    float"; a subclass (numpy's float64) by its own name and its base's."""
+    base = _bool if _isinstance(v, _bool) else _int if _isinstance(v, _int) else _float
+    kind = _type(v)
+    return ("a Python %s" % base.__name__ if kind is base
+            else "%s (a Python %s)" % (_a_type(kind), base.__name__))
+
+
+def _output_list(out, who, error_type, numbers=None):
+    """out as a list of tensors (_normalise); `numbers`, where given, gets an entry per output:
+    _number_kind of one that was a number, "" of a tensor."""
     if isinstance(out, torch.Tensor):
+        if numbers is not None:
+            numbers.append("")
         return [out]
     if isinstance(out, (bool, int, float)):
+        if numbers is not None:
+            numbers.append(_number_kind(out))
         return [_number(out, who, error_type)]
     if isinstance(out, (list, tuple)):
         if len(out) > _MAX_OUTPUTS:
@@ -824,11 +839,15 @@ def _output_list(out, who, error_type):
         for i, v in enumerate(out):
             if isinstance(v, torch.Tensor):
                 items.append(v)
+                kind = ""
             elif isinstance(v, (bool, int, float)):
                 items.append(_number(v, who, error_type))
+                kind = _number_kind(v)
             else:
                 raise error_type("%s returned %s whose item %d is %s, not a tensor or number"
                                  % (who, _a(type(out).__name__), i, _a(type(v).__name__)))
+            if numbers is not None:
+                numbers.append(kind)
         return items
     raise error_type("%s returned %s, not a tensor, a tuple/list of tensors, or a number"
                      % (who, _a(type(out).__name__)))
@@ -2058,7 +2077,8 @@ def _run_reference(ref_in):
         raise ProblemError("the reference Model failed on trial inputs %s:\n%s"
                            % (_trial["shapes"], _format_exception(exc)))
     _reach.adopt_reference_run()
-    _trial["ref_out"] = _normalise(out, "Model.forward", ProblemError)
+    _trial["ref_numbers"] = []
+    _trial["ref_out"] = _normalise(out, "Model.forward", ProblemError, _trial["ref_numbers"])
 
 
 def _plain_hosts(hosts, who):
@@ -2073,10 +2093,10 @@ def _plain_hosts(hosts, who):
     return hosts
 
 
-def _candidate_list(out, who):
+def _candidate_list(out, who, numbers=None):
     """A candidate's outputs as _normalise gives them, its tensor subclasses refused before any
     tensor method (a layout's getter, which a subclass's __torch_function__ answers) is called."""
-    return _judgeable(_plain_tensors(_output_list(out, who, CandidateError), who), who,
+    return _judgeable(_plain_tensors(_output_list(out, who, CandidateError, numbers), who), who,
                       CandidateError)
 
 
@@ -2106,7 +2126,8 @@ def _candidate_outputs(call, who):
 
     def run():
         out, ms = _blamed_on_candidate(timed_call, "%s raised" % who)
-        outs = _candidate_list(out, who)
+        _trial["cand_numbers"] = []
+        outs = _candidate_list(out, who, _trial["cand_numbers"])
         _trial["cand_devices"] = [t.device.type for t in outs]
         return _hosts(outs, CandidateError, "the candidate's"), ms
 
@@ -2183,6 +2204,18 @@ def _hosts(outs, error_type, whose):
         raise error_type("copying %s outputs failed:\n%s" % (whose, _format_exception(exc)))
 
 
+def _described_outputs(hosts, numbers):
+    """_describe of each output, with "number", what it was, where a number was returned (its
+    dtype mismatch then says which Python type was compared as float64 or int64)."""
+    out = []
+    for i, t in enumerate(hosts):
+        d = _describe(t)
+        if i < len(numbers) and numbers[i]:
+            d["number"] = numbers[i]
+        out.append(d)
+    return out
+
+
 def trial_finish():
     modified = [i for i, (a, b) in enumerate(zip(_trial["cand_in"], _trial["pristine"]))
                 if not _same(a, b)]
@@ -2202,8 +2235,8 @@ def trial_finish():
                  else _hosts(_trial["cand_out"], CandidateError, "the candidate's"))
     _trial["host"] = (ref_host, cand_host)  # keep the memory alive for the C++ views
     return {
-        "reference": [_describe(t) for t in ref_host],
-        "candidate": [_describe(t) for t in cand_host],
+        "reference": _described_outputs(ref_host, _trial.get("ref_numbers", ())),
+        "candidate": _described_outputs(cand_host, _trial.get("cand_numbers", ())),
         "inputs_modified": modified,
         "reference_ms": _trial["ref_ms"],
         "candidate_ms": _trial["cand_ms"],

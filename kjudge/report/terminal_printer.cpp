@@ -126,7 +126,8 @@ void print_header(const eval_result& r, std::string& out) {
                     p.gpu->driver_version, p.torch_version);
   else
     out += fmt::format("device     {} · torch {} · python {}\n", p.device,
-                       p.torch_version.empty() ? "?" : p.torch_version, p.python_version);
+                       p.torch_version.empty() ? "?" : p.torch_version,
+                       p.python_version.empty() ? "?" : p.python_version);
   if (r.build.attempted)
     out +=
         fmt::format("build      {}{} {} in {:.2f} s\n", r.build.tool,

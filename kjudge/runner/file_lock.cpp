@@ -1,3 +1,4 @@
+#include <kjudge/core/text.hpp>
 #include <kjudge/runner/file_lock.hpp>
 #include <kjudge/runner/process.hpp>
 
@@ -388,11 +389,12 @@ file_lock file_lock::take(const fs::path& path, bool shared, std::chrono::millis
       const std::string before =
           ahead == 0 ? std::string() : fmt::format("{} waiting before this one", ahead);
       if (lock.m_holder.empty() && ahead > 0)  // perhaps free, but not this one's turn yet
-        lock.m_error = fmt::format("{} after {:.1f} s", before, lock.m_waited.count());
+        lock.m_error = fmt::format("{} after {}", before, seconds_text(lock.m_waited.count()));
       else
-        lock.m_error = fmt::format("{} still held it after {:.1f} s{}",
-                                   lock.m_holder.empty() ? "another process" : lock.m_holder,
-                                   lock.m_waited.count(), ahead == 0 ? "" : ", with " + before);
+        lock.m_error =
+            fmt::format("{} still held it after {}{}",
+                        lock.m_holder.empty() ? "another process" : lock.m_holder,
+                        seconds_text(lock.m_waited.count()), ahead == 0 ? "" : ", with " + before);
       close_lock_fd(fd);
       return lock;
     }

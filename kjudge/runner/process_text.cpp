@@ -1,5 +1,6 @@
 // Text around child processes: result descriptions, signal names, output tails.
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/text.hpp>
 #include <kjudge/runner/process.hpp>
 
 #include <csignal>
@@ -21,8 +22,9 @@ std::string describe_ending(const process_result& r) {
     case timed_out:
       // error: what went wrong after the timeout (no exit status came after SIGKILL, or the
       // worker pool's report of the killed child failed).
-      return r.error.empty() ? fmt::format("timed out after {:.1f} s", r.wall.count())
-                             : fmt::format("timed out after {:.1f} s; {}", r.wall.count(), r.error);
+      return r.error.empty()
+                 ? "timed out after " + seconds_text(r.wall.count())
+                 : fmt::format("timed out after {}; {}", seconds_text(r.wall.count()), r.error);
     case spawn_failed:
       return fmt::format("failed to start: {}", r.error);
     case lost:

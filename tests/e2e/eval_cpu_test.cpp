@@ -604,6 +604,16 @@ TEST(EvalCpu, HangBecomesATimeout) {
   EXPECT_LT(r.result["wall_s"].get<double>(), 40.0);
 }
 
+TEST(EvalCpu, ATimeoutShorterThanATenthOfASecondReadsInMilliseconds) {
+  // It read "evaluation timed out after 0.0 s", as if no time had been given.
+  const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+                          with({"--timeout", "0.03"}));
+  EXPECT_EQ(r.exit_code, 5) << r.output;
+  const auto message = r.result.value("message", "");
+  EXPECT_EQ(message.find("after 0.0 s"), std::string::npos) << message;
+  EXPECT_NE(message.find(" ms"), std::string::npos) << message;
+}
+
 std::string text_of(const std::filesystem::path& file) {
   std::ifstream in(file);
   std::stringstream text;

@@ -1599,7 +1599,6 @@ TEST(JudgementCpu, SubclassesOfTuplesAndNumbersAreJudgedAlikeWithAndWithoutTimin
   // The trials took a namedtuple, torch.Size or numpy float64 output, and the timing loop's
   // audits refused it ("computes differently while timed"): a faithful copy was incorrect with
   // timing and correct without. The audits now read such subclasses through their base class.
-  const std::vector<std::string> timed = {"--device", "cpu", "--trials", "2", "--budget", "0.2"};
   const std::string head =
       "import collections\nimport numpy as np\nimport torch\n"
       "import torch.nn as nn\n"
@@ -1671,6 +1670,43 @@ TEST(JudgementCpu, AnOutputWithNoValuesToCompareIsTheErrorOfTheSideThatReturnedI
   EXPECT_NE(r.result.value("message", "").find("ModelNew.forward returned a sparse_coo tensor"),
             std::string::npos)
       << r.result.value("message", "");
+}
+
+TEST(JudgementCpu, ADtypeMismatchSaysWhichSideReturnedANumber) {
+  // A Python number is compared as a 0-dim float64, int64 or bool tensor: "expected float64,
+  // got float32" alone read as if the reference returned a float64 tensor.
+  struct example {
+    std::string reference, candidate, note;
+  };
+  for (const auto& [ref, cand, note] : std::vector<example>{
+           {"float(x.sum())", "x.sum()",
+            "(the reference returned a Python float, compared as "
+            "float64)"},
+           {"x.sum()", "float(x.sum())",
+            "(the candidate returned a Python float, compared as "
+            "float64)"},
+           {"(x, int(x.numel()))", "(x, x.numel() * 1.0)",
+            "(the reference returned a Python int, compared as int64; the candidate returned a "
+            "Python float, compared as float64)"},
+           {"x.sum()", "__import__('numpy').float64(x.sum().item())",
+            "(the candidate returned a float64 (a Python float), compared as float64)"}}) {
+    const auto p = write_case("p.py", one_line_model("Model", ref) + one_input_tail);
+    const auto c = write_case("c.py", one_line_model("ModelNew", cand));
+    const auto r = run_eval(p, c, quick);
+    EXPECT_EQ(r.exit_code, 1) << ref << " / " << cand << "\n" << r.output;
+    const auto& outputs = r.result["trials"][0]["outputs"];
+    ASSERT_FALSE(outputs.empty()) << r.result.dump(1);
+    const auto message = outputs.back().value("message", "");
+    EXPECT_NE(message.find("dtype mismatch"), std::string::npos) << message;
+    EXPECT_NE(message.find(note), std::string::npos) << message;
+  }
+  // Tensors of different dtypes: no such note.
+  const auto p = write_case("p.py", one_line_model("Model", "x.sum()") + one_input_tail);
+  const auto c = write_case("c.py", one_line_model("ModelNew", "x.double().sum()"));
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["trials"][0]["outputs"][0].value("message", ""),
+            "dtype mismatch: expected float32, got float64");
 }
 
 TEST(JudgementCpu, ACorrectVerdictThatComparedNoValueSaysSo) {

@@ -48,3 +48,15 @@ TEST(text, terminal_safe_text_shows_control_characters_instead_of_acting_on_them
   EXPECT_EQ(terminal_safe("\xe2\x80\x94 \xe2\x80\xa9"),
             "\xe2\x80\x94 \xe2\x80\xa9");  // dash, U+2029
 }
+
+TEST(text, a_duration_reads_with_the_digits_it_needs) {
+  EXPECT_EQ(kj::seconds_text(30.0), "30.0 s");
+  EXPECT_EQ(kj::seconds_text(1.0), "1.0 s");
+  EXPECT_EQ(kj::seconds_text(0.996), "1.0 s");
+  EXPECT_EQ(kj::seconds_text(0.31), "0.31 s");
+  EXPECT_EQ(kj::seconds_text(0.1), "0.10 s");
+  // Below a tenth of a second, milliseconds: a 20 ms limit read "after 0.0 s".
+  EXPECT_EQ(kj::seconds_text(0.045), "45 ms");
+  EXPECT_EQ(kj::seconds_text(0.0004), "0.4 ms");
+  EXPECT_EQ(kj::seconds_text(0.0), "0 ms");
+}
