@@ -632,7 +632,46 @@ class pipeline {
         if (o.shape_ok()) m_values_compared += o.abs_err_count;
     note_output_flags(t);
     m_events.send({{"trial", t}});
+    if (!t.passed && !m_reference_rerun) {
+      m_reference_rerun = true;
+      check_reference_repeats(kind, index, seed, scale);
+    }
     return t.passed;
+  }
+
+  /** After the first trial the candidate failed: the reference again on that trial's inputs,
+   *  against its first run. Where the two differ beyond the tolerance, the problem's outputs are
+   *  not a function of its inputs and the failure may not be the candidate's: flagged (the
+   *  verdict stands; a candidate's code cannot turn its own failure into the problem's). */
+  void check_reference_repeats(const std::string& kind, int index, std::uint64_t seed,
+                               std::int64_t scale) {
+    m_events.phase(fmt::format("trial {} {} reference again", kind, index));
+    python::trial_outputs again;
+    try {
+      again = m_session->trial_reference_again(seed, scale);
+    } catch (const kj::error& e) {
+      // A reference that ran on these inputs and fails on them now may fail on what the
+      // candidate's code left in the process (memory it holds, a CUDA error): no evidence.
+      if (e.kind() != error_kind::problem) throw;
+      return;
+    }
+    std::vector<output_check> checks;
+    std::string error;
+    if (compare_outputs(again, checks, error, "its second run")) return;
+    std::string what = error;
+    for (const auto& o : checks)
+      if (!o.passed) {
+        what = fmt::format("output {}: {}", o.index, o.message);
+        break;
+      }
+    m_events.flag(
+        "reference_nondeterministic", "error",
+        fmt::format("the reference gave different outputs when run again on the inputs of {} "
+                    "({}): its outputs are not a function of its inputs (a random draw its "
+                    "forward makes that kjudge's seed does not reach, state it keeps between "
+                    "calls, or memory it leaves uninitialised), so no candidate can match them "
+                    "reliably, and the failure may not be the candidate's",
+                    trial_name(kind, index), what));
   }
 
   /** Flags what the Python candidate's code changed of torch's global state since the last
@@ -738,6 +777,7 @@ class pipeline {
   bool run_trials() {
     m_seen_outputs.clear();
     m_values_compared = 0;
+    m_reference_rerun = false;
     int passed = 0;
     try {
       for (int i = 0; i < m_job.trials; ++i)
@@ -1441,8 +1481,9 @@ class pipeline {
   /** Output elements finite on both sides (or integer) that the nominal and held-out trials
    *  compared: 0 where every output was empty, or NaN or Inf where the reference's was. */
   std::uint64_t m_values_compared = 0;
-  bool m_stress_scaled = false;  ///< a stress trial drew a size that its scale changed
-  double m_stress_bytes = 0;     ///< one copy of the stress inputs, estimated (stress_too_large)
+  bool m_stress_scaled = false;    ///< a stress trial drew a size that its scale changed
+  bool m_reference_rerun = false;  ///< check_reference_repeats ran (once an evaluation)
+  double m_stress_bytes = 0;       ///< one copy of the stress inputs, estimated (stress_too_large)
   bool m_candidate_ran = false;
   std::string m_timing_failed;            ///< why the post-timing output check failed, if it did
   std::filesystem::path m_gpu_lock_path;  ///< empty until take_gpu_turn

@@ -753,6 +753,13 @@ trial_outputs session::trial_finish() {
                       [&] { return to_trial_outputs(m_impl->harness.attr("trial_finish")()); });
 }
 
+trial_outputs session::trial_reference_again(std::uint64_t seed, std::int64_t shape_scale) {
+  return m_impl->call("trial_reference_again", [&] {
+    m_impl->check_untouched();
+    return to_trial_outputs(m_impl->harness.attr("trial_reference_again")(seed, shape_scale));
+  });
+}
+
 timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t data_seed,
                                          std::uint64_t key, std::uint64_t byte_budget,
                                          bool native_per_set) {

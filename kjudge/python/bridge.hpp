@@ -219,6 +219,10 @@ class session {
   /** Copies both sides' outputs to host and reports inputs the candidate modified. Views are valid
    *  until the next trial_begin. */
   trial_outputs trial_finish();
+  /** After trial_finish: the reference run again on the trial's inputs drawn again from `seed`
+   *  and `shape_scale` (trial_begin's), its first run's outputs as `reference`, this run's as
+   *  `candidate`. Views valid until the next trial_begin. Throws kj::error(problem). */
+  trial_outputs trial_reference_again(std::uint64_t seed, std::int64_t shape_scale);
 
   /** Timing inputs at the nominal sizes (no jitter), one set per seed: as many as fit in
    *  `byte_budget`, at least 2, at most `max_sets`. `native_per_set`: a native candidate's

@@ -2052,6 +2052,29 @@ def trial_run_reference(seed, scale):
     _run_reference(_trial_copies(again, "reference"))
 
 
+def trial_reference_again(seed, scale):
+    """After a trial whose candidate failed: the reference once more on the trial's inputs drawn
+    again (seed, scale as trial_begin had them, the generator where its first run had it),
+    described as trial_finish describes outputs, its first run's as "reference" and this one's
+    as "candidate". Where the two differ, the problem's outputs are not a function of its inputs
+    (a draw it does not seed, state it keeps between calls, memory it leaves uninitialised), and
+    no candidate can match them reliably."""
+    _check_limits()
+    first = _trial["host"][0]
+    _trial["pristine"] = _make_inputs(seed, seed, scale)
+    _run_reference(_trial_copies(_trial["pristine"], "reference"))
+    again = _hosts(_trial["ref_out"], ProblemError, "the reference's")
+    _trial["again_host"] = again  # keep the memory alive for the C++ views
+    numbers = _trial.get("ref_numbers", ())
+    return {
+        "reference": _described_outputs(first, numbers),
+        "candidate": _described_outputs(again, numbers),
+        "inputs_modified": [],
+        "reference_ms": _trial["ref_ms"],
+        "candidate_ms": _trial["ref_ms"],
+    }
+
+
 def _identical(a, b):
     """Whether two draws of an input hold the same thing, bit for bit (NaN equals NaN)."""
     if type(a) is not type(b):

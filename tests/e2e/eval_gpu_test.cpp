@@ -150,10 +150,15 @@ TEST_F(EvalGpu, InfiniteKernelTimesOut) {
 }
 
 TEST_F(EvalGpu, WrongNativeResultIsIncorrect) {
-  EXPECT_EQ(run_eval(quantvla, "examples/faulty_native/wrong_result.cu").exit_code, 1);
+  const auto wrong = run_eval(quantvla, "examples/faulty_native/wrong_result.cu");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
   const auto r = run_eval(quantvla, "examples/faulty_native/no_write.cu");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_GT(r.result["trials"][0]["outputs"][0]["nan_count"].get<int>(), 0);
+  // The reference ran again on the first failed trial's inputs after the native candidate, and
+  // repeated itself (the GPU's reference: cuBLAS, an amax reduction).
+  for (const auto* e : {&wrong, &r})
+    EXPECT_FALSE(has_flag(e->result, "reference_nondeterministic")) << e->result["flags"].dump(1);
 }
 
 TEST_F(EvalGpu, AnUnwrittenBoolOutputFailsWhenTheAnswerIsAllTrue) {

@@ -803,9 +803,21 @@ class ModelNew(nn.Module):
   const auto r = run_eval(p, c, quick);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.result["status"], "incorrect");
-  EXPECT_TRUE(has_flag(r.result, "nominal_sizes_differ")) << r.result.dump(1);
-  for (const auto& t : r.result["trials"])
+  // The held-out trial's seed is secret, and about once in 550 runs it draws the nominal shape:
+  // that trial fails then, and the check after the trials does not run.
+  bool held_out_nominal = false;
+  for (const auto& t : r.result["trials"]) {
+    const bool nominal_shape = t["input_shapes"] == nlohmann::json::parse("[[64, 96]]");
+    if (t["kind"] == "held_out" && nominal_shape) {
+      held_out_nominal = true;
+      EXPECT_FALSE(t["passed"].get<bool>()) << t.dump();
+      continue;
+    }
     EXPECT_TRUE(t["passed"].get<bool>()) << "a trial drew the nominal shape: " << t.dump();
+  }
+  if (!held_out_nominal) {
+    EXPECT_TRUE(has_flag(r.result, "nominal_sizes_differ")) << r.result.dump(1);
+  }
 }
 
 TEST(JudgementCpu, ACandidateThatChoosesTheTrialsSizesIsNotBelievedAndSizesAreIntegers) {
@@ -1707,6 +1719,42 @@ TEST(JudgementCpu, ADtypeMismatchSaysWhichSideReturnedANumber) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.result["trials"][0]["outputs"][0].value("message", ""),
             "dtype mismatch: expected float32, got float64");
+}
+
+TEST(JudgementCpu, AReferenceThatDoesNotRepeatItselfIsFlaggedAtTheFirstFailedTrial) {
+  // A candidate failed against a reference whose outputs are not a function of its inputs, and
+  // the report blamed the candidate alone.
+  const auto wrong = write_case("wrong.py", one_line_model("ModelNew", "x * 1"));
+  const std::string counter =
+      "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+      "    def __init__(self):\n        super().__init__()\n        self.calls = 0\n"
+      "    def forward(self, x):\n        self.calls += 1\n        return x * self.calls\n";
+  for (const std::string& problem :
+       {"import random\n" + one_line_model("Model", "x + random.SystemRandom().random()"),
+        counter}) {
+    const auto p = write_case("p.py", problem + one_input_tail);
+    const auto r = run_eval(p, wrong, quick);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.result["status"], "incorrect");  // the verdict stands
+    const auto message = flag_message(r.result, "reference_nondeterministic");
+    EXPECT_NE(message.find("output 0: 128 of 128 elements outside"), std::string::npos)
+        << r.result["flags"].dump(1);
+    for (const auto& f : r.result["flags"])
+      if (f["code"] == "reference_nondeterministic") {
+        EXPECT_EQ(f["severity"], "error");
+      }
+  }
+  // A draw kjudge's seed reaches repeats: a wrong candidate against it is not excused, and a
+  // candidate that draws the same is correct.
+  for (const std::string body : {"x + torch.randn_like(x)", "nn.functional.dropout(x, 0.5)"}) {
+    const auto p = write_case("p.py", one_line_model("Model", body) + one_input_tail);
+    const auto r = run_eval(p, wrong, quick);
+    EXPECT_EQ(r.exit_code, 1) << body << "\n" << r.output;
+    EXPECT_FALSE(has_flag(r.result, "reference_nondeterministic")) << body << "\n"
+                                                                   << r.result["flags"].dump(1);
+    const auto same = run_eval(p, write_case("same.py", one_line_model("ModelNew", body)), quick);
+    EXPECT_EQ(same.exit_code, 0) << body << "\n" << same.output;
+  }
 }
 
 TEST(JudgementCpu, ACorrectVerdictThatComparedNoValueSaysSo) {

@@ -103,7 +103,7 @@ TEST(SpecsCli, HelpComesFromTheDocsAndBadOptionsAreUsageErrors) {
   EXPECT_FALSE(std::filesystem::exists(missing.parent_path()));
   // A saved roofline is shown as it is: the options that measure one are refused with it (they
   // were ignored).
-  for (const std::vector<std::string> extra :
+  for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--refresh"}, {"--device", "0"}, {"--repetitions", "7"}}) {
     std::vector<std::string> args = {"roofline", "--from", "saved.json"};
     args.insert(args.end(), extra.begin(), extra.end());
