@@ -455,6 +455,7 @@ int run_eval(const eval_args& a) {
   std::vector<eval_result> runs;
   for (std::size_t p = 0; p < a.processes; ++p) {
     runs.push_back(eval::evaluate(j, ro));
+    if (p > 0) eval::stop_if_files_changed(runs.front(), runs.back());
     if (runs.back().status != eval_status::correct) break;
   }
   auto result = eval::combine_runs(std::move(runs), a.processes, j.timing_options);

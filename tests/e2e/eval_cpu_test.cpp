@@ -634,6 +634,39 @@ struct scratch_dir {
   ~scratch_dir() { std::filesystem::remove_all(path); }
 };
 
+TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {
+  // A candidate that rewrote the problem file at import (its reference slowed by a sleep) had
+  // processes 2 and 3 time another reference, and the pooled result read correct.
+  const scratch_dir dir;
+  const auto problem = dir.path / "p.py";
+  std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                            "    def forward(self, x):\n        return torch.relu(x)\n"
+                            "def get_inputs():\n    return [torch.randn(16, 16)]\n"
+                            "def get_init_inputs():\n    return []\n";
+  const std::string model =
+      "class ModelNew(torch.nn.Module):\n"
+      "    def forward(self, x):\n        return torch.relu(x)\n";
+  struct example {
+    std::string rewrites, status, what;
+    int exit_code;
+  };
+  for (const auto& [rewrites, status, what, exit_code] :
+       std::vector<example>{{"P", "problem_error", "the problem file", 6},
+                            {"__file__", "runtime_error", "the candidate file", 4}}) {
+    const auto candidate = dir.path / "c.py";
+    std::ofstream(candidate) << "import torch\nP = " << nlohmann::json(problem.string()).dump()
+                             << "\nopen(" << rewrites << ", 'a').write('# again\\n')\n"
+                             << model;
+    const auto r = run_eval(problem.string(), candidate.string(), with({"--processes", "3"}));
+    EXPECT_EQ(r.exit_code, exit_code) << r.output;
+    EXPECT_EQ(r.result["status"], status);
+    EXPECT_EQ(r.result["runs"].size(), 2u) << r.result["runs"].dump();
+    const auto message = r.result.value("message", "");
+    EXPECT_EQ(message.rfind("process 2 of 3: " + what, 0), 0u) << message;
+    EXPECT_NE(message.find("changed after process 1 started"), std::string::npos) << message;
+  }
+}
+
 /** `kjudge <args>` started in the background without the pool, its output going to `log`. */
 pid_t start_kjudge(const std::vector<std::string>& args, const std::filesystem::path& log) {
   std::vector<std::string> strings = {KJ_KJUDGE_EXE};
