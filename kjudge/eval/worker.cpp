@@ -690,7 +690,9 @@ class pipeline {
     m_events.flag("candidate_changed_torch_state", by_torch ? "info" : "warning",
                   std::string(by_torch ? "torch's own code, run by the candidate's (as "
                                          "torch.compile does), replaced functions of torch"
-                                       : "the candidate's code changed torch's global state") +
+                                       : "the candidate's code changed global state the "
+                                         "reference runs under (torch's, the interpreter's, "
+                                         "or a module's the problem uses)") +
                       "; kjudge kept each change to the candidate's own calls, and the reference "
                       "ran without them: " +
                       list);

@@ -25,6 +25,7 @@ import threading
 import time
 import traceback
 import types
+import warnings
 
 import torch
 
@@ -1202,6 +1203,16 @@ def _settings_table():
     rows.append(("gc.callbacks", lambda: tuple(_gc_callbacks),
                  lambda v: _gc_callbacks.__setitem__(slice(None), list(v))))
     rows.append(("signal handlers", _signal_handlers, _set_signal_handlers))
+    # The interpreter's, which the reference's code runs under too: a candidate's
+    # warnings.simplefilter("error") turned the reference's warnings into its failure, a lowered
+    # recursion limit failed its get_inputs(), a sys.stdout on a full disk its print(): each then
+    # blamed on the problem. torch.compile raises the recursion limit and imports sympy, which
+    # adds a filter: kept to the candidate's calls without a note (_QUIET_SETTINGS).
+    rows.append(("sys.getrecursionlimit()", _getrecursionlimit, _setrecursionlimit))
+    rows.append(("warnings.filters", lambda: tuple(warnings.filters), _set_warning_filters))
+    for name in ("stdout", "stderr"):
+        rows.append(("sys." + name, lambda n=name: getattr(sys, n),
+                     lambda v, n=name: setattr(sys, n, v)))
     table = []
     for row in rows:
         if row is None:
@@ -1227,6 +1238,25 @@ _gc_isenabled, _gc_enable, _gc_disable = gc.isenabled, gc.enable, gc.disable
 _gc_callbacks = gc.callbacks
 _ITIMERS = (("ITIMER_REAL", signal.ITIMER_REAL), ("ITIMER_VIRTUAL", signal.ITIMER_VIRTUAL),
             ("ITIMER_PROF", signal.ITIMER_PROF))
+
+
+_getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursionlimit
+# The list the interpreter's warnings machinery was given at load, and what tells it the list
+# changed (3.12 and 3.13 name it _filters_mutated, 3.14 _filters_mutated_lock_held).
+_warning_filters = warnings.filters
+_filters_mutated = (getattr(warnings, "_filters_mutated", None)
+                    or getattr(warnings, "_filters_mutated_lock_held", None))
+# Settings kept to each side's calls whose change is not reported (see _settings_table).
+_QUIET_SETTINGS = frozenset(("sys.getrecursionlimit()", "warnings.filters"))
+
+
+def _set_warning_filters(wanted):
+    """warnings.filters as `wanted` (a tuple of filters), in the list the module was loaded with
+    (bound again where a candidate bound another)."""
+    warnings.filters = _warning_filters
+    _warning_filters[:] = list(wanted)
+    if _filters_mutated is not None:
+        _filters_mutated()
 
 
 def _signal_handlers():
@@ -1309,6 +1339,39 @@ def _bindings(space, code_only):
     # layer of the reference returned. Its private data (counters, caches) is not watched.
     return {k: v for k, v in vars(space).items()
             if not k.startswith("_") or (k.startswith("__") and k.endswith("__")) or _is_code(v)}
+
+
+def _problem_modules():
+    """The modules, other than torch's, the problem's code reaches by name: those bound in its
+    module (math, numpy, a helper beside it) and the modules bound in theirs (numpy.linalg,
+    os.path). A candidate that rebound math.sqrt had the reference scale by what it chose, and
+    its x.clone() was judged correct. sys and builtins are watched otherwise (_settings_table;
+    builtins as a namespace of its own); this harness's and kjudge's modules are not the
+    problem's."""
+    if _problem is None:
+        return []
+    skip = {"sys", "builtins", "_kjudge", __name__}
+    found, seen = [], set()
+
+    def take(module):
+        name = getattr(module, "__name__", None)
+        if (not _isinstance(name, str) or name in skip or name == "torch"
+                or name.startswith("torch.") or id(module) in seen):
+            return False
+        try:
+            vars(module)
+        except TypeError:
+            return False
+        seen.add(id(module))
+        found.append(module)
+        return True
+
+    first = [m for m in vars(_problem).values() if _isinstance(m, _ModuleType) and take(m)]
+    for module in first:
+        for v in list(vars(module).values()):
+            if _isinstance(v, _ModuleType):
+                take(v)
+    return sorted(found, key=lambda m: m.__name__)
 
 
 # The modules whose code bindings (_bindings(code_only)) are watched: what the reference's
@@ -1486,6 +1549,7 @@ class _Reach:
             except TypeError:
                 continue
             spaces.append((name, module, True))
+        spaces += [(m.__name__, m, False) for m in _problem_modules()]
         self.spaces = spaces
 
     def _settings(self):
@@ -1625,6 +1689,8 @@ class _Reach:
             expected = self.cand_settings.get(label, self.ref_settings.get(label, _UNREADABLE))
             if not _same_value(value, expected):
                 self.cand_settings[label] = value
+                if label in _QUIET_SETTINGS:
+                    continue
                 self._note("%s: %s -> %s" % (label, _show(self.ref_settings.get(label,
                                                                                 _UNREADABLE)),
                                              _show(value)))

@@ -1757,6 +1757,57 @@ TEST(JudgementCpu, AReferenceThatDoesNotRepeatItselfIsFlaggedAtTheFirstFailedTri
   }
 }
 
+TEST(JudgementCpu, ACandidatesChangesToTheInterpreterAndTheProblemsModulesStayWithIt) {
+  // math.sqrt rebound at the candidate's import: the reference scaled by 1, and x.clone() was
+  // correct. numpy's submodules likewise.
+  struct example {
+    std::string imports, reference, candidate_head, candidate, changed;
+  };
+  for (const auto& [imports, reference, head, candidate, changed] : std::vector<example>{
+           {"import math\n", "x / math.sqrt(x.shape[-1])",
+            "import math\nmath.sqrt = lambda v: 1.0\n", "x.clone()", "math.sqrt replaced"},
+           {"import numpy as np\n", "x * float(np.linalg.norm(np.ones(4)))",
+            "import numpy as np\nnp.linalg.norm = lambda v: 1.0\n", "x.clone()",
+            "numpy.linalg.norm replaced"}}) {
+    const auto p =
+        write_case("p.py", imports + one_line_model("Model", reference) + one_input_tail);
+    const auto c = write_case("c.py", head + one_line_model("ModelNew", candidate));
+    const auto r = run_eval(p, c, quick);
+    EXPECT_EQ(r.exit_code, 1) << reference << "\n" << r.output;
+    EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state").find(changed),
+              std::string::npos)
+        << r.result["flags"].dump(1);
+  }
+  // Kept to the candidate's own calls: one that computes with its own math.sqrt is judged by its
+  // values.
+  const auto p = write_case(
+      "p.py", "import math\n" + one_line_model("Model", "x / math.sqrt(64)") + one_input_tail);
+  const auto own = write_case("own.py", "import math\nmath.sqrt = lambda v: 8.0\n" +
+                                            one_line_model("ModelNew", "x / math.sqrt(1)"));
+  EXPECT_EQ(run_eval(p, own, quick).exit_code, 0);
+  // The interpreter's state: a candidate that made warnings errors, lowered the recursion limit
+  // or sent sys.stdout to a full device failed the reference's warning, get_inputs() or print,
+  // and the problem was blamed (exit 6). Each is the candidate's own now.
+  const auto warns = write_case(
+      "warns.py", "import warnings\n" +
+                      one_line_model("Model", "(warnings.warn('reference note'), x * 2)[1]") +
+                      one_input_tail);
+  const auto prints =
+      write_case("prints.py", one_line_model("Model", "(print('reference', x.shape), x * 2)[1]") +
+                                  one_input_tail);
+  struct disturbance {
+    std::string problem, candidate_head;
+  };
+  for (const auto& [problem, head] : std::vector<disturbance>{
+           {warns, "import warnings\nwarnings.simplefilter('error')\n"},
+           {prints, "import sys\nsys.setrecursionlimit(30)\n"},
+           {prints, "import sys\nsys.stdout = open('/dev/full', 'w', buffering=1)\n"}}) {
+    const auto c = write_case("c.py", head + one_line_model("ModelNew", "x * 2"));
+    const auto r = run_eval(problem, c, quick);
+    EXPECT_EQ(r.exit_code, 0) << head << "\n" << r.output;
+  }
+}
+
 TEST(JudgementCpu, ACorrectVerdictThatComparedNoValueSaysSo) {
   // An empty output, or one of NaN, against a candidate that returns the same: correct, every
   // error n/a, and nothing said.
