@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -176,6 +177,19 @@ void check_json_path(const std::string& path) {
   const fs::path dir = fs::absolute(target.path).parent_path();
   if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
     KJ_THROW(error_kind::usage, "--json {}: cannot write into {}", path, dir.string());
+  // access() answers for permissions alone: root is let into folders no file can be made in
+  // (/proc), and the result was lost after the whole evaluation. The file is written beside its
+  // name and renamed into place (write_file_atomic): a file made and removed there says so.
+  const fs::path probe =
+      dir / fmt::format(".{}.kjudge-probe-{}", target.path.filename().string(), ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST)
+    KJ_THROW(error_kind::usage, "--json {}: cannot create a file in {}: {}", path, dir.string(),
+             std::strerror(errno));
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
 }
 
 CLI::App* add_eval_command(CLI::App& app, eval_args& a) {
