@@ -27,9 +27,9 @@ CLI::App* add_cache_command(CLI::App& app, cache_args& a) {
   auto* cmd = app.add_subcommand("cache", "what the build cache holds; prune or clear it");
   cmd->set_help_flag();  // help comes from docs/cli.md (main.cpp)
   cmd->add_option("action", a.action)->check(CLI::IsMember({"info", "prune", "clear"}));
-  cmd->add_option("--max-size", a.max_size);
-  cmd->add_option("--unused-for", a.unused_for);
-  cmd->add_option("--keep-recent", a.keep_recent);
+  cmd->add_option("--max-size", a.max_size)->check(not_empty("a size, such as 20G"));
+  cmd->add_option("--unused-for", a.unused_for)->check(not_empty("a duration, such as 30d"));
+  cmd->add_option("--keep-recent", a.keep_recent)->check(not_empty("a duration, such as 1h"));
   cmd->add_flag("--dry-run", a.dry_run);
   cmd->add_flag("--list", a.list);
   cmd->add_option("--json", a.json_path)->check(not_empty_path());

@@ -144,7 +144,14 @@ int write_json_last(const std::string& path, const std::string& document, const 
 CLI::Validator not_empty_path(const char* what) {
   return CLI::Validator(
       [what](const std::string& text) -> std::string {
-        if (text.empty()) return fmt::format("an empty path: name {}", what);
+        if (text.empty())
+          return fmt::format("an empty path: name {}",
+                             what == nullptr ? "a file, or - for standard output" : what);
+        if (text == "-" && what != nullptr)
+          return fmt::format(
+              "-: name {} (only --json takes - for standard output; a file "
+              "called - is named ./-)",
+              what);
         if (text.size() > 1 && text.front() == '-')
           return fmt::format(
               "{} looks like an option, not a path (was this option's value left out?); a file "
@@ -153,6 +160,14 @@ CLI::Validator not_empty_path(const char* what) {
         return {};
       },
       "PATH", "not_empty_path");
+}
+
+CLI::Validator not_empty(const char* what) {
+  return CLI::Validator(
+      [what](const std::string& text) -> std::string {
+        return text.empty() ? fmt::format("an empty value: give {}", what) : std::string();
+      },
+      "", "not_empty");
 }
 
 /** Fails early (usage) when --json cannot be written, rather than after the evaluation. The

@@ -13,8 +13,12 @@
 namespace kj::app {
 
 /** An empty path names nothing: refused (a usage error) for --json by every command that writes
- *  JSON, and for --python and --cache-dir; `what` says what to name instead. */
-[[nodiscard]] CLI::Validator not_empty_path(const char* what = "a file, or - for standard output");
+ *  JSON, and for --python and --cache-dir; `what` says what to name instead. "-" alone is
+ *  standard output where `what` is the default (--json), and refused elsewhere (`--cache-dir -`
+ *  made a folder called "-"). */
+[[nodiscard]] CLI::Validator not_empty_path(const char* what = nullptr);
+/** A value that must not be empty (`--max-size ''` read as not given); `what` names it. */
+[[nodiscard]] CLI::Validator not_empty(const char* what);
 /** An integer in [min, max] written in decimal digits only, rewritten without leading zeros; for
  *  ->transform(). CLI11 alone reads "010" as octal 8 and "0x10" as 16. */
 [[nodiscard]] CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max);

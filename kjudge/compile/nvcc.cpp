@@ -751,9 +751,21 @@ std::string refused_flag(std::string_view flag) {
       "--dependency-output",
       "--dependency-target-name",
       "--generate-dependency-targets"};
+  if (flag.empty()) return "'': an empty flag (was its value left out?)";
   const std::string_view name = flag.substr(0, flag.find('='));
-  const bool dependency = (flag.size() >= 2 && flag.substr(0, 2) == "-M") ||
-                          std::find(long_names.begin(), long_names.end(), name) != long_names.end();
+  bool dependency = (flag.size() >= 2 && flag.substr(0, 2) == "-M") ||
+                    std::find(long_names.begin(), long_names.end(), name) != long_names.end();
+  // The host compiler's, passed through nvcc joined to their option (-Xcompiler=-MD,-O2): its
+  // dependency flags write lists kjudge does not compare either. (Given apart, -Xcompiler -MD,
+  // the second flag is refused above.)
+  if ((name == "-Xcompiler" || name == "--compiler-options") && name.size() < flag.size()) {
+    std::string_view rest = flag.substr(name.size() + 1);
+    while (!dependency && !rest.empty()) {
+      const std::string_view item = rest.substr(0, rest.find(','));
+      dependency = item.size() >= 2 && item.substr(0, 2) == "-M";
+      rest.remove_prefix(std::min(rest.size(), item.size() + 1));
+    }
+  }
   if (dependency)
     return fmt::format(
         "{}: kjudge lists the files a build includes itself (the cache compares "

@@ -118,7 +118,12 @@ TEST_F(CacheCli, BadValuesAndOptionsOfAnotherActionAreUsageErrors) {
         {"cache", "info", "--dry-run", "--cache-dir", dir},
         {"cache", "clear", "--keep-recent", "10s", "--cache-dir", dir},
         {"cache", "tidy", "--cache-dir", dir},
-        {"cache", "--cache-dir", ""}}) {
+        {"cache", "--cache-dir", ""},
+        // Empty values read as not given (the default limit), and "-" made a folder called "-".
+        {"cache", "prune", "--max-size", "", "--cache-dir", dir},
+        {"cache", "prune", "--unused-for", "", "--cache-dir", dir},
+        {"cache", "prune", "--keep-recent", "", "--cache-dir", dir},
+        {"cache", "info", "--cache-dir", "-"}}) {
     const auto r = run_raw(args);
     EXPECT_EQ(r.exit_code, 2) << args[1] << " " << args[2] << "\n" << r.output;
   }

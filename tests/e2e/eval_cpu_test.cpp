@@ -1238,7 +1238,10 @@ TEST(EvalCpu, UsageErrors) {
         {"--sets", "257"},
         {"--python", std::filesystem::temp_directory_path().string()},  // a folder
         {"--json", ""},
-        {"--json", std::filesystem::temp_directory_path().string()}}) {
+        {"--json", std::filesystem::temp_directory_path().string()},
+        {"--cache-dir", "-"},  // made a folder called "-"
+        {"--nvcc-flag", ""},
+        {"--nvcc-flag", "-Xcompiler=-MD"}}) {
     std::vector<std::string> args = {"eval", problem, candidate, "--device", "cpu"};
     args.insert(args.end(), bad.begin(), bad.end());
     const auto refused = run_raw(args);

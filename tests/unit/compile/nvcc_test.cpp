@@ -625,12 +625,14 @@ extern "C" int kj_test_answer() { return KJ_TILE; }
 }
 
 TEST_F(nvcc_test, dependency_and_preprocessing_flags_are_refused) {
-  for (const char* flag : {"-M", "-MM", "-MD", "-MMD", "-MF", "-MFdeps.d", "-MT=x", "-MP",
-                           "--generate-nonsystem-dependencies-with-compile",
-                           "--dependency-output=deps.d", "-E", "--preprocess"})
+  for (const char* flag :
+       {"-M", "-MM", "-MD", "-MMD", "-MF", "-MFdeps.d", "-MT=x", "-MP",
+        "--generate-nonsystem-dependencies-with-compile", "--dependency-output=deps.d", "-E",
+        "--preprocess", "", "-Xcompiler=-MD", "-Xcompiler=-O2,-MMD", "--compiler-options=-MF,x.d"})
     EXPECT_FALSE(kj::compile::refused_flag(flag).empty()) << flag;
   for (const char* flag : {"-O2", "-maxrregcount=32", "--use_fast_math", "-lineinfo", "-DMODE=1",
-                           "-Xptxas=-v", "-Ifoo", "--expt-relaxed-constexpr"})
+                           "-Xptxas=-v", "-Ifoo", "--expt-relaxed-constexpr", "-Xcompiler=-O2",
+                           "-Xcompiler=-fno-math-errno,-march=native", "-Xcompiler"})
     EXPECT_TRUE(kj::compile::refused_flag(flag).empty()) << flag;
   const auto source = write("fine.cu", k_valid_source);
   auto req = request(source);
