@@ -592,7 +592,7 @@ def build_reference(seed):
             _seed(seed)
             # Left in training mode, as KernelBench leaves both models (BatchNorm normalises by
             # the batch's statistics; Dropout is active): the function judged is KernelBench's.
-            _ref = _problem.Model(*init).to(DEVICE)
+            _ref = _module_on_device(_problem.Model(*init), "Model")
     except BaseException as exc:
         raise ProblemError("Model(*get_init_inputs()) failed:\n%s" % _format_exception(exc))
     # Native candidates get copies: writing through kj_call.params must not touch the reference.
@@ -621,6 +621,15 @@ def build_reference(seed):
     _reach.watch_reference()
 
 
+def _module_on_device(model, name):
+    """A constructed model moved to the device; one that is not a torch.nn.Module (a plain class
+    with __call__) read "'ModelNew' object has no attribute 'to'"."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError("%s(...) made %s, not a torch.nn.Module: KernelBench's %s is an "
+                        "nn.Module subclass" % (name, _a_type(type(model)), name))
+    return model.to(DEVICE)
+
+
 def build_candidate(seed):
     """ModelNew under the same seed, then the reference's weights copied in. Returns the copy
     method ("native" when the candidate is a native library: it gets copies of the reference's
@@ -634,7 +643,7 @@ def build_candidate(seed):
     def construct():
         with torch.no_grad():
             _seed(seed)
-            return _candidate.ModelNew(*_cand_init).to(DEVICE)
+            return _module_on_device(_candidate.ModelNew(*_cand_init), "ModelNew")
 
     _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
                                  "ModelNew(*get_init_inputs()) failed")
@@ -779,6 +788,8 @@ def _as_tensor_input(x):
 
 def _a(name):
     """A type's name with its article: "an int", "a list"."""
+    if name == "NoneType":
+        return "None"
     return ("an " if name[:1].lower() in "aeiou" else "a ") + name
 
 

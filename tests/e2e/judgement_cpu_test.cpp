@@ -1808,6 +1808,31 @@ TEST(JudgementCpu, ACandidatesChangesToTheInterpreterAndTheProblemsModulesStayWi
   }
 }
 
+TEST(JudgementCpu, AModelThatIsNoModuleSaysSo) {
+  // It read "'ModelNew' object has no attribute 'to'".
+  const auto p = write_case("p.py", one_line_model("Model", "x * 2") + one_input_tail);
+  const auto c = write_case("c.py",
+                            "import torch\nclass ModelNew:\n"
+                            "    def __call__(self, x):\n        return x * 2\n");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.result.value("message", "")
+                .find("ModelNew(...) made a ModelNew, not a "
+                      "torch.nn.Module"),
+            std::string::npos)
+      << r.result.value("message", "");
+  const auto plain = write_case("plain.py",
+                                "import torch\nclass Model:\n"
+                                "    def __call__(self, x):\n        return x * 2\n" +
+                                    std::string(one_input_tail));
+  const auto same = write_case("same.py", one_line_model("ModelNew", "x * 2"));
+  const auto q = run_eval(plain, same, quick);
+  EXPECT_EQ(q.exit_code, 6) << q.output;
+  EXPECT_NE(q.result.value("message", "").find("Model(...) made a Model, not a torch.nn.Module"),
+            std::string::npos)
+      << q.result.value("message", "");
+}
+
 TEST(JudgementCpu, ACorrectVerdictThatComparedNoValueSaysSo) {
   // An empty output, or one of NaN, against a candidate that returns the same: correct, every
   // error n/a, and nothing said.
@@ -2386,7 +2411,7 @@ class ModelNew(nn.Module):
   EXPECT_EQ(r.exit_code, 6) << r.output;
   EXPECT_EQ(r.result["status"], "problem_error") << r.result.dump(1);
   EXPECT_NE(r.result["message"].get<std::string>().find("Model.forward returned a tuple whose "
-                                                        "item 1 is a NoneType"),
+                                                        "item 1 is None"),
             std::string::npos)
       << r.result["message"];
   // Against a reference whose output is fine, the same output stays the candidate's error.
