@@ -63,6 +63,11 @@ struct job {
    *  (warm-up) and once inside an NVTX push/pop range (profile::ncu_reference_range,
    *  ncu_candidate_range), which ncu selects. */
   bool profile_ranges = false;
+  /** Not empty: the worker runs the reference alone (no candidate is loaded), through the
+   *  trials in their order, each up to its reference's part, and stops after the phase named
+   *  here ("trial nominal 2 reference"): the orchestrator's check of a crash in a reference
+   *  phase after a candidate's forward (did the reference crash on its own?). */
+  std::string reference_alone_until;
 };
 
 [[nodiscard]] nlohmann::json to_json(const job& j);

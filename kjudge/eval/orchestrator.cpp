@@ -148,6 +148,44 @@ void check_verdict(const job& j, const runner::process_result& p, const fold_sta
   }
 }
 
+/** The worker's events, line by line, folded into `r`. */
+void fold_channel(std::string_view channel, eval_result& r, fold_state& state) {
+  for (std::size_t at = 0; at < channel.size();) {
+    const std::size_t end = std::min(channel.find('\n', at), channel.size());
+    apply_event_line(r, channel.substr(at, end - at), state);
+    at = end + 1;
+  }
+}
+
+/** The reference alone (job::reference_alone_until) in a fresh worker started as `so` starts one,
+ *  within `limit`, until the phase `until`: "ran" where it got through; "crashed ..." (how) where
+ *  its worker ended without a verdict in that phase; else what happened, which decides nothing. */
+std::string reference_alone(const job& j, runner::spawn_options so, std::chrono::milliseconds limit,
+                            const std::string& until) {
+  job alone = j;
+  alone.reference_alone_until = until;
+  alone.timing = false;
+  alone.timeout_s = std::chrono::duration<double>(limit).count();
+  so.timeout = limit;
+  so.echo_output = false;
+  so.stdin_data = to_json(alone).dump();
+  const runner::process_result p = runner::run_process(so);
+  eval_result seen;
+  fold_state state;
+  fold_channel(p.channel, seen, state);
+  if (state.final_seen)
+    return seen.status == eval_status::correct
+               ? "ran"
+               : fmt::format("ended {}: {}", to_string(seen.status),
+                             seen.message.substr(0, seen.message.find('\n')));
+  if (p.how == runner::exit_kind::timed_out) return "timed out: nothing decided";
+  if (state.last_phase != until ||
+      (p.how != runner::exit_kind::signaled && p.how != runner::exit_kind::exited))
+    return fmt::format("ended in '{}' ({}): nothing decided", state.last_phase, p.describe());
+  return fmt::format("crashed: its worker {}{}", p.how == runner::exit_kind::signaled ? "was " : "",
+                     p.describe());
+}
+
 }  // namespace
 
 eval_result evaluate(const job& j, const run_options& options) {
@@ -266,12 +304,7 @@ eval_result evaluate(const job& j, const run_options& options) {
   r.worker.started_by = pooled ? "pool" : (pool_started ? "exec+pool_started" : "exec");
 
   fold_state state;
-  const std::string_view channel = p.channel;
-  for (std::size_t at = 0; at < channel.size();) {
-    const std::size_t end = std::min(channel.find('\n', at), channel.size());
-    apply_event_line(r, channel.substr(at, end - at), state);
-    at = end + 1;
-  }
+  fold_channel(p.channel, r, state);
 
   r.worker.outcome = p.describe();
   r.worker.exit_code = p.exit_code;
@@ -316,12 +349,32 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.status = in_reference && !state.candidate_forward_seen ? eval_status::problem_error
                                                                : eval_status::crashed;
       r.message =
-          fmt::format("the worker {}{}{}{}", p.how == runner::exit_kind::signaled ? "was " : "",
-                      p.describe(), during,
-                      in_reference && state.candidate_forward_seen
-                          ? " (the reference's part of a trial, after the candidate's "
-                            "code had run a forward: counted as the candidate's crash)"
-                          : "");
+          fmt::format("the worker {}{}{}", p.how == runner::exit_kind::signaled ? "was " : "",
+                      p.describe(), during);
+      // After a candidate's forward, a crash in a trial's reference part is the candidate's
+      // unless the reference crashes as well on its own: run alone in a fresh worker (no
+      // candidate loaded), through the same trials up to the same part. A problem whose forward
+      // calls os._exit() was every candidate's crash.
+      if (in_reference && state.candidate_forward_seen) {
+        const std::string alone =
+            state.last_phase.starts_with("trial ") && time_left() > std::chrono::seconds(1)
+                ? reference_alone(j, so, time_left(), state.last_phase)
+                : std::string("was not run (no time left, or not in a trial)");
+        if (alone.starts_with("crashed")) {
+          r.status = eval_status::problem_error;
+          r.message += fmt::format(
+              " (the reference's part of a trial, after the candidate's code had run a forward; "
+              "run alone in a fresh worker without the candidate, the reference crashed there "
+              "too ({}): the problem's)",
+              alone.substr(std::string_view("crashed: ").size()));
+        } else {
+          r.message += fmt::format(
+              " (the reference's part of a trial, after the candidate's code had run a forward: "
+              "counted as the candidate's crash; the reference alone, in a fresh worker without "
+              "the candidate, {})",
+              alone == "ran" ? "ran through the same trials" : alone);
+        }
+      }
       // A bus error while a Python candidate is imported is how loading an extension library
       // cut short in the build cache ends (a disk that filled, a copy interrupted): torch's
       // build sees it up to date and loads it again every time.

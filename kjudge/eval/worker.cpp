@@ -176,7 +176,7 @@ class pipeline {
     // nvcc runs in the background while the interpreter starts and torch imports: the two are the
     // largest fixed costs of an evaluation and do not depend on each other. It needs the device's
     // architecture, so it starts once the query has it.
-    if (m_job.kind == candidate_kind::native) {
+    if (m_job.kind == candidate_kind::native && m_job.reference_alone_until.empty()) {
       m_events.phase("compile_native_started");
       // The request (the environment, the working folder, which nvcc) is taken here, before the
       // build's thread starts: Python, on this thread, may change the environment (torch sets
@@ -239,6 +239,10 @@ class pipeline {
     m_events.phase("load_problem");
     m_session->load_problem(m_job.problem);
     if (gpu) after_problem_import();
+    if (!m_job.reference_alone_until.empty()) {
+      run_reference_alone();
+      return;
+    }
 
     if (!load_candidate()) return;  // it stops the watch
     // From the first model on, everything this worker does runs on the GPU: held until its
@@ -292,6 +296,39 @@ class pipeline {
   }
 
  private:
+  /** job::reference_alone_until: the reference, no candidate loaded, through the trials in the
+   *  order run_trials() runs them, each up to its reference's part (trial_begin runs it where
+   *  there is no Python candidate), until that phase. Correct where it got there. */
+  void run_reference_alone() {
+    if (m_job.device == "cuda") {
+      stop_watch();  // no candidate's import to watch
+      take_gpu_turn();
+    }
+    m_events.phase("build_models reference");
+    m_session->build_reference(m_job.base_seed);
+    struct planned {
+      const char* kind;
+      int index;
+      std::uint64_t seed;
+      std::int64_t scale;
+    };
+    std::vector<planned> order;
+    for (int i = 0; i < m_job.trials; ++i)
+      order.push_back({"nominal", i, trial_seed(m_job.base_seed, i), 1});
+    order.push_back({"held_out", 0, m_job.held_out_seed, 1});
+    if (m_job.stress)
+      for (int i = 0; i < stress_trials; ++i)
+        order.push_back({"stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale});
+    for (const auto& t : order) {
+      const std::string phase = fmt::format("trial {} {} reference", t.kind, t.index);
+      m_events.phase(phase);
+      static_cast<void>(m_session->trial_begin(t.seed, t.scale));
+      if (phase == m_job.reference_alone_until) break;
+    }
+    release_gpu();
+    m_events.final(eval_status::correct, "");
+  }
+
   /** Loads or builds the candidate. False when the evaluation ended (compile error). */
   bool load_candidate() {
     build_info b;

@@ -667,6 +667,33 @@ TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {
   }
 }
 
+TEST(EvalCpu, ACrashInTheReferencesPartIsTheProblemsWhereTheReferenceCrashesAlone) {
+  // A problem whose forward ends its process: the candidate ran first in the trial, and every
+  // candidate got the crash. The reference is now run alone in a fresh worker.
+  const scratch_dir dir;
+  const std::string tail =
+      "def get_inputs():\n    return [torch.randn(16, 16)]\n"
+      "def get_init_inputs():\n    return []\n";
+  const auto candidate = dir.path / "c.py";
+  std::ofstream(candidate) << "import torch\nclass ModelNew(torch.nn.Module):\n"
+                              "    def forward(self, x):\n        return torch.relu(x)\n";
+  for (const std::string ending : {"import os; os._exit(0)",
+                                   "import os, signal; "
+                                   "os.kill(os.getpid(), signal.SIGKILL)"}) {
+    const auto problem = dir.path / "p.py";
+    std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                              "    def forward(self, x):\n        "
+                           << ending << "\n"
+                           << tail;
+    const auto r = run_eval(problem.string(), candidate.string(), with({"--no-timing"}));
+    EXPECT_EQ(r.exit_code, 6) << r.output;
+    EXPECT_EQ(r.result["status"], "problem_error");
+    EXPECT_NE(r.result.value("message", "").find("the reference crashed there too"),
+              std::string::npos)
+        << r.result.value("message", "");
+  }
+}
+
 /** `kjudge <args>` started in the background without the pool, its output going to `log`. */
 pid_t start_kjudge(const std::vector<std::string>& args, const std::filesystem::path& log) {
   std::vector<std::string> strings = {KJ_KJUDGE_EXE};

@@ -1414,6 +1414,12 @@ class ModelNew(nn.Module):
   EXPECT_NE(r.result["message"].get<std::string>().find("counted as the candidate's crash"),
             std::string::npos)
       << r.result["message"];
+  // The reference, run alone in a fresh worker, got through the same trials.
+  EXPECT_NE(r.result["message"].get<std::string>().find("the reference alone, in a fresh worker "
+                                                        "without the candidate, ran through the "
+                                                        "same trials"),
+            std::string::npos)
+      << r.result["message"];
 }
 
 // Timed briefly on the CPU, so the post-timing check runs.
