@@ -271,10 +271,11 @@ int run_cache(const cache_args& a) {
     text = info_text(inv, limit, a.list);
   } else {
     // One prune of a cache at a time (the automatic one after an evaluation takes the same
-    // lock, and skips its turn while this holds it).
+    // lock, and skips its turn while this holds it). A dry run removes nothing and writes
+    // nothing (the lock's files among them): it lists what a prune would remove now.
     runner::file_lock lock;
     std::error_code ec;
-    if (fs::is_directory(root, ec)) {
+    if (!a.dry_run && fs::is_directory(root, ec)) {
       lock = runner::file_lock::acquire(compile::prune_lock_path(root), std::chrono::seconds(60));
       if (!lock.held())
         KJ_THROW(error_kind::io, "{}: {}",

@@ -315,8 +315,11 @@ void print_timing(const eval_result& r, std::string& out) {
       {"stream", &measure::side_result::stream},
       {"host wall", &measure::side_result::host_wall}};
   for (const auto& [label, member] : figs) {
-    // GPU figures on a CPU run: one line says so (below), not a row per figure.
-    if (!(t.reference.*member).valid && !(t.candidate.*member).valid && !r.prov.gpu) continue;
+    // GPU figures on a CPU run: one line says so (below), not a row per figure. The host wall's
+    // rows stay, each saying why it was withheld (the table was its header alone).
+    if (member != &measure::side_result::host_wall && !(t.reference.*member).valid &&
+        !(t.candidate.*member).valid && !r.prov.gpu)
+      continue;
     print_figure_row(label, t.reference.*member, "reference", out);
     print_figure_row("", t.candidate.*member, "candidate", out);
   }

@@ -88,6 +88,10 @@ TEST_F(CacheCli, InfoPruneAndClearSayWhatTheyFindAndRemove) {
   EXPECT_NE(r.output.find("would remove 2 builds"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(old_native));
   EXPECT_TRUE(fs::exists(old_inline));
+  // Nothing written either: it left the prune lock's files (mode 0666) behind.
+  for (const auto& entry : fs::directory_iterator(root))
+    EXPECT_EQ(entry.path().filename().string().find(".prune.lock"), std::string::npos)
+        << entry.path();
 
   r = run_raw({"cache", "prune", "--cache-dir", root.string(), "--unused-for", "9d12h"});
   EXPECT_EQ(r.exit_code, 2) << r.output;  // one unit a value

@@ -102,6 +102,23 @@ TEST(TerminalPrinter, TimingShowsTheSetRangesAndHowEachIntervalWasResampled) {
   EXPECT_NE(text.find("device withheld  stream 2.00x [1.90, 2.10]"), std::string::npos) << text;
 }
 
+TEST(TerminalPrinter, AHostTimingWithheldOnACpuRunStillHasItsRows) {
+  // Without a GPU the device and stream rows are left out; the host wall's were too when both
+  // sides' were withheld, and the table was its header alone.
+  eval_result r;
+  r.status = eval_status::correct;
+  measure::comparison c;
+  c.reference.host_wall.kind = c.candidate.host_wall.kind = measure::figure_kind::host_wall;
+  c.reference.host_wall.note = "withheld: python_threads_busy";
+  c.candidate.host_wall.note = "withheld: waited_for_background_cpu";
+  r.timing = c;
+  const std::string text = render_terminal(r);
+  EXPECT_NE(text.find("host wall  reference  withheld: python_threads_busy"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("candidate  withheld: waited_for_background_cpu"), std::string::npos) << text;
+  EXPECT_EQ(text.find("device     reference"), std::string::npos) << text;
+}
+
 TEST(TerminalPrinter, MismatchLinesShowExactIntegersAndInfiniteErrors) {
   eval_result r;
   r.status = eval_status::incorrect;
