@@ -255,21 +255,20 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_
 }  // namespace
 
 bool stop_if_files_changed(const eval_result& first, eval_result& later) {
-  const auto changed = [&](const file_info& a, const file_info& b, std::string_view what,
-                           eval_status status) {
+  const auto changed = [&](const file_info& a, const file_info& b, std::string_view what) {
     if (a.sha256 == b.sha256) return false;
-    later.status = status;
+    later.status = eval_status::runtime_error;
     later.message = fmt::format(
         "the {} file {} changed after process 1 started (sha256 {} then, {} now): the processes "
-        "would judge different code; edited during the run, or rewritten by the candidate's code "
-        "in an earlier process",
+        "would judge different code; counted as the candidate's, whose code ran in between (a "
+        "file edited by hand during the run reads the same)",
         what, b.path, a.sha256.empty() ? "unreadable" : a.sha256.substr(0, 16),
         b.sha256.empty() ? "unreadable" : b.sha256.substr(0, 16));
     later.timing.reset();
     return true;
   };
-  return changed(first.problem, later.problem, "problem", eval_status::problem_error) ||
-         changed(first.candidate, later.candidate, "candidate", eval_status::runtime_error);
+  return changed(first.problem, later.problem, "problem") ||
+         changed(first.candidate, later.candidate, "candidate");
 }
 
 eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,

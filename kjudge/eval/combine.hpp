@@ -31,10 +31,12 @@ namespace kj::eval {
  * run's status and wall time. With `requested` 1 the run is returned as it is. Precondition: runs
  * is not empty. */
 /** A later process's run against the first: where the problem's or the candidate's file changed
- *  in between (each run hashes both as it starts), the processes judged different code, and
- *  `later` becomes the verdict that says so: the problem's `problem_error`, the candidate's
- *  `runtime_error` (the first process's candidate code could have rewritten either; a file
- *  edited by hand during the run reads the same). Returns whether it did. */
+ *  in between (each run hashes both as it starts, and its worker loads the problem from bytes
+ *  of that hash), the processes judged different code, and `later` becomes the verdict that says
+ *  so: a `runtime_error`, the candidate's, for either file, as only the candidate's code ran in
+ *  between (a `problem_error` would let a candidate that passed process 1 turn any later
+ *  verdict into the problem's by rewriting it); the message says a file edited by hand during
+ *  the run reads the same. Returns whether it did. */
 bool stop_if_files_changed(const eval_result& first, eval_result& later);
 
 [[nodiscard]] eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,

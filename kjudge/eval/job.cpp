@@ -105,7 +105,8 @@ nlohmann::json to_json(const job& j) {
                         {"gpu_lock_wait_s", j.gpu_lock_wait_s},
                         {"timeout_s", j.timeout_s},
                         {"profile_ranges", j.profile_ranges},
-                        {"reference_alone_until", j.reference_alone_until}};
+                        {"reference_alone_until", j.reference_alone_until},
+                        {"problem_sha256", j.problem_sha256}};
   out["atol"] = j.atol ? nlohmann::json(*j.atol) : nlohmann::json();
   out["rtol"] = j.rtol ? nlohmann::json(*j.rtol) : nlohmann::json();
   return out;
@@ -137,6 +138,7 @@ job job_from_json(const nlohmann::json& in) {
     j.nvcc_flags = in.at("nvcc_flags").get<std::vector<std::string>>();
     j.profile_ranges = in.value("profile_ranges", false);
     j.reference_alone_until = in.value("reference_alone_until", std::string());
+    j.problem_sha256 = in.value("problem_sha256", std::string());
     j.gpu_lock_wait_s = in.value("gpu_lock_wait_s", j.gpu_lock_wait_s);
     j.timeout_s = in.value("timeout_s", j.timeout_s);
     if (!in.at("atol").is_null()) j.atol = in.at("atol").get<double>();

@@ -68,6 +68,9 @@ struct job {
    *  here ("trial nominal 2 reference"): the orchestrator's check of a crash in a reference
    *  phase after a candidate's forward (did the reference crash on its own?). */
   std::string reference_alone_until;
+  /** The problem file's SHA-256 as the orchestrator read it when the evaluation started: the
+   *  worker loads the problem from bytes that hash to it, or fails (empty: unchecked). */
+  std::string problem_sha256;
 };
 
 [[nodiscard]] nlohmann::json to_json(const job& j);

@@ -159,11 +159,15 @@ void fold_channel(std::string_view channel, eval_result& r, fold_state& state) {
 
 /** The reference alone (job::reference_alone_until) in a fresh worker started as `so` starts one,
  *  within `limit`, until the phase `until`: "ran" where it got through; "crashed ..." (how) where
- *  its worker ended without a verdict in that phase; else what happened, which decides nothing. */
+ *  its worker ended without a verdict in that phase; else what happened, which decides nothing.
+ *  The worker loads the problem from bytes that hash to `problem_sha256`. */
 std::string reference_alone(const job& j, runner::spawn_options so, std::chrono::milliseconds limit,
-                            const std::string& until) {
+                            const std::string& until, const std::string& problem_sha256) {
   job alone = j;
   alone.reference_alone_until = until;
+  // The bytes the crashed worker loaded: a candidate that rewrote the problem file before it
+  // crashed the worker would have the reference alone crash on a problem of its own.
+  alone.problem_sha256 = problem_sha256;
   alone.timing = false;
   alone.timeout_s = std::chrono::duration<double>(limit).count();
   so.timeout = limit;
@@ -195,8 +199,10 @@ eval_result evaluate(const job& j, const run_options& options) {
   r.problem = {j.problem.string(), hash_or_empty(j.problem), "kernelbench"};
   r.candidate = {j.candidate.string(), hash_or_empty(j.candidate), to_string(j.kind)};
   r.options = to_json(j);
-  r.options.erase("held_out_seed");  // revealed in provenance once the run is over
-  r.options.erase("timing_key");     // never shown: nothing needs it after the run
+  r.options.erase("held_out_seed");          // revealed in provenance once the run is over
+  r.options.erase("timing_key");             // never shown: nothing needs it after the run
+  r.options.erase("reference_alone_until");  // the worker's mode for a check, not an option
+  r.options.erase("problem_sha256");         // in problem.sha256
   r.options.erase("schema");
   r.prov.kjudge_version = KJ_VERSION;
   r.prov.kjudge_commit = source_commit();
@@ -273,6 +279,7 @@ eval_result evaluate(const job& j, const run_options& options) {
   const auto limit_worker = [&] {
     so.timeout = time_left();
     job left = j;
+    left.problem_sha256 = r.problem.sha256;
     if (left.timeout_s > 0)
       left.timeout_s = std::min(left.timeout_s, std::chrono::duration<double>(so.timeout).count());
     so.stdin_data = to_json(left).dump();
@@ -358,7 +365,7 @@ eval_result evaluate(const job& j, const run_options& options) {
       if (in_reference && state.candidate_forward_seen) {
         const std::string alone =
             state.last_phase.starts_with("trial ") && time_left() > std::chrono::seconds(1)
-                ? reference_alone(j, so, time_left(), state.last_phase)
+                ? reference_alone(j, so, time_left(), state.last_phase, r.problem.sha256)
                 : std::string("was not run (no time left, or not in a trial)");
         if (alone.starts_with("crashed")) {
           r.status = eval_status::problem_error;

@@ -237,7 +237,7 @@ class pipeline {
     // first GPU work one does takes the GPU's lock before it runs (watch_imports).
     if (gpu) watch_imports();
     m_events.phase("load_problem");
-    m_session->load_problem(m_job.problem);
+    m_session->load_problem(m_job.problem, m_job.problem_sha256);
     if (gpu) after_problem_import();
     if (!m_job.reference_alone_until.empty()) {
       run_reference_alone();
@@ -688,8 +688,10 @@ class pipeline {
       again = m_session->trial_reference_again(seed, scale);
     } catch (const kj::error& e) {
       // A reference that ran on these inputs and fails on them now may fail on what the
-      // candidate's code left in the process (memory it holds, a CUDA error): no evidence.
-      if (e.kind() != error_kind::problem) throw;
+      // candidate's code left in the process (memory it holds, a sticky CUDA error, which
+      // torch raises as a plain RuntimeError): no evidence either way, and the verdict stands.
+      // What the candidate's code did (popcorn_pri touched) is its error, as anywhere.
+      if (e.kind() == error_kind::candidate) throw;
       return;
     }
     std::vector<output_check> checks;

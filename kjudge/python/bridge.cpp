@@ -621,9 +621,9 @@ void* session::stream() const noexcept {
   return m_impl->stream;
 }
 
-void session::load_problem(const std::filesystem::path& path) {
+void session::load_problem(const std::filesystem::path& path, const std::string& sha256) {
   m_impl->call("load_problem", [&] {
-    m_impl->harness.attr("load_problem")(path.string());
+    m_impl->harness.attr("load_problem")(path.string(), sha256);
     m_impl->problem_module = m_impl->harness.attr("_problem");
     const py::object d = m_impl->problem_module.attr("__dict__");
     m_impl->problem_get_inputs = d.attr("get")("get_inputs");

@@ -169,8 +169,10 @@ class session {
   /** torch's current CUDA stream (as cudaStream_t), or nullptr on CPU. */
   [[nodiscard]] void* stream() const noexcept;
 
-  /** Executes the problem file with `popcorn_pri` injected. Throws kj::error(problem). */
-  void load_problem(const std::filesystem::path& path);
+  /** Executes the problem file with `popcorn_pri` injected, from its bytes as read then (no
+   *  bytecode cache), which must hash to `sha256` where it is not empty. Throws
+   *  kj::error(problem). */
+  void load_problem(const std::filesystem::path& path, const std::string& sha256 = "");
   [[nodiscard]] problem_tolerance tolerance() const;
 
   /** Executes a Python candidate file (load_inline / Triton builds happen here); returns seconds

@@ -12,6 +12,7 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 import builtins
 import copy
 import gc
+import hashlib
 import importlib.util
 import math
 import numbers
@@ -180,12 +181,27 @@ def synchronize():
 
 # --- loading ------------------------------------------------------------------------------------
 
-def _exec_file(path, module_name):
-    """Executes a file as a fresh module with popcorn_pri already in its namespace."""
+class FileChanged(Exception):
+    """The file's bytes are not the ones kjudge hashed when the evaluation started."""
+
+
+def _exec_file(path, module_name, sha256=""):
+    """Executes a file as a fresh module with popcorn_pri already in its namespace, from its
+    bytes as read here (compiled as importlib compiles a source file, PEP 263 and a BOM
+    included), never from a __pycache__ file beside it: a candidate that wrote one there (or
+    rewrote the file) changed what a later worker's problem ran, while the file's hash stayed.
+    `sha256`, where given, is what those bytes must hash to (FileChanged otherwise)."""
     path = os.path.abspath(path)
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ImportError("cannot load %s as a Python module" % path)
+    with open(path, "rb") as f:
+        data = f.read()
+    if sha256 and hashlib.sha256(data).hexdigest() != sha256:
+        raise FileChanged("%s changed since kjudge read it when the evaluation started (sha256 %s "
+                          "then, %s now)" % (path, sha256[:16],
+                                             hashlib.sha256(data).hexdigest()[:16]))
+    code = compile(data, path, "exec", dont_inherit=True)
     module = importlib.util.module_from_spec(spec)
     module.__dict__["popcorn_pri"] = _kjudge.popcorn_pri
     folder = os.path.dirname(path)
@@ -193,14 +209,16 @@ def _exec_file(path, module_name):
         # Appended, not prepended: a candidate named triton.py must not shadow the real package.
         sys.path.append(folder)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    exec(code, module.__dict__)
     return module
 
 
-def load_problem(path):
+def load_problem(path, sha256=""):
     global _problem
     try:
-        module = _exec_file(path, "kjudge_problem")
+        module = _exec_file(path, "kjudge_problem", sha256)
+    except FileChanged as exc:
+        raise ProblemError("problem file %s" % exc)
     except BaseException as exc:  # SyntaxError, ImportError, SystemExit in module code ...
         raise ProblemError("problem file %s failed to load:\n%s" % (path, _format_exception(exc)))
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
@@ -350,13 +368,23 @@ def _seed(seed):
     _seed_python(seed)
 
 
+# The seeding functions as bound before any candidate code ran (torch imports numpy): the
+# timing's prepare() seeds a side's sample while the other side's bindings may be in force, and
+# a candidate's rebinding of random.seed or numpy.random.seed would run its code there.
+_random_seed = random.seed
+_numpy_seed = getattr(getattr(sys.modules.get("numpy"), "random", None), "seed", None)
+
+
 def _seed_python(seed):
     """Python's and NumPy's generators, for code that draws with them (get_inputs(), a forward):
     `seed` already within _SEED_MASK."""
-    random.seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed % (1 << 32))
+    _random_seed(seed)
+    if _numpy_seed is not None:
+        _numpy_seed(seed % (1 << 32))
+    else:
+        numpy = sys.modules.get("numpy")  # imported after the harness: as it is bound now
+        if numpy is not None:
+            numpy.random.seed(seed % (1 << 32))
 
 
 def _non_persistent_buffers(model):
@@ -1220,10 +1248,11 @@ def _settings_table():
     # blamed on the problem. torch.compile raises the recursion limit and imports sympy, which
     # adds a filter: kept to the candidate's calls without a note (_QUIET_SETTINGS).
     rows.append(("sys.getrecursionlimit()", _getrecursionlimit, _setrecursionlimit))
-    rows.append(("warnings.filters", lambda: tuple(warnings.filters), _set_warning_filters))
+    rows.append(("warnings.filters", lambda: _Same(_tuple(warnings.filters)),
+                 _set_warning_filters))
     for name in ("stdout", "stderr"):
-        rows.append(("sys." + name, lambda n=name: getattr(sys, n),
-                     lambda v, n=name: setattr(sys, n, v)))
+        rows.append(("sys." + name, lambda n=name: _Same(getattr(sys, n)),
+                     lambda v, n=name: setattr(sys, n, v.value)))
     table = []
     for row in rows:
         if row is None:
@@ -1252,22 +1281,45 @@ _ITIMERS = (("ITIMER_REAL", signal.ITIMER_REAL), ("ITIMER_VIRTUAL", signal.ITIME
 
 
 _getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursionlimit
-# The list the interpreter's warnings machinery was given at load, and what tells it the list
-# changed (3.12 and 3.13 name it _filters_mutated, 3.14 _filters_mutated_lock_held).
+# The list the interpreter's warnings machinery was given at load.
 _warning_filters = warnings.filters
-_filters_mutated = (getattr(warnings, "_filters_mutated", None)
-                    or getattr(warnings, "_filters_mutated_lock_held", None))
 # Settings kept to each side's calls whose change is not reported (see _settings_table).
 _QUIET_SETTINGS = frozenset(("sys.getrecursionlimit()", "warnings.filters"))
 
 
+class _Same:
+    """A setting's value compared by identity (a tuple's items each by identity): the objects are
+    the candidate's (a sys.stdout, a filter's category or text), whose __eq__ could answer
+    "unchanged" and would run inside the reference's turns."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        a, b = self.value, getattr(other, "value", _ABSENT)
+        if _type(a) is _tuple and _type(b) is _tuple:
+            return _len(a) == _len(b) and all(x is y for x, y in zip(a, b))
+        return a is b
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __repr__(self):  # by its type's name alone: no code of the candidate's object runs
+        if _type(self.value) is _tuple:
+            return "%d entries" % _len(self.value)
+        return _a_type(_type(self.value))
+
+
 def _set_warning_filters(wanted):
-    """warnings.filters as `wanted` (a tuple of filters), in the list the module was loaded with
-    (bound again where a candidate bound another)."""
+    """warnings.filters as `wanted` (_Same of a tuple of filters), in the list the module was
+    loaded with (bound again where a candidate bound another). The filters' version is not
+    bumped: bumped at every switch of sides (twice a timed sample pair), it cleared every
+    module's record of warnings shown, and a reference that warns on each call would print its
+    warning in every timed sample. A candidate's simplefilter() bumps it itself."""
     warnings.filters = _warning_filters
-    _warning_filters[:] = list(wanted)
-    if _filters_mutated is not None:
-        _filters_mutated()
+    _warning_filters[:] = list(wanted.value)
 
 
 def _signal_handlers():
@@ -1518,6 +1570,7 @@ class _Reach:
         self.runs_adopted = 0      # the reference's untimed runs adopt_reference_run() saw
         self.churn = set()         # what the reference changes on every run (see there)
         self.threads = None        # Python threads running at seal()
+        self.module_spaces = range(0)  # indices in `spaces` of the problem's modules
 
     def arm(self):
         self.armed = True
@@ -1560,7 +1613,9 @@ class _Reach:
             except TypeError:
                 continue
             spaces.append((name, module, True))
+        first = len(spaces)
         spaces += [(m.__name__, m, False) for m in _problem_modules()]
+        self.module_spaces = range(first, len(spaces))
         self.spaces = spaces
 
     def _settings(self):
@@ -1602,6 +1657,8 @@ class _Reach:
             ref = self.ref_bindings[i]
             cur = _bindings(space, code_only)
             for name in set(ref) | set(cur):
+                if ("space", i, name) in self.churn:
+                    continue  # the reference changes it on every run (adopt_reference_run)
                 key = (i, name)
                 was = expected(key, ref.get(name, _ABSENT))
                 value = cur.get(name, _ABSENT)
@@ -1642,6 +1699,9 @@ class _Reach:
                 if _same_value(value, was):
                     continue
                 differ = True
+                if label in _QUIET_SETTINGS:  # kept to the candidate's calls, unreported
+                    self.cand_settings[label] = value
+                    continue
                 if not (label in self.cand_settings
                         and _same_value(value, self.cand_settings[label])):
                     self.during_timing.append("%s: %s -> %s" % (label, _show(was), _show(value)))
@@ -1744,6 +1804,16 @@ class _Reach:
             self.churn.update(("binding", k) for k in set(before) | set(problem)
                               if problem.get(k, _ABSENT) is not before.get(k, _ABSENT))
         self.entered = (problem, self.entered[1], self.entered[2])
+        # The problem's modules likewise (a helper module beside it that counts its calls in a
+        # global): their bindings as the reference's run left them are the reference's.
+        for i in self.module_spaces:
+            if i >= len(self.ref_bindings):
+                break
+            ref, now = self.ref_bindings[i], _bindings(self.spaces[i][1], self.spaces[i][2])
+            for name in set(ref) | set(now):
+                if now.get(name, _ABSENT) is not ref.get(name, _ABSENT) and later:
+                    self.churn.add(("space", i, name))
+            self.ref_bindings[i] = now
         if self.fingerprint is not None:
             fingerprint = _model_fingerprint(_ref)
             if later and fingerprint != self.fingerprint:

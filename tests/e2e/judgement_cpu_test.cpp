@@ -1736,14 +1736,17 @@ TEST(JudgementCpu, AReferenceThatDoesNotRepeatItselfIsFlaggedAtTheFirstFailedTri
       "    def __init__(self):\n        super().__init__()\n        self.calls = 0\n"
       "    def forward(self, x):\n        self.calls += 1\n        return x * self.calls\n";
   for (const std::string& problem :
-       {"import random\n" + one_line_model("Model", "x + random.SystemRandom().random()"),
+       {one_line_model("Model",
+                       "x + torch.randn(x.shape, generator=(lambda g: (g.seed(), g)[1])("
+                       "torch.Generator()))"),
         counter}) {
     const auto p = write_case("p.py", problem + one_input_tail);
     const auto r = run_eval(p, wrong, quick);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_EQ(r.result["status"], "incorrect");  // the verdict stands
     const auto message = flag_message(r.result, "reference_nondeterministic");
-    EXPECT_NE(message.find("output 0: 128 of 128 elements outside"), std::string::npos)
+    EXPECT_NE(message.find("output 0: "), std::string::npos) << r.result["flags"].dump(1);
+    EXPECT_NE(message.find(" of 128 elements outside"), std::string::npos)
         << r.result["flags"].dump(1);
     for (const auto& f : r.result["flags"])
       if (f["code"] == "reference_nondeterministic") {
@@ -1801,17 +1804,42 @@ TEST(JudgementCpu, ACandidatesChangesToTheInterpreterAndTheProblemsModulesStayWi
   const auto prints =
       write_case("prints.py", one_line_model("Model", "(print('reference', x.shape), x * 2)[1]") +
                                   one_input_tail);
+  // get_inputs() 60 calls deep.
+  const auto deep = write_case(
+      "deep.py", one_line_model("Model", "x * 2") +
+                     "def draw(n):\n    return torch.randn(16, 8) if n == 0 else draw(n - 1)\n"
+                     "def get_inputs():\n    return [draw(60)]\n"
+                     "def get_init_inputs():\n    return []\n");
   struct disturbance {
     std::string problem, candidate_head;
   };
   for (const auto& [problem, head] : std::vector<disturbance>{
            {warns, "import warnings\nwarnings.simplefilter('error')\n"},
-           {prints, "import sys\nsys.setrecursionlimit(30)\n"},
-           {prints, "import sys\nsys.stdout = open('/dev/full', 'w', buffering=1)\n"}}) {
+           {deep, "import sys\nsys.setrecursionlimit(50)\n"},
+           {prints, "import sys\nsys.stdout = open('/dev/full', 'w', buffering=1)\n"},
+           // One that says it equals any other is told apart by identity.
+           {prints,
+            "import sys\nclass Out:\n    def write(self, s):\n        raise OSError(28, "
+            "'full')\n    def flush(self):\n        pass\n    def __eq__(self, other):\n"
+            "        return True\n    __hash__ = object.__hash__\nsys.stdout = Out()\n"}}) {
     const auto c = write_case("c.py", head + one_line_model("ModelNew", "x * 2"));
     const auto r = run_eval(problem, c, quick);
     EXPECT_EQ(r.exit_code, 0) << head << "\n" << r.output;
   }
+  // The two sides' warning filters differ (torch.compile's sympy adds one): switched between
+  // every timed sample, they cleared the record of warnings shown, and a reference that warns
+  // on each call printed its warning in every sample.
+  const auto filtering = write_case(
+      "filtering.py", "import warnings\nwarnings.filterwarnings('ignore', message='unrelated')\n" +
+                          one_line_model("ModelNew", "x * 2"));
+  const auto r = run_eval(warns, filtering, timed);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto tail = r.result["worker"].value("output_tail", "");
+  std::size_t shown = 0;
+  for (auto at = tail.find("reference note"); at != std::string::npos;
+       at = tail.find("reference note", at + 1))
+    ++shown;
+  EXPECT_LE(shown, 2u) << tail;
 }
 
 TEST(JudgementCpu, AModelThatIsNoModuleSaysSo) {
