@@ -691,7 +691,9 @@ class pipeline {
       // candidate's code left in the process (memory it holds, a sticky CUDA error, which
       // torch raises as a plain RuntimeError): no evidence either way, and the verdict stands.
       // What the candidate's code did (popcorn_pri touched) is its error, as anywhere.
-      if (e.kind() == error_kind::candidate) throw;
+      if (e.kind() == error_kind::candidate || e.kind() == error_kind::internal ||
+          e.kind() == error_kind::protocol)
+        throw;  // the candidate's doing, or kjudge's own failure
       return;
     }
     std::vector<output_check> checks;

@@ -14,6 +14,7 @@ import copy
 import gc
 import hashlib
 import importlib.util
+import linecache
 import math
 import numbers
 import os
@@ -202,6 +203,14 @@ def _exec_file(path, module_name, sha256=""):
                           "then, %s now)" % (path, sha256[:16],
                                              hashlib.sha256(data).hexdigest()[:16]))
     code = compile(data, path, "exec", dont_inherit=True)
+    # Tracebacks, inspect.getsource (TorchScript, Triton) read the source through linecache,
+    # which reads the file again: these bytes instead (an entry without a time is never
+    # checked against the file).
+    try:
+        text = importlib.util.decode_source(data)
+        linecache.cache[path] = (len(data), None, text.splitlines(True), path)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        pass  # compile() took it; the lines are only for reading
     module = importlib.util.module_from_spec(spec)
     module.__dict__["popcorn_pri"] = _kjudge.popcorn_pri
     folder = os.path.dirname(path)
@@ -227,6 +236,7 @@ def load_problem(path, sha256=""):
                            "get_inputs and get_init_inputs)" % (path, ", ".join(missing)))
     _problem = module
     _kjudge.popcorn_pri.seal(1)  # sizes drawn at the problem's import: pinned from now on
+    _bind_numpy_seed()
 
 
 def tolerance():
@@ -375,16 +385,20 @@ _random_seed = random.seed
 _numpy_seed = getattr(getattr(sys.modules.get("numpy"), "random", None), "seed", None)
 
 
+def _bind_numpy_seed():
+    """numpy.random.seed, where numpy was first imported by the problem (before any candidate
+    code): bound then, or never (a numpy the candidate imports first is its own)."""
+    global _numpy_seed
+    if _numpy_seed is None:
+        _numpy_seed = getattr(getattr(sys.modules.get("numpy"), "random", None), "seed", None)
+
+
 def _seed_python(seed):
     """Python's and NumPy's generators, for code that draws with them (get_inputs(), a forward):
     `seed` already within _SEED_MASK."""
     _random_seed(seed)
     if _numpy_seed is not None:
         _numpy_seed(seed % (1 << 32))
-    else:
-        numpy = sys.modules.get("numpy")  # imported after the harness: as it is bound now
-        if numpy is not None:
-            numpy.random.seed(seed % (1 << 32))
 
 
 def _non_persistent_buffers(model):
@@ -1233,15 +1247,17 @@ def _settings_table():
         rows.append(("torch.get_default_device()", _default_device, _set_default_device))
     _HOOKS = _under_torch("nn.modules.module")
     if _HOOKS is not None:
-        rows.append(("torch.nn.modules.module global hooks", _global_hooks, _set_global_hooks))
+        rows.append(("torch.nn.modules.module global hooks", lambda: _Same(_global_hooks()),
+                     lambda v: _set_global_hooks(v.value)))
     # The interpreter's: code that runs inside whatever call is running, the reference's timed
     # ones among them. A candidate's gc callback (with a threshold of 1, run at nearly every
     # allocation) that slept inside the reference's calls read correct at 2.66x on the CPU.
     rows.append(("gc.get_threshold()", _gc_get_threshold, lambda v: _gc_set_threshold(*v)))
     rows.append(("gc.isenabled()", _gc_isenabled, lambda v: _gc_enable() if v else _gc_disable()))
-    rows.append(("gc.callbacks", lambda: tuple(_gc_callbacks),
-                 lambda v: _gc_callbacks.__setitem__(slice(None), list(v))))
-    rows.append(("signal handlers", _signal_handlers, _set_signal_handlers))
+    rows.append(("gc.callbacks", lambda: _Same(_tuple(_gc_callbacks)),
+                 lambda v: _gc_callbacks.__setitem__(slice(None), list(v.value))))
+    rows.append(("signal handlers", lambda: _Same(_signal_handlers()),
+                 lambda v: _set_signal_handlers(v.value)))
     # The interpreter's, which the reference's code runs under too: a candidate's
     # warnings.simplefilter("error") turned the reference's warnings into its failure, a lowered
     # recursion limit failed its get_inputs(), a sys.stdout on a full disk its print(): each then
@@ -1287,29 +1303,53 @@ _warning_filters = warnings.filters
 _QUIET_SETTINGS = frozenset(("sys.getrecursionlimit()", "warnings.filters"))
 
 
+def _same_objects(a, b):
+    """Tuples item by item, builtin numbers and strings by value (their __eq__ is the
+    interpreter's own), anything else by identity: no __eq__ of a candidate's object runs."""
+    kind = _type(a)
+    if kind is not _type(b):
+        return False
+    if kind is _tuple:
+        return _len(a) == _len(b) and all(_same_objects(x, y) for x, y in zip(a, b))
+    if kind in _PLAIN_VALUES:
+        return a == b
+    return a is b
+
+
+_PLAIN_VALUES = frozenset((int, float, str, bool, type(None)))
+
+
 class _Same:
-    """A setting's value compared by identity (a tuple's items each by identity): the objects are
-    the candidate's (a sys.stdout, a filter's category or text), whose __eq__ could answer
-    "unchanged" and would run inside the reference's turns."""
+    """A setting's value compared by _same_objects: the objects are the candidate's (a
+    sys.stdout, a filter's category, a signal handler, a gc callback, a module hook), whose
+    __eq__ could answer "unchanged" and would run inside the reference's turns."""
 
     __slots__ = ("value",)
+    __hash__ = None
 
     def __init__(self, value):
         self.value = value
 
     def __eq__(self, other):
-        a, b = self.value, getattr(other, "value", _ABSENT)
-        if _type(a) is _tuple and _type(b) is _tuple:
-            return _len(a) == _len(b) and all(x is y for x, y in zip(a, b))
-        return a is b
+        return _type(other) is _Same and _same_objects(self.value, other.value)
 
-    def __hash__(self):
-        return id(self.value)
+    def __repr__(self):
+        return _plain_text(self.value)
 
-    def __repr__(self):  # by its type's name alone: no code of the candidate's object runs
-        if _type(self.value) is _tuple:
-            return "%d entries" % _len(self.value)
-        return _a_type(_type(self.value))
+
+def _plain_text(v):
+    """v as text without running any of its own code: tuples item by item, builtin values by
+    their repr, plain functions by module and name, anything else by its type's name."""
+    kind = _type(v)
+    if kind is _tuple:
+        return "(%s)" % ", ".join(_plain_text(x) for x in v)
+    if kind in _PLAIN_VALUES:
+        return repr(v) if kind is not str or _len(v) <= 80 else repr(v[:77]) + "..."
+    if kind is types.FunctionType or kind is types.BuiltinFunctionType:
+        module = v.__module__
+        return ("%s.%s" % (_plain_str(module), _plain_str(v.__qualname__))
+                if _isinstance(module, str) else _plain_str(v.__qualname__))
+    return _a_type(kind)
 
 
 def _set_warning_filters(wanted):
@@ -1335,7 +1375,7 @@ def _signal_handlers():
 
 def _set_signal_handlers(wanted):
     for number, handler in wanted:
-        if _getsignal(number) != handler:  # a function, or SIG_DFL / SIG_IGN as 0 / 1
+        if _getsignal(number) is not handler:  # by identity: no __ne__ of a candidate's runs
             _set_signal(number, handler)
 
 
@@ -1805,15 +1845,26 @@ class _Reach:
                               if problem.get(k, _ABSENT) is not before.get(k, _ABSENT))
         self.entered = (problem, self.entered[1], self.entered[2])
         # The problem's modules likewise (a helper module beside it that counts its calls in a
-        # global): their bindings as the reference's run left them are the reference's.
+        # global): their data bindings as the reference's run left them are the reference's.
+        # Not code (a function or class the reference would rebind on every run is no pattern
+        # of a problem's, and one bound there is what a candidate's finaliser or thread, run
+        # during the reference's call, would leave), and not where a thread started since
+        # seal() could have made the change.
+        unthreaded = self.threads is not None and _active_threads() <= self.threads
         for i in self.module_spaces:
-            if i >= len(self.ref_bindings):
+            if not unthreaded or i >= len(self.ref_bindings):
                 break
             ref, now = self.ref_bindings[i], _bindings(self.spaces[i][1], self.spaces[i][2])
             for name in set(ref) | set(now):
-                if now.get(name, _ABSENT) is not ref.get(name, _ABSENT) and later:
+                was, value = ref.get(name, _ABSENT), now.get(name, _ABSENT)
+                if value is was or _is_code(was) or _is_code(value):
+                    continue
+                if later:
                     self.churn.add(("space", i, name))
-            self.ref_bindings[i] = now
+                if value is _ABSENT:
+                    ref.pop(name, None)
+                else:
+                    ref[name] = value
         if self.fingerprint is not None:
             fingerprint = _model_fingerprint(_ref)
             if later and fingerprint != self.fingerprint:

@@ -1826,6 +1826,19 @@ TEST(JudgementCpu, ACandidatesChangesToTheInterpreterAndTheProblemsModulesStayWi
     const auto r = run_eval(problem, c, quick);
     EXPECT_EQ(r.exit_code, 0) << head << "\n" << r.output;
   }
+  // A signal handler that says it equals any other went unnoticed (the settings were compared
+  // with ==), and stayed in force for the reference.
+  const auto sneaky =
+      write_case("sneaky.py",
+                 "import signal\nclass H:\n    def __eq__(self, other):\n        return True\n"
+                 "    __hash__ = object.__hash__\n    def __call__(self, *args):\n        pass\n"
+                 "signal.signal(signal.SIGUSR1, H())\n" +
+                     one_line_model("ModelNew", "x * 2"));
+  const auto noticed = run_eval(prints, sneaky, quick);
+  EXPECT_EQ(noticed.exit_code, 0) << noticed.output;
+  EXPECT_NE(flag_message(noticed.result, "candidate_changed_torch_state").find("signal handlers"),
+            std::string::npos)
+      << noticed.result["flags"].dump(1);
   // The two sides' warning filters differ (torch.compile's sympy adds one): switched between
   // every timed sample, they cleared the record of warnings shown, and a reference that warns
   // on each call printed its warning in every sample.
