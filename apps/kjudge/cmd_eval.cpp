@@ -458,7 +458,7 @@ int run_eval(const eval_args& a) {
              "--processes pools the timing of several processes: not with "
              "--no-timing");
   const auto baseline = read_baseline(a.baseline_path, a.problem);
-  const auto j = make_job(a);
+  auto j = make_job(a);  // its problem_sha256 set by the first process
   // --cache-dir's, or one from the environment (an internal error before, with no result).
   check_utf8(a.cache_dir.empty()
                  ? "the cache folder (KJUDGE_CACHE_DIR, else XDG_CACHE_HOME or HOME)"
@@ -484,6 +484,7 @@ int run_eval(const eval_args& a) {
   std::vector<eval_result> runs;
   for (std::size_t p = 0; p < a.processes; ++p) {
     runs.push_back(eval::evaluate(j, ro));
+    if (p == 0) j.problem_sha256 = runs.front().problem.sha256;  // later workers load those bytes
     if (p > 0) eval::stop_if_files_changed(runs.front(), runs.back());
     if (runs.back().status != eval_status::correct) break;
   }

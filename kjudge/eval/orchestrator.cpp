@@ -279,7 +279,9 @@ eval_result evaluate(const job& j, const run_options& options) {
   const auto limit_worker = [&] {
     so.timeout = time_left();
     job left = j;
-    left.problem_sha256 = r.problem.sha256;
+    // The caller's (--processes: process 1's), else as read now: a later process's worker then
+    // refuses a problem rewritten since process 1 instead of running it.
+    if (left.problem_sha256.empty()) left.problem_sha256 = r.problem.sha256;
     if (left.timeout_s > 0)
       left.timeout_s = std::min(left.timeout_s, std::chrono::duration<double>(so.timeout).count());
     so.stdin_data = to_json(left).dump();
