@@ -157,12 +157,25 @@ void fold_channel(std::string_view channel, eval_result& r, fold_state& state) {
   }
 }
 
+/** How a worker that sent no verdict ended: "was killed by signal 9 (SIGKILL)", "exited ...". */
+std::string worker_ending(const runner::process_result& p) {
+  return fmt::format("{}{}", p.how == runner::exit_kind::signaled ? "was " : "", p.describe());
+}
+
+/** What the reference did alone: crashed (its worker ended without a verdict in the phase asked
+ *  for), and in words either way: how it crashed, "ran through the same trials", or what else
+ *  happened, which decides nothing. */
+struct alone_outcome {
+  bool crashed = false;
+  std::string text;
+};
+
 /** The reference alone (job::reference_alone_until) in a fresh worker started as `so` starts one,
- *  within `limit`, until the phase `until`: "ran" where it got through; "crashed ..." (how) where
- *  its worker ended without a verdict in that phase; else what happened, which decides nothing.
- *  The worker loads the problem from bytes that hash to `problem_sha256`. */
-std::string reference_alone(const job& j, runner::spawn_options so, std::chrono::milliseconds limit,
-                            const std::string& until, const std::string& problem_sha256) {
+ *  within `limit`, until the phase `until`. The worker loads the problem from bytes that hash to
+ *  `problem_sha256`. */
+alone_outcome reference_alone(const job& j, runner::spawn_options so,
+                              std::chrono::milliseconds limit, const std::string& until,
+                              const std::string& problem_sha256) {
   job alone = j;
   alone.reference_alone_until = until;
   // The bytes the crashed worker loaded: a candidate that rewrote the problem file before it
@@ -178,16 +191,16 @@ std::string reference_alone(const job& j, runner::spawn_options so, std::chrono:
   fold_state state;
   fold_channel(p.channel, seen, state);
   if (state.final_seen)
-    return seen.status == eval_status::correct
-               ? "ran"
-               : fmt::format("ended {}: {}", to_string(seen.status),
-                             seen.message.substr(0, seen.message.find('\n')));
-  if (p.how == runner::exit_kind::timed_out) return "timed out: nothing decided";
+    return {false, seen.status == eval_status::correct
+                       ? std::string("ran through the same trials")
+                       : fmt::format("ended {}: {}", to_string(seen.status),
+                                     seen.message.substr(0, seen.message.find('\n')))};
+  if (p.how == runner::exit_kind::timed_out) return {false, "timed out: nothing decided"};
   if (state.last_phase != until ||
       (p.how != runner::exit_kind::signaled && p.how != runner::exit_kind::exited))
-    return fmt::format("ended in '{}' ({}): nothing decided", state.last_phase, p.describe());
-  return fmt::format("crashed: its worker {}{}", p.how == runner::exit_kind::signaled ? "was " : "",
-                     p.describe());
+    return {false,
+            fmt::format("ended in '{}' ({}): nothing decided", state.last_phase, p.describe())};
+  return {true, "its worker " + worker_ending(p)};
 }
 
 }  // namespace
@@ -357,31 +370,29 @@ eval_result evaluate(const job& j, const run_options& options) {
       const bool in_reference = reference_phase(state.last_phase);
       r.status = in_reference && !state.candidate_forward_seen ? eval_status::problem_error
                                                                : eval_status::crashed;
-      r.message =
-          fmt::format("the worker {}{}{}", p.how == runner::exit_kind::signaled ? "was " : "",
-                      p.describe(), during);
+      r.message = fmt::format("the worker {}{}", worker_ending(p), during);
       // After a candidate's forward, a crash in a trial's reference part is the candidate's
       // unless the reference crashes as well on its own: run alone in a fresh worker (no
       // candidate loaded), through the same trials up to the same part. A problem whose forward
       // calls os._exit() was every candidate's crash.
       if (in_reference && state.candidate_forward_seen) {
-        const std::string alone =
+        const alone_outcome alone =
             state.last_phase.starts_with("trial ") && time_left() > std::chrono::seconds(1)
                 ? reference_alone(j, so, time_left(), state.last_phase, r.problem.sha256)
-                : std::string("was not run (no time left, or not in a trial)");
-        if (alone.starts_with("crashed")) {
+                : alone_outcome{false, "was not run (no time left, or not in a trial)"};
+        if (alone.crashed) {
           r.status = eval_status::problem_error;
           r.message += fmt::format(
               " (the reference's part of a trial, after the candidate's code had run a forward; "
               "run alone in a fresh worker without the candidate, the reference crashed there "
               "too ({}): the problem's)",
-              alone.substr(std::string_view("crashed: ").size()));
+              alone.text);
         } else {
           r.message += fmt::format(
               " (the reference's part of a trial, after the candidate's code had run a forward: "
               "counted as the candidate's crash; the reference alone, in a fresh worker without "
               "the candidate, {})",
-              alone == "ran" ? "ran through the same trials" : alone);
+              alone.text);
         }
       }
       // A bus error while a Python candidate is imported is how loading an extension library
