@@ -307,6 +307,39 @@ TEST_F(EvalGpu, NativeErrorReturnAndExit) {
       << n.result["message"];
 }
 
+TEST_F(EvalGpu, ACrashInTheReferencesPartAfterANativeForwardIsTheProblemsWhereItCrashesAlone) {
+  // A native candidate's trial runs the reference first, so a problem whose second forward ends
+  // its process crashes in trial 1's reference part, after the candidate's forward in trial 0.
+  // The reference alone, in a fresh worker that loads no candidate library, crashes there too:
+  // the problem's.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("kjudge_native_alone_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto problem = (dir / "quantvla_exits.py").string();
+  {
+    std::ifstream in(quantvla);
+    std::ofstream out(problem);
+    out << in.rdbuf() << R"(
+_calls = [0]
+_forward = Model.forward
+def _counted(self, *args):
+    _calls[0] += 1
+    if _calls[0] == 2:
+        import os
+        os._exit(0)
+    return _forward(self, *args)
+Model.forward = _counted
+)";
+  }
+  const auto r = run_eval(problem, "examples/quantvla/fused.cu", {"--no-timing"});
+  EXPECT_EQ(r.exit_code, 6) << r.output;
+  EXPECT_EQ(r.result["status"], "problem_error") << r.result.dump(1);
+  const auto message = r.result.value("message", "");
+  EXPECT_NE(message.find("the reference crashed there too"), std::string::npos) << message;
+  EXPECT_NE(message.find("during 'trial nominal 1 reference'"), std::string::npos) << message;
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(EvalGpu, CaptureThatRunsOutOfMemoryIsTriedAgainAfterEmptyingTheCache) {
   // Its first capture runs out of memory because PyTorch's cache holds the block the capture
   // needs (examples/faulty/tight_memory.py); emptied, the second capture fits. Were it not tried
