@@ -317,7 +317,8 @@ TEST_F(EvalGpu, ACrashInTheReferencesPartAfterANativeForwardIsTheProblemsWhereIt
   std::filesystem::create_directories(dir);
   const auto problem = (dir / "quantvla_exits.py").string();
   {
-    std::ifstream in(quantvla);
+    std::ifstream in(source_dir() / quantvla);
+    ASSERT_TRUE(in) << (source_dir() / quantvla);
     std::ofstream out(problem);
     out << in.rdbuf() << R"(
 _calls = [0]
