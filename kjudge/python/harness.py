@@ -2835,11 +2835,11 @@ def make_runner(which):
 
     def run():
         # Without the cycle collector's automatic passes, as timeit times: a pass runs in
-        # whichever call reaches the thresholds, and its cost grows with everything the process
-        # holds. Counts carry from one side's calls to the other's, so a candidate that set
-        # gc.set_threshold(1) had full passes of the whole heap (torch's objects: 5-25 ms) fall
-        # into the reference's timed calls. Passes the forward asks for (gc.collect()) run; the
-        # collector's switch is as before once the call returns.
+        # whichever call allocates past the thresholds, and its cost grows with everything the
+        # process holds. Its counts carry from one side's calls to the other's, so a side that
+        # set gc.set_threshold(1) could push passes into the other side's timed calls. Passes
+        # the forward asks for (gc.collect()) run; the collector's switch is as before once the
+        # call returns.
         on = _gc_isenabled()
         _gc_disable()
         try:
