@@ -289,12 +289,15 @@ eval_result evaluate(const job& j, const run_options& options) {
   };
   // The worker's limit and job as the worker starts: what is left of the limit (the worker sizes
   // its wait for the GPU's lock by it).
+  // The problem bytes every worker of this evaluation loads: the caller's hash (--processes:
+  // process 1's), else as read now. A later process's worker then refuses a problem rewritten
+  // since process 1 instead of running it, and the reference-alone check runs what the crashed
+  // worker ran.
+  const std::string problem_sha256 = j.problem_sha256.empty() ? r.problem.sha256 : j.problem_sha256;
   const auto limit_worker = [&] {
     so.timeout = time_left();
     job left = j;
-    // The caller's (--processes: process 1's), else as read now: a later process's worker then
-    // refuses a problem rewritten since process 1 instead of running it.
-    if (left.problem_sha256.empty()) left.problem_sha256 = r.problem.sha256;
+    left.problem_sha256 = problem_sha256;
     if (left.timeout_s > 0)
       left.timeout_s = std::min(left.timeout_s, std::chrono::duration<double>(so.timeout).count());
     so.stdin_data = to_json(left).dump();
@@ -378,7 +381,7 @@ eval_result evaluate(const job& j, const run_options& options) {
       if (in_reference && state.candidate_forward_seen) {
         const alone_outcome alone =
             state.last_phase.starts_with("trial ") && time_left() > std::chrono::seconds(1)
-                ? reference_alone(j, so, time_left(), state.last_phase, r.problem.sha256)
+                ? reference_alone(j, so, time_left(), state.last_phase, problem_sha256)
                 : alone_outcome{false, "was not run (no time left, or not in a trial)"};
         if (alone.crashed) {
           r.status = eval_status::problem_error;

@@ -198,10 +198,11 @@ def _exec_file(path, module_name, sha256=""):
         raise ImportError("cannot load %s as a Python module" % path)
     with open(path, "rb") as f:
         data = f.read()
-    if sha256 and hashlib.sha256(data).hexdigest() != sha256:
-        raise FileChanged("%s changed since kjudge read it when the evaluation started (sha256 %s "
-                          "then, %s now)" % (path, sha256[:16],
-                                             hashlib.sha256(data).hexdigest()[:16]))
+    if sha256:
+        now = hashlib.sha256(data).hexdigest()
+        if now != sha256:
+            raise FileChanged("%s changed since kjudge read it when the evaluation started "
+                              "(sha256 %s then, %s now)" % (path, sha256[:16], now[:16]))
     code = compile(data, path, "exec", dont_inherit=True)
     # Tracebacks, inspect.getsource (TorchScript, Triton) read the source through linecache,
     # which reads the file again: these bytes instead (an entry without a time is never
@@ -382,15 +383,19 @@ def _seed(seed):
 # timing's prepare() seeds a side's sample while the other side's bindings may be in force, and
 # a candidate's rebinding of random.seed or numpy.random.seed would run its code there.
 _random_seed = random.seed
-_numpy_seed = getattr(getattr(sys.modules.get("numpy"), "random", None), "seed", None)
+_numpy_seed = None
 
 
 def _bind_numpy_seed():
-    """numpy.random.seed, where numpy was first imported by the problem (before any candidate
-    code): bound then, or never (a numpy the candidate imports first is its own)."""
+    """numpy.random.seed, where numpy was imported already (by torch, here) or first by the
+    problem (before any candidate code): bound then, or never (a numpy the candidate imports
+    first is its own)."""
     global _numpy_seed
     if _numpy_seed is None:
         _numpy_seed = getattr(getattr(sys.modules.get("numpy"), "random", None), "seed", None)
+
+
+_bind_numpy_seed()
 
 
 def _seed_python(seed):
@@ -1851,8 +1856,8 @@ class _Reach:
         # during the reference's call, would leave), and not where a thread started since
         # seal() could have made the change.
         unthreaded = self.threads is not None and _active_threads() <= self.threads
-        for i in self.module_spaces:
-            if not unthreaded or i >= len(self.ref_bindings):
+        for i in self.module_spaces if unthreaded else ():
+            if i >= len(self.ref_bindings):
                 break
             ref, now = self.ref_bindings[i], _bindings(self.spaces[i][1], self.spaces[i][2])
             for name in set(ref) | set(now):
