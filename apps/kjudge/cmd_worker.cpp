@@ -20,6 +20,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/exit_codes.hpp>
 #include <kjudge/eval/worker.hpp>
+#include <kjudge/eval/worker_pool.hpp>
 #include <kjudge/python/bridge.hpp>
 #include <kjudge/runner/pool.hpp>
 
@@ -81,6 +82,7 @@ int run_worker_pool_command(int argc, char** argv) {
   runner::pool_server_options o;
   python::session_options py;
   std::vector<std::pair<fs::path, fs::file_time_type>> import_dirs;
+  int max_pools = 0;  // no limit unless given
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* value = argv[i + 1];
@@ -90,15 +92,25 @@ int run_worker_pool_command(int argc, char** argv) {
       py.python_executable = value;
     } else if (flag == "--idle-exit-s") {
       o.idle_exit = std::chrono::seconds(std::strtol(value, nullptr, 10));
+    } else if (flag == "--max-pools") {
+      max_pools = static_cast<int>(std::strtol(value, nullptr, 10));
     } else {
       std::fprintf(stderr, "kjudge worker-pool: unknown option %s\n", flag.c_str());
       return 2;
     }
   }
-  if (o.address.empty() || py.python_executable.empty() || o.idle_exit.count() <= 0) {
+  if (o.address.empty() || py.python_executable.empty() || o.idle_exit.count() <= 0 ||
+      max_pools < 0) {
     std::fprintf(stderr,
-                 "usage: kjudge worker-pool --address NAME --python PYTHON3 [--idle-exit-s N]\n");
+                 "usage: kjudge worker-pool --address NAME --python PYTHON3 [--idle-exit-s N] "
+                 "[--max-pools N]\n");
     return 2;
+  }
+  // Evaluations that start pools at the same moment each counted the pools before theirs
+  // started: counted again here, one pool after another, the number holds.
+  if (max_pools > 0) {
+    o.may_claim = [&] { return eval::pools_beyond(max_pools, o.idle_exit); };
+    o.claim_lock = eval::pool_claim_lock();
   }
   // The interpreter and torch are loaded once the address is ours; CUDA never is (a forked
   // child could not use it): each worker initialises its own.

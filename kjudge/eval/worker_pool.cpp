@@ -20,6 +20,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
 #include <kjudge/core/sha256.hpp>
+#include <kjudge/runner/file_lock.hpp>
 #include <kjudge/runner/pool.hpp>
 
 extern char** environ;  // NOLINT: POSIX global
@@ -100,19 +101,28 @@ std::string pool_address(const fs::path& executable, const fs::path& python) {
   return fmt::format("kjudge-pool-{}-{}", ::getuid(), sha256_hex(key).substr(0, 24));
 }
 
+std::string pools_beyond(int max_pools, std::chrono::seconds idle_exit) {
+  const int running = running_pools();
+  if (running < max_pools) return {};
+  return fmt::format(
+      "worker pools of this user running already: {}, the most allowed (KJUDGE_POOL_MAX={}); "
+      "an idle one exits after {} s without requests",
+      running, max_pools, idle_exit.count());
+}
+
+fs::path pool_claim_lock() {
+  return runner::lock_dir() / fmt::format("kjudge-pools-{}.lock", ::getuid());
+}
+
 bool start_pool(const fs::path& executable, const std::string& address, const fs::path& python,
                 std::chrono::seconds idle_exit, const fs::path& log, int max_pools,
                 std::string& why) {
-  if (const int running = running_pools(); running >= max_pools) {
-    why = fmt::format(
-        "worker pools of this user running already: {}, the most allowed (KJUDGE_POOL_MAX={}); "
-        "an idle one exits after {} s without requests",
-        running, max_pools, idle_exit.count());
-    return false;
-  }
-  std::vector<std::string> args = {
-      executable.string(), "worker-pool",   "--address",     address,
-      "--python",          python.string(), "--idle-exit-s", std::to_string(idle_exit.count())};
+  if (why = pools_beyond(max_pools, idle_exit); !why.empty()) return false;
+  std::vector<std::string> args = {executable.string(), "worker-pool",
+                                   "--address",         address,
+                                   "--python",          python.string(),
+                                   "--idle-exit-s",     std::to_string(idle_exit.count()),
+                                   "--max-pools",       std::to_string(max_pools)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -471,16 +471,19 @@ void file_lock::release() noexcept {
   m_wrote_holder = false;
 }
 
+fs::path lock_dir() {
+  const char* d = std::getenv("KJUDGE_LOCK_DIR");
+  return d != nullptr && *d != '\0' ? fs::path(d) : fs::path("/tmp");
+}
+
 fs::path gpu_lock_path(std::string_view uuid) {
-  fs::path dir = "/tmp";
-  if (const char* d = std::getenv("KJUDGE_LOCK_DIR"); d != nullptr && *d != '\0') dir = d;
   std::string name = "kjudge-gpu-";
   for (const char c : uuid) {
     const bool ok =
         (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
     name += ok ? c : '_';
   }
-  return dir / (name + ".lock");
+  return lock_dir() / (name + ".lock");
 }
 
 fs::path outside_mark_path(const fs::path& lock) {

@@ -81,10 +81,13 @@ class file_lock {
   std::string m_error;
 };
 
-/** Where evaluations on the GPU with this UUID take turns: `$KJUDGE_LOCK_DIR`, else /tmp (fixed,
- *  not $TMPDIR, so that every user and job of the machine finds the same file; containers that
- *  share a GPU need a shared directory in KJUDGE_LOCK_DIR), holds kjudge-gpu-<uuid>.lock;
- *  characters of `uuid` outside [A-Za-z0-9-] become '_'. */
+/** Where kjudge's locks between processes live: `$KJUDGE_LOCK_DIR`, else /tmp (fixed, not
+ *  $TMPDIR, so that every user and job of the machine finds the same files; containers that
+ *  share a GPU need a shared directory in KJUDGE_LOCK_DIR). */
+[[nodiscard]] std::filesystem::path lock_dir();
+
+/** Where evaluations on the GPU with this UUID take turns: lock_dir() holds
+ *  kjudge-gpu-<uuid>.lock; characters of `uuid` outside [A-Za-z0-9-] become '_'. */
 [[nodiscard]] std::filesystem::path gpu_lock_path(std::string_view uuid);
 
 /** The file whose shared marks say that a process runs on the GPU of `lock` without holding it

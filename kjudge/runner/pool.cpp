@@ -7,6 +7,7 @@
 // connection closes), the server kills the child's group.
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/sigpipe.hpp>
+#include <kjudge/runner/file_lock.hpp>
 #include <kjudge/runner/pool.hpp>
 #include <kjudge/runner/process_detail.hpp>
 
@@ -616,9 +617,27 @@ bool serve_pool(const pool_server_options& o) {
   unique_fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener.open())
     KJ_THROW(error_kind::io, "worker pool: cannot create a socket: {}", errno_text(errno));
-  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), length) != 0) {
-    if (errno == EADDRINUSE) return false;
-    KJ_THROW(error_kind::io, "worker pool: cannot bind '{}': {}", o.address, errno_text(errno));
+  {
+    // The count behind may_claim and the claim are one step among servers that share the lock:
+    // two started at once would otherwise each count the other as not there yet.
+    file_lock claiming;
+    if (o.may_claim && !o.claim_lock.empty()) {
+      claiming = file_lock::acquire(o.claim_lock, std::chrono::seconds(5));
+      if (!claiming.held())
+        std::fprintf(stderr, "kjudge worker-pool: pid %d claims its address without the lock: %s\n",
+                     static_cast<int>(::getpid()), claiming.error().c_str());
+    }
+    if (o.may_claim) {
+      if (const std::string why = o.may_claim(); !why.empty()) {
+        std::fprintf(stderr, "kjudge worker-pool: pid %d does not serve %s: %s\n",
+                     static_cast<int>(::getpid()), o.address.c_str(), why.c_str());
+        return false;
+      }
+    }
+    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), length) != 0) {
+      if (errno == EADDRINUSE) return false;
+      KJ_THROW(error_kind::io, "worker pool: cannot bind '{}': {}", o.address, errno_text(errno));
+    }
   }
   if (o.prepare) o.prepare();
   if (::listen(listener.get(), 64) != 0)

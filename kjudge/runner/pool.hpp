@@ -10,6 +10,7 @@
  *  leftovers_killed). Linux only: an abstract unix socket, credentials checked. */
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -80,10 +81,21 @@ struct pool_server_options {
    *  changed), or "". A reason refuses the request (its sender runs the command itself), gives
    *  up the address and ends the server once its running children have ended. */
   std::function<std::string()> stale;
+  /** Where set, asked just before the address is claimed: why this server should not serve
+   *  (by the caller's count, one server too many), or "". A reason makes serve_pool return
+   *  false without claiming the address. */
+  std::function<std::string()> may_claim;
+  /** The file whose exclusive lock (file_lock, taken in the line of waiters) is held from
+   *  before `may_claim` until the address is claimed or given up, so that servers started at
+   *  the same moment ask one after another, each seeing the claims made before it. Waited for at
+   *  most 5 s; past that, or where the file cannot be used, the server asks and claims without
+   *  it and says so on stderr. Unused without `may_claim`. */
+  std::filesystem::path claim_lock;
 };
 
 /** Claims `options.address` and serves until idle. Returns false at once when another server
- *  holds the address; throws kj::error(io) when the socket cannot be set up. */
+ *  holds the address or `options.may_claim` gives a reason not to serve; throws kj::error(io)
+ *  when the socket cannot be set up. */
 bool serve_pool(const pool_server_options& options);
 
 /** Runs `body` in a forked child and stays its parent, a child subreaper, until the child ends;

@@ -16,6 +16,8 @@
 #include <regex>
 #include <thread>
 
+#include <kjudge/config.hpp>
+
 #include "kjudge_runner.hpp"
 
 namespace kj::test {
@@ -396,6 +398,10 @@ TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
   std::vector<std::string> no_pool = cpu_pool;
   no_pool.back() = "--no-pool";  // in place of --pool
   const auto unread = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", no_pool);
+  // A pool started anyway (by an evaluation that counted before the held socket was there)
+  // counts again as it claims its address, and does not serve.
+  const auto late = run_raw({"worker-pool", "--address", name + "-late", "--python",
+                             KJ_DEFAULT_PYTHON, "--idle-exit-s", "5", "--max-pools", "1"});
   ::setenv("KJUDGE_POOL_MAX", "64", 1);
   ::setenv("KJ_POOL_TEST_MARKER", std::to_string(::getpid()).c_str(), 1);
   ::close(fd);
@@ -418,6 +424,13 @@ TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
   EXPECT_EQ(junk.exit_code, 2) << junk.output;
   EXPECT_NE(junk.output.find("KJUDGE_POOL_MAX=4x"), std::string::npos) << junk.output;
   EXPECT_EQ(unread.exit_code, 0) << unread.output;
+  EXPECT_EQ(late.exit_code, 0) << late.output;
+  EXPECT_NE(late.output.find("does not serve " + name +
+                             "-late: worker pools of this user "
+                             "running already: "),
+            std::string::npos)
+      << late.output;
+  EXPECT_EQ(late.output.find("importing torch"), std::string::npos) << late.output;
 }
 
 }  // namespace

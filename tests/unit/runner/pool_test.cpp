@@ -682,6 +682,73 @@ TEST(pool, a_server_still_in_prepare_is_waited_for_until_it_accepts) {
   EXPECT_EQ(r->how, exit_kind::exited);
 }
 
+TEST(pool, servers_started_at_once_count_each_others_claims_under_the_claim_lock) {
+  // Six servers, released together, each allowed to serve only while fewer than two of the six
+  // hold their addresses. Their count sleeps before it answers, as a slow look would: without
+  // the claim lock every one would count none and serve. Under it they count one after another,
+  // and two serve.
+  const std::string prefix = "kjudge-pool-test-claims-" + std::to_string(::getpid()) + "-";
+  const fs::path lock = fs::temp_directory_path() / (prefix + "lock");
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  std::vector<pid_t> servers;
+  for (int i = 0; i < 6; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(gate[1]);
+      char c = 0;
+      (void)!::read(gate[0], &c, 1);  // until the test closes the gate: all start together
+      kj::runner::pool_server_options o;
+      o.address = prefix + std::to_string(i);
+      o.idle_exit = 120s;
+      o.prepare = [] { std::this_thread::sleep_for(60s); };
+      o.child_main = exit_at_once;
+      o.claim_lock = lock;
+      o.may_claim = [&]() -> std::string {
+        const auto claimed = kj::runner::abstract_sockets(prefix).size();
+        std::this_thread::sleep_for(100ms);
+        return claimed >= 2 ? "two serve already" : "";
+      };
+      try {
+        ::_exit(kj::runner::serve_pool(o) ? 0 : 3);
+      } catch (...) {
+        ::_exit(4);
+      }
+    }
+    servers.push_back(pid);
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);
+  // Those that do not serve end with 3; the others stay in prepare.
+  std::size_t declined = 0;
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  for (auto& pid : servers) {
+    int status = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << "status " << status;
+        ++declined;
+        pid = -1;
+        break;
+      }
+      if (kj::runner::abstract_sockets(prefix + std::to_string(&pid - servers.data())).size() == 1)
+        break;  // claimed: serving
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  const auto serving = kj::runner::abstract_sockets(prefix).size();
+  for (const pid_t pid : servers) {
+    if (pid <= 0) continue;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  fs::remove(lock);
+  fs::remove(fs::path(lock.string() + ".queue"));
+  EXPECT_EQ(serving, 2U);
+  EXPECT_EQ(declined, 4U);
+}
+
 TEST(pool, a_server_that_dies_in_prepare_ends_the_wait) {
   dedicated_server server(exit_at_once, [] { std::this_thread::sleep_for(60s); });
   ASSERT_TRUE(server.claimed());
