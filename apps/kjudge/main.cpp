@@ -1,13 +1,17 @@
 // kjudge's entry point: parses the command line, dispatches, and translates errors into exit
 // codes. Help text comes from docs/cli.md (help.cpp).
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
@@ -52,9 +56,39 @@ std::string parse_error_text(const CLI::ParseError& e) {
   std::string text = e.what();
   const std::string twice = "At Most 1 required but received ";
   if (const auto at = text.find(twice); at != std::string::npos)
-    text = text.substr(0, at) + "given " + text.substr(at + twice.size()) +
+    return text.substr(0, at) + "given " + text.substr(at + twice.size()) +
            " times; an option's value is given once";
+  // "--trials: 1 required INT missing", an option given last without its value.
+  const std::string missing = ": 1 required ";
+  if (const auto at = text.find(missing); at != std::string::npos && text.ends_with(" missing")) {
+    const std::string type = text.substr(
+        at + missing.size(), text.size() - at - missing.size() - sizeof(" missing") + 1);
+    std::string what = "a value";
+    if (type == "INT" || type == "UINT") what = "an integer";
+    if (type == "FLOAT") what = "a number";
+    if (type.starts_with("TEXT:PATH")) what = "a path";
+    if (const auto brace = type.find('{'); brace != std::string::npos)
+      what = "one of " + type.substr(brace);
+    return text.substr(0, at) + ": no value given; it takes " + what;
+  }
   return text;
+}
+
+/** What was given that no option or argument of the command takes, or "" where nothing was. Said
+ *  before any other parse error: CLI11 checks what is required first, so a mistyped option
+ *  read as "problem is required" where the problem had been given after it. */
+std::string unexpected_text(const CLI::App& app) {
+  const auto extras = app.remaining(true);
+  if (extras.empty()) return {};
+  // Unknown options alone where there are any: the value that followed one took the place of a
+  // positional argument, and the word left over is not the mistake.
+  std::vector<std::string> options;
+  std::copy_if(extras.begin(), extras.end(), std::back_inserter(options),
+               [](const std::string& a) { return a.starts_with("-"); });
+  const auto& named = options.empty() ? extras : options;
+  return fmt::format("{} {}{}: {}", options.empty() ? "unexpected" : "unknown",
+                     options.empty() ? "argument" : "option", named.size() > 1 ? "s" : "",
+                     fmt::join(named, " "));
 }
 
 }  // namespace
@@ -114,7 +148,9 @@ int main(int argc, char** argv) {
     std::printf("kjudge %s (%s)\n", KJ_VERSION, kj::source_commit());
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", parse_error_text(e).c_str(),
+    std::string text = unexpected_text(app);
+    if (text.empty()) text = parse_error_text(e);
+    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", text.c_str(),
                  command.empty() ? "" : (command + " ").c_str());
     return kj::exit_code::usage;
   }

@@ -1362,6 +1362,20 @@ TEST(EvalCpu, UsageErrors) {
   const auto bogus = run_raw({"bogus"});
   EXPECT_EQ(bogus.exit_code, 2) << bogus.output;
   EXPECT_NE(bogus.output.find("unknown command 'bogus'"), std::string::npos) << bogus.output;
+  // A mistyped option is named as such, before the problem and candidate that follow it (it
+  // read "problem is required"); so is a word no argument takes, and an option left without its
+  // value says what it takes.
+  const auto typo = run_raw({"eval", "--budjet", "1", problem, candidate});
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_NE(typo.output.find("kjudge: unknown option: --budjet"), std::string::npos) << typo.output;
+  const auto extra = run_raw({"eval", problem, candidate, "more"});
+  EXPECT_EQ(extra.exit_code, 2) << extra.output;
+  EXPECT_NE(extra.output.find("kjudge: unexpected argument: more"), std::string::npos)
+      << extra.output;
+  const auto bare = run_raw({"eval", problem, candidate, "--trials"});
+  EXPECT_EQ(bare.exit_code, 2) << bare.output;
+  EXPECT_NE(bare.output.find("--trials: no value given; it takes an integer"), std::string::npos)
+      << bare.output;
   // Integers are decimal: a leading zero does not make an octal number (010 ran as seed 8).
   const auto dir =
       std::filesystem::temp_directory_path() / ("kjudge_decimal_" + std::to_string(::getpid()));
