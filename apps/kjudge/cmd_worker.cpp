@@ -109,7 +109,7 @@ int run_worker_pool_command(int argc, char** argv) {
   // Evaluations that start pools at the same moment each counted the pools before theirs
   // started: counted again here, one pool after another, the number holds.
   if (max_pools > 0) {
-    o.may_claim = [&] { return eval::pools_beyond(max_pools, o.idle_exit); };
+    o.may_claim = [&] { return eval::pools_beyond(max_pools, o.idle_exit, o.address); };
     o.claim_lock = eval::pool_claim_lock();
   }
   // The interpreter and torch are loaded once the address is ours; CUDA never is (a forked

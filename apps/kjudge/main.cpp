@@ -2,11 +2,12 @@
 // codes. Help text comes from docs/cli.md (help.cpp).
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <iterator>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,8 +62,9 @@ std::string parse_error_text(const CLI::ParseError& e) {
   // "--trials: 1 required INT missing", an option given last without its value.
   const std::string missing = ": 1 required ";
   if (const auto at = text.find(missing); at != std::string::npos && text.ends_with(" missing")) {
-    const std::string type = text.substr(
-        at + missing.size(), text.size() - at - missing.size() - sizeof(" missing") + 1);
+    const std::string type =
+        text.substr(at + missing.size(),
+                    text.size() - at - missing.size() - std::string_view(" missing").size());
     std::string what = "a value";
     if (type == "INT" || type == "UINT") what = "an integer";
     if (type == "FLOAT") what = "a number";
@@ -77,15 +79,30 @@ std::string parse_error_text(const CLI::ParseError& e) {
 /** What was given that no option or argument of the command takes, or "" where nothing was. Said
  *  before any other parse error: CLI11 checks what is required first, so a mistyped option
  *  read as "problem is required" where the problem had been given after it. */
-std::string unexpected_text(const CLI::App& app) {
-  const auto extras = app.remaining(true);
-  if (extras.empty()) return {};
+std::string unexpected_text(const CLI::App& app, int argc, char** argv) {
+  if (app.remaining_size(true) == 0) return {};  // a bare "--" is not a mistake
   // Unknown options alone where there are any: the value that followed one took the place of a
-  // positional argument, and the word left over is not the mistake.
-  std::vector<std::string> options;
-  std::copy_if(extras.begin(), extras.end(), std::back_inserter(options),
-               [](const std::string& a) { return a.starts_with("-"); });
-  const auto& named = options.empty() ? extras : options;
+  // positional argument, and the word left over is not the mistake. A word after "--" is an
+  // argument (CLI11 does not always keep the "--" among what is left); "-" and negative numbers
+  // are arguments too.
+  std::vector<std::string_view> after_separator;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      after_separator.assign(argv + i + 1, argv + argc);
+      break;
+    }
+  std::vector<std::string> options, words;
+  for (const auto& a : app.remaining(true)) {
+    if (a == "--") continue;
+    const bool number =
+        a.size() > 1 && (std::isdigit(static_cast<unsigned char>(a[1])) != 0 || a[1] == '.');
+    const bool option =
+        a.size() > 1 && a[0] == '-' && !number &&
+        std::find(after_separator.begin(), after_separator.end(), a) == after_separator.end();
+    (option ? options : words).push_back(a);
+  }
+  const auto& named = options.empty() ? words : options;
+  if (named.empty()) return {};
   return fmt::format("{} {}{}: {}", options.empty() ? "unexpected" : "unknown",
                      options.empty() ? "argument" : "option", named.size() > 1 ? "s" : "",
                      fmt::join(named, " "));
@@ -148,7 +165,7 @@ int main(int argc, char** argv) {
     std::printf("kjudge %s (%s)\n", KJ_VERSION, kj::source_commit());
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::string text = unexpected_text(app);
+    std::string text = unexpected_text(app, argc, argv);
     if (text.empty()) text = parse_error_text(e);
     std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", text.c_str(),
                  command.empty() ? "" : (command + " ").c_str());

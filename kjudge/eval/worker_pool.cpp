@@ -67,12 +67,12 @@ std::string process_attributes() {
   return out;
 }
 
-/** Pools of this user: names that a socket other than a connection holds, listening or still
- *  starting (a pool's accepted connections carry its name too). */
-int running_pools() {
+/** Pools of this user but the one at `own_address`: names that a socket other than a connection
+ *  holds, listening or still starting (a pool's accepted connections carry its name too). */
+int running_pools(const std::string& own_address) {
   std::set<std::string> names;
   for (const auto& s : runner::abstract_sockets(fmt::format("kjudge-pool-{}-", ::getuid())))
-    if (!s.connected) names.insert(s.name);
+    if (!s.connected && s.name != own_address) names.insert(s.name);
   return static_cast<int>(names.size());
 }
 
@@ -101,8 +101,9 @@ std::string pool_address(const fs::path& executable, const fs::path& python) {
   return fmt::format("kjudge-pool-{}-{}", ::getuid(), sha256_hex(key).substr(0, 24));
 }
 
-std::string pools_beyond(int max_pools, std::chrono::seconds idle_exit) {
-  const int running = running_pools();
+std::string pools_beyond(int max_pools, std::chrono::seconds idle_exit,
+                         const std::string& own_address) {
+  const int running = running_pools(own_address);
   if (running < max_pools) return {};
   return fmt::format(
       "worker pools of this user running already: {}, the most allowed (KJUDGE_POOL_MAX={}); "

@@ -32,8 +32,10 @@ bool start_pool(const std::filesystem::path& executable, const std::string& addr
 
 /** Why one more pool of this user would be one too many where `max_pools` may run ("worker
  *  pools of this user running already: 4, the most allowed (KJUDGE_POOL_MAX=4); ..."), or "".
- *  Pools are counted by their sockets: listening, or claimed by a pool still starting. */
-[[nodiscard]] std::string pools_beyond(int max_pools, std::chrono::seconds idle_exit);
+ *  Pools are counted by their sockets (listening, or claimed by a pool still starting), the one
+ *  at `own_address` (the pool that asks) left out. */
+[[nodiscard]] std::string pools_beyond(int max_pools, std::chrono::seconds idle_exit,
+                                       const std::string& own_address = {});
 
 /** The lock under which a starting pool counts this user's pools and claims its address:
  *  kjudge-pools-<uid>.lock in $KJUDGE_LOCK_DIR, else /tmp (where the GPU locks are). */

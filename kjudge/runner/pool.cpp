@@ -618,8 +618,11 @@ bool serve_pool(const pool_server_options& o) {
   if (!listener.open())
     KJ_THROW(error_kind::io, "worker pool: cannot create a socket: {}", errno_text(errno));
   {
-    // The count behind may_claim and the claim are one step among servers that share the lock:
-    // two started at once would otherwise each count the other as not there yet.
+    // The claim before the count: of servers that each count after their own claim, the last of
+    // any set that serve sees them all, so no more serve than the count allows. The lock makes
+    // claim and count one step among servers that share it: started at once, they would
+    // otherwise each count all the others' claims and all give up. A server whose address is
+    // held already ends at its claim, without a reason of the count.
     file_lock claiming;
     if (o.may_claim && !o.claim_lock.empty()) {
       claiming = file_lock::acquire(o.claim_lock, std::chrono::seconds(5));
@@ -627,16 +630,16 @@ bool serve_pool(const pool_server_options& o) {
         std::fprintf(stderr, "kjudge worker-pool: pid %d claims its address without the lock: %s\n",
                      static_cast<int>(::getpid()), claiming.error().c_str());
     }
+    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), length) != 0) {
+      if (errno == EADDRINUSE) return false;
+      KJ_THROW(error_kind::io, "worker pool: cannot bind '{}': {}", o.address, errno_text(errno));
+    }
     if (o.may_claim) {
       if (const std::string why = o.may_claim(); !why.empty()) {
         std::fprintf(stderr, "kjudge worker-pool: pid %d does not serve %s: %s\n",
                      static_cast<int>(::getpid()), o.address.c_str(), why.c_str());
-        return false;
+        return false;  // the socket closed, the address given up, before the lock is let go
       }
-    }
-    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), length) != 0) {
-      if (errno == EADDRINUSE) return false;
-      KJ_THROW(error_kind::io, "worker pool: cannot bind '{}': {}", o.address, errno_text(errno));
     }
   }
   if (o.prepare) o.prepare();

@@ -81,15 +81,17 @@ struct pool_server_options {
    *  changed), or "". A reason refuses the request (its sender runs the command itself), gives
    *  up the address and ends the server once its running children have ended. */
   std::function<std::string()> stale;
-  /** Where set, asked just before the address is claimed: why this server should not serve
-   *  (by the caller's count, one server too many), or "". A reason makes serve_pool return
-   *  false without claiming the address. */
+  /** Where set, asked once the address is claimed (bound, not yet listening): why this server
+   *  should not serve (by the caller's count, one server too many), or "". A reason gives the
+   *  address up, says so on stderr and makes serve_pool return false. */
   std::function<std::string()> may_claim;
   /** The file whose exclusive lock (file_lock, taken in the line of waiters) is held from
-   *  before `may_claim` until the address is claimed or given up, so that servers started at
-   *  the same moment ask one after another, each seeing the claims made before it. Waited for at
-   *  most 5 s; past that, or where the file cannot be used, the server asks and claims without
-   *  it and says so on stderr. Unused without `may_claim`. */
+   *  before the claim until `may_claim` has answered, so that servers started at the same moment
+   *  claim and ask one after another, each seeing the claims made before it and none made after.
+   *  Without it (waited for at most 5 s; past that, or where the file cannot be used, the server
+   *  claims and asks without it and says so on stderr), a count made after the server's own claim
+   *  still lets no more serve than it allows, but servers started together may all give up. Unused
+   *  without `may_claim`. */
   std::filesystem::path claim_lock;
 };
 

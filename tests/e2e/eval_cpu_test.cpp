@@ -1372,6 +1372,10 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(extra.exit_code, 2) << extra.output;
   EXPECT_NE(extra.output.find("kjudge: unexpected argument: more"), std::string::npos)
       << extra.output;
+  const auto separated = run_raw({"eval", problem, candidate, "--", "--trials", "3"});
+  EXPECT_EQ(separated.exit_code, 2) << separated.output;
+  EXPECT_NE(separated.output.find("kjudge: unexpected arguments: --trials 3"), std::string::npos)
+      << separated.output;
   const auto bare = run_raw({"eval", problem, candidate, "--trials"});
   EXPECT_EQ(bare.exit_code, 2) << bare.output;
   EXPECT_NE(bare.output.find("--trials: no value given; it takes an integer"), std::string::npos)

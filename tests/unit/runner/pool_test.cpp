@@ -683,10 +683,10 @@ TEST(pool, a_server_still_in_prepare_is_waited_for_until_it_accepts) {
 }
 
 TEST(pool, servers_started_at_once_count_each_others_claims_under_the_claim_lock) {
-  // Six servers, released together, each allowed to serve only while fewer than two of the six
-  // hold their addresses. Their count sleeps before it answers, as a slow look would: without
-  // the claim lock every one would count none and serve. Under it they count one after another,
-  // and two serve.
+  // Six servers, released together, each allowed to serve only where at most two of the six
+  // hold their addresses once it holds its own. Their count is slow to start and to answer, as a
+  // busy machine would make it: without the claim lock each would claim, count all six and give
+  // its address up, and none serve. Under it they claim and count one after another, and two serve.
   const std::string prefix = "kjudge-pool-test-claims-" + std::to_string(::getpid()) + "-";
   const fs::path lock = fs::temp_directory_path() / (prefix + "lock");
   int gate[2];
@@ -702,13 +702,17 @@ TEST(pool, servers_started_at_once_count_each_others_claims_under_the_claim_lock
       kj::runner::pool_server_options o;
       o.address = prefix + std::to_string(i);
       o.idle_exit = 120s;
-      o.prepare = [] { std::this_thread::sleep_for(60s); };
+      o.prepare = [&] {  // past the count: serving
+        std::ofstream(fs::temp_directory_path() / (o.address + ".serving")).put('1');
+        std::this_thread::sleep_for(60s);
+      };
       o.child_main = exit_at_once;
       o.claim_lock = lock;
       o.may_claim = [&]() -> std::string {
-        const auto claimed = kj::runner::abstract_sockets(prefix).size();
         std::this_thread::sleep_for(100ms);
-        return claimed >= 2 ? "two serve already" : "";
+        const auto claimed = kj::runner::abstract_sockets(prefix).size();
+        std::this_thread::sleep_for(100ms);  // and slow to answer: claims stay while others count
+        return claimed > 2 ? "two serve already" : "";
       };
       try {
         ::_exit(kj::runner::serve_pool(o) ? 0 : 3);
@@ -720,22 +724,27 @@ TEST(pool, servers_started_at_once_count_each_others_claims_under_the_claim_lock
   }
   ::close(gate[0]);
   ::close(gate[1]);
-  // Those that do not serve end with 3; the others stay in prepare.
+  // Those that do not serve end with 3; the others mark that they serve and stay in prepare.
   std::size_t declined = 0;
+  std::size_t marked = 0;
   const auto until = std::chrono::steady_clock::now() + 20s;
-  for (auto& pid : servers) {
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const fs::path mark = fs::temp_directory_path() / (prefix + std::to_string(i) + ".serving");
     int status = 0;
     while (std::chrono::steady_clock::now() < until) {
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
+      if (::waitpid(servers[i], &status, WNOHANG) == servers[i]) {
         EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << "status " << status;
         ++declined;
-        pid = -1;
+        servers[i] = -1;
         break;
       }
-      if (kj::runner::abstract_sockets(prefix + std::to_string(&pid - servers.data())).size() == 1)
-        break;  // claimed: serving
+      if (fs::exists(mark)) {
+        ++marked;
+        break;
+      }
       std::this_thread::sleep_for(10ms);
     }
+    fs::remove(mark);
   }
   const auto serving = kj::runner::abstract_sockets(prefix).size();
   for (const pid_t pid : servers) {
@@ -744,6 +753,7 @@ TEST(pool, servers_started_at_once_count_each_others_claims_under_the_claim_lock
     ::waitpid(pid, nullptr, 0);
   }
   fs::remove(lock);
+  EXPECT_EQ(marked, 2U);
   fs::remove(fs::path(lock.string() + ".queue"));
   EXPECT_EQ(serving, 2U);
   EXPECT_EQ(declined, 4U);
