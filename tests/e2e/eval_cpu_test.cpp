@@ -1363,8 +1363,8 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(bogus.exit_code, 2) << bogus.output;
   EXPECT_NE(bogus.output.find("unknown command 'bogus'"), std::string::npos) << bogus.output;
   // A mistyped option is named as such, before the problem and candidate that follow it (it
-  // read "problem is required"); so is a word no argument takes, and an option left without its
-  // value says what it takes.
+  // read "problem is required"); so is a word no argument takes (HelpComesFromTheDocs has an
+  // option left without its value).
   const auto typo = run_raw({"eval", "--budjet", "1", problem, candidate});
   EXPECT_EQ(typo.exit_code, 2) << typo.output;
   EXPECT_NE(typo.output.find("kjudge: unknown option: --budjet"), std::string::npos) << typo.output;
@@ -1376,10 +1376,6 @@ TEST(EvalCpu, UsageErrors) {
   EXPECT_EQ(separated.exit_code, 2) << separated.output;
   EXPECT_NE(separated.output.find("kjudge: unexpected arguments: --trials 3"), std::string::npos)
       << separated.output;
-  const auto bare = run_raw({"eval", problem, candidate, "--trials"});
-  EXPECT_EQ(bare.exit_code, 2) << bare.output;
-  EXPECT_NE(bare.output.find("--trials: no value given; it takes an integer"), std::string::npos)
-      << bare.output;
   // Integers are decimal: a leading zero does not make an octal number (010 ran as seed 8).
   const auto dir =
       std::filesystem::temp_directory_path() / ("kjudge_decimal_" + std::to_string(::getpid()));
@@ -1581,8 +1577,10 @@ TEST(EvalCpu, HelpComesFromTheDocs) {
   // An option given no value says which kind of value it takes, once.
   const auto no_value = run_raw({"eval", "a.py", "b.py", "--trials="});
   EXPECT_EQ(no_value.exit_code, 2);
-  EXPECT_NE(no_value.output.find("--trials: 1 required INT missing"), std::string::npos)
-      << no_value.output;
+  const std::string said = "--trials: no value given; it takes an integer";
+  const auto at = no_value.output.find(said);
+  EXPECT_NE(at, std::string::npos) << no_value.output;
+  EXPECT_EQ(no_value.output.find(said, at + 1), std::string::npos) << no_value.output;
 }
 
 TEST(EvalCpu, AFailedImportSaysWhatItPrintedHowLongItTookAndWhoseFaultTheCacheIs) {
