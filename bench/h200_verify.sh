@@ -14,7 +14,7 @@ eval_run pool_start $P examples/quantvla/fused.cu --pool
 for i in $(seq 120); do grep -q ready $KJUDGE_CACHE_DIR/worker-pool.log 2>/dev/null && break; sleep 0.25; done
 cp $KJUDGE_CACHE_DIR/worker-pool.log $L/ 2>/dev/null
 for i in 1 2 3; do eval_run pool_$i $P examples/quantvla/fused.cu --pool; done
-pkill -f "kjudge worker-pool"
+build/kjudge pool stop --force > $L/pool_stop.txt 2>&1  # not pkill -f, which can match the shell running this
 timed roofline build/kjudge roofline --refresh
 KJUDGE_NCU_KEEP=$L/ncu_keep timed profile_quantvla build/kjudge profile $P examples/quantvla/fused.cu --json $L/profile_quantvla.json
 EXCL="PythonCudaCandidates|InfiniteKernel"

@@ -2,6 +2,8 @@
 /** @file The subcommands. Each registers its options on a CLI11 app and runs from the parsed
  *  values; main() only dispatches. */
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -126,6 +128,18 @@ struct cache_args {
 CLI::App* add_cache_command(CLI::App& app, cache_args& args);
 /** `kjudge cache [info|prune|clear]`; returns the process exit code. */
 [[nodiscard]] int run_cache(const cache_args& args);
+struct pool_args {
+  std::string action = "list";  ///< list or stop
+  std::vector<pid_t> pids;      ///< only these pools (every pool of the user where none)
+  bool force = false;           ///< stop: pools serving evaluations too
+  std::string json_path;
+};
+
+/** Registers `pool`'s options (names as in docs/cli.md). */
+CLI::App* add_pool_command(CLI::App& app, pool_args& args);
+/** `kjudge pool [list|stop]`; returns the process exit code. */
+[[nodiscard]] int run_pool(const pool_args& args);
+
 /** After an evaluation: prunes the cache at `cache_root` when it has outgrown its limit
  *  (compile::prune_if_over_limit), and says so on stderr unless `quiet`. Never throws. */
 void prune_after_evaluation(const std::filesystem::path& cache_root, bool quiet);

@@ -145,6 +145,8 @@ int main(int argc, char** argv) {
   auto* roofline_cmd = kj::app::add_roofline_command(app, roofline_args);
   kj::app::cache_args cache_args;
   auto* cache_cmd = kj::app::add_cache_command(app, cache_args);
+  kj::app::pool_args pool_args;
+  auto* pool_cmd = kj::app::add_pool_command(app, pool_args);
   // A word that names no command: said as such (CLI11 asks for a subcommand and points at
   // "kjudge <word> --help", which fails too).
   if (argv[1][0] != '-') {
@@ -178,6 +180,7 @@ int main(int argc, char** argv) {
     if (roofline_cmd->parsed()) return kj::app::run_roofline(roofline_args);
     if (profile_cmd->parsed()) return kj::app::run_profile(profile_args);
     if (cache_cmd->parsed()) return kj::app::run_cache(cache_args);
+    if (pool_cmd->parsed()) return kj::app::run_pool(pool_args);
   } catch (const kj::error& e) {
     std::fprintf(stderr, "kjudge: %s\n", e.message().c_str());
     return e.kind() == kj::error_kind::usage ? kj::exit_code::usage : kj::exit_code::internal_error;

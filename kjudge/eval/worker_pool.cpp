@@ -71,7 +71,7 @@ std::string process_attributes() {
  *  holds, listening or still starting (a pool's accepted connections carry its name too). */
 int running_pools(const std::string& own_address) {
   std::set<std::string> names;
-  for (const auto& s : runner::abstract_sockets(fmt::format("kjudge-pool-{}-", ::getuid())))
+  for (const auto& s : runner::abstract_sockets(pool_address_prefix()))
     if (!s.connected && s.name != own_address) names.insert(s.name);
   return static_cast<int>(names.size());
 }
@@ -98,7 +98,11 @@ std::string pool_address(const fs::path& executable, const fs::path& python) {
                                 mtime, python.string(), ::getuid());
   key += process_attributes();
   for (const auto& e : env) key += e + '\n';
-  return fmt::format("kjudge-pool-{}-{}", ::getuid(), sha256_hex(key).substr(0, 24));
+  return pool_address_prefix() + sha256_hex(key).substr(0, 24);
+}
+
+std::string pool_address_prefix() {
+  return fmt::format("kjudge-pool-{}-", ::getuid());
 }
 
 std::string pools_beyond(int max_pools, std::chrono::seconds idle_exit,

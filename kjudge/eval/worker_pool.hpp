@@ -16,6 +16,9 @@ namespace kj::eval {
  *  one. KJUDGE_POOL_MAX sets another number (docs/cli.md). */
 inline constexpr int k_default_max_pools = 4;
 
+/** How the addresses of this user's pools start: "kjudge-pool-<uid>-". */
+[[nodiscard]] std::string pool_address_prefix();
+
 /** The abstract socket name of the pool for `executable` and `python` in this environment. */
 [[nodiscard]] std::string pool_address(const std::filesystem::path& executable,
                                        const std::filesystem::path& python);

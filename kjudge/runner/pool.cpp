@@ -489,6 +489,28 @@ std::vector<abstract_socket> abstract_sockets(std::string_view prefix) {
   return out;
 }
 
+std::vector<pool_server_info> pool_servers(std::string_view prefix) {
+  std::vector<pool_server_info> out;
+  for (const auto& s : abstract_sockets(prefix)) {
+    if (s.connected) continue;
+    const pid_t pid = own_process_holding(s.inode);
+    if (pid <= 0) continue;
+    pool_server_info i;
+    i.address = s.name;
+    i.accepting = s.accepting;
+    i.pid = pid;
+    i.age_s = process_age(pid).value_or(std::chrono::duration<double>(0)).count();
+    i.serving = detail::children_of(pid).size();
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    for (std::string arg; std::getline(cmdline, arg, '\0');) i.argv.push_back(arg);
+    std::error_code ec;
+    i.executable =
+        std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
 pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds limit) {
   const auto start = steady::now();
   pool_wait out;

@@ -9,7 +9,10 @@
  *  descendants leave running outside its group is killed when it ends (process_result::
  *  leftovers_killed). Linux only: an abstract unix socket, credentials checked. */
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -42,6 +45,22 @@ struct abstract_socket {
 /** The abstract unix sockets of this network namespace whose names start with `prefix`; empty
  *  where /proc/net/unix cannot be read. */
 [[nodiscard]] std::vector<abstract_socket> abstract_sockets(std::string_view prefix = {});
+
+/** A pool server of this user, as /proc shows it. */
+struct pool_server_info {
+  std::string address;            ///< its abstract socket's name
+  bool accepting = false;         ///< it accepts requests; false while it prepares (starting)
+  pid_t pid = 0;                  ///< the process holding the address
+  double age_s = 0;               ///< since that process started
+  std::size_t serving = 0;        ///< requests it is serving now (its children: one per request)
+  std::vector<std::string> argv;  ///< its command line (/proc/PID/cmdline)
+  std::string executable;         ///< /proc/PID/exe; "" where it cannot be read
+};
+
+/** The pool servers of this user whose addresses start with `prefix`: every name that a socket
+ *  other than a connection holds, listening or still starting, with its holder; names held by
+ *  other users' processes (or by none any more) are left out. */
+[[nodiscard]] std::vector<pool_server_info> pool_servers(std::string_view prefix);
 
 /** What holds a pool's address. */
 enum class pool_state {

@@ -16,7 +16,10 @@
 #include <regex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include <kjudge/config.hpp>
+#include <kjudge/runner/pool.hpp>
 
 #include "kjudge_runner.hpp"
 
@@ -431,6 +434,61 @@ TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
             std::string::npos)
       << late.output;
   EXPECT_EQ(late.output.find("importing torch"), std::string::npos) << late.output;
+}
+
+// `kjudge pool` lists this user's pools (pid, state, python, executable, requests in hand) and
+// `kjudge pool stop <pid>` stops one, which its address then shows; a pid that is no pool of the
+// user is a usage error, as is --force without stop. The pool is started here directly, under an
+// address of its own, so that no other test's pool is listed for it or stopped.
+TEST_F(PoolCpu, KjudgePoolListsThisUsersPoolsAndStopsOne) {
+  const std::string address = fmt::format("kjudge-pool-{}-test-list-{}", ::getuid(), ::getpid());
+  auto pool = std::async(std::launch::async, [&] {
+    runner::spawn_options o;
+    o.argv = {KJ_KJUDGE_EXE, "worker-pool",     "--address",     address,
+              "--python",    KJ_DEFAULT_PYTHON, "--idle-exit-s", "120"};
+    o.timeout = 150s;
+    return runner::run_process(o);
+  });
+  pid_t pid = 0;
+  for (int i = 0; i < 500 && pid == 0; ++i) {
+    for (const auto& p : runner::pool_servers(address)) pid = p.pid;
+    if (pid == 0) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GT(pid, 0) << "the pool never claimed " << address;
+
+  const auto listed = run_raw({"pool", "--json", "-"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  const auto doc = nlohmann::json::parse(listed.output, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << listed.output;
+  EXPECT_EQ(doc["schema"], "kjudge.pool/1");
+  bool found = false;
+  for (const auto& p : doc["pools"]) {
+    if (p["address"] != address) continue;
+    found = true;
+    EXPECT_EQ(p["pid"], pid);
+    EXPECT_TRUE(p["state"] == "starting" || p["state"] == "accepting") << p.dump();
+    EXPECT_EQ(p["python"], KJ_DEFAULT_PYTHON);
+    EXPECT_EQ(p["serving"], 0);
+    EXPECT_EQ(fs::path(p["executable"].get<std::string>()).filename(), "kjudge") << p.dump();
+  }
+  EXPECT_TRUE(found) << listed.output;
+  const auto text = run_raw({"pool"});
+  EXPECT_NE(text.output.find(fmt::format("pid {}", pid)), std::string::npos) << text.output;
+
+  EXPECT_EQ(run_raw({"pool", "list", "--force"}).exit_code, 2);
+  const auto not_a_pool = run_raw({"pool", "stop", std::to_string(::getpid())});
+  EXPECT_EQ(not_a_pool.exit_code, 2) << not_a_pool.output;
+  EXPECT_NE(not_a_pool.output.find("is not a worker pool of this user"), std::string::npos)
+      << not_a_pool.output;
+
+  const auto stopped = run_raw({"pool", "stop", std::to_string(pid)});
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
+  EXPECT_NE(stopped.output.find(fmt::format("stopped pid {}", pid)), std::string::npos)
+      << stopped.output;
+  EXPECT_TRUE(runner::pool_servers(address).empty());
+  ASSERT_EQ(pool.wait_for(30s), std::future_status::ready) << "the pool process did not end";
+  const auto ended = pool.get();
+  EXPECT_NE(ended.how, runner::exit_kind::timed_out) << ended.describe();
 }
 
 }  // namespace
