@@ -1,16 +1,13 @@
 // `kjudge pool`: the worker pools of this user (docs/cli.md), and stopping them. Not an
 // evaluation: it needs neither a GPU nor Python.
 
-#include <signal.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -44,6 +41,12 @@ namespace {
   return "";
 }
 
+/** Whether the holder of a pool's address is a pool server (`kjudge worker-pool --address A`,
+ *  A its address), not another process that took a name of that form. */
+[[nodiscard]] bool is_pool_server(const runner::pool_server_info& p) {
+  return p.argv.size() > 1 && p.argv[1] == "worker-pool" && argument(p, "--address") == p.address;
+}
+
 /** "40s", "12m", "5h", "3d". */
 [[nodiscard]] std::string span_text(double seconds) {
   const auto s = static_cast<long long>(seconds);
@@ -53,12 +56,20 @@ namespace {
   return fmt::format("{}d", s / 86400);
 }
 
+[[nodiscard]] std::string state_of(const runner::pool_server_info& p) {
+  if (p.stopped) return "stopped";
+  return p.accepting ? "accepting" : "starting";
+}
+
 [[nodiscard]] nlohmann::json pool_json(const runner::pool_server_info& p) {
+  const std::string idle = argument(p, "--idle-exit-s");
   return {{"address", p.address},
           {"pid", p.pid},
-          {"state", p.accepting ? "accepting" : "starting"},
-          {"age_s", p.age_s},
+          {"state", state_of(p)},
+          {"age_s", std::round(p.age_s * 10) / 10},
           {"serving", p.serving},
+          {"idle_exit_s", idle.empty() ? nlohmann::json(nullptr)
+                                       : nlohmann::json(std::strtol(idle.c_str(), nullptr, 10))},
           {"python", argument(p, "--python")},
           {"executable", p.executable}};
 }
@@ -66,22 +77,9 @@ namespace {
 [[nodiscard]] std::string pool_line(const runner::pool_server_info& p) {
   const std::string idle = argument(p, "--idle-exit-s");
   return fmt::format("  pid {:<8} {:<10} up {:<4} serving {:<3} python {}\n    {}{}\n", p.pid,
-                     p.accepting ? "accepting" : "starting", span_text(p.age_s), p.serving,
-                     argument(p, "--python"),
+                     state_of(p), span_text(p.age_s), p.serving, argument(p, "--python"),
                      p.executable.empty() ? "(executable unreadable)" : p.executable,
                      idle.empty() ? "" : fmt::format(" (exits after {} s without requests)", idle));
-}
-
-/** True once no process of this user holds `address` (looked for up to `limit`). */
-[[nodiscard]] bool gone_within(const std::string& address, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (true) {
-    bool held = false;
-    for (const auto& p : runner::pool_servers(address)) held = held || p.address == address;
-    if (!held) return true;
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
 }
 
 }  // namespace
@@ -91,6 +89,7 @@ int run_pool(const pool_args& a) {
   if (a.force && a.action != "stop")
     KJ_THROW(error_kind::usage, "--force applies to kjudge pool stop");
   auto pools = runner::pool_servers(eval::pool_address_prefix());
+  std::erase_if(pools, [](const auto& p) { return !is_pool_server(p); });
   for (const pid_t pid : a.pids)
     if (std::none_of(pools.begin(), pools.end(), [&](const auto& p) { return p.pid == pid; }))
       KJ_THROW(error_kind::usage,
@@ -109,21 +108,14 @@ int run_pool(const pool_args& a) {
     doc["stopped"] = nlohmann::json::array();
     doc["left"] = nlohmann::json::array();
     for (const auto& p : pools) {
-      std::string why;
-      if (p.serving > 0 && !a.force) {
-        why = fmt::format("serving {} evaluation{}; --force stops it and ends them", p.serving,
-                          p.serving == 1 ? "" : "s");
-      } else if (::kill(p.pid, SIGTERM) != 0) {
-        why = fmt::format("SIGTERM failed: {}", std::strerror(errno));
-      } else if (!gone_within(p.address, std::chrono::seconds(10))) {
-        why = "still there 10 s after SIGTERM";
-      }
-      if (why.empty()) {
-        text += fmt::format("stopped pid {}\n", p.pid);
+      const auto r = runner::stop_pool_server(p, a.force, std::chrono::seconds(10));
+      if (r.outcome == runner::pool_stop::stopped || r.outcome == runner::pool_stop::gone) {
+        text += fmt::format("stopped pid {}{}\n", p.pid,
+                            r.outcome == runner::pool_stop::gone ? " (it had ended)" : "");
         doc["stopped"].push_back(p.pid);
       } else {
-        text += fmt::format("left pid {}: {}\n", p.pid, why);
-        doc["left"].push_back({{"pid", p.pid}, {"why", why}});
+        text += fmt::format("left pid {}: {}\n", p.pid, r.why);
+        doc["left"].push_back({{"pid", p.pid}, {"why", r.why}});
         code = exit_code::internal_error;
       }
     }

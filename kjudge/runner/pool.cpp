@@ -371,9 +371,11 @@ struct served {
                                const std::vector<int>& server_fds, pid_t server) {
   // A child must not outlive the pool: nobody would report its end, and its requester has stopped
   // waiting for it. (The check closes the window before prctl.)
+  // The server's sockets first: the process that holds the pool's address is its server (kjudge
+  // pool finds it so).
+  for (int fd : server_fds) ::close(fd);
   if (!detail::die_with_parent(server)) ::_exit(127);
   detail::reset_child_process();
-  for (int fd : server_fds) ::close(fd);
   // This process becomes the worker's guard, as an exec'd worker has one (run() with orphan
   // cleanup): a candidate that kills its parent (os.getppid()) kills the guard, and its
   // evaluation ends as that crash, as without the pool, not the server with every evaluation it
@@ -416,11 +418,23 @@ struct served {
   ::_exit(127);
 }
 
+/** Whether `pid` has a descriptor of the socket with this inode. */
+bool holds_socket(pid_t pid, unsigned long inode) {
+  namespace fs = std::filesystem;
+  const std::string target = "socket:[" + std::to_string(inode) + "]";
+  std::error_code ec;
+  for (fs::directory_iterator fd(fs::path("/proc") / std::to_string(pid) / "fd", ec), end;
+       !ec && fd != end; fd.increment(ec)) {
+    std::error_code link_ec;
+    if (fs::read_symlink(fd->path(), link_ec).string() == target) return true;
+  }
+  return false;
+}
+
 /** The process of this user that holds the socket with this inode (one of its descriptors links
  *  to "socket:[inode]"), or 0. Other users' processes are skipped unread. */
 pid_t own_process_holding(unsigned long inode) {
   namespace fs = std::filesystem;
-  const std::string target = "socket:[" + std::to_string(inode) + "]";
   const uid_t me = ::geteuid();
   std::error_code ec;
   for (fs::directory_iterator p("/proc", ec), end; !ec && p != end; p.increment(ec)) {
@@ -428,15 +442,21 @@ pid_t own_process_holding(unsigned long inode) {
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     struct stat st {};
     if (::stat(p->path().c_str(), &st) != 0 || st.st_uid != me) continue;
-    std::error_code fd_ec;  // a process that ends meanwhile ends this inner walk only
-    for (fs::directory_iterator fd(p->path() / "fd", fd_ec); !fd_ec && fd != end;
-         fd.increment(fd_ec)) {
-      std::error_code link_ec;
-      if (fs::read_symlink(fd->path(), link_ec).string() == target)
-        return static_cast<pid_t>(std::stol(pid));
-    }
+    const auto n = static_cast<pid_t>(std::stol(pid));
+    if (holds_socket(n, inode)) return n;  // a process that ends meanwhile is skipped
   }
   return 0;
+}
+
+/** The children of `pid` that have not ended (zombies left out): a pool server's requests in
+ *  progress. */
+std::size_t children_running(pid_t pid) {
+  std::size_t n = 0;
+  for (const pid_t c : detail::children_of(pid)) {
+    const auto fields = stat_fields(c);
+    if (!fields.empty() && fields[0] != "Z" && fields[0] != "X") ++n;
+  }
+  return n;
 }
 
 /** How long ago the process started (/proc/PID/stat's start time, field 22, against
@@ -497,10 +517,12 @@ std::vector<pool_server_info> pool_servers(std::string_view prefix) {
     if (pid <= 0) continue;
     pool_server_info i;
     i.address = s.name;
+    i.inode = s.inode;
     i.accepting = s.accepting;
+    i.stopped = is_stopped(pid);
     i.pid = pid;
     i.age_s = process_age(pid).value_or(std::chrono::duration<double>(0)).count();
-    i.serving = detail::children_of(pid).size();
+    i.serving = children_running(pid);
     std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
     for (std::string arg; std::getline(cmdline, arg, '\0');) i.argv.push_back(arg);
     std::error_code ec;
@@ -509,6 +531,46 @@ std::vector<pool_server_info> pool_servers(std::string_view prefix) {
     out.push_back(std::move(i));
   }
   return out;
+}
+
+pool_stop_result stop_pool_server(const pool_server_info& p, bool force,
+                                  std::chrono::milliseconds wait) {
+  const unique_fd pidfd = detail::open_pidfd(p.pid);
+  // Opened first, then checked: a pidfd names one process, so the one that holds the socket now
+  // is the one signalled, whatever became of the pid since the listing.
+  if (!holds_socket(p.pid, p.inode)) return {pool_stop::gone, {}};
+  if (is_stopped(p.pid) && !force)
+    return {pool_stop::halted, "stopped (SIGSTOP, a debugger) or frozen; --force ends it"};
+  if (const auto n = children_running(p.pid); n > 0 && !force)
+    return {pool_stop::serving,
+            fmt::format("serving {} evaluation{}; --force stops it and ends them", n,
+                        n == 1 ? "" : "s")};
+  const auto send = [&](int sig) {
+#ifdef SYS_pidfd_send_signal
+    if (pidfd.open()) return ::syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0) == 0;
+#endif
+    return ::kill(p.pid, sig) == 0;
+  };
+  if (!send(SIGTERM)) {
+    if (errno == ESRCH) return {pool_stop::gone, {}};
+    return {pool_stop::failed, fmt::format("SIGTERM failed: {}", errno_text(errno))};
+  }
+  if (force) send(SIGCONT);  // a stopped server takes the SIGTERM once it runs
+  const auto until = steady::now() + wait;
+  while (true) {
+    if (pidfd.open()) {
+      pollfd ended{pidfd.get(), POLLIN, 0};
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now()).count();
+      if (::poll(&ended, 1, static_cast<int>(std::max<std::int64_t>(0, left))) > 0)
+        return {pool_stop::stopped, {}};
+    } else {
+      if (!holds_socket(p.pid, p.inode)) return {pool_stop::stopped, {}};
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (steady::now() >= until)
+      return {pool_stop::not_ended, fmt::format("still running {} ms after SIGTERM", wait.count())};
+  }
 }
 
 pool_wait wait_for_pool(const std::string& address, std::chrono::milliseconds limit) {

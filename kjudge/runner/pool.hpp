@@ -49,18 +49,38 @@ struct abstract_socket {
 /** A pool server of this user, as /proc shows it. */
 struct pool_server_info {
   std::string address;            ///< its abstract socket's name
+  unsigned long inode = 0;        ///< that socket's
   bool accepting = false;         ///< it accepts requests; false while it prepares (starting)
+  bool stopped = false;           ///< stopped (SIGSTOP, a debugger) or frozen with its cgroup
   pid_t pid = 0;                  ///< the process holding the address
   double age_s = 0;               ///< since that process started
-  std::size_t serving = 0;        ///< requests it is serving now (its children: one per request)
+  std::size_t serving = 0;        ///< requests it is serving now (its children not yet ended)
   std::vector<std::string> argv;  ///< its command line (/proc/PID/cmdline)
   std::string executable;         ///< /proc/PID/exe; "" where it cannot be read
 };
 
-/** The pool servers of this user whose addresses start with `prefix`: every name that a socket
- *  other than a connection holds, listening or still starting, with its holder; names held by
- *  other users' processes (or by none any more) are left out. */
+/** The processes of this user holding sockets whose names start with `prefix` (every name that a
+ *  socket other than a connection holds, listening or still starting), each with its holder;
+ *  names held by other users' processes (or by none any more) are left out. Whether a holder is
+ *  a pool server is the caller's to check (its argv). */
 [[nodiscard]] std::vector<pool_server_info> pool_servers(std::string_view prefix);
+
+/** How stop_pool_server went. */
+enum class pool_stop { stopped, gone, serving, halted, not_ended, failed };
+
+struct pool_stop_result {
+  pool_stop outcome = pool_stop::failed;
+  std::string why;  ///< for every outcome but stopped and gone
+};
+
+/** Ends the server `p` (as pool_servers found it) with SIGTERM, through a pidfd opened first and
+ *  only while that process still holds `p.inode` (else `gone`: it ended, or gave its address
+ *  up, since it was listed, and the pid may be another process's now). Its requests in progress
+ *  are counted again just before: with any, or where it is stopped, it is left running
+ *  (`serving`, `halted`) unless `force` (then SIGCONT follows SIGTERM, for a stopped one). Waits
+ *  up to `wait` for it to end (`not_ended` past that). */
+[[nodiscard]] pool_stop_result stop_pool_server(const pool_server_info& p, bool force,
+                                                std::chrono::milliseconds wait);
 
 /** What holds a pool's address. */
 enum class pool_state {

@@ -13,8 +13,10 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <regex>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -437,9 +439,10 @@ TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
 }
 
 // `kjudge pool` lists this user's pools (pid, state, python, executable, requests in hand) and
-// `kjudge pool stop <pid>` stops one, which its address then shows; a pid that is no pool of the
-// user is a usage error, as is --force without stop. The pool is started here directly, under an
-// address of its own, so that no other test's pool is listed for it or stopped.
+// `kjudge pool stop <pid>` stops one: a stopped (SIGSTOP) pool only with --force (exit 7 without);
+// a process that holds an address of a pool's form but is no pool is not listed, and its pid is a
+// usage error, as is --force without stop. The pool is started here directly, under an address of
+// its own, so that no other test's pool is listed for it or stopped.
 TEST_F(PoolCpu, KjudgePoolListsThisUsersPoolsAndStopsOne) {
   const std::string address = fmt::format("kjudge-pool-{}-test-list-{}", ::getuid(), ::getpid());
   auto pool = std::async(std::launch::async, [&] {
@@ -454,7 +457,23 @@ TEST_F(PoolCpu, KjudgePoolListsThisUsersPoolsAndStopsOne) {
     for (const auto& p : runner::pool_servers(address)) pid = p.pid;
     if (pid == 0) std::this_thread::sleep_for(20ms);
   }
+  // Whatever fails below, the pool ends with the test (the future waits for it otherwise).
+  const std::shared_ptr<void> end_pool(nullptr, [&](void*) {
+    if (pid > 0) {
+      ::kill(pid, SIGCONT);
+      ::kill(pid, SIGKILL);
+    }
+  });
   ASSERT_GT(pid, 0) << "the pool never claimed " << address;
+  // Not a pool: this test's own socket under a pool's name.
+  const int fake = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fake, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string fake_name = fmt::format("kjudge-pool-{}-test-fake-{}", ::getuid(), ::getpid());
+  std::memcpy(addr.sun_path + 1, fake_name.data(), fake_name.size());
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + fake_name.size());
+  ASSERT_EQ(::bind(fake, reinterpret_cast<const sockaddr*>(&addr), len), 0) << std::strerror(errno);
 
   const auto listed = run_raw({"pool", "--json", "-"});
   EXPECT_EQ(listed.exit_code, 0) << listed.output;
@@ -463,12 +482,14 @@ TEST_F(PoolCpu, KjudgePoolListsThisUsersPoolsAndStopsOne) {
   EXPECT_EQ(doc["schema"], "kjudge.pool/1");
   bool found = false;
   for (const auto& p : doc["pools"]) {
+    EXPECT_NE(p["address"], fake_name) << "a process that is no pool was listed";
     if (p["address"] != address) continue;
     found = true;
     EXPECT_EQ(p["pid"], pid);
     EXPECT_TRUE(p["state"] == "starting" || p["state"] == "accepting") << p.dump();
     EXPECT_EQ(p["python"], KJ_DEFAULT_PYTHON);
     EXPECT_EQ(p["serving"], 0);
+    EXPECT_EQ(p["idle_exit_s"], 120);
     EXPECT_EQ(fs::path(p["executable"].get<std::string>()).filename(), "kjudge") << p.dump();
   }
   EXPECT_TRUE(found) << listed.output;
@@ -477,18 +498,30 @@ TEST_F(PoolCpu, KjudgePoolListsThisUsersPoolsAndStopsOne) {
 
   EXPECT_EQ(run_raw({"pool", "list", "--force"}).exit_code, 2);
   const auto not_a_pool = run_raw({"pool", "stop", std::to_string(::getpid())});
+  ::close(fake);
   EXPECT_EQ(not_a_pool.exit_code, 2) << not_a_pool.output;
   EXPECT_NE(not_a_pool.output.find("is not a worker pool of this user"), std::string::npos)
       << not_a_pool.output;
 
-  const auto stopped = run_raw({"pool", "stop", std::to_string(pid)});
+  // Stopped, it is left without --force, and ended with it.
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  const auto left = run_raw({"pool", "stop", std::to_string(pid)});
+  EXPECT_EQ(left.exit_code, 7) << left.output;
+  EXPECT_NE(left.output.find(fmt::format("left pid {}: stopped", pid)), std::string::npos)
+      << left.output;
+  EXPECT_NE(left.output.find(" stopped "), std::string::npos) << left.output;  // its state
+  const auto stopped = run_raw({"pool", "stop", std::to_string(pid), "--force"});
   EXPECT_EQ(stopped.exit_code, 0) << stopped.output;
   EXPECT_NE(stopped.output.find(fmt::format("stopped pid {}", pid)), std::string::npos)
       << stopped.output;
   EXPECT_TRUE(runner::pool_servers(address).empty());
   ASSERT_EQ(pool.wait_for(30s), std::future_status::ready) << "the pool process did not end";
   const auto ended = pool.get();
-  EXPECT_NE(ended.how, runner::exit_kind::timed_out) << ended.describe();
+  const pid_t server = std::exchange(pid, 0);  // ended: not to be killed at the end
+  // The pid stopped is the server's, as it named itself.
+  EXPECT_NE(ended.output_tail.find(fmt::format("pid {} serves {}", server, address)),
+            std::string::npos)
+      << ended.output_tail;
 }
 
 }  // namespace
