@@ -90,11 +90,7 @@ namespace {
 
 /** "40s", "12m", "5h", "3d" ago. */
 [[nodiscard]] std::string age_text(std::time_t then) {
-  const long long s = std::max<long long>(0, std::time(nullptr) - then);
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m", s / 60);
-  if (s < 86400) return fmt::format("{}h", s / 3600);
-  return fmt::format("{}d", s / 86400);
+  return span_text(static_cast<double>(std::time(nullptr) - then));
 }
 
 [[nodiscard]] std::string builds_text(const std::vector<compile::cache_entry>& builds,

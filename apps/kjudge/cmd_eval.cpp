@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -172,6 +173,14 @@ CLI::Validator not_empty(const char* what) {
 
 /** Fails early (usage) when --json cannot be written, rather than after the evaluation. The
  *  file checked is the one written: a symbolic link's target (write_file_atomic). */
+std::string span_text(double seconds) {
+  const auto s = std::max<long long>(0, static_cast<long long>(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m", s / 60);
+  if (s < 86400) return fmt::format("{}h", s / 3600);
+  return fmt::format("{}d", s / 86400);
+}
+
 void check_json_path(const std::string& path) {
   if (path.empty() || path == "-") return;
   std::error_code ec;

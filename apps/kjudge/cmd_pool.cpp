@@ -47,15 +47,6 @@ namespace {
   return p.argv.size() > 1 && p.argv[1] == "worker-pool" && argument(p, "--address") == p.address;
 }
 
-/** "40s", "12m", "5h", "3d". */
-[[nodiscard]] std::string span_text(double seconds) {
-  const auto s = static_cast<long long>(seconds);
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m", s / 60);
-  if (s < 86400) return fmt::format("{}h", s / 3600);
-  return fmt::format("{}d", s / 86400);
-}
-
 [[nodiscard]] std::string state_of(const runner::pool_server_info& p) {
   if (p.stopped) return "stopped";
   return p.accepting ? "accepting" : "starting";

@@ -24,6 +24,8 @@ namespace kj::app {
 /** An integer in [min, max] written in decimal digits only, rewritten without leading zeros; for
  *  ->transform(). CLI11 alone reads "010" as octal 8 and "0x10" as 16. */
 [[nodiscard]] CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max);
+/** A span of time in its largest whole unit: "40s", "12m", "5h", "3d" (negative reads 0s). */
+[[nodiscard]] std::string span_text(double seconds);
 /** Fails early (a usage error) when --json's file cannot be written, rather than after the
  *  work. "-" (standard output) and "" (no file) pass. */
 void check_json_path(const std::string& path);

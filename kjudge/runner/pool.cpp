@@ -369,11 +369,11 @@ struct served {
  *  Never returns. Messages go to the output descriptor, which is the requester's tail. */
 [[noreturn]] void become_child(const pool_server_options& o, received_request& req,
                                const std::vector<int>& server_fds, pid_t server) {
-  // A child must not outlive the pool: nobody would report its end, and its requester has stopped
-  // waiting for it. (The check closes the window before prctl.)
   // The server's sockets first: the process that holds the pool's address is its server (kjudge
   // pool finds it so).
   for (int fd : server_fds) ::close(fd);
+  // A child must not outlive the pool: nobody would report its end, and its requester has stopped
+  // waiting for it. (The check closes the window before prctl.)
   if (!detail::die_with_parent(server)) ::_exit(127);
   detail::reset_child_process();
   // This process becomes the worker's guard, as an exec'd worker has one (run() with orphan

@@ -84,6 +84,24 @@ class PoolCpu : public ::testing::Test {
   static inline fs::path s_cache;
 };
 
+/** A unix socket bound to `name` in the abstract namespace (sun_path[0] is NUL), as a pool's
+ *  claim looks; -1 where it cannot be made. */
+int hold_abstract_socket(const std::string& name) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    const int error = errno;  // for the caller's message, past close()
+    ::close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
 const std::vector<std::string> cpu_pool = {"--device", "cpu", "--budget", "0.2",
                                            "--trials", "3",   "--pool"};
 
@@ -381,15 +399,10 @@ TEST_F(PoolCpu, ThePoolIsTheDefaultAndNoPoolOrKjudgePool0ExecsAWorker) {
 // usage error. The running pool is a listening socket under a pool's name held by this test
 // (kjudge counts pools by their sockets), so the count does not wait on a real pool's start.
 TEST_F(PoolCpu, NoPoolIsStartedBeyondKjudgePoolMaxAndTheResultSaysWhy) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
   const std::string name =
       "kjudge-pool-" + std::to_string(::getuid()) + "-test-held-" + std::to_string(::getpid());
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // abstract: sun_path[0] is NUL
-  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len), 0) << std::strerror(errno);
+  const int fd = hold_abstract_socket(name);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_EQ(::listen(fd, 1), 0);
   ::setenv("KJ_POOL_TEST_MARKER", (std::to_string(::getpid()) + "-max").c_str(), 1);
   ::setenv("KJUDGE_POOL_MAX", "1", 1);
@@ -466,14 +479,9 @@ TEST_F(PoolCpu, KjudgePoolListsThisUsersPoolsAndStopsOne) {
   });
   ASSERT_GT(pid, 0) << "the pool never claimed " << address;
   // Not a pool: this test's own socket under a pool's name.
-  const int fake = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(fake, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
   const std::string fake_name = fmt::format("kjudge-pool-{}-test-fake-{}", ::getuid(), ::getpid());
-  std::memcpy(addr.sun_path + 1, fake_name.data(), fake_name.size());
-  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + fake_name.size());
-  ASSERT_EQ(::bind(fake, reinterpret_cast<const sockaddr*>(&addr), len), 0) << std::strerror(errno);
+  const int fake = hold_abstract_socket(fake_name);
+  ASSERT_GE(fake, 0) << std::strerror(errno);
 
   const auto listed = run_raw({"pool", "--json", "-"});
   EXPECT_EQ(listed.exit_code, 0) << listed.output;
