@@ -171,8 +171,6 @@ CLI::Validator not_empty(const char* what) {
       "", "not_empty");
 }
 
-/** Fails early (usage) when --json cannot be written, rather than after the evaluation. The
- *  file checked is the one written: a symbolic link's target (write_file_atomic). */
 std::string span_text(double seconds) {
   const auto s = std::max<long long>(0, static_cast<long long>(seconds));
   if (s < 60) return fmt::format("{}s", s);
@@ -181,6 +179,8 @@ std::string span_text(double seconds) {
   return fmt::format("{}d", s / 86400);
 }
 
+/** Fails early (usage) when --json cannot be written, rather than after the evaluation. The
+ *  file checked is the one written: a symbolic link's target (write_file_atomic). */
 void check_json_path(const std::string& path) {
   if (path.empty() || path == "-") return;
   std::error_code ec;
