@@ -81,7 +81,7 @@ KJ_JSON_FIELDS(gpu_info, name, uuid, pci_bus_id, compute_capability, sm_count, m
 KJ_JSON_FIELDS(phase_time, name, start_s)
 KJ_JSON_FIELDS(worker_info, outcome, exit_code, signal, wall_s, max_rss_kb, last_phase, phases,
                output_tail, started_by, pool_refused, pool_not_started, pool_wait_s,
-               gpu_lock_wait_s, gpu_lock_at)
+               gpu_lock_wait_s, gpu_lock_at, cpu_lock_wait_s)
 
 void to_json(nlohmann::json& j, const provenance& v) {
   j = nlohmann::json::object();
@@ -227,6 +227,9 @@ void to_json(nlohmann::json& j, const figure& v) {
        {"rse_samples_pct", number_if(ok, v.rse_samples_pct)},
        {"rse_sets_pct", number_if(ok, v.rse_sets_pct)},  // NaN (too few sets) dumps as null
        {"discarded_throttled", v.discarded_throttled},
+       {"discarded_cpu_wait", v.discarded_cpu_wait},
+       {"discarded_cpu_wait_max_us", v.discarded_cpu_wait_max_us},
+       {"cpu_wait_max_us", v.cpu_wait_max_us},  // NaN (not read) dumps as null
        {"samples_us", v.samples_us},
        {"samples_set", v.samples_set},
        {"set_medians_us", v.set_medians_us},  // NaN (a set without samples) dumps as null
@@ -254,6 +257,9 @@ void from_json(const nlohmann::json& j, figure& v) {
   get(j, "rse_samples_pct", v.rse_samples_pct);
   get(j, "rse_sets_pct", v.rse_sets_pct);
   get(j, "discarded_throttled", v.discarded_throttled);
+  get(j, "discarded_cpu_wait", v.discarded_cpu_wait);
+  get(j, "discarded_cpu_wait_max_us", v.discarded_cpu_wait_max_us);
+  get(j, "cpu_wait_max_us", v.cpu_wait_max_us);
   get(j, "samples_us", v.samples_us);
   get(j, "samples_set", v.samples_set);
   v.set_medians_us.clear();
@@ -299,6 +305,8 @@ void to_json(nlohmann::json& j, const comparison& v) {
                  {"median_sm_mhz", c.median_sm_mhz},
                  {"min_sm_mhz", c.min_sm_mhz},
                  {"throttle_reasons", c.throttle_reasons}};
+  j["cpu_wait"] = {
+      {"checked", v.cpu_wait.checked}, {"scope", v.cpu_wait.scope}, {"note", v.cpu_wait.note}};
 }
 
 void from_json(const nlohmann::json& j, comparison& v) {
@@ -330,6 +338,11 @@ void from_json(const nlohmann::json& j, comparison& v) {
     get(*it, "median_sm_mhz", c.median_sm_mhz);
     get(*it, "min_sm_mhz", c.min_sm_mhz);
     get(*it, "throttle_reasons", c.throttle_reasons);
+  }
+  if (auto it = j.find("cpu_wait"); it != j.end() && it->is_object()) {
+    get(*it, "checked", v.cpu_wait.checked);
+    get(*it, "scope", v.cpu_wait.scope);
+    get(*it, "note", v.cpu_wait.note);
   }
 }
 

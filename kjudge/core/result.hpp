@@ -215,6 +215,9 @@ struct worker_info {
    *  candidate's import (cudaLaunchKernel)", or "after the imports (their GPU work was not
    *  watched: ...)"; empty on the CPU, or when the worker ended before. */
   std::string gpu_lock_at;
+  /** Seconds the worker waited, on the CPU (`--device cpu`), for another evaluation's timing
+   *  there to end before its own (0: it did not wait; flag cpu_lock_not_held when it gave up). */
+  double cpu_lock_wait_s = 0;
 };
 
 struct eval_result {

@@ -80,11 +80,28 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
   // process's figure would say that process's alone).
   std::size_t discarded = 0;
   for (const figure* f : figs) discarded += f->discarded_throttled;
+  // So do the samples discarded for waits for a CPU, and the longest waits of any process.
+  figure waits;
+  for (const figure* f : figs) {
+    waits.discarded_cpu_wait += f->discarded_cpu_wait;
+    waits.discarded_cpu_wait_max_us =
+        std::max(waits.discarded_cpu_wait_max_us, f->discarded_cpu_wait_max_us);
+    if (!std::isnan(f->cpu_wait_max_us))
+      waits.cpu_wait_max_us = std::isnan(waits.cpu_wait_max_us)
+                                  ? f->cpu_wait_max_us
+                                  : std::max(waits.cpu_wait_max_us, f->cpu_wait_max_us);
+  }
+  const auto counted = [&](figure out) {
+    out.discarded_throttled = discarded;
+    out.discarded_cpu_wait = waits.discarded_cpu_wait;
+    out.discarded_cpu_wait_max_us = waits.discarded_cpu_wait_max_us;
+    out.cpu_wait_max_us = waits.cpu_wait_max_us;
+    return out;
+  };
   const auto invalid =
       std::find_if(figs.begin(), figs.end(), [](const figure* f) { return !f->valid; });
   if (invalid != figs.end()) {
-    figure out = **invalid;
-    out.discarded_throttled = discarded;
+    figure out = counted(**invalid);
     // Not taken in every process (on the CPU: no GPU figures) needs no name; otherwise say which.
     const bool all =
         std::none_of(figs.begin(), figs.end(), [](const figure* f) { return f->valid; });
@@ -95,9 +112,8 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
   }
   for (std::size_t p = 1; p < n; ++p) {
     if (figs[p]->method == figs[0]->method && figs[p]->cold == figs[0]->cold) continue;
-    figure out = *figs[0];
+    figure out = counted(*figs[0]);
     out.valid = false;
-    out.discarded_throttled = discarded;
     out.note = fmt::format("not pooled: process {} of {} took it by {}{}, process 1 by {}{}", p + 1,
                            requested, figs[p]->method, figs[p]->cold ? "" : " (warm)",
                            figs[0]->method, figs[0]->cold ? "" : " (warm)");
@@ -106,12 +122,11 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
          fmt::format("{} {} figure: {}", side, measure::to_string(out.kind), out.note)});
     return out;
   }
-  figure out = *figs[0];
+  figure out = counted(*figs[0]);
   out.samples_us.clear();
   out.samples_set.clear();
   out.samples_process.clear();
   out.process_medians_us.clear();
-  out.discarded_throttled = discarded;
   for (std::size_t p = 0; p < n; ++p) {
     const figure& f = *figs[p];
     out.samples_us.insert(out.samples_us.end(), f.samples_us.begin(), f.samples_us.end());
@@ -228,6 +243,12 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_
     }
   }
   out.clocks = pool_clocks(runs);
+  // Checked only where every process read its waits (the first unread one says why).
+  for (const auto& r : runs)
+    if (!r.timing->cpu_wait.checked) {
+      out.cpu_wait = r.timing->cpu_wait;
+      break;
+    }
   for (const auto& r : runs)
     if (r.timing->stopped_by != out.stopped_by) out.stopped_by = "mixed";
   // The kinds the first process's speedups had (the same checks ran in every process).
@@ -301,11 +322,13 @@ eval_result combine_runs(std::vector<eval_result> runs, std::size_t requested,
   out.timing = pool_timing(runs, requested, options, pooling);
   // Flags: each distinct one once, in the order first raised, naming the processes that raised
   // it where not all did; those the timing checks make from a figure's numbers (noisy,
-  // throttled samples, very fast) from the pooled figures instead of any process's.
+  // throttled samples, samples that waited for a CPU, very fast) from the pooled figures
+  // instead of any process's.
   std::vector<std::pair<flag, std::vector<std::size_t>>> distinct;
   for (std::size_t p = 0; p < n; ++p)
     for (const auto& f : runs[p].flags) {
-      if (f.code == "noisy_timing" || f.code == "throttled_samples" || f.code == "very_fast")
+      if (f.code == "noisy_timing" || f.code == "throttled_samples" ||
+          f.code == "cpu_wait_samples" || f.code == "very_fast")
         continue;
       const auto same = std::find_if(distinct.begin(), distinct.end(), [&](const auto& d) {
         return d.first.code == f.code && d.first.message == f.message;

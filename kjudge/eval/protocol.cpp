@@ -131,6 +131,8 @@ void apply_event_line(eval_result& r, std::string_view line, fold_state& state) 
       r.worker.gpu_lock_at = it->value("at", std::string());
       state.gpu_lock_seen = true;
     }
+    if (auto it = e.find("cpu_lock"); it != e.end())  // sent once the wait is over
+      r.worker.cpu_lock_wait_s += it->at("waited_s").get<double>();
     if (auto it = e.find("flag"); it != e.end()) {
       auto f = it->get<flag>();
       const bool known = std::any_of(r.flags.begin(), r.flags.end(),

@@ -1,6 +1,9 @@
 #include <kjudge/eval/timing_checks.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -36,6 +39,38 @@ flag noisy_flag(const std::string& side, const measure::figure& f) {
                                                    "samples",
                                                    f.summary.rse_pct, f.summary.n)
                                      : f.note)};
+}
+
+/** A wait for a CPU, in the unit that reads best. */
+std::string wait_text(double us) {
+  return us >= 1000 ? fmt::format("{:.1f} ms", us / 1000) : fmt::format("{:.0f} us", us);
+}
+
+/** The flag of a figure some of whose samples were discarded because the threads doing the work
+ *  waited for a CPU (measure::detail::waited_for_cpu): none under 1% of its samples (a few
+ *  such waits are usual on a machine that runs anything else; the result's counts keep them),
+ *  information up to half, a warning where most or all went (the machine was busy for most of
+ *  the timing). */
+std::optional<flag> cpu_wait_flag(const std::string& side, const measure::figure& f) {
+  const bool none_kept = !f.valid && f.samples_us.empty() &&
+                         (f.note.ends_with(measure::k_all_cpu_wait_note) ||
+                          f.note.ends_with(measure::k_all_discarded_note));
+  const std::size_t taken = f.samples_us.size() + f.discarded_cpu_wait + f.discarded_throttled;
+  if (f.discarded_cpu_wait == 0 || (!none_kept && 100 * f.discarded_cpu_wait < taken))
+    return std::nullopt;
+  const bool most = 2 * f.discarded_cpu_wait > taken;
+  const std::string kept = std::isnan(f.cpu_wait_max_us)
+                               ? std::string()
+                               : fmt::format("; the kept samples' threads waited {} at most",
+                                             wait_text(f.cpu_wait_max_us));
+  return flag{
+      "cpu_wait_samples", none_kept || most ? "warning" : "info",
+      fmt::format("{} {}: {} of {} samples discarded{}: the threads doing the work waited for "
+                  "a CPU during them (up to {}; another program or evaluation was using "
+                  "the machine's CPUs){}",
+                  side, measure::to_string(f.kind), f.discarded_cpu_wait, taken,
+                  none_kept ? " (none kept: no figure)" : "",
+                  wait_text(f.discarded_cpu_wait_max_us), kept)};
 }
 
 void check_side(measure::side_result& s, std::vector<flag>& out) {
@@ -77,8 +112,9 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
       // Every sample gone leaves no figure and no speedup: that is worth a warning. (A pooled
       // figure that stands for a process whose figure is missing for another reason, the
       // discards counted in the others, is not missing for this.)
-      const bool none_kept =
-          !f->valid && f->samples_us.empty() && f->note.ends_with(measure::k_all_throttled_note);
+      const bool none_kept = !f->valid && f->samples_us.empty() &&
+                             (f->note.ends_with(measure::k_all_throttled_note) ||
+                              f->note.ends_with(measure::k_all_discarded_note));
       out.push_back(
           {"throttled_samples", none_kept ? "warning" : "info",
            fmt::format(
@@ -88,6 +124,7 @@ void check_side(measure::side_result& s, std::vector<flag>& out) {
                s.name, measure::to_string(f->kind), f->discarded_throttled,
                none_kept ? ", every one taken: no figure" : "")});
     }
+    if (const auto waited = cpu_wait_flag(s.name, *f)) out.push_back(*waited);
   }
 }
 

@@ -154,10 +154,11 @@ class pipeline {
     release_lock();
   }
 
-  /** Lets go of the GPU's lock and any mark of working without it. */
+  /** Lets go of the GPU's lock and any mark of working without it, and of the CPU's lock. */
   void release_lock() noexcept {
     m_gpu_turn.release();
     m_outside.release();
+    m_cpu_turn.release();
   }
 
   /** Whether candidate code has run on the device yet: a CUDA error before then is the
@@ -1095,12 +1096,38 @@ class pipeline {
                                 w.waited_s, background_wait_max_s, who));
   }
 
+  /** On the CPU, one evaluation's timing at a time: waits (at most the job's lock limit, and at
+   *  most half of what is left of --timeout) for another evaluation's timing to end, and holds
+   *  the CPU's lock (m_cpu_turn) until its own has; without it after the wait, it times anyway
+   *  and says so. torch's CPU operators use every core: two timings side by side each read the
+   *  other's load (on a 2-core machine both read a 5 us softmax at 7.9 ms before samples that
+   *  waited for a CPU were discarded, and most of their samples go now). The trials run beside
+   *  other evaluations' work. */
+  void take_cpu_turn() {
+    m_events.phase("wait_cpu_lock");
+    double limit_s = m_job.gpu_lock_wait_s;
+    if (m_job.timeout_s > 0)
+      limit_s =
+          std::min(limit_s, std::max(0.0, (m_job.timeout_s - m_events.elapsed().count()) / 2));
+    const auto path = runner::cpu_lock_path();
+    m_cpu_turn =
+        runner::file_lock::acquire(path, std::chrono::milliseconds(std::llround(limit_s * 1000)));
+    m_events.send({{"cpu_lock", {{"waited_s", m_cpu_turn.waited().count()}}}});
+    if (!m_cpu_turn.held())
+      m_events.flag("cpu_lock_not_held", "warning",
+                    fmt::format("timed without the CPU to itself ({}): {}. Another evaluation's "
+                                "timing on the same CPUs moves both; samples whose threads "
+                                "waited for a CPU are discarded (cpu_wait_samples)",
+                                path.string(), m_cpu_turn.error()));
+  }
+
   void run_timing() {
     const bool gpu = m_job.device == "cuda";
     // The wait first: the GPU's turn is settled, and other programs looked for, right before
-    // the timing begins.
+    // the timing begins; on the CPU, the CPU's turn is taken.
     wait_for_quiet_background();
     if (gpu) settle_gpu_turn("the timing");
+    if (!gpu) take_cpu_turn();
     m_events.phase("timing_setup");
     auto opts = m_job.timing_options;
     opts.gpu = gpu;
@@ -1150,6 +1177,7 @@ class pipeline {
     m_session->thread_turns_begin();
     m_session->audit_begin();
     auto cmp = measure::time_pair(*reference, *candidate, m_session->stream(), facts, opts);
+    m_cpu_turn.release();  // the CPU's turn covers the samples alone
     const std::size_t audits = m_session->audit_end();
     const std::string busy = busy_threads(m_session->thread_turns_end());
     if (gpu) flag_other_programs("timing");
@@ -1534,6 +1562,7 @@ class pipeline {
   std::optional<runner::outside_marks> m_marks;  ///< looked at from the first check_gpu_shared
   runner::file_lock m_gpu_turn;  ///< the GPU's lock (take_gpu_turn); goes first when this does
   runner::file_lock m_outside;   ///< the mark of working without it, when it was not had
+  runner::file_lock m_cpu_turn;  ///< the CPU's lock (take_cpu_turn) while the CPU is timed
   bool m_gpu_shared_flagged = false;
   /// Programs other than kjudge on the GPU (look_for_other_programs).
   runner::neighbour_watch m_neighbours;

@@ -81,7 +81,10 @@ void finish_figure(figure& f, const timing_options& o, const std::string& stoppe
   if (!f.valid) return;
   if (f.samples_us.empty()) {
     f.valid = false;
-    f.note = f.discarded_throttled > 0 ? std::string(k_all_throttled_note) : "no samples taken";
+    f.note = f.discarded_throttled > 0 && f.discarded_cpu_wait > 0 ? k_all_discarded_note
+             : f.discarded_throttled > 0                           ? k_all_throttled_note
+             : f.discarded_cpu_wait > 0                            ? k_all_cpu_wait_note
+                                                                   : "no samples taken";
     return;
   }
   if (stopped_by == "noise-target") return;
@@ -295,25 +298,31 @@ std::optional<double> side_sampler::sample_device() {
   return us;
 }
 
-double side_sampler::sample_stream() {
-  // Events around the call as the host issues it: includes launch gaps the host causes.
+double side_sampler::sample_stream(std::optional<double>& wait_us) {
+  // Events around the call as the host issues it: includes launch gaps the host causes (and so
+  // the issuing thread's waits for a CPU, read around it).
   prepare_next();
+  if (m_turns.cpu_wait != nullptr) m_turns.cpu_wait->start();
   m_gpu->start.record(m_gpu->stream);
   run_target();
   m_gpu->end.record(m_gpu->stream);
   synchronize("run()");
+  if (m_turns.cpu_wait != nullptr) wait_us = m_turns.cpu_wait->waited_us();
   return microseconds(cuda::elapsed(m_gpu->start, m_gpu->end)).count();
 }
 
-double side_sampler::sample_host_wall() {
+double side_sampler::sample_host_wall(std::optional<double>& wait_us) {
   // What a caller waits: the call plus, on a GPU, the wait for all of its work to end: the
   // device's, not the timing stream's (work on a stream of its own that the forward never
   // joins back would be left out, and the figure would stand while the others are withheld).
+  // The threads' waits for a CPU are read just outside the clock's readings.
   prepare_next();
+  if (m_turns.cpu_wait != nullptr) m_turns.cpu_wait->start();
   const auto t0 = clock::now();
   run_target();
   if (m_gpu != nullptr) synchronize("run()", true);
   const auto t1 = clock::now();
+  if (m_turns.cpu_wait != nullptr) wait_us = m_turns.cpu_wait->waited_us();
   return microseconds(t1 - t0).count();
 }
 
@@ -348,10 +357,10 @@ round_samples side_sampler::take_round() {
   }
   if (m_gpu != nullptr) {
     r.stream_set = next_set();
-    r.stream_us = sample_stream();
+    r.stream_us = sample_stream(r.stream_wait_us);
   }
   r.host_wall_set = next_set();
-  r.host_wall_us = sample_host_wall();
+  r.host_wall_us = sample_host_wall(r.host_wall_wait_us);
   // A round takes a sample of each figure, each on the next number. The next round starts one
   // set further on from this round's first (on a number not used yet), so that every figure
   // steps through every set: stepping by the three samples of a GPU round, a figure saw one set
@@ -370,9 +379,24 @@ void side_sampler::keep(const round_samples& r) {
     f.samples_us.push_back(us);
     f.samples_set.push_back(set);
   };
+  // A host-timed sample is kept unless its threads waited for a CPU; the longest wait of each
+  // kind is kept for the result (a kept sample's says how clean the figure is).
+  const auto add_host = [&](figure& f, double us, std::uint32_t set,
+                            const std::optional<double>& wait_us) {
+    if (wait_us && waited_for_cpu(us, *wait_us)) {
+      ++f.discarded_cpu_wait;
+      f.discarded_cpu_wait_max_us = std::max(f.discarded_cpu_wait_max_us, *wait_us);
+      return;
+    }
+    if (wait_us)
+      f.cpu_wait_max_us =
+          std::isnan(f.cpu_wait_max_us) ? *wait_us : std::max(f.cpu_wait_max_us, *wait_us);
+    add(f, us, set);
+  };
   if (r.device_us && m_result.device.valid) add(m_result.device, *r.device_us, r.device_set);
-  if (r.stream_us) add(m_result.stream, *r.stream_us, r.stream_set);
-  if (r.host_wall_us) add(m_result.host_wall, *r.host_wall_us, r.host_wall_set);
+  if (r.stream_us) add_host(m_result.stream, *r.stream_us, r.stream_set, r.stream_wait_us);
+  if (r.host_wall_us)
+    add_host(m_result.host_wall, *r.host_wall_us, r.host_wall_set, r.host_wall_wait_us);
 }
 
 void side_sampler::discard_throttled(const round_samples& r) {

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <kjudge/cuda/event.hpp>
+#include <kjudge/measure/cpu_wait.hpp>
 #include <kjudge/measure/l2_flush.hpp>
 #include <kjudge/measure/stream_blocker.hpp>
 #include <kjudge/measure/target.hpp>
@@ -39,6 +40,8 @@ struct gpu_tools {
 /** What the sides of one run share on the CPU as on a GPU. */
 struct turn_state {
   const void* last_side = nullptr;  ///< the side_sampler whose forward was issued last
+  /** Reads the host-timed samples' waits for a CPU; nullptr: not read. */
+  cpu_wait_monitor* cpu_wait = nullptr;
 };
 
 /** One round's samples of one side, in microseconds; empty when a figure was not taken (or its
@@ -46,6 +49,8 @@ struct turn_state {
 struct round_samples {
   std::optional<double> device_us, stream_us, host_wall_us;
   std::uint32_t device_set = 0, stream_set = 0, host_wall_set = 0;  ///< the input set of each
+  /** The threads' waits for a CPU during the stream and host-wall samples (nullopt: not read). */
+  std::optional<double> stream_wait_us, host_wall_wait_us;
 };
 
 using measure::rse_resamples;
@@ -85,7 +90,8 @@ class side_sampler {
    *  figure. Adds the round's wall time to spent(), less a device sample's whose blocking kernel
    *  timed out (at most two a side) and the target's checks (target::take_check_seconds). */
   [[nodiscard]] round_samples take_round();
-  /** Appends a round's samples to the figures. */
+  /** Appends a round's samples to the figures, but a host-timed sample whose threads waited for
+   *  a CPU during it (waited_for_cpu), which is counted as discarded instead. */
   void keep(const round_samples& r);
   /** Counts a round's samples as discarded for running under a throttled clock. */
   void discard_throttled(const round_samples& r);
@@ -125,8 +131,9 @@ class side_sampler {
    *  one untimed forward on it: the side's turn starts from its own work (see take_round()). */
   void prime();
   [[nodiscard]] std::optional<double> sample_device();
-  [[nodiscard]] double sample_stream();
-  [[nodiscard]] double sample_host_wall();
+  /** A stream or host-wall sample; `wait_us` gets the threads' waits for a CPU during it. */
+  [[nodiscard]] double sample_stream(std::optional<double>& wait_us);
+  [[nodiscard]] double sample_host_wall(std::optional<double>& wait_us);
   [[noreturn]] void rethrow_with_side(const char* call) const;
 
   target& m_target;

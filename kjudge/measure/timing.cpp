@@ -156,6 +156,25 @@ std::string sample(const std::vector<side_sampler*>& sides, detail::clock_monito
   }
 }
 
+/** Whose waits for a CPU count: on the CPU every thread's (torch's intra-op threads do a
+ *  forward's work beside the caller's), on a GPU the timing thread's, which issues the work and
+ *  waits for it (one read a sample, not one a thread). */
+detail::cpu_wait_monitor::scope wait_scope(const timing_options& o) {
+  return o.gpu ? detail::cpu_wait_monitor::scope::this_thread
+               : detail::cpu_wait_monitor::scope::process;
+}
+
+cpu_wait_record wait_record(const detail::cpu_wait_monitor& m) {
+  cpu_wait_record r;
+  r.checked = m.available();
+  if (r.checked)
+    r.scope =
+        m.whose() == detail::cpu_wait_monitor::scope::process ? "worker threads" : "timing thread";
+  else
+    r.note = m.unavailable_reason();
+  return r;
+}
+
 detail::clock_monitor make_clock_monitor(const device_facts& device, const timing_options& o) {
   if (!o.gpu) return detail::clock_monitor::unavailable("not recorded: GPU timing is off");
   return detail::clock_monitor(device.ordinal);
@@ -167,7 +186,9 @@ comparison time_pair(target& reference, target& candidate, void* stream, const d
                      const timing_options& options) {
   const std::unique_ptr<gpu_tools> gpu = make_gpu_tools(stream, device, options);
   detail::clock_monitor clocks = make_clock_monitor(device, options);
+  detail::cpu_wait_monitor waits(wait_scope(options));
   detail::turn_state turns;
+  if (waits.available()) turns.cpu_wait = &waits;
   side_sampler ref(reference, side_role::reference, options, gpu.get(), turns);
   side_sampler cand(candidate, side_role::candidate, options, gpu.get(), turns);
 
@@ -185,6 +206,7 @@ comparison time_pair(target& reference, target& candidate, void* stream, const d
   out.reference = std::move(ref.result());
   out.candidate = std::move(cand.result());
   out.clocks = clocks.record();
+  out.cpu_wait = wait_record(waits);
   out.interleaved = true;
   out.l2_flush_bytes = gpu != nullptr ? gpu->flusher.bytes() : 0;
 
@@ -215,7 +237,9 @@ side_result time_single(target& t, void* stream, const device_facts& device,
                         const timing_options& options) {
   const std::unique_ptr<gpu_tools> gpu = make_gpu_tools(stream, device, options);
   detail::clock_monitor clocks = make_clock_monitor(device, options);
+  detail::cpu_wait_monitor waits(wait_scope(options));
   detail::turn_state turns;
+  if (waits.available()) turns.cpu_wait = &waits;
   side_sampler side(t, side_role::single, options, gpu.get(), turns);
   const std::string stopped_by = sample({&side}, clocks, options);
   side.finish(stopped_by);

@@ -81,6 +81,12 @@ inline constexpr std::string_view no_graph_replay_note = "no CUDA graph replay";
  *  clock (pooled over processes: the end of the note of the process it stands for). */
 inline constexpr std::string_view k_all_throttled_note =
     "no samples kept: every sample ran under a throttled clock";
+/** The note of a figure that kept no sample because every one waited for a CPU
+ *  (detail::waited_for_cpu), and of one whose samples went for either reason. */
+inline constexpr std::string_view k_all_cpu_wait_note =
+    "no samples kept: every sample waited for a CPU";
+inline constexpr std::string_view k_all_discarded_note =
+    "no samples kept: every sample waited for a CPU or ran under a throttled clock";
 
 struct figure {
   figure_kind kind = figure_kind::device;
@@ -109,6 +115,14 @@ struct figure {
    *  on the same sets do not narrow; infinite for a median of 0 with a spread. */
   double rse_sets_pct = std::numeric_limits<double>::quiet_NaN();
   std::size_t discarded_throttled = 0;
+  /** Host-timed samples (stream, host wall) discarded because the threads doing the work waited
+   *  for a CPU during them (detail::waited_for_cpu; docs/methodology.md, Timing 7). */
+  std::size_t discarded_cpu_wait = 0;
+  /** The longest such wait among the discarded samples, in microseconds (0: none discarded). */
+  double discarded_cpu_wait_max_us = 0;
+  /** The longest wait for a CPU among the kept samples, in microseconds; NaN where the waits
+   *  were not read (a device figure, or no statistics: comparison::cpu_wait says why). */
+  double cpu_wait_max_us = std::numeric_limits<double>::quiet_NaN();
   /** With `--processes` N > 1 (eval::combine_runs): the worker process (0 .. N-1) each sample
    *  came from, parallel to samples_us (samples_set then numbers process p's set s as
    *  p * sets + s); empty for one process. */
@@ -155,10 +169,20 @@ struct clock_record {
   std::vector<std::string> throttle_reasons;  ///< active during sampling (names), if any
 };
 
+/** Whether the host-timed samples' waits for a CPU were read (detail::cpu_wait_monitor). */
+struct cpu_wait_record {
+  bool checked = false;
+  /** "worker threads" (a CPU run: every thread of the process), "timing thread" (a GPU run: the
+   *  thread that issues the work and waits for it), or empty when not checked. */
+  std::string scope;
+  std::string note;  ///< why not checked
+};
+
 struct comparison {
   side_result reference, candidate;
   std::vector<speedup> speedups;  ///< one per figure kind valid on both sides
   clock_record clocks;
+  cpu_wait_record cpu_wait;
   bool interleaved = true;
   std::size_t l2_flush_bytes = 0;  ///< 0 when warm
   std::string stopped_by;          ///< "noise-target", "budget", "max-samples", "time-limit"

@@ -502,6 +502,9 @@ std::string render_terminal(const eval_result& r, const terminal_options& option
         "; {:.2f} s waiting for another evaluation's work on the GPU{}", r.worker.gpu_lock_wait_s,
         r.worker.gpu_lock_at.starts_with("at the first GPU work") ? " " + r.worker.gpu_lock_at
                                                                   : std::string());
+  if (r.worker.cpu_lock_wait_s > 0)
+    how += fmt::format("; {:.2f} s waiting for another evaluation's timing on the CPU",
+                       r.worker.cpu_lock_wait_s);
   // --processes: each process's own wall clock; the worker's details are the first's, or where
   // a process's verdict was not correct (the last one run), that process's.
   std::string processes;

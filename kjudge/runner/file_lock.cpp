@@ -486,6 +486,10 @@ fs::path gpu_lock_path(std::string_view uuid) {
   return lock_dir() / (name + ".lock");
 }
 
+fs::path cpu_lock_path() {
+  return lock_dir() / "kjudge-cpu.lock";
+}
+
 fs::path outside_mark_path(const fs::path& lock) {
   fs::path p = lock;
   p += ".outside";

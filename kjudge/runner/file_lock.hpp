@@ -90,6 +90,10 @@ class file_lock {
  *  kjudge-gpu-<uuid>.lock; characters of `uuid` outside [A-Za-z0-9-] become '_'. */
 [[nodiscard]] std::filesystem::path gpu_lock_path(std::string_view uuid);
 
+/** Where timed evaluations on the CPU (`--device cpu`) take turns: lock_dir() holds
+ *  kjudge-cpu.lock. */
+[[nodiscard]] std::filesystem::path cpu_lock_path();
+
 /** The file whose shared marks say that a process runs on the GPU of `lock` without holding it
  *  (it gave up waiting): `lock` with ".outside" appended. */
 [[nodiscard]] std::filesystem::path outside_mark_path(const std::filesystem::path& lock);

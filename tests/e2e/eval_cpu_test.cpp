@@ -21,6 +21,7 @@
 
 #include "kjudge_runner.hpp"
 
+#include <kjudge/runner/file_lock.hpp>
 #include <kjudge/runner/process_detail.hpp>
 
 namespace kj::test {
@@ -71,6 +72,46 @@ TEST(EvalCpu, CorrectCandidateIsCorrectAndTimedOnTheHost) {
   // The terminal report names the status and the figures.
   EXPECT_NE(r.output.find("CORRECT"), std::string::npos);
   EXPECT_NE(r.output.find("host wall"), std::string::npos);
+}
+
+TEST(EvalCpu, TimedEvaluationsOnTheCpuTakeTurns) {
+  // The CPU's lock held here (as another evaluation's timing holds it): the evaluation's trials
+  // run, then its timing waits for the lock and goes on once it is free; held all along, the
+  // timing goes ahead after the wait's limit (a third of --timeout) and says so.
+  const private_lock_dir dir;
+  {
+    auto lock = runner::file_lock::acquire(runner::cpu_lock_path(), std::chrono::seconds(1));
+    ASSERT_TRUE(lock.held()) << lock.error();
+    std::thread holder([&lock] {
+      std::this_thread::sleep_for(std::chrono::seconds(12));
+      lock.release();
+    });
+    const auto r =
+        run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+                 {"--device", "cpu", "--trials", "1", "--budget", "0.2", "--timeout", "90"});
+    holder.join();
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto& w = r.result["worker"];
+    EXPECT_GE(w["cpu_lock_wait_s"].get<double>(), 1.0) << w.dump();
+    EXPECT_FALSE(has_flag(r.result, "cpu_lock_not_held")) << r.result["flags"];
+    bool waited_phase = false;
+    for (const auto& ph : w["phases"]) waited_phase = waited_phase || ph["name"] == "wait_cpu_lock";
+    EXPECT_TRUE(waited_phase) << w["phases"];
+    EXPECT_TRUE(r.result["timing"]["reference"]["host_wall"]["valid"].get<bool>());
+    EXPECT_NE(r.output.find("waiting for another evaluation's timing on the CPU"),
+              std::string::npos)
+        << r.output;
+  }
+  auto held = runner::file_lock::acquire(runner::cpu_lock_path(), std::chrono::seconds(1));
+  ASSERT_TRUE(held.held()) << held.error();
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
+               {"--device", "cpu", "--trials", "1", "--budget", "0.2", "--timeout", "24"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct");
+  EXPECT_TRUE(has_flag(r.result, "cpu_lock_not_held")) << r.result["flags"];
+  EXPECT_GE(r.result["worker"]["cpu_lock_wait_s"].get<double>(), 1.0);
+  EXPECT_TRUE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
 }
 
 TEST(EvalCpu, TrialsDrawJitteredShapesPerSeed) {

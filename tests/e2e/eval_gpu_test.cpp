@@ -373,23 +373,6 @@ TEST_F(EvalGpu, EvaluationsTakeTurnsTimingOnOneGpu) {
   EXPECT_GT(waited, 0.5) << one.result["worker"].dump() << second.result["worker"].dump();
 }
 
-/** A lock folder of this test's own (KJUDGE_LOCK_DIR) while it lives: the GPU's lock taken here
- *  is no other test's. */
-struct private_lock_dir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("kj-gpu-lock-test-" + std::to_string(::getpid()));
-  private_lock_dir() {
-    std::filesystem::create_directories(path);
-    ::setenv("KJUDGE_LOCK_DIR", path.c_str(), 1);
-  }
-  ~private_lock_dir() {
-    ::unsetenv("KJUDGE_LOCK_DIR");
-    std::filesystem::remove_all(path);
-  }
-  private_lock_dir(const private_lock_dir&) = delete;
-  private_lock_dir& operator=(const private_lock_dir&) = delete;
-};
-
 TEST_F(EvalGpu, AnImportsFirstGpuWorkWaitsForTheGpusLock) {
   // The GPU's lock held here for 15 s: a candidate whose import launches a kernel waits for it at
   // that launch, inside its import (and the wait is not its build time); one whose import does

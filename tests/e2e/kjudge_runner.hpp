@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -96,6 +98,23 @@ inline kjudge_run run_raw(std::vector<std::string> args,
   const auto p = runner::run_process(o);
   return {p.how == runner::exit_kind::exited ? p.exit_code : -1, p.output_tail, nullptr};
 }
+
+/** A lock folder of this test's own (KJUDGE_LOCK_DIR) while it lives: the GPU's or the CPU's
+ *  lock taken here is no other test's. */
+struct private_lock_dir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("kj-lock-test-" + std::to_string(::getpid()));
+  private_lock_dir() {
+    std::filesystem::create_directories(path);
+    ::setenv("KJUDGE_LOCK_DIR", path.c_str(), 1);
+  }
+  ~private_lock_dir() {
+    ::unsetenv("KJUDGE_LOCK_DIR");
+    std::filesystem::remove_all(path);
+  }
+  private_lock_dir(const private_lock_dir&) = delete;
+  private_lock_dir& operator=(const private_lock_dir&) = delete;
+};
 
 inline bool has_flag(const nlohmann::json& result, const std::string& code) {
   for (const auto& f : result.value("flags", nlohmann::json::array()))

@@ -564,6 +564,60 @@ TEST(TimingChecks, AFigureWithEverySampleThrottledIsAWarning) {
   EXPECT_FALSE(c.speedups[0].valid);
 }
 
+TEST(TimingChecks, SamplesThatWaitedForACpuAreSaidOnceAFigureAndWarnedOfWhereMostWent) {
+  auto c = healthy_comparison();
+  // A few of many: information, with the longest discarded wait and the kept samples' longest.
+  c.candidate.host_wall.discarded_cpu_wait = 2;
+  c.candidate.host_wall.discarded_cpu_wait_max_us = 1723.8;
+  c.candidate.host_wall.cpu_wait_max_us = 12.0;
+  // Most of them (the figure stands on the rest): a warning.
+  c.reference.host_wall.discarded_cpu_wait = 300;
+  c.reference.host_wall.discarded_cpu_wait_max_us = 8000;
+  c.reference.host_wall.cpu_wait_max_us = 40.0;
+  auto flags = eval::check_timing(c, nullptr, 0);
+  std::vector<flag> waits;
+  for (const auto& f : flags)
+    if (f.code == "cpu_wait_samples") waits.push_back(f);
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_EQ(waits[0].severity, "warning") << waits[0].message;  // the reference's, first
+  EXPECT_NE(waits[0].message.find("reference host_wall: 300 of "), std::string::npos)
+      << waits[0].message;
+  EXPECT_NE(waits[0].message.find("up to 8.0 ms"), std::string::npos) << waits[0].message;
+  EXPECT_EQ(waits[1].severity, "info") << waits[1].message;
+  EXPECT_NE(waits[1].message.find("up to 1.7 ms"), std::string::npos) << waits[1].message;
+  EXPECT_NE(waits[1].message.find("waited 12 us at most"), std::string::npos) << waits[1].message;
+  // Under 1% of a figure's samples: no flag (the result's counts keep them).
+  auto few = healthy_comparison();
+  few.candidate.host_wall.samples_us.assign(300, 80.0);
+  few.candidate.host_wall.summary = stats::summarize(few.candidate.host_wall.samples_us);
+  few.candidate.host_wall.discarded_cpu_wait = 2;
+  few.candidate.host_wall.discarded_cpu_wait_max_us = 900;
+  flags = eval::check_timing(few, nullptr, 0);
+  EXPECT_TRUE(std::none_of(flags.begin(), flags.end(),
+                           [](const flag& f) { return f.code == "cpu_wait_samples"; }));
+  few.candidate.host_wall.discarded_cpu_wait = 4;  // 4 of 304: said
+  flags = eval::check_timing(few, nullptr, 0);
+  EXPECT_TRUE(std::any_of(flags.begin(), flags.end(),
+                          [](const flag& f) { return f.code == "cpu_wait_samples"; }));
+  // Every sample gone: no figure, a warning that says so.
+  auto none = healthy_comparison();
+  none.reference.host_wall.samples_us.clear();
+  none.reference.host_wall.summary = stats::summarize(none.reference.host_wall.samples_us);
+  none.reference.host_wall.valid = false;
+  none.reference.host_wall.note = std::string(measure::k_all_cpu_wait_note);
+  none.reference.host_wall.discarded_cpu_wait = 44;
+  none.reference.host_wall.discarded_cpu_wait_max_us = 9275;
+  flags = eval::check_timing(none, nullptr, 0);
+  const auto it = std::find_if(flags.begin(), flags.end(),
+                               [](const flag& f) { return f.code == "cpu_wait_samples"; });
+  ASSERT_NE(it, flags.end());
+  EXPECT_EQ(it->severity, "warning");
+  EXPECT_NE(it->message.find("44 of 44 samples discarded (none kept: no figure)"),
+            std::string::npos)
+      << it->message;
+  EXPECT_FALSE(none.speedups.back().valid);
+}
+
 TEST(TimingChecks, EventAboveWallAndMethodMismatch) {
   auto c = healthy_comparison();
   c.reference.stream = make_figure(measure::figure_kind::stream, "events-as-issued", 200);

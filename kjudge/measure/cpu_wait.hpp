@@ -1,0 +1,74 @@
+#pragma once
+/** @file How long a process's threads waited for a CPU (Linux: the run-queue delay the scheduler
+ *  keeps per thread, /proc/self/task/<tid>/schedstat's second field). A host-timed sample during
+ *  which the threads doing its work sat runnable but without a CPU (another program, or another
+ *  evaluation, busy on every core) measures the machine's load, not the code: on a 2-core machine
+ *  with one busy loop beside it, a 16 x 64 torch.softmax read 7.9 ms where it takes 5 us, its
+ *  intra-op thread woken only at the busy loop's next scheduler tick. The timing engine reads
+ *  the wait around each host-timed sample and discards the samples that waited
+ *  (waited_for_cpu()). */
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace kj::measure::detail {
+
+/** A sample is taken to have waited for a CPU when its threads' run-queue delay during it
+ *  reaches both the floor (a thread woken on an idle core waits microseconds: a wait below the
+ *  floor is the cost of the wake-up, which a call pays anyway) and the fraction of the sample's
+ *  own time. */
+inline constexpr double cpu_wait_floor_us = 50.0;
+inline constexpr double cpu_wait_fraction = 0.05;
+
+/** Whether a sample of `sample_us` whose threads waited `wait_us` for a CPU is discarded. */
+[[nodiscard]] constexpr bool waited_for_cpu(double sample_us, double wait_us) noexcept {
+  return wait_us >= cpu_wait_floor_us && wait_us >= cpu_wait_fraction * sample_us;
+}
+
+class cpu_wait_monitor {
+ public:
+  /** Whose waits count: every thread of this process (a CPU forward's work runs on torch's
+   *  intra-op threads as well as the caller's), or only the thread that constructed the monitor
+   *  (on a GPU, the thread that issues the work and waits for it; one read instead of one a
+   *  thread, around samples of tens of microseconds). */
+  enum class scope { process, this_thread };
+
+  /** Opens what it reads; never throws: where the waits cannot be read (not Linux, a kernel
+   *  without schedstat, no /proc), available() is false and unavailable_reason() says why. */
+  explicit cpu_wait_monitor(scope s);
+  ~cpu_wait_monitor();
+  cpu_wait_monitor(const cpu_wait_monitor&) = delete;
+  cpu_wait_monitor& operator=(const cpu_wait_monitor&) = delete;
+
+  [[nodiscard]] bool available() const noexcept { return m_reason.empty(); }
+  [[nodiscard]] const std::string& unavailable_reason() const noexcept { return m_reason; }
+  [[nodiscard]] scope whose() const noexcept { return m_scope; }
+
+  /** Begins a window: reads every thread's wait so far. */
+  void start();
+  /** The waits since start(), in microseconds: each thread's increase, a thread that started
+   *  since counted from 0 and one that ended left out. nullopt when unavailable, or when no
+   *  window was started. */
+  [[nodiscard]] std::optional<double> waited_us();
+
+ private:
+  /** Every thread's run-queue delay so far (ns), by thread id (this thread's alone for
+   *  scope::this_thread); false when a read failed. */
+  bool read(std::map<pid_t, std::uint64_t>& out);
+  /** The open schedstat file of thread `tid`, opened on first use (-1: cannot). */
+  int fd_of(pid_t tid);
+
+  scope m_scope;
+  std::string m_reason;        ///< empty: available
+  void* m_dir = nullptr;       ///< DIR* of /proc/self/task (scope::process)
+  int m_self_fd = -1;          ///< /proc/thread-self/schedstat (scope::this_thread)
+  std::map<pid_t, int> m_fds;  ///< schedstat file of each thread seen (scope::process)
+  std::map<pid_t, std::uint64_t> m_before, m_now;
+  bool m_started = false;
+};
+
+}  // namespace kj::measure::detail

@@ -1,0 +1,214 @@
+// The waits for a CPU (cpu_wait_monitor) and what the timing engine does with samples that
+// waited: busy processes pinned to this process's CPU make the waits, so the tests do not hang
+// on how loaded the machine is otherwise.
+
+#include <gtest/gtest.h>
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <kjudge/measure/cpu_wait.hpp>
+#include <kjudge/measure/timing.hpp>
+
+namespace {
+
+using kj::measure::detail::cpu_wait_monitor;
+using kj::measure::detail::waited_for_cpu;
+using steady = std::chrono::steady_clock;
+
+void busy_for(std::chrono::microseconds d) {
+  const auto until = steady::now() + d;
+  while (steady::now() < until) {
+  }
+}
+
+/** Pins the calling thread (and what it starts from now on) to one CPU, the one it runs on, and
+ *  puts the old affinity back when it goes. */
+class pinned {
+ public:
+  pinned() {
+    sched_getaffinity(0, sizeof m_old, &m_old);
+    const int cpu = sched_getcpu();
+    m_cpu = cpu < 0 ? 0 : cpu;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(m_cpu, &one);
+    m_ok = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~pinned() { sched_setaffinity(0, sizeof m_old, &m_old); }
+  pinned(const pinned&) = delete;
+  pinned& operator=(const pinned&) = delete;
+  [[nodiscard]] bool ok() const noexcept { return m_ok; }
+
+ private:
+  cpu_set_t m_old{};
+  int m_cpu = 0;
+  bool m_ok = false;
+};
+
+/** Busy child processes on the calling thread's CPU (forked from a pinned thread, they inherit
+ *  its affinity), started stopped or running; killed when it goes. */
+class hogs {
+ public:
+  hogs(int n, bool running) {
+    for (int i = 0; i < n; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        for (;;) asm volatile("");
+      }
+      if (pid > 0) {
+        m_pids.push_back(pid);
+        if (!running) kill(pid, SIGSTOP);
+      }
+    }
+  }
+  ~hogs() {
+    for (const pid_t p : m_pids) {
+      kill(p, SIGKILL);
+      waitpid(p, nullptr, 0);
+    }
+  }
+  hogs(const hogs&) = delete;
+  hogs& operator=(const hogs&) = delete;
+  void run(bool on) {
+    for (const pid_t p : m_pids) kill(p, on ? SIGCONT : SIGSTOP);
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return m_pids.size(); }
+
+ private:
+  std::vector<pid_t> m_pids;
+};
+
+TEST(CpuWait, ASampleWaitedWhereItsWaitReachesTheFloorAndTheFraction) {
+  static_assert(!waited_for_cpu(5.0, 49.0));       // under the floor: a wake-up
+  static_assert(waited_for_cpu(5.0, 50.0));        // a 5 us call that waited 50 us
+  static_assert(waited_for_cpu(10000.0, 500.0));   // 5% of a 10 ms call
+  static_assert(!waited_for_cpu(10000.0, 499.0));  // under 5% of it
+  EXPECT_EQ(kj::measure::detail::cpu_wait_floor_us, 50.0);
+}
+
+TEST(CpuWait, NoWindowNoFigure) {
+  cpu_wait_monitor m(cpu_wait_monitor::scope::process);
+  if (!m.available()) GTEST_SKIP() << m.unavailable_reason();
+  EXPECT_FALSE(m.waited_us().has_value());  // no start()
+  m.start();
+  const auto w = m.waited_us();
+  ASSERT_TRUE(w.has_value());
+  EXPECT_GE(*w, 0.0);
+  EXPECT_FALSE(m.waited_us().has_value());  // a window is read once
+}
+
+TEST(CpuWait, TheTimingThreadSharingItsCpuWithBusyProcessesIsSeenWaiting) {
+  pinned pin;
+  ASSERT_TRUE(pin.ok());
+  cpu_wait_monitor self(cpu_wait_monitor::scope::this_thread);
+  if (!self.available()) GTEST_SKIP() << self.unavailable_reason();
+  hogs busy(2, true);
+  ASSERT_EQ(busy.size(), 2u);
+  self.start();
+  const auto t0 = steady::now();
+  busy_for(std::chrono::milliseconds(150));
+  const double wall_us = std::chrono::duration<double, std::micro>(steady::now() - t0).count();
+  const auto w = self.waited_us();
+  ASSERT_TRUE(w.has_value());
+  // Three runnable on one CPU: this thread ran about a third of the time and waited the rest.
+  EXPECT_GT(*w, 0.3 * wall_us) << "waited " << *w << " us of " << wall_us;
+  EXPECT_LE(*w, wall_us * 1.05 + 20000);
+}
+
+TEST(CpuWait, EveryThreadOfTheProcessCountsAThreadStartedInTheWindowFromZero) {
+  pinned pin;
+  ASSERT_TRUE(pin.ok());
+  cpu_wait_monitor all(cpu_wait_monitor::scope::process);
+  cpu_wait_monitor self(cpu_wait_monitor::scope::this_thread);
+  if (!all.available()) GTEST_SKIP() << all.unavailable_reason();
+  hogs busy(2, true);
+  all.start();
+  self.start();
+  // The work on a thread of its own (as torch's intra-op threads do a CPU forward's), started
+  // in the window and pinned with the busy processes; this thread sleeps meanwhile. The thread
+  // lives on past the window's end, as a thread pool's do: one that ends within it is left out.
+  std::atomic<bool> worked{false}, read{false};
+  std::thread worker([&] {
+    busy_for(std::chrono::milliseconds(150));
+    worked = true;
+    while (!read) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (!worked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto w_all = all.waited_us();
+  const auto w_self = self.waited_us();
+  read = true;
+  worker.join();
+  ASSERT_TRUE(w_all && w_self);
+  EXPECT_GT(*w_all, 40000.0) << "the worker thread's waits";
+  EXPECT_LT(*w_self, *w_all) << "this thread slept: it waited for little";
+}
+
+/** Busy-waits `d` a call, its busy processes let run during its own calls only. */
+class contended_target : public kj::measure::target {
+ public:
+  contended_target(std::string name, std::chrono::microseconds d, hogs* busy)
+      : m_name(std::move(name)), m_d(d), m_busy(busy) {}
+  void prepare(std::size_t) override {}
+  void run() override {
+    if (m_busy != nullptr) m_busy->run(true);
+    busy_for(m_d);
+    if (m_busy != nullptr) m_busy->run(false);
+  }
+  [[nodiscard]] std::size_t input_sets() const override { return 1; }
+  [[nodiscard]] std::string name() const override { return m_name; }
+
+ private:
+  std::string m_name;
+  std::chrono::microseconds m_d;
+  hogs* m_busy;
+};
+
+TEST(CpuWait, TheEngineDiscardsAndCountsTheSamplesThatWaitedAndKeepsTheRest) {
+  pinned pin;
+  ASSERT_TRUE(pin.ok());
+  {
+    cpu_wait_monitor probe(cpu_wait_monitor::scope::process);
+    if (!probe.available()) GTEST_SKIP() << probe.unavailable_reason();
+  }
+  hogs busy(2, false);
+  contended_target reference("reference", std::chrono::microseconds(4000), &busy);
+  contended_target candidate("candidate", std::chrono::microseconds(4000), nullptr);
+  kj::measure::timing_options o;
+  o.gpu = false;
+  o.budget_per_side = kj::seconds(0.4);
+  o.min_samples = 20;
+  o.warmup_runs = 1;
+  o.warmup_min_time = kj::seconds(0.0);
+  const auto c = kj::measure::time_pair(reference, candidate, nullptr, {}, o);
+  EXPECT_TRUE(c.cpu_wait.checked);
+  EXPECT_EQ(c.cpu_wait.scope, "worker threads");
+  const auto& r = c.reference.host_wall;
+  const auto& k = c.candidate.host_wall;
+  const std::size_t r_taken = r.samples_us.size() + r.discarded_cpu_wait;
+  const std::size_t k_taken = k.samples_us.size() + k.discarded_cpu_wait;
+  ASSERT_GT(r_taken, 10u);
+  // The reference's calls shared their CPU with two busy processes: most of them waited, and
+  // went; the candidate's, with them stopped, stayed (the machine's other load may take a few).
+  EXPECT_GT(r.discarded_cpu_wait, r_taken * 8 / 10) << r.discarded_cpu_wait << " of " << r_taken;
+  EXPECT_GE(r.discarded_cpu_wait_max_us, 1000.0);
+  EXPECT_LT(k.discarded_cpu_wait, k_taken / 4) << k.discarded_cpu_wait << " of " << k_taken;
+  // Every kept sample's wait is under the rule: the longest under 5% of the longest sample.
+  ASSERT_FALSE(k.samples_us.empty());
+  ASSERT_FALSE(std::isnan(k.cpu_wait_max_us));
+  const double longest = *std::max_element(k.samples_us.begin(), k.samples_us.end());
+  EXPECT_LT(k.cpu_wait_max_us, std::max(kj::measure::detail::cpu_wait_floor_us, 0.05 * longest));
+}
+
+}  // namespace
