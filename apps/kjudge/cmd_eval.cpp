@@ -396,12 +396,33 @@ std::optional<profile::profile_report> read_baseline(const std::string& path,
   return report;
 }
 
+/** Why the report could not be written to standard output (a full disk, an I/O error), once it
+ *  failed; empty otherwise. A reader that went away (EPIPE: `| head`) is no failure: the
+ *  evaluation goes on and writes --json (docs/cli.md). */
+std::string g_report_error;
+
 /** The report on standard output, shown rather than acted on by a terminal (terminal_safe): it
- *  carries the candidate's output, messages and names. */
+ *  carries the candidate's output, messages and names. A failed write is kept for the exit. */
 void print(const std::string& report) {
   const std::string text = terminal_safe(report);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  errno = 0;
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  const bool flushed = std::fflush(stdout) == 0;
+  if ((wrote && flushed) || errno == EPIPE || !g_report_error.empty()) return;
+  g_report_error = errno != 0 ? std::strerror(errno) : "the write failed";
+  std::clearerr(stdout);
+}
+
+/** Exits with result_not_written, saying so on stderr, where the report could not be written to
+ *  standard output; `status` is what the evaluation's own exit code would have been. */
+int report_written_or(int status, std::string_view ended, const char* command) {
+  if (g_report_error.empty()) return status;
+  std::fprintf(stderr,
+               "kjudge %s: error: the report was NOT written to standard output: %s (the "
+               "evaluation ended %.*s, exit code %d; exiting with %d instead)\n",
+               command, g_report_error.c_str(), static_cast<int>(ended.size()), ended.data(),
+               status, exit_code::result_not_written);
+  return exit_code::result_not_written;
 }
 
 /** True when a tool injects itself into kjudge's processes (nsys, ncu, compute-sanitizer set
@@ -501,7 +522,7 @@ int run_eval(const eval_args& a) {
   const bool show = a.json_path != "-";
   if (show && !a.summary_only) {
     if (a.quiet) {
-      std::printf("%s\n", std::string(to_string(result.status)).c_str());
+      print(std::string(to_string(result.status)) + "\n");
     } else {
       report::terminal_options to;
       to.verbose = a.verbose;
@@ -549,7 +570,8 @@ int run_eval(const eval_args& a) {
   // (kjudge cache, docs/cli.md), once the result is out.
   prune_after_evaluation(j.cache_dir, a.quiet);
   if (written != 0) return exit_code::result_not_written;
-  return exit_code_for(result.status);
+  return report_written_or(exit_code_for(result.status), to_string(result.status),
+                           a.profile ? "profile" : "eval");
 }
 
 int run_profile(eval_args a) {

@@ -648,10 +648,18 @@ class pipeline {
       std::string problem = e.kind() == error_kind::problem ? e.message() : std::string();
       if (e.kind() == error_kind::candidate && !reference_ran) {
         if (const auto why = reference_fails_too(kind, index, seed, scale); !why.empty()) {
-          problem = fmt::format(
-              "the reference fails on the inputs of {} too, so the problem cannot run its own "
-              "trial: {}\n(the candidate's error on them: {})",
-              trial_name(kind, index), summarised(why), first_line(e.message()));
+          // An output kjudge does not judge (a dict, a nested tuple) is no failure of the
+          // reference's forward: said as what the problem returns.
+          const std::string lead =
+              why.starts_with("Model.forward returned")
+                  ? "the problem's own outputs cannot be judged (kjudge compares a tensor, a flat "
+                    "tuple or list of tensors and numbers, or a number)"
+                  : fmt::format(
+                        "the reference fails on the inputs of {} too, so the problem "
+                        "cannot run its own trial",
+                        trial_name(kind, index));
+          problem = fmt::format("{}: {}\n(the candidate's error on them: {})", lead,
+                                summarised(why), first_line(e.message()));
           t.error = problem;
         }
       }

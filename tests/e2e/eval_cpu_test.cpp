@@ -1199,6 +1199,26 @@ TEST(EvalCpu, JsonIsWrittenThroughSymlinksAndAFailedWriteIsNotAVerdict) {
   EXPECT_EQ(full.exit_code, 8) << full.output;
   EXPECT_NE(full.output.find("status     CORRECT"), std::string::npos) << full.output;
   EXPECT_NE(full.output.find("NOT written to --json /dev/full"), std::string::npos) << full.output;
+
+  // The report itself to a full device (`> report.txt` on a full disk): the result file is
+  // written, stderr says the report was not, and the exit code is 8 (with -q as well).
+  for (const bool quiet : {false, true}) {
+    SCOPED_TRACE(quiet ? "-q" : "full report");
+    const auto json = dir.path / "report_full.json";
+    runner::spawn_options o;
+    o.argv = {"/bin/sh",     "-c",     "exec \"$0\" \"$@\" > /dev/full",
+              KJ_KJUDGE_EXE, "eval",   problem,
+              candidate,     "--json", json.string()};
+    o.argv.insert(o.argv.end(), quick.begin(), quick.end());
+    if (quiet) o.argv.emplace_back("-q");
+    o.timeout = std::chrono::seconds(240);
+    const auto p = runner::run_process(o);
+    EXPECT_EQ(p.how == runner::exit_kind::exited ? p.exit_code : -1, 8) << p.output_tail;
+    EXPECT_NE(p.output_tail.find("the report was NOT written to standard output: No space left"),
+              std::string::npos)
+        << p.output_tail;
+    EXPECT_EQ(nlohmann::json::parse(text_of(json), nullptr, false).value("status", ""), "correct");
+  }
 }
 
 TEST(EvalCpu, WorkerByHandIsAUsageError) {

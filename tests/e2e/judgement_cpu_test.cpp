@@ -780,6 +780,34 @@ class ModelNew(nn.Module):
       << r.result["message"];
 }
 
+TEST(JudgementCpu, AProblemWhoseOutputsKjudgeDoesNotJudgeIsSaidToBeSoNotToFail) {
+  // A dict out of both forwards: the problem's outputs are not of a kind kjudge compares, which
+  // the message says as such (it read "the reference fails ... too").
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return {"a": x * 2, "b": x + 1}
+def get_inputs():
+    return [torch.randn(8, 16)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return {"a": x * 2, "b": x + 1}
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 6) << r.output;
+  EXPECT_EQ(r.result["status"], "problem_error");
+  const std::string m = r.result["message"].get<std::string>();
+  EXPECT_TRUE(m.starts_with("the problem's own outputs cannot be judged")) << m;
+  EXPECT_NE(m.find("Model.forward returned a dict"), std::string::npos) << m;
+  EXPECT_EQ(m.find("fails on the inputs"), std::string::npos) << m;
+}
+
 TEST(JudgementCpu, WithoutTimingTheNominalSizesAreStillChecked) {
   // Wrong only at the nominal shape, the one a benchmark times, which the trials' jitter does not
   // draw here (with these seeds): the check at the nominal sizes catches it without timing too.
