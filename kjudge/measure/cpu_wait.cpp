@@ -2,8 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -45,9 +48,20 @@ int open_read(const char* path) {
   return ::open(path, O_RDONLY | O_CLOEXEC);
 }
 
+/** Seconds of `clock` (CLOCK_PROCESS_CPUTIME_ID: every thread's CPU time; CLOCK_MONOTONIC). */
+double seconds_of(clockid_t clock) {
+  timespec t{};
+  ::clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 }  // namespace
 
 cpu_wait_monitor::cpu_wait_monitor(scope s) : m_scope(s) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    m_cpus = std::max(1, CPU_COUNT(&allowed));
   // This thread's file first, either way: it says whether the kernel keeps the waits at all.
   m_self_fd = open_read("/proc/thread-self/schedstat");
   if (m_self_fd < 0)
@@ -124,11 +138,15 @@ bool cpu_wait_monitor::read(std::map<pid_t, std::uint64_t>& out) {
 
 void cpu_wait_monitor::start() {
   m_started = available() && read(m_before);
+  m_cpu_s_before = seconds_of(CLOCK_PROCESS_CPUTIME_ID);
+  m_wall_s_before = seconds_of(CLOCK_MONOTONIC);
 }
 
-std::optional<double> cpu_wait_monitor::waited_us() {
+std::optional<cpu_wait_window> cpu_wait_monitor::end() {
   if (!m_started) return std::nullopt;
   m_started = false;
+  const double cpu_s = seconds_of(CLOCK_PROCESS_CPUTIME_ID) - m_cpu_s_before;
+  const double wall_s = seconds_of(CLOCK_MONOTONIC) - m_wall_s_before;
   if (!read(m_now)) return std::nullopt;
   std::uint64_t ns = 0;
   for (const auto& [tid, delay] : m_now) {
@@ -136,7 +154,10 @@ std::optional<double> cpu_wait_monitor::waited_us() {
     const std::uint64_t before = it == m_before.end() ? 0 : it->second;
     if (delay > before) ns += delay - before;
   }
-  return static_cast<double>(ns) / 1000.0;
+  cpu_wait_window w;
+  w.wait_us = static_cast<double>(ns) / 1000.0;
+  w.own_cpus = wall_s > 0 ? cpu_s / wall_s : 0.0;
+  return w;
 }
 
 }  // namespace kj::measure::detail

@@ -24,9 +24,29 @@ namespace kj::measure::detail {
 inline constexpr double cpu_wait_floor_us = 50.0;
 inline constexpr double cpu_wait_fraction = 0.05;
 
-/** Whether a sample of `sample_us` whose threads waited `wait_us` for a CPU is discarded. */
-[[nodiscard]] constexpr bool waited_for_cpu(double sample_us, double wait_us) noexcept {
+/** What a window of cpu_wait_monitor read. */
+struct cpu_wait_window {
+  double wait_us = 0;   ///< the threads' run-queue delay during it
+  double own_cpus = 0;  ///< this process's CPU time during it over its wall time (CPUs kept busy)
+};
+
+/** Whether a wait of `wait_us` is long for a sample of `sample_us`. */
+[[nodiscard]] constexpr bool long_wait(double sample_us, double wait_us) noexcept {
   return wait_us >= cpu_wait_floor_us && wait_us >= cpu_wait_fraction * sample_us;
+}
+
+/** The share of its CPUs' time a process must have used itself during a window for its
+ *  threads' waits to be its own doing. */
+inline constexpr double cpu_wait_own_share = 0.95;
+
+/** Whether a sample of `sample_us` whose window read `w` is discarded, on a process allowed
+ *  `cpus` CPUs: a long wait, while this process's own threads did not keep its CPUs busy (95%
+ *  of their time): someone else had them. Waits its own threads made, more of them runnable than
+ *  it has CPUs (a candidate that sets more torch threads than cores), are its cost and stay in
+ *  its figure: discarded, they would leave its luckier samples alone. */
+[[nodiscard]] constexpr bool waited_for_cpu(double sample_us, const cpu_wait_window& w,
+                                            int cpus) noexcept {
+  return long_wait(sample_us, w.wait_us) && w.own_cpus < cpu_wait_own_share * cpus;
 }
 
 class cpu_wait_monitor {
@@ -47,13 +67,15 @@ class cpu_wait_monitor {
   [[nodiscard]] bool available() const noexcept { return m_reason.empty(); }
   [[nodiscard]] const std::string& unavailable_reason() const noexcept { return m_reason; }
   [[nodiscard]] scope whose() const noexcept { return m_scope; }
+  /** The CPUs this process may run on (the constructing thread's affinity), at least 1. */
+  [[nodiscard]] int cpus() const noexcept { return m_cpus; }
 
-  /** Begins a window: reads every thread's wait so far. */
+  /** Begins a window: reads every thread's wait so far, the process's CPU time and the clock. */
   void start();
-  /** The waits since start(), in microseconds: each thread's increase, a thread that started
-   *  since counted from 0 and one that ended left out. nullopt when unavailable, or when no
-   *  window was started. */
-  [[nodiscard]] std::optional<double> waited_us();
+  /** The window since start(): the waits in microseconds (each thread's increase, a thread that
+   *  started since counted from 0 and one that ended left out) and the CPUs the process kept
+   *  busy. nullopt when unavailable, or when no window was started. */
+  [[nodiscard]] std::optional<cpu_wait_window> end();
 
  private:
   /** Every thread's run-queue delay so far (ns), by thread id (this thread's alone for
@@ -69,6 +91,9 @@ class cpu_wait_monitor {
   std::map<pid_t, int> m_fds;  ///< schedstat file of each thread seen (scope::process)
   std::map<pid_t, std::uint64_t> m_before, m_now;
   bool m_started = false;
+  int m_cpus = 1;
+  double m_cpu_s_before = 0;   ///< the process's CPU time at start()
+  double m_wall_s_before = 0;  ///< the monotonic clock at start()
 };
 
 }  // namespace kj::measure::detail

@@ -298,7 +298,7 @@ std::optional<double> side_sampler::sample_device() {
   return us;
 }
 
-double side_sampler::sample_stream(std::optional<double>& wait_us) {
+double side_sampler::sample_stream(std::optional<cpu_wait_window>& wait) {
   // Events around the call as the host issues it: includes launch gaps the host causes (and so
   // the issuing thread's waits for a CPU, read around it).
   prepare_next();
@@ -307,11 +307,11 @@ double side_sampler::sample_stream(std::optional<double>& wait_us) {
   run_target();
   m_gpu->end.record(m_gpu->stream);
   synchronize("run()");
-  if (m_turns.cpu_wait != nullptr) wait_us = m_turns.cpu_wait->waited_us();
+  if (m_turns.cpu_wait != nullptr) wait = m_turns.cpu_wait->end();
   return microseconds(cuda::elapsed(m_gpu->start, m_gpu->end)).count();
 }
 
-double side_sampler::sample_host_wall(std::optional<double>& wait_us) {
+double side_sampler::sample_host_wall(std::optional<cpu_wait_window>& wait) {
   // What a caller waits: the call plus, on a GPU, the wait for all of its work to end: the
   // device's, not the timing stream's (work on a stream of its own that the forward never
   // joins back would be left out, and the figure would stand while the others are withheld).
@@ -322,7 +322,7 @@ double side_sampler::sample_host_wall(std::optional<double>& wait_us) {
   run_target();
   if (m_gpu != nullptr) synchronize("run()", true);
   const auto t1 = clock::now();
-  if (m_turns.cpu_wait != nullptr) wait_us = m_turns.cpu_wait->waited_us();
+  if (m_turns.cpu_wait != nullptr) wait = m_turns.cpu_wait->end();
   return microseconds(t1 - t0).count();
 }
 
@@ -357,10 +357,10 @@ round_samples side_sampler::take_round() {
   }
   if (m_gpu != nullptr) {
     r.stream_set = next_set();
-    r.stream_us = sample_stream(r.stream_wait_us);
+    r.stream_us = sample_stream(r.stream_wait);
   }
   r.host_wall_set = next_set();
-  r.host_wall_us = sample_host_wall(r.host_wall_wait_us);
+  r.host_wall_us = sample_host_wall(r.host_wall_wait);
   // A round takes a sample of each figure, each on the next number. The next round starts one
   // set further on from this round's first (on a number not used yet), so that every figure
   // steps through every set: stepping by the three samples of a GPU round, a figure saw one set
@@ -379,24 +379,25 @@ void side_sampler::keep(const round_samples& r) {
     f.samples_us.push_back(us);
     f.samples_set.push_back(set);
   };
-  // A host-timed sample is kept unless its threads waited for a CPU; the longest wait of each
-  // kind is kept for the result (a kept sample's says how clean the figure is).
+  // A host-timed sample is kept unless its threads waited for a CPU that others had
+  // (waited_for_cpu); the longest wait of each kind is kept for the result (a kept sample's says
+  // how clean the figure is).
   const auto add_host = [&](figure& f, double us, std::uint32_t set,
-                            const std::optional<double>& wait_us) {
-    if (wait_us && waited_for_cpu(us, *wait_us)) {
+                            const std::optional<cpu_wait_window>& w) {
+    if (w && waited_for_cpu(us, *w, m_turns.cpu_wait->cpus())) {
       ++f.discarded_cpu_wait;
-      f.discarded_cpu_wait_max_us = std::max(f.discarded_cpu_wait_max_us, *wait_us);
+      f.discarded_cpu_wait_max_us = std::max(f.discarded_cpu_wait_max_us, w->wait_us);
       return;
     }
-    if (wait_us)
+    if (w)
       f.cpu_wait_max_us =
-          std::isnan(f.cpu_wait_max_us) ? *wait_us : std::max(f.cpu_wait_max_us, *wait_us);
+          std::isnan(f.cpu_wait_max_us) ? w->wait_us : std::max(f.cpu_wait_max_us, w->wait_us);
     add(f, us, set);
   };
   if (r.device_us && m_result.device.valid) add(m_result.device, *r.device_us, r.device_set);
-  if (r.stream_us) add_host(m_result.stream, *r.stream_us, r.stream_set, r.stream_wait_us);
+  if (r.stream_us) add_host(m_result.stream, *r.stream_us, r.stream_set, r.stream_wait);
   if (r.host_wall_us)
-    add_host(m_result.host_wall, *r.host_wall_us, r.host_wall_set, r.host_wall_wait_us);
+    add_host(m_result.host_wall, *r.host_wall_us, r.host_wall_set, r.host_wall_wait);
 }
 
 void side_sampler::discard_throttled(const round_samples& r) {

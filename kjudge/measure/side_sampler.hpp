@@ -50,7 +50,7 @@ struct round_samples {
   std::optional<double> device_us, stream_us, host_wall_us;
   std::uint32_t device_set = 0, stream_set = 0, host_wall_set = 0;  ///< the input set of each
   /** The threads' waits for a CPU during the stream and host-wall samples (nullopt: not read). */
-  std::optional<double> stream_wait_us, host_wall_wait_us;
+  std::optional<cpu_wait_window> stream_wait, host_wall_wait;
 };
 
 using measure::rse_resamples;
@@ -131,9 +131,9 @@ class side_sampler {
    *  one untimed forward on it: the side's turn starts from its own work (see take_round()). */
   void prime();
   [[nodiscard]] std::optional<double> sample_device();
-  /** A stream or host-wall sample; `wait_us` gets the threads' waits for a CPU during it. */
-  [[nodiscard]] double sample_stream(std::optional<double>& wait_us);
-  [[nodiscard]] double sample_host_wall(std::optional<double>& wait_us);
+  /** A stream or host-wall sample; `wait` gets the threads' waits for a CPU during it. */
+  [[nodiscard]] double sample_stream(std::optional<cpu_wait_window>& wait);
+  [[nodiscard]] double sample_host_wall(std::optional<cpu_wait_window>& wait);
   [[noreturn]] void rethrow_with_side(const char* call) const;
 
   target& m_target;
