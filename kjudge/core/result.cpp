@@ -230,6 +230,8 @@ void to_json(nlohmann::json& j, const figure& v) {
        {"discarded_cpu_wait", v.discarded_cpu_wait},
        {"discarded_cpu_wait_max_us", v.discarded_cpu_wait_max_us},
        {"cpu_wait_max_us", v.cpu_wait_max_us},  // NaN (not read) dumps as null
+       {"cpu_wait_share_pct", v.cpu_wait_share_pct},
+       {"cpu_wait_total_us", v.cpu_wait_total_us},
        {"samples_us", v.samples_us},
        {"samples_set", v.samples_set},
        {"set_medians_us", v.set_medians_us},  // NaN (a set without samples) dumps as null
@@ -260,6 +262,8 @@ void from_json(const nlohmann::json& j, figure& v) {
   get(j, "discarded_cpu_wait", v.discarded_cpu_wait);
   get(j, "discarded_cpu_wait_max_us", v.discarded_cpu_wait_max_us);
   get(j, "cpu_wait_max_us", v.cpu_wait_max_us);
+  get(j, "cpu_wait_share_pct", v.cpu_wait_share_pct);
+  get(j, "cpu_wait_total_us", v.cpu_wait_total_us);
   get(j, "samples_us", v.samples_us);
   get(j, "samples_set", v.samples_set);
   v.set_medians_us.clear();
@@ -275,11 +279,11 @@ void from_json(const nlohmann::json& j, figure& v) {
 void to_json(nlohmann::json& j, const side_result& v) {
   j = nlohmann::json::object();
   NLOHMANN_JSON_PASTE(KJ_PUT, name, device, stream, host_wall, host_sync_detected, warmup_runs,
-                      warmup_first_call_ms, spent_s, checks_s, input_sets)
+                      warmup_first_call_ms, spent_s, checks_s, cpu_wait_s, input_sets)
 }
 void from_json(const nlohmann::json& j, side_result& v) {
   NLOHMANN_JSON_PASTE(KJ_GET, name, device, stream, host_wall, host_sync_detected, warmup_runs,
-                      warmup_first_call_ms, spent_s, checks_s, input_sets)
+                      warmup_first_call_ms, spent_s, checks_s, cpu_wait_s, input_sets)
 }
 
 void to_json(nlohmann::json& j, const comparison& v) {

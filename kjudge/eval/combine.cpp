@@ -90,12 +90,14 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
       waits.cpu_wait_max_us = std::isnan(waits.cpu_wait_max_us)
                                   ? f->cpu_wait_max_us
                                   : std::max(waits.cpu_wait_max_us, f->cpu_wait_max_us);
+    waits.cpu_wait_total_us += f->cpu_wait_total_us;
   }
   const auto counted = [&](figure out) {
     out.discarded_throttled = discarded;
     out.discarded_cpu_wait = waits.discarded_cpu_wait;
     out.discarded_cpu_wait_max_us = waits.discarded_cpu_wait_max_us;
     out.cpu_wait_max_us = waits.cpu_wait_max_us;
+    out.cpu_wait_total_us = waits.cpu_wait_total_us;
     return out;
   };
   const auto invalid =
@@ -138,6 +140,7 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
     out.process_medians_us.push_back(f.summary.median);
   }
   out.summary = stats::summarize(out.samples_us);
+  out.cpu_wait_share_pct = measure::cpu_wait_share(out);
   const auto g =
       stats::median_rse_by_group(out.samples_us, out.samples_set, measure::rse_resamples);
   out.rse_samples_pct = g.samples_pct;
@@ -230,6 +233,7 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_
     measure::side_result& s = out.*side;
     s.spent_s = 0;
     s.checks_s = 0;
+    s.cpu_wait_s = 0;
     for (auto fig : {&measure::side_result::device, &measure::side_result::stream,
                      &measure::side_result::host_wall}) {
       std::vector<const figure*> figs;
@@ -239,6 +243,7 @@ measure::comparison pool_timing(const std::vector<eval_result>& runs, std::size_
     for (const auto& r : runs) {
       s.spent_s += ((*r.timing).*side).spent_s;
       s.checks_s += ((*r.timing).*side).checks_s;
+      s.cpu_wait_s += ((*r.timing).*side).cpu_wait_s;
       s.host_sync_detected = s.host_sync_detected || ((*r.timing).*side).host_sync_detected;
     }
   }

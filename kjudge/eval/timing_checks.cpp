@@ -4,8 +4,10 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <kjudge/device/datasheet.hpp>
 
@@ -46,31 +48,42 @@ std::string wait_text(double us) {
   return us >= 1000 ? fmt::format("{:.1f} ms", us / 1000) : fmt::format("{:.0f} us", us);
 }
 
-/** The flag of a figure some of whose samples were discarded because the threads doing the work
- *  waited for a CPU (measure::detail::waited_for_cpu): none under 1% of its samples (a few
- *  such waits are usual on a machine that runs anything else; the result's counts keep them),
- *  information up to half, a warning where most or all went (the machine was busy for most of
- *  the timing). */
+/** The flag of a figure whose samples' threads waited for a CPU (measure::detail::
+ *  waited_for_cpu): said where 1% of its samples or more were discarded for it, or where the
+ *  kept ones waited 5% of their time or more (a few such waits are usual on a machine that runs
+ *  anything else; the result's counts keep them); a warning where most were discarded or none
+ *  kept (no figure then), or where the kept ones waited 10% of their time or more (the figure
+ *  then reads the machine's load along with the code), information otherwise. */
 std::optional<flag> cpu_wait_flag(const std::string& side, const measure::figure& f) {
   const bool none_kept = !f.valid && f.samples_us.empty() &&
                          (f.note.ends_with(measure::k_all_cpu_wait_note) ||
                           f.note.ends_with(measure::k_all_discarded_note));
   const std::size_t taken = f.samples_us.size() + f.discarded_cpu_wait + f.discarded_throttled;
-  if (f.discarded_cpu_wait == 0 || (!none_kept && 100 * f.discarded_cpu_wait < taken))
-    return std::nullopt;
+  const double share = f.cpu_wait_share_pct;  // NaN: not read, or nothing kept
+  const bool discards =
+      f.discarded_cpu_wait > 0 && (none_kept || 100 * f.discarded_cpu_wait >= taken);
+  const bool kept_waited = share >= 5.0;
+  if (!discards && !kept_waited) return std::nullopt;
   const bool most = 2 * f.discarded_cpu_wait > taken;
-  const std::string kept = std::isnan(f.cpu_wait_max_us)
-                               ? std::string()
-                               : fmt::format("; the kept samples' threads waited {} at most",
-                                             wait_text(f.cpu_wait_max_us));
-  return flag{
-      "cpu_wait_samples", none_kept || most ? "warning" : "info",
-      fmt::format("{} {}: {} of {} samples discarded{}: the threads doing the work waited for "
-                  "a CPU during them (up to {}; another program or evaluation was using "
-                  "the machine's CPUs){}",
-                  side, measure::to_string(f.kind), f.discarded_cpu_wait, taken,
-                  none_kept ? " (none kept: no figure)" : "",
-                  wait_text(f.discarded_cpu_wait_max_us), kept)};
+  std::vector<std::string> parts;
+  if (discards)
+    parts.push_back(fmt::format(
+        "{} of {} samples discarded{}: their threads waited for a CPU for half of their time or "
+        "more (up to {})",
+        f.discarded_cpu_wait, taken, none_kept ? " (none kept: no figure)" : "",
+        wait_text(f.discarded_cpu_wait_max_us)));
+  if (!std::isnan(share))
+    parts.push_back(
+        fmt::format("the {} kept samples' threads waited for a CPU for {:.1f}% of "
+                    "their time (up to {} in one){}",
+                    f.samples_us.size(), share, wait_text(f.cpu_wait_max_us),
+                    share >= 10.0 ? ": the figure reads the machine's load along "
+                                    "with the code"
+                                  : ""));
+  return flag{"cpu_wait_samples", none_kept || most || share >= 10.0 ? "warning" : "info",
+              fmt::format("{} {}: {} (another program or evaluation was using the machine's "
+                          "CPUs)",
+                          side, measure::to_string(f.kind), fmt::join(parts, "; "))};
 }
 
 void check_side(measure::side_result& s, std::vector<flag>& out) {

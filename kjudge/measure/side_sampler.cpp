@@ -71,6 +71,7 @@ figure make_figure(figure_kind kind, const timing_options& o) {
 void finish_figure(figure& f, const timing_options& o, const std::string& stopped_by,
                    std::size_t sets) {
   f.summary = stats::summarize(f.samples_us);
+  f.cpu_wait_share_pct = cpu_wait_share(f);
   const stats::grouped_rse rse = median_rse(f);
   f.summary.rse_pct = rse.total_pct;
   f.rse_samples_pct = rse.samples_pct;
@@ -369,7 +370,8 @@ round_samples side_sampler::take_round() {
   m_next_input = next_round_start(first, m_next_input - first, rotated_sets());
   const seconds checks{m_target.take_check_seconds()};
   m_checks += checks;
-  m_spent += since(t_start) - m_lost_to_timeouts - checks;
+  m_last_round = since(t_start) - m_lost_to_timeouts - checks;
+  m_spent += m_last_round;
   m_lost_to_timeouts = seconds{0.0};
   return r;
 }
@@ -389,15 +391,27 @@ void side_sampler::keep(const round_samples& r) {
       f.discarded_cpu_wait_max_us = std::max(f.discarded_cpu_wait_max_us, w->wait_us);
       return;
     }
-    if (w)
+    if (w) {
       f.cpu_wait_max_us =
           std::isnan(f.cpu_wait_max_us) ? w->wait_us : std::max(f.cpu_wait_max_us, w->wait_us);
+      f.cpu_wait_total_us += w->wait_us;
+    }
     add(f, us, set);
   };
   if (r.device_us && m_result.device.valid) add(m_result.device, *r.device_us, r.device_set);
   if (r.stream_us) add_host(m_result.stream, *r.stream_us, r.stream_set, r.stream_wait);
+  const std::size_t discarded = m_result.host_wall.discarded_cpu_wait;
   if (r.host_wall_us)
     add_host(m_result.host_wall, *r.host_wall_us, r.host_wall_set, r.host_wall_wait);
+  // On the CPU a round is its one host-wall sample: one that waited for a CPU is left out of the
+  // budget, up to cpu_wait_budget_factor budgets, so that a machine busy by turns still gives
+  // the figure its clean samples (the time limit still ends the loop).
+  const seconds most = m_options.budget_per_side * cpu_wait_budget_factor;
+  if (m_gpu == nullptr && m_result.host_wall.discarded_cpu_wait > discarded &&
+      m_waits_unbudgeted + m_last_round <= most) {
+    m_spent -= m_last_round;
+    m_waits_unbudgeted += m_last_round;
+  }
 }
 
 void side_sampler::discard_throttled(const round_samples& r) {
@@ -410,6 +424,7 @@ void side_sampler::finish(const std::string& stopped_by) {
   for (figure* f : {&m_result.device, &m_result.stream, &m_result.host_wall})
     finish_figure(*f, m_options, stopped_by, rotated_sets());
   m_result.spent_s = m_spent.count();
+  m_result.cpu_wait_s = m_waits_unbudgeted.count();
   m_result.checks_s = m_checks.count();
 }
 

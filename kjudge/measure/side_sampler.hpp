@@ -152,6 +152,10 @@ class side_sampler {
   seconds m_lost_to_timeouts{0.0};
   /** kjudge's checks inside the rounds (target::take_check_seconds): not counted in m_spent. */
   seconds m_checks{0.0};
+  /** The last round's time as counted in m_spent. */
+  seconds m_last_round{0.0};
+  /** CPU-only rounds whose sample waited for a CPU: taken back out of m_spent (keep()). */
+  seconds m_waits_unbudgeted{0.0};
 };
 
 }  // namespace kj::measure::detail

@@ -7,6 +7,7 @@
  */
 
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -123,6 +124,11 @@ struct figure {
   /** The longest wait for a CPU among the kept samples, in microseconds; NaN where the waits
    *  were not read (a device figure, or no statistics: comparison::cpu_wait says why). */
   double cpu_wait_max_us = std::numeric_limits<double>::quiet_NaN();
+  /** The kept samples' waits for a CPU over their time, in percent (NaN where not read). */
+  double cpu_wait_share_pct = std::numeric_limits<double>::quiet_NaN();
+  /** The kept samples' waits summed, in microseconds (the share's numerator; pooled over
+   *  processes by eval::combine_runs). */
+  double cpu_wait_total_us = 0;
   /** With `--processes` N > 1 (eval::combine_runs): the worker process (0 .. N-1) each sample
    *  came from, parallel to samples_us (samples_set then numbers process p's set s as
    *  p * sets + s); empty for one process. */
@@ -143,11 +149,24 @@ struct side_result {
   std::size_t warmup_runs = 0;
   double warmup_first_call_ms = 0;  ///< the first call of the warm-up (of this timing run)
   double spent_s = 0;               ///< wall time spent measuring this side
+  /** On the CPU: rounds whose sample waited for a CPU, left out of spent_s (at most
+   *  detail::cpu_wait_budget_factor budgets). */
+  double cpu_wait_s = 0;
   /** kjudge's checks inside this side's rounds (target::take_check_seconds), left out of
    *  spent_s. */
   double checks_s = 0;
   std::size_t input_sets = 0;
 };
+
+/** The kept samples' waits for a CPU (figure::cpu_wait_total_us) over their summed time, in
+ *  percent; NaN where the waits were not read (cpu_wait_max_us NaN) or nothing was kept. */
+[[nodiscard]] inline double cpu_wait_share(const figure& f) {
+  double total = 0;
+  for (const double us : f.samples_us) total += us;
+  if (std::isnan(f.cpu_wait_max_us) || !(total > 0))
+    return std::numeric_limits<double>::quiet_NaN();
+  return 100.0 * f.cpu_wait_total_us / total;
+}
 
 /** The side's figure of kind `k` (defined with the result's names, in kjudge/core). */
 [[nodiscard]] const figure& figure_of(const side_result& s, figure_kind k) noexcept;

@@ -570,6 +570,7 @@ TEST(TimingChecks, SamplesThatWaitedForACpuAreSaidOnceAFigureAndWarnedOfWhereMos
   c.candidate.host_wall.discarded_cpu_wait = 2;
   c.candidate.host_wall.discarded_cpu_wait_max_us = 1723.8;
   c.candidate.host_wall.cpu_wait_max_us = 12.0;
+  c.candidate.host_wall.cpu_wait_share_pct = 0.3;
   // Most of them (the figure stands on the rest): a warning.
   c.reference.host_wall.discarded_cpu_wait = 300;
   c.reference.host_wall.discarded_cpu_wait_max_us = 8000;
@@ -585,7 +586,27 @@ TEST(TimingChecks, SamplesThatWaitedForACpuAreSaidOnceAFigureAndWarnedOfWhereMos
   EXPECT_NE(waits[0].message.find("up to 8.0 ms"), std::string::npos) << waits[0].message;
   EXPECT_EQ(waits[1].severity, "info") << waits[1].message;
   EXPECT_NE(waits[1].message.find("up to 1.7 ms"), std::string::npos) << waits[1].message;
-  EXPECT_NE(waits[1].message.find("waited 12 us at most"), std::string::npos) << waits[1].message;
+  EXPECT_NE(waits[1].message.find("waited for a CPU for 0.3% of their time (up to 12 us in one)"),
+            std::string::npos)
+      << waits[1].message;
+  // None discarded, but the kept samples waited a tenth of their time: a warning that the figure
+  // reads the machine's load; a twentieth: information.
+  auto loaded = healthy_comparison();
+  loaded.reference.host_wall.cpu_wait_max_us = 900;
+  loaded.reference.host_wall.cpu_wait_share_pct = 12.5;
+  loaded.candidate.host_wall.cpu_wait_max_us = 300;
+  loaded.candidate.host_wall.cpu_wait_share_pct = 6.0;
+  const auto loaded_flags = eval::check_timing(loaded, nullptr, 0);
+  std::vector<flag> shares;
+  for (const auto& f : loaded_flags)
+    if (f.code == "cpu_wait_samples") shares.push_back(f);
+  ASSERT_EQ(shares.size(), 2u);
+  EXPECT_EQ(shares[0].severity, "warning") << shares[0].message;
+  EXPECT_NE(shares[0].message.find("12.5% of their time"), std::string::npos) << shares[0].message;
+  EXPECT_NE(shares[0].message.find("reads the machine's load"), std::string::npos)
+      << shares[0].message;
+  EXPECT_EQ(shares[1].severity, "info") << shares[1].message;
+  EXPECT_EQ(shares[1].message.find("discarded"), std::string::npos) << shares[1].message;
   // Under 1% of a figure's samples: no flag (the result's counts keep them).
   auto few = healthy_comparison();
   few.candidate.host_wall.samples_us.assign(300, 80.0);

@@ -93,10 +93,10 @@ class hogs {
 
 TEST(CpuWait, ASampleWaitedWhereItsWaitReachesTheFloorAndTheFractionWithCpusFreeOfItsOwn) {
   using kj::measure::detail::long_wait;
-  static_assert(!long_wait(5.0, 49.0));       // under the floor: a wake-up
-  static_assert(long_wait(5.0, 50.0));        // a 5 us call that waited 50 us
-  static_assert(long_wait(10000.0, 500.0));   // 5% of a 10 ms call
-  static_assert(!long_wait(10000.0, 499.0));  // under 5% of it
+  static_assert(!long_wait(5.0, 49.0));        // under the floor: a wake-up
+  static_assert(long_wait(5.0, 50.0));         // a 5 us call that waited 50 us
+  static_assert(long_wait(10000.0, 5000.0));   // half of a 10 ms call
+  static_assert(!long_wait(10000.0, 4999.0));  // under half of it: kept, its share said
   // Others had the CPUs (the process kept 0.4 of its 2 busy): discarded.
   static_assert(waited_for_cpu(5.0, {.wait_us = 4000, .own_cpus = 0.4}, 2));
   // Its own threads kept both of its CPUs busy: its own oversubscription, kept.
