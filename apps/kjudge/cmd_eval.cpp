@@ -569,9 +569,9 @@ int run_eval(const eval_args& a) {
   // Builds accumulate, one or more an evaluated candidate: the cache is kept within its limit
   // (kjudge cache, docs/cli.md), once the result is out.
   prune_after_evaluation(j.cache_dir, a.quiet);
-  if (written != 0) return exit_code::result_not_written;
-  return report_written_or(exit_code_for(result.status), to_string(result.status),
-                           a.profile ? "profile" : "eval");
+  const int status = report_written_or(exit_code_for(result.status), to_string(result.status),
+                                       a.profile ? "profile" : "eval");
+  return written != 0 ? exit_code::result_not_written : status;
 }
 
 int run_profile(eval_args a) {

@@ -92,12 +92,20 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
                                   : std::max(waits.cpu_wait_max_us, f->cpu_wait_max_us);
     waits.cpu_wait_total_us += f->cpu_wait_total_us;
   }
+  // The kept samples' share of waiting, pooled only where every process with samples read its
+  // waits (else the samples without a wait would dilute it).
+  const bool every_read = std::all_of(figs.begin(), figs.end(), [](const figure* f) {
+    return f->samples_us.empty() || !std::isnan(f->cpu_wait_max_us);
+  });
   const auto counted = [&](figure out) {
     out.discarded_throttled = discarded;
     out.discarded_cpu_wait = waits.discarded_cpu_wait;
     out.discarded_cpu_wait_max_us = waits.discarded_cpu_wait_max_us;
     out.cpu_wait_max_us = waits.cpu_wait_max_us;
     out.cpu_wait_total_us = waits.cpu_wait_total_us;
+    // A figure that stands for one process (not pooled) keeps no pooled share: the waits pooled
+    // above are every process's, its samples one's.
+    out.cpu_wait_share_pct = std::numeric_limits<double>::quiet_NaN();
     return out;
   };
   const auto invalid =
@@ -140,7 +148,8 @@ figure pool_figure(const std::vector<const figure*>& figs, std::size_t sets, std
     out.process_medians_us.push_back(f.summary.median);
   }
   out.summary = stats::summarize(out.samples_us);
-  out.cpu_wait_share_pct = measure::cpu_wait_share(out);
+  out.cpu_wait_share_pct =
+      every_read ? measure::cpu_wait_share(out) : std::numeric_limits<double>::quiet_NaN();
   const auto g =
       stats::median_rse_by_group(out.samples_us, out.samples_set, measure::rse_resamples);
   out.rse_samples_pct = g.samples_pct;

@@ -650,8 +650,14 @@ class pipeline {
         if (const auto why = reference_fails_too(kind, index, seed, scale); !why.empty()) {
           // An output kjudge does not judge (a dict, a nested tuple) is no failure of the
           // reference's forward: said as what the problem returns.
+          // The two kinds of output the harness does not judge at all (a dict, an object; a
+          // container holding one), as its messages name them.
+          const bool unjudged = why.starts_with("Model.forward returned") &&
+                                (why.find(", not a tensor, a tuple/list of tensors, or a number") !=
+                                     std::string::npos ||
+                                 why.find(", not a tensor or number") != std::string::npos);
           const std::string lead =
-              why.starts_with("Model.forward returned")
+              unjudged
                   ? "the problem's own outputs cannot be judged (kjudge compares a tensor, a flat "
                     "tuple or list of tensors and numbers, or a number)"
                   : fmt::format(
@@ -1131,11 +1137,12 @@ class pipeline {
 
   void run_timing() {
     const bool gpu = m_job.device == "cuda";
-    // The wait first: the GPU's turn is settled, and other programs looked for, right before
-    // the timing begins; on the CPU, the CPU's turn is taken.
+    // On the CPU, the CPU's turn first (a wait for it would make the look at the background
+    // stale); then the wait for background CPU to go quiet; on a GPU the GPU's turn is settled,
+    // and other programs looked for, right before the timing begins.
+    if (!gpu) take_cpu_turn();
     wait_for_quiet_background();
     if (gpu) settle_gpu_turn("the timing");
-    if (!gpu) take_cpu_turn();
     m_events.phase("timing_setup");
     auto opts = m_job.timing_options;
     opts.gpu = gpu;

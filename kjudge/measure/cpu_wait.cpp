@@ -148,11 +148,13 @@ std::optional<cpu_wait_window> cpu_wait_monitor::end() {
   const double cpu_s = seconds_of(CLOCK_PROCESS_CPUTIME_ID) - m_cpu_s_before;
   const double wall_s = seconds_of(CLOCK_MONOTONIC) - m_wall_s_before;
   if (!read(m_now)) return std::nullopt;
+  // The longest any one thread waited: waits are per thread and the sample's time is wall time
+  // (two threads waiting 30% of a sample each are not a sample that waited 60% of its time).
   std::uint64_t ns = 0;
   for (const auto& [tid, delay] : m_now) {
     const auto it = m_before.find(tid);
     const std::uint64_t before = it == m_before.end() ? 0 : it->second;
-    if (delay > before) ns += delay - before;
+    if (delay > before) ns = std::max(ns, delay - before);
   }
   cpu_wait_window w;
   w.wait_us = static_cast<double>(ns) / 1000.0;

@@ -5,8 +5,8 @@
  *  evaluation, busy on every core) measures the machine's load, not the code: on a 2-core machine
  *  with one busy loop beside it, a 16 x 64 torch.softmax read 7.9 ms where it takes 5 us, its
  *  intra-op thread woken only at the busy loop's next scheduler tick. The timing engine reads
- *  the wait around each host-timed sample and discards the samples that waited
- *  (waited_for_cpu()). */
+ *  the wait around each host-timed sample and discards the reference's samples that waited
+ *  (waited_for_cpu(); never the candidate's, whose code could make its own threads wait). */
 
 #include <sys/types.h>
 
@@ -33,7 +33,7 @@ inline constexpr double cpu_wait_budget_factor = 4.0;
 
 /** What a window of cpu_wait_monitor read. */
 struct cpu_wait_window {
-  double wait_us = 0;   ///< the threads' run-queue delay during it
+  double wait_us = 0;   ///< the longest run-queue delay of one thread during it
   double own_cpus = 0;  ///< this process's CPU time during it over its wall time (CPUs kept busy)
 };
 
@@ -79,8 +79,8 @@ class cpu_wait_monitor {
 
   /** Begins a window: reads every thread's wait so far, the process's CPU time and the clock. */
   void start();
-  /** The window since start(): the waits in microseconds (each thread's increase, a thread that
-   *  started since counted from 0 and one that ended left out) and the CPUs the process kept
+  /** The window since start(): the longest wait of any one thread in microseconds (a thread
+   *  that started since counted from 0, one that ended left out) and the CPUs the process kept
    *  busy. nullopt when unavailable, or when no window was started. */
   [[nodiscard]] std::optional<cpu_wait_window> end();
 

@@ -383,10 +383,14 @@ void side_sampler::keep(const round_samples& r) {
   };
   // A host-timed sample is kept unless its threads waited for a CPU that others had
   // (waited_for_cpu); the longest wait of each kind is kept for the result (a kept sample's says
-  // how clean the figure is).
+  // how clean the figure is). Only the reference's (and a lone target's) samples are discarded:
+  // the candidate's code runs in this process and can make its own threads wait (children it
+  // lets run, threads it pins together), so discards of its samples would be its to choose.
+  // Its waits stay in its figure, which they can only slow, and are said (cpu_wait_share_pct).
+  const bool may_discard = m_role != side_role::candidate;
   const auto add_host = [&](figure& f, double us, std::uint32_t set,
                             const std::optional<cpu_wait_window>& w) {
-    if (w && waited_for_cpu(us, *w, m_turns.cpu_wait->cpus())) {
+    if (w && may_discard && waited_for_cpu(us, *w, m_turns.cpu_wait->cpus())) {
       ++f.discarded_cpu_wait;
       f.discarded_cpu_wait_max_us = std::max(f.discarded_cpu_wait_max_us, w->wait_us);
       return;

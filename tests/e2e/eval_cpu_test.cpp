@@ -83,7 +83,8 @@ TEST(EvalCpu, TimedEvaluationsOnTheCpuTakeTurns) {
     auto lock = runner::file_lock::acquire(runner::cpu_lock_path(), std::chrono::seconds(1));
     ASSERT_TRUE(lock.held()) << lock.error();
     std::thread holder([&lock] {
-      std::this_thread::sleep_for(std::chrono::seconds(12));
+      // Past the worker's start, torch's import and the trials (5-7 s on the CPU machine).
+      std::this_thread::sleep_for(std::chrono::seconds(20));
       lock.release();
     });
     const auto r =
