@@ -341,12 +341,14 @@ eval_result evaluate(const job& j, const run_options& options) {
   const bool ended_waiting_for_gpu = !state.final_seen && !state.gpu_lock_seen &&
                                      state.last_phase == "wait_gpu_lock" &&
                                      !r.worker.phases.empty();
-  if (ended_waiting_for_gpu)
-    r.worker.gpu_lock_wait_s = std::max(0.0, p.wall.count() - r.worker.phases.back().start_s);
+  const auto since_last_phase = [&] {
+    return std::max(0.0, p.wall.count() - r.worker.phases.back().start_s);
+  };
+  if (ended_waiting_for_gpu) r.worker.gpu_lock_wait_s = since_last_phase();
   // So for the CPU's lock (sent once its wait is over, cpu_lock).
   if (!state.final_seen && state.last_phase == "wait_cpu_lock" && !r.worker.phases.empty() &&
       r.worker.cpu_lock_wait_s == 0)
-    r.worker.cpu_lock_wait_s = std::max(0.0, p.wall.count() - r.worker.phases.back().start_s);
+    r.worker.cpu_lock_wait_s = since_last_phase();
   r.worker.output_tail = runner::last_lines(p.output_tail, 40);
 
   if (!state.final_seen) {

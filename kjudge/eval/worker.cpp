@@ -648,10 +648,9 @@ class pipeline {
       std::string problem = e.kind() == error_kind::problem ? e.message() : std::string();
       if (e.kind() == error_kind::candidate && !reference_ran) {
         if (const auto why = reference_fails_too(kind, index, seed, scale); !why.empty()) {
-          // An output kjudge does not judge (a dict, a nested tuple) is no failure of the
-          // reference's forward: said as what the problem returns.
-          // The two kinds of output the harness does not judge at all (a dict, an object; a
-          // container holding one), as its messages name them.
+          // An output the harness does not judge at all (a dict, an object; a container holding
+          // one, as its messages name them) is no failure of the reference's forward: said as
+          // what the problem returns.
           const bool unjudged = why.starts_with("Model.forward returned") &&
                                 (why.find(", not a tensor, a tuple/list of tensors, or a number") !=
                                      std::string::npos ||
@@ -982,6 +981,17 @@ class pipeline {
                         m_watch->detach_error() + ")");
   }
 
+  /** The longest a wait for the GPU's or the CPU's lock may take: the job's limit (a third of
+   *  --timeout), and at most half of what is left of --timeout, so that what follows still
+   *  fits. */
+  [[nodiscard]] std::chrono::milliseconds lock_wait_limit() const {
+    double limit_s = m_job.gpu_lock_wait_s;
+    if (m_job.timeout_s > 0)
+      limit_s =
+          std::min(limit_s, std::max(0.0, (m_job.timeout_s - m_events.elapsed().count()) / 2));
+    return std::chrono::milliseconds(std::llround(limit_s * 1000));
+  }
+
   /** One evaluation at a time works on a GPU: waits (at most the job's limit) for any other
    *  evaluation's work on this GPU to end, and holds the GPU's lock (m_gpu_turn) until its
    *  timing has ended; without it after the wait, it marks itself as working outside it.
@@ -993,14 +1003,7 @@ class pipeline {
     if (!m_gpu_lock_path.empty()) return;
     m_events.phase("wait_gpu_lock");
     m_gpu_lock_path = runner::gpu_lock_path(m_device ? m_device->uuid : std::string());
-    // At most a third of --timeout, and at most half of what is left of it, so that the trials
-    // and timing that follow still fit.
-    double limit_s = m_job.gpu_lock_wait_s;
-    if (m_job.timeout_s > 0)
-      limit_s =
-          std::min(limit_s, std::max(0.0, (m_job.timeout_s - m_events.elapsed().count()) / 2));
-    m_gpu_turn = runner::file_lock::acquire(
-        m_gpu_lock_path, std::chrono::milliseconds(std::llround(limit_s * 1000)));
+    m_gpu_turn = runner::file_lock::acquire(m_gpu_lock_path, lock_wait_limit());
     m_events.send(
         {{"gpu_lock", {{"waited_s", m_gpu_turn.waited().count()}, {"at", m_gpu_lock_at}}}});
     if (m_gpu_turn.held()) return;
@@ -1119,13 +1122,8 @@ class pipeline {
    *  other evaluations' work. */
   void take_cpu_turn() {
     m_events.phase("wait_cpu_lock");
-    double limit_s = m_job.gpu_lock_wait_s;
-    if (m_job.timeout_s > 0)
-      limit_s =
-          std::min(limit_s, std::max(0.0, (m_job.timeout_s - m_events.elapsed().count()) / 2));
     const auto path = runner::cpu_lock_path();
-    m_cpu_turn =
-        runner::file_lock::acquire(path, std::chrono::milliseconds(std::llround(limit_s * 1000)));
+    m_cpu_turn = runner::file_lock::acquire(path, lock_wait_limit());
     m_events.send({{"cpu_lock", {{"waited_s", m_cpu_turn.waited().count()}}}});
     if (!m_cpu_turn.held())
       m_events.flag("cpu_lock_not_held", "warning",

@@ -104,7 +104,7 @@ int cpu_wait_monitor::fd_of(pid_t tid) {
   return fd;
 }
 
-bool cpu_wait_monitor::read(std::map<pid_t, std::uint64_t>& out) {
+bool cpu_wait_monitor::read(std::map<pid_t, std::uint64_t>& out, bool relist) {
   out.clear();
   if (m_scope == scope::this_thread) {
     const auto v = read_delay(m_self_fd);
@@ -112,17 +112,21 @@ bool cpu_wait_monitor::read(std::map<pid_t, std::uint64_t>& out) {
     out.emplace(0, *v);
     return true;
   }
-  DIR* d = static_cast<DIR*>(m_dir);
-  ::rewinddir(d);
-  std::vector<pid_t> gone;
-  while (const dirent* e = ::readdir(d)) {
-    pid_t tid = 0;
-    const char* name = e->d_name;
-    const auto [p, ec] = std::from_chars(name, name + std::strlen(name), tid);
-    if (ec != std::errc() || *p != '\0') continue;  // "." and ".."
-    const int fd = fd_of(tid);
-    if (fd < 0) continue;  // ended between the listing and the open
-    if (const auto v = read_delay(fd)) out.emplace(tid, *v);
+  if (relist || m_fds.empty()) {
+    DIR* d = static_cast<DIR*>(m_dir);
+    ::rewinddir(d);
+    while (const dirent* e = ::readdir(d)) {
+      pid_t tid = 0;
+      const char* name = e->d_name;
+      const auto [p, ec] = std::from_chars(name, name + std::strlen(name), tid);
+      if (ec != std::errc() || *p != '\0') continue;  // "." and ".."
+      const int fd = fd_of(tid);
+      if (fd < 0) continue;  // ended between the listing and the open
+      if (const auto v = read_delay(fd)) out.emplace(tid, *v);
+    }
+  } else {
+    for (const auto& [tid, fd] : m_fds)
+      if (const auto v = fd >= 0 ? read_delay(fd) : std::nullopt) out.emplace(tid, *v);
   }
   // The files of threads that have ended (a new thread may take a freed id: it opens afresh).
   for (auto it = m_fds.begin(); it != m_fds.end();) {
@@ -137,7 +141,9 @@ bool cpu_wait_monitor::read(std::map<pid_t, std::uint64_t>& out) {
 }
 
 void cpu_wait_monitor::start() {
-  m_started = available() && read(m_before);
+  // The threads the last window's end listed: a thread started since is counted from 0 at the
+  // end (its waits so far are a few scheduler wake-ups), and one listing a sample is enough.
+  m_started = available() && read(m_before, false);
   m_cpu_s_before = seconds_of(CLOCK_PROCESS_CPUTIME_ID);
   m_wall_s_before = seconds_of(CLOCK_MONOTONIC);
 }
@@ -147,7 +153,7 @@ std::optional<cpu_wait_window> cpu_wait_monitor::end() {
   m_started = false;
   const double cpu_s = seconds_of(CLOCK_PROCESS_CPUTIME_ID) - m_cpu_s_before;
   const double wall_s = seconds_of(CLOCK_MONOTONIC) - m_wall_s_before;
-  if (!read(m_now)) return std::nullopt;
+  if (!read(m_now, true)) return std::nullopt;
   // The longest any one thread waited: waits are per thread and the sample's time is wall time
   // (two threads waiting 30% of a sample each are not a sample that waited 60% of its time).
   std::uint64_t ns = 0;

@@ -86,8 +86,9 @@ class cpu_wait_monitor {
 
  private:
   /** Every thread's run-queue delay so far (ns), by thread id (this thread's alone for
-   *  scope::this_thread); false when a read failed. */
-  bool read(std::map<pid_t, std::uint64_t>& out);
+   *  scope::this_thread): of the threads /proc/self/task lists now where `relist`, else of those
+   *  the last listing found; false when a read failed. */
+  bool read(std::map<pid_t, std::uint64_t>& out, bool relist);
   /** The open schedstat file of thread `tid`, opened on first use (-1: cannot). */
   int fd_of(pid_t tid);
 

@@ -388,12 +388,13 @@ void side_sampler::keep(const round_samples& r) {
   // lets run, threads it pins together), so discards of its samples would be its to choose.
   // Its waits stay in its figure, which they can only slow, and are said (cpu_wait_share_pct).
   const bool may_discard = m_role != side_role::candidate;
+  // Returns whether the sample was kept.
   const auto add_host = [&](figure& f, double us, std::uint32_t set,
                             const std::optional<cpu_wait_window>& w) {
     if (w && may_discard && waited_for_cpu(us, *w, m_turns.cpu_wait->cpus())) {
       ++f.discarded_cpu_wait;
       f.discarded_cpu_wait_max_us = std::max(f.discarded_cpu_wait_max_us, w->wait_us);
-      return;
+      return false;
     }
     if (w) {
       f.cpu_wait_max_us =
@@ -401,18 +402,17 @@ void side_sampler::keep(const round_samples& r) {
       f.cpu_wait_total_us += w->wait_us;
     }
     add(f, us, set);
+    return true;
   };
   if (r.device_us && m_result.device.valid) add(m_result.device, *r.device_us, r.device_set);
   if (r.stream_us) add_host(m_result.stream, *r.stream_us, r.stream_set, r.stream_wait);
-  const std::size_t discarded = m_result.host_wall.discarded_cpu_wait;
-  if (r.host_wall_us)
-    add_host(m_result.host_wall, *r.host_wall_us, r.host_wall_set, r.host_wall_wait);
+  const bool wall_discarded = r.host_wall_us && !add_host(m_result.host_wall, *r.host_wall_us,
+                                                          r.host_wall_set, r.host_wall_wait);
   // On the CPU a round is its one host-wall sample: one that waited for a CPU is left out of the
   // budget, up to cpu_wait_budget_factor budgets, so that a machine busy by turns still gives
   // the figure its clean samples (the time limit still ends the loop).
   const seconds most = m_options.budget_per_side * cpu_wait_budget_factor;
-  if (m_gpu == nullptr && m_result.host_wall.discarded_cpu_wait > discarded &&
-      m_waits_unbudgeted + m_last_round <= most) {
+  if (m_gpu == nullptr && wall_discarded && m_waits_unbudgeted + m_last_round <= most) {
     m_spent -= m_last_round;
     m_waits_unbudgeted += m_last_round;
   }
