@@ -1439,14 +1439,22 @@ def _bindings(space, code_only):
     values (caches, flags, registries) are torch's own state, which its code changes as it
     runs."""
     if code_only:
-        return dict(vars(space))
-    if not _isinstance(space, _type):
-        return _public(space)
-    # A class's private methods are its code too: nn.Module's _call_impl runs every layer's
-    # forward, and a candidate that wrapped it (or Conv2d's _conv_forward) chose what every
-    # layer of the reference returned. Its private data (counters, caches) is not watched.
-    return {k: v for k, v in vars(space).items()
-            if not k.startswith("_") or (k.startswith("__") and k.endswith("__")) or _is_code(v)}
+        out = dict(vars(space))
+    elif not _isinstance(space, _type):
+        out = _public(space)
+    else:
+        # A class's private methods are its code too: nn.Module's _call_impl runs every layer's
+        # forward, and a candidate that wrapped it (or Conv2d's _conv_forward) chose what every
+        # layer of the reference returned. Its private data (counters, caches) is not watched.
+        out = {k: v for k, v in vars(space).items()
+               if not k.startswith("_") or (k.startswith("__") and k.endswith("__"))
+               or _is_code(v)}
+    # And the namespace's own class, which no dict of it holds: a module's class is looked up
+    # before its dict (a candidate that set torch.__class__ to a ModuleType subclass with a
+    # `softmax` property had the reference's torch.softmax sleep, and read 20x), a class's
+    # metaclass runs its construction and its class attributes' lookup.
+    out["__class__"] = _type(space)
+    return out
 
 
 def _problem_modules():
@@ -1579,16 +1587,18 @@ def _in_force():
 
 def _model_fingerprint(model):
     """The reference model by identity: each module, its attributes, and the entries of its
-    parameter, buffer, submodule and hook dicts."""
+    parameter, buffer, submodule and hook dicts, each with its class (a candidate that set the
+    class of the reference's weight to a Parameter subclass whose __torch_function__ slept had
+    the same object, with the same values, slow the reference's every call: 15x)."""
     out = []
     for name, m in model.named_modules(remove_duplicate=False):
         attrs, dicts = [], []
         for k, v in vars(m).items():
             if isinstance(v, dict):
-                dicts.append((k, tuple((kk, id(vv)) for kk, vv in v.items())))
+                dicts.append((k, tuple((kk, id(vv), _type(vv)) for kk, vv in v.items())))
             else:
-                attrs.append((k, id(v)))
-        out.append((name, id(m), type(m), tuple(sorted(attrs)), tuple(sorted(dicts))))
+                attrs.append((k, id(v), _type(v)))
+        out.append((name, id(m), _type(m), tuple(sorted(attrs)), tuple(sorted(dicts))))
     return out
 
 
@@ -2014,11 +2024,15 @@ def _lazy_annotations(name, was, value):
 
 
 def _class_bindings(module):
-    """A module's bindings, and those of the classes it defines, by identity."""
-    out = {}
+    """A module's bindings, and those of the classes it defines, by identity; with the module's
+    class and theirs (their metaclasses), which their dicts do not hold: a candidate that gave
+    the problem's module a class with a `Model` property had kjudge build the reference it chose
+    (and its wrong function read correct), one with a KJUDGE_ATOL property chose the tolerance."""
+    out = {"__class__": _type(module)}
     for k, v in vars(module).items():
         out[k] = v
         if isinstance(v, type) and v.__module__ == module.__name__:
+            out["%s.__class__" % k] = _type(v)
             for kk, vv in vars(v).items():
                 out["%s.%s" % (k, kk)] = vv
     return out

@@ -322,6 +322,17 @@ TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
   EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state").find("torch.softmax replaced"),
             std::string::npos)
       << r.result["flags"].dump(1);
+  // The torch module's class replaced by one with a doubling `softmax` property (looked up before
+  // torch's dict, which is unchanged): the reference's torch.softmax doubled too, and this
+  // candidate was correct.
+  const auto cls = run_eval("problems/level1/softmax.py", "examples/faulty/patches_torch_class.py",
+                            with({"--no-timing"}));
+  EXPECT_EQ(cls.exit_code, 1) << cls.output;
+  EXPECT_EQ(cls.result["status"], "incorrect");
+  EXPECT_NE(
+      flag_message(cls.result, "candidate_changed_torch_state").find("torch.__class__ replaced"),
+      std::string::npos)
+      << cls.result["flags"].dump(1);
   // A private global of one of torch's modules replaced (torch.nn.modules.linear's F): the
   // reference's nn.Linear computed zeros as the candidate does, and it was correct.
   const auto lin = run_eval("problems/level2/quantvla_selective_layout_fusion.py",
@@ -393,6 +404,10 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   const char* softmax = "problems/level1/softmax.py";
   const faulty_case faulty[] = {
       {softmax, "examples/faulty/swaps_reference.py", "kjudge_harness._ref"},
+      // The class of the reference's LayerNorm weight set (same object, same values) to a
+      // Parameter subclass whose __torch_function__ doubles layer_norm.
+      {"problems/level1/layernorm.py", "examples/faulty/swaps_parameter_class.py",
+       "the reference model"},
       {softmax, "examples/faulty/changes_reference_inputs.py",
        "pristine copy of the trial's inputs"},
       {softmax, "examples/faulty/changes_settings_late.py", "while it was timed"},
@@ -413,6 +428,15 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
     EXPECT_NE(r.result["message"].get<std::string>().find(says), std::string::npos)
         << c << ": " << r.result["message"];
   }
+  // The problem module's class replaced at the candidate's import by one whose `Model` property
+  // doubles: kjudge's Model(*get_init_inputs()), after the import, would build it. Found right
+  // after the import, hence a compile error (the reference is not built yet).
+  const auto pc = run_eval(softmax, "examples/faulty/swaps_problem_class.py", cpu_fast);
+  EXPECT_EQ(pc.exit_code, 3) << pc.output;
+  EXPECT_EQ(pc.result["status"], "compile_error");
+  EXPECT_NE(pc.result["message"].get<std::string>().find("the problem's __class__"),
+            std::string::npos)
+      << pc.result["message"];
   // sys.monitoring (Python 3.12+): a callback left in force under a freed tool id, and one that
   // moves itself to a tool already read while the check runs. With an older interpreter each
   // candidate is a plain softmax; this part then checks only that.
