@@ -81,8 +81,9 @@ std::optional<flag> cpu_wait_flag(const std::string& side, const measure::figure
                                     "with the code"
                                   : ""));
   return flag{"cpu_wait_samples", none_kept || most || share >= 10.0 ? "warning" : "info",
-              fmt::format("{} {}: {} (another program or evaluation was using the machine's "
-                          "CPUs)",
+              fmt::format("{} {}: {} (other work held the machine's CPUs: another program or "
+                          "evaluation, or threads or child processes of the worker's own, the "
+                          "candidate's among them)",
                           side, measure::to_string(f.kind), fmt::join(parts, "; "))};
 }
 

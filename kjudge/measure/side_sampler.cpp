@@ -397,9 +397,13 @@ void side_sampler::keep(const round_samples& r) {
       return false;
     }
     if (w) {
+      // Linux books a thread's wait when the thread next runs, so a wait that began before the
+      // sample can land in it whole: a kept sample's is counted up to the sample's own length
+      // (the kept share read 117% for a candidate whose threads took turns with busy ones).
+      const double waited = std::min(w->wait_us, us);
       f.cpu_wait_max_us =
-          std::isnan(f.cpu_wait_max_us) ? w->wait_us : std::max(f.cpu_wait_max_us, w->wait_us);
-      f.cpu_wait_total_us += w->wait_us;
+          std::isnan(f.cpu_wait_max_us) ? waited : std::max(f.cpu_wait_max_us, waited);
+      f.cpu_wait_total_us += waited;
     }
     add(f, us, set);
     return true;

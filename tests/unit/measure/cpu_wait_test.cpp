@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <utility>
@@ -281,6 +282,10 @@ TEST(CpuWait, TheEngineDiscardsTheReferencesSamplesThatWaitedAndNeverTheCandidat
     ASSERT_FALSE(k.samples_us.empty());
     EXPECT_GT(k.cpu_wait_share_pct, 30.0) << k.cpu_wait_total_us;
     EXPECT_LE(k.cpu_wait_share_pct, 100.0);
+    // Each kept sample's wait counts up to its own length (a wait booked in it that began before
+    // it does not count whole).
+    EXPECT_LE(k.cpu_wait_max_us, *std::max_element(k.samples_us.begin(), k.samples_us.end()));
+    EXPECT_LE(k.cpu_wait_total_us, std::accumulate(k.samples_us.begin(), k.samples_us.end(), 0.0));
     EXPECT_EQ(c.candidate.cpu_wait_s, 0.0);
   }
 }
