@@ -1626,6 +1626,7 @@ class _Reach:
         self.churn = set()         # what the reference changes on every run (see there)
         self.threads = None        # Python threads running at seal()
         self.module_spaces = range(0)  # indices in `spaces` of the problem's modules
+        self.modules = None        # sys.modules as enter() or seal() found it (_loaded_modules)
 
     def arm(self):
         self.armed = True
@@ -1800,6 +1801,7 @@ class _Reach:
         self.ref_bindings = [_bindings(space, code_only) for _, space, code_only in self.spaces]
         if not self.sealed:  # after seal(), the baseline stays the one seal() took
             problem = (_class_bindings(_problem) if _problem is not None else None)
+            self.modules = _loaded_modules()
             self.entered = (problem, _in_force(), dict(globals()))
         self.use("candidate")
 
@@ -1924,6 +1926,7 @@ class _Reach:
         if self.armed:
             self.entered = (_class_bindings(_problem), _in_force(), dict(globals()))
             self.threads = _active_threads()
+            self.modules = _loaded_modules()
             self.sealed = True
 
     def _hooks_and_modes(self):
@@ -1971,6 +1974,8 @@ class _Reach:
                           if now.get(k, _ABSENT) is not problem.get(k, _ABSENT)
                           and ("binding", k) not in self.churn]
             found += self._hooks_and_modes()
+        if self.modules is not None:
+            found += _modules_changed(self.modules)
         if self.fingerprint is not None:
             if _model_fingerprint(_ref) != self.fingerprint:
                 if ("model",) not in self.churn:
@@ -2036,6 +2041,36 @@ def _class_bindings(module):
             for kk, vv in vars(v).items():
                 out["%s.%s" % (k, kk)] = vv
     return out
+
+
+# The interpreter's module registry, as the import system uses it (rebinding the name sys.modules
+# does not change that dict).
+_sys_modules = sys.modules
+
+
+def _loaded_modules():
+    """sys.modules' entries that hold a module (not the None an import leaves to block one)."""
+    return {k: v for k, v in _sys_modules.items() if v is not None}
+
+
+def _modules_changed(then):
+    """The entries of sys.modules, of those `then` (_loaded_modules) held, that are gone or now
+    hold something else: an import of them fails or gets that from then on. A candidate that set
+    every torch entry to None had torch.manual_seed's `import torch.cuda` fail in kjudge's
+    seeding before the next trial's get_inputs(), which read as the problem's error. A module
+    of torch's own files put in place of another (a lazy module swapped for the real one) is not
+    a change."""
+    found = []
+    for name, module in then.items():
+        now = _sys_modules.get(name, _ABSENT)
+        if now is module or (_isinstance(now, _ModuleType) and _by_torch(now)):
+            continue
+        found.append("%r %s" % (name, "removed" if now is _ABSENT else "now " + _show(now)))
+    if not found:
+        return []
+    found.sort()
+    more = " and %d more" % (_len(found) - 3) if _len(found) > 3 else ""
+    return ["sys.modules (%s%s)" % (", ".join(found[:3]), more)]
 
 
 _reach = _Reach()

@@ -408,6 +408,9 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
       // Parameter subclass whose __torch_function__ doubles layer_norm.
       {"problems/level1/layernorm.py", "examples/faulty/swaps_parameter_class.py",
        "the reference model"},
+      // Every torch entry of sys.modules set to None: kjudge's seeding for the next trial failed
+      // (torch.manual_seed imports torch.cuda), and read as the problem's error.
+      {softmax, "examples/faulty/blocks_torch_imports.py", "sys.modules ('torch' now None"},
       {softmax, "examples/faulty/changes_reference_inputs.py",
        "pristine copy of the trial's inputs"},
       {softmax, "examples/faulty/changes_settings_late.py", "while it was timed"},
