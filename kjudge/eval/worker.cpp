@@ -729,6 +729,40 @@ class pipeline {
                     trial_name(kind, index), what));
   }
 
+  /** After the candidate's outputs of a check sample (the post-timing check's, the nominal-size
+   *  check's, an audited timed call's) did not match the reference's: the reference twice more
+   *  on the same inputs, as check_reference_repeats does after a failed trial. Where its two
+   *  runs differ, flagged reference_nondeterministic (the verdict stands), and the clause
+   *  returned says so in the mismatch's message; "" otherwise. A stateful reference (a call
+   *  counter in its output) passed every trial against an exact copy of itself, then failed the
+   *  nominal-size check with a message that sent its user to the candidate's code. */
+  std::string reference_repeats_on(std::size_t sample, const std::string& where) {
+    m_events.phase(fmt::format("{} reference again", where));
+    std::string e;
+    try {
+      m_session->timing_check_reference_again(sample);
+      e = differences(python::session::check_source::reference_again, sample);
+    } catch (const kj::error& err) {
+      // As in check_reference_repeats: no evidence either way; the candidate's doing and
+      // kjudge's own failures are not swallowed.
+      if (err.kind() == error_kind::candidate || err.kind() == error_kind::internal ||
+          err.kind() == error_kind::protocol)
+        throw;
+      return "";
+    }
+    if (e.empty()) return "";
+    m_events.flag(
+        "reference_nondeterministic", "error",
+        fmt::format("the reference gave different outputs when run twice more on the inputs of "
+                    "{} ({}): its outputs are not a function of its inputs (a random draw its "
+                    "forward makes that kjudge's seed does not reach, state it keeps between "
+                    "calls, or memory it leaves uninitialised), so no candidate can match them "
+                    "reliably, and the mismatch may not be the candidate's",
+                    where, e));
+    return "; the reference's own outputs differ between two runs on these inputs (flag "
+           "reference_nondeterministic): the mismatch may not be the candidate's";
+  }
+
   /** Flags what the Python candidate's code changed of torch's global state since the last
    *  call (kept to its own calls); see python::session::candidate_changes for `after_timing`. */
   void note_candidate_changes(bool after_timing) {
@@ -1399,6 +1433,8 @@ class pipeline {
     if (compare_outputs(out, checks, error,
                         source == python::session::check_source::reference_graph
                             ? "the reference's CUDA graph"
+                        : source == python::session::check_source::reference_again
+                            ? "the reference's second run"
                             : "the candidate"))
       return "";
     for (const auto& c : checks)
@@ -1418,13 +1454,18 @@ class pipeline {
       const std::string e = unreadable.empty()
                                 ? differences(python::session::check_source::candidate, sample)
                                 : fmt::format("its outputs could not be read: {}", unreadable);
-      if (!e.empty())
+      if (!e.empty()) {
+        const std::string repeats =
+            unreadable.empty()
+                ? reference_repeats_on(sample, fmt::format("timed sample {}", sample))
+                : std::string();
         return fmt::format(
             "a call of the candidate's in the timing loop (sample {}, one of {} whose outputs "
             "kjudge kept, drawn where the candidate could not foresee which) does not match the "
             "reference's output on the same inputs ({}): the candidate computes differently "
-            "while timed than when checked (docs/methodology.md, Timing 8)",
-            sample, count, e);
+            "while timed than when checked (docs/methodology.md, Timing 8){}",
+            sample, count, e, repeats);
+      }
     }
     return "";
   }
@@ -1474,6 +1515,10 @@ class pipeline {
         const auto e = differences(
             m_job.kind == candidate_kind::native ? source::native : source::candidate, sample);
         if (e.empty()) continue;
+        const std::string repeats = reference_repeats_on(
+            sample,
+            fmt::format("{} set {}",
+                        after_timing ? "the post-timing check's" : "the nominal-size check's", i));
         out.candidate =
             graph ? fmt::format(
                         "after timing, on fresh (rescaled) inputs of set {}, a replay of the "
@@ -1497,6 +1542,7 @@ class pipeline {
                       "a path of its own for the nominal shape, or values the rescaling changes "
                       "(targets of +-1, 0/1 masks; docs/methodology.md, Timing)",
                       i, e);
+        out.candidate += repeats;
         return out;
       }
     }

@@ -982,6 +982,12 @@ void session::timing_check_reference_graph(std::size_t sample) {
                [&] { return m_impl->harness.attr("timing_check_reference_graph")(sample); });
 }
 
+void session::timing_check_reference_again(std::size_t sample) {
+  const keyed_allowance allow({{sample, candidate_factor_lane}});
+  m_impl->call("timing_check_reference_again",
+               [&] { return m_impl->harness.attr("timing_check_reference_again")(sample); });
+}
+
 trial_outputs session::timing_check_finish(check_source source, std::size_t sample) {
   // The candidate's side is what C++ holds (held): Python runs the reference alone, and no
   // code of the candidate's (a finalizer run by a collection in the reference's forward) can
@@ -994,9 +1000,10 @@ trial_outputs session::timing_check_finish(check_source source, std::size_t samp
     m_impl->compared = std::move(*held);
     held.reset();
   }
-  const char* name = source == check_source::native      ? "native"
-                     : source == check_source::candidate ? "held"
-                                                         : "reference_graph";
+  const char* name = source == check_source::native            ? "native"
+                     : source == check_source::candidate       ? "held"
+                     : source == check_source::reference_graph ? "reference_graph"
+                                                               : "reference_again";
   const keyed_allowance allow({{sample, candidate_factor_lane}});
   auto out = m_impl->call("timing_check_finish", [&] {
     return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name, sample));

@@ -259,8 +259,12 @@ class session {
    *  timing_check_begin (its device figure replayed the graphs); timing_check_finish(
    *  reference_graph) compares the two. */
   void timing_check_reference_graph(std::size_t sample);
+  /** The reference's forward twice more on the rewrite for `sample`, each from the check's
+   *  generator state, after the candidate's outputs of that sample did not match its forward's:
+   *  timing_check_finish(reference_again) compares the two runs. */
+  void timing_check_reference_again(std::size_t sample);
   /** Whose outputs timing_check_finish compares with the reference's forward. */
-  enum class check_source { native, candidate, reference_graph };
+  enum class check_source { native, candidate, reference_graph, reference_again };
   /** The reference's forward on the rewrite for `sample` (timing_check_begin's) against
    *  `source`'s outputs, both on the host. */
   trial_outputs timing_check_finish(check_source source, std::size_t sample);

@@ -3162,7 +3162,7 @@ def _compared_sample(sample):
     _next_poison()
     _trial["check_seed"] = _sample_seed(sample)
     _trial["timing_set"] = sample % _len(_timing_base)
-    for key in ("timing_ref_out", "timing_ref_graph_out"):
+    for key in ("timing_ref_out", "timing_ref_graph_out", "timing_ref_again_out"):
         _trial.pop(key, None)
 
 
@@ -3244,15 +3244,30 @@ def timing_check_reference_graph(sample):
     _trial["timing_ref_graph_out"] = _seeded(lambda: _replay_timing_graph("reference", k))
 
 
+def timing_check_reference_again(sample):
+    """The reference's forward twice more on the rewrite for `sample`, each from the check's
+    generator state (_timing_check_reference), after the candidate's outputs of that sample did
+    not match its first: timing_check_finish("reference_again") compares the two. Outputs that
+    differ are not a function of the inputs (state the forward keeps between calls, a random draw
+    kjudge's seed does not reach), and the mismatch may not be the candidate's."""
+    _trial["timing_ref_out"] = [t.clone() for t in _timing_check_reference(sample)]
+    _trial["timing_ref_again_out"] = _timing_check_reference(sample)
+
+
 def timing_check_finish(source, sample):
     """The reference's (eager) outputs of the check for `sample` against `source`'s: "native"
     (the native candidate's output buffers), "held" (ModelNew's, by forward or graph replay, or
     a kept call of the timing loop's: none here, kjudge's C++ holds them and adds them: _held,
-    timing_audit_begin) or "reference_graph" (the reference's own graph replay, from
-    timing_check_reference_graph)."""
+    timing_audit_begin), "reference_graph" (the reference's own graph replay, from
+    timing_check_reference_graph) or "reference_again" (its forward's second run, from
+    timing_check_reference_again)."""
     if source == "reference_graph":
         ref_out = _trial["timing_ref_out"]
         cand_host = _hosts(_trial["timing_ref_graph_out"], ProblemError, "the reference graph's")
+    elif source == "reference_again":
+        ref_out = _trial["timing_ref_out"]
+        cand_host = _hosts(_trial["timing_ref_again_out"], ProblemError,
+                           "the reference's second run's")
     else:
         ref_out = _timing_check_reference(sample)
         cand_host = ([] if source == "held"

@@ -846,6 +846,8 @@ class ModelNew(nn.Module):
   }
   if (!held_out_nominal) {
     EXPECT_TRUE(has_flag(r.result, "nominal_sizes_differ")) << r.result.dump(1);
+    // The reference (softmax) repeats itself on those inputs: the mismatch is the candidate's.
+    EXPECT_FALSE(has_flag(r.result, "reference_nondeterministic")) << r.result.dump(1);
   }
 }
 
@@ -1837,6 +1839,34 @@ TEST(JudgementCpu, AReferenceThatDoesNotRepeatItselfIsFlaggedAtTheFirstFailedTri
     const auto same = run_eval(p, write_case("same.py", one_line_model("ModelNew", body)), quick);
     EXPECT_EQ(same.exit_code, 0) << body << "\n" << same.output;
   }
+}
+
+TEST(JudgementCpu, AReferenceThatDoesNotRepeatItselfIsFlaggedWhereTheChecksAfterTheTrialsFail) {
+  // A reference that counts its calls, against an exact copy of itself: the two count alike
+  // through the trials, and apart in the nominal-size check (--no-timing) and the post-timing
+  // check, whose messages sent the user to the candidate's code alone.
+  const std::string counter =
+      "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+      "    def __init__(self):\n        super().__init__()\n        self.calls = 0\n"
+      "    def forward(self, x):\n        self.calls += 1\n        return x + self.calls\n";
+  const auto p = write_case("p.py", counter + one_input_tail);
+  const auto copy = write_case("c.py", counter + "ModelNew = Model\n");
+  for (const auto& [options, check] :
+       {std::pair{quick, "nominal_sizes_differ"}, std::pair{timed, "timing_outputs_differ"}}) {
+    const auto r = run_eval(p, copy, options);
+    EXPECT_EQ(r.exit_code, 1) << check << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "incorrect");  // the verdict stands
+    EXPECT_EQ(r.result["correctness"]["trials_passed"], 2) << r.output;
+    EXPECT_NE(flag_message(r.result, "reference_nondeterministic").find("run twice more"),
+              std::string::npos)
+        << check << "\n"
+        << r.result["flags"].dump(1);
+    EXPECT_NE(flag_message(r.result, check).find("the mismatch may not be the candidate's"),
+              std::string::npos)
+        << r.result["flags"].dump(1);
+  }
+  // A reference that repeats itself is not flagged (and its candidate not excused) where such a
+  // check fails: WithoutTimingTheNominalSizesAreStillChecked, and EvalCpu.ResultsReplayed...
 }
 
 TEST(JudgementCpu, ACandidatesChangesToTheInterpreterAndTheProblemsModulesStayWithIt) {
