@@ -132,7 +132,8 @@ int write_json_last(const std::string& path, const std::string& document, const 
   } catch (const kj::error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "kjudge %s: error: the result was NOT written to --json %s: %s%s\n",
-                 command, path.c_str(), e.message().c_str(), ended.c_str());
+                 command, terminal_safe_line(path).c_str(), terminal_safe(e.message()).c_str(),
+                 ended.c_str());
     return exit_code::result_not_written;
   }
   return 0;
@@ -242,20 +243,21 @@ eval::job make_job(const eval_args& a) {
   eval::job j;
   for (const auto& [what, p] :
        {std::pair{"problem", a.problem}, std::pair{"candidate", a.candidate}}) {
+    const std::string shown = terminal_safe_line(p);  // a name with a newline, an escape
     std::error_code ec;
     const auto st = fs::status(p, ec);
     // A folder on the way that may not be searched: not "no such file".
     if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-      KJ_THROW(error_kind::usage, "{} {}: cannot be read: {}", what, p, ec.message());
+      KJ_THROW(error_kind::usage, "{} {}: cannot be read: {}", what, shown, ec.message());
     if (fs::is_regular_file(st)) {
       if (::access(p.c_str(), R_OK) != 0)
-        KJ_THROW(error_kind::usage, "{} {}: cannot be read: {}", what, p, std::strerror(errno));
+        KJ_THROW(error_kind::usage, "{} {}: cannot be read: {}", what, shown, std::strerror(errno));
       continue;
     }
     if (fs::is_directory(st))
-      KJ_THROW(error_kind::usage, "{} {}: is a directory, not a file", what, p);
-    if (fs::exists(st)) KJ_THROW(error_kind::usage, "{} {}: not a regular file", what, p);
-    KJ_THROW(error_kind::usage, "{} {}: no such file", what, p);
+      KJ_THROW(error_kind::usage, "{} {}: is a directory, not a file", what, shown);
+    if (fs::exists(st)) KJ_THROW(error_kind::usage, "{} {}: not a regular file", what, shown);
+    KJ_THROW(error_kind::usage, "{} {}: no such file", what, shown);
   }
   if (fs::path(a.problem).extension() != ".py")
     KJ_THROW(error_kind::usage,

@@ -18,6 +18,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/exit_codes.hpp>
 #include <kjudge/core/source_commit.hpp>
+#include <kjudge/core/text.hpp>
 
 #include "build_commit.hpp"
 #include "commands.hpp"
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
       for (const CLI::App* c : commands.get_subcommands([](const CLI::App*) { return true; }))
         names += (names.empty() ? "" : ", ") + c->get_name();
       std::fprintf(stderr, "kjudge: unknown command '%s' (commands: %s; see kjudge --help)\n",
-                   word.c_str(), names.c_str());
+                   kj::terminal_safe_line(word).c_str(), names.c_str());
       return kj::exit_code::usage;
     }
   }
@@ -169,7 +170,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string text = unexpected_text(app, argc, argv);
     if (text.empty()) text = parse_error_text(e);
-    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", text.c_str(),
+    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", kj::terminal_safe(text).c_str(),
                  command.empty() ? "" : (command + " ").c_str());
     return kj::exit_code::usage;
   }
@@ -182,10 +183,10 @@ int main(int argc, char** argv) {
     if (cache_cmd->parsed()) return kj::app::run_cache(cache_args);
     if (pool_cmd->parsed()) return kj::app::run_pool(pool_args);
   } catch (const kj::error& e) {
-    std::fprintf(stderr, "kjudge: %s\n", e.message().c_str());
+    std::fprintf(stderr, "kjudge: %s\n", kj::terminal_safe(e.message()).c_str());
     return e.kind() == kj::error_kind::usage ? kj::exit_code::usage : kj::exit_code::internal_error;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kjudge: internal error: %s\n", e.what());
+    std::fprintf(stderr, "kjudge: internal error: %s\n", kj::terminal_safe(e.what()).c_str());
     return kj::exit_code::internal_error;
   }
   return kj::exit_code::usage;

@@ -60,15 +60,14 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   return n;
 }
 
-}  // namespace
-
-std::string terminal_safe(std::string_view text) {
+/** terminal_safe's work; `line_breaks`: newline and tab kept. */
+std::string shown(std::string_view text, bool line_breaks) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
-      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+      if ((c < 0x20 && !(line_breaks && (c == '\n' || c == '\t'))) || c == 0x7f)
         out += fmt::format("\\x{:02x}", c);
       else
         out += static_cast<char>(c);
@@ -96,6 +95,16 @@ std::string terminal_safe(std::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string terminal_safe(std::string_view text) {
+  return shown(text, true);
+}
+
+std::string terminal_safe_line(std::string_view text) {
+  return shown(text, false);
 }
 
 }  // namespace kj

@@ -29,5 +29,8 @@ namespace kj {
  * the report: its escape sequences could move the cursor and rewrite the verdict on the screen, a
  * carriage return overwrite it. */
 [[nodiscard]] std::string terminal_safe(std::string_view text);
+/** terminal_safe(text) on one line: newline and tab shown as "\x0a" and "\x09" too (a path, whose
+ *  newline would split the line it is shown on). */
+[[nodiscard]] std::string terminal_safe_line(std::string_view text);
 
 }  // namespace kj

@@ -12,6 +12,7 @@
 
 #include <kjudge/core/dtype.hpp>
 #include <kjudge/core/error.hpp>
+#include <kjudge/core/text.hpp>
 #include <kjudge/profile/format.hpp>
 #include <kjudge/profile/forward_json.hpp>
 #include <kjudge/profile/report.hpp>
@@ -112,9 +113,12 @@ std::string trials_summary(const eval_result& r) {
 }
 
 void print_header(const eval_result& r, std::string& out) {
+  // The paths on one line (a newline in a name split the header; the report's own pass,
+  // terminal_safe, keeps line breaks).
   out += fmt::format("kjudge {}{}  {}  vs  {} ({})\n", r.kjudge_version,
                      r.prov.kjudge_commit.empty() ? "" : " (" + r.prov.kjudge_commit + ")",
-                     r.problem.path, r.candidate.path, r.candidate.kind);
+                     terminal_safe_line(r.problem.path), terminal_safe_line(r.candidate.path),
+                     r.candidate.kind);
   out += render_status(r);
   const auto& p = r.prov;
   if (p.gpu)

@@ -17,6 +17,13 @@ TEST(text, listed_names_the_first_and_counts_the_rest) {
   EXPECT_EQ(kj::listed({"a", "b", "c", "d", "e"}, 2, ", "), "a, b, and 3 more");
 }
 
+TEST(text, terminal_safe_line_keeps_a_path_on_one_line) {
+  // A problem named with a newline split the report's header and a usage error's line.
+  EXPECT_EQ(kj::terminal_safe_line("new\nline\tand \x1b[31mred.py"),
+            "new\\x0aline\\x09and \\x1b[31mred.py");
+  EXPECT_EQ(kj::terminal_safe_line("µs – ✓.py"), "µs – ✓.py");
+}
+
 TEST(text, terminal_safe_text_shows_control_characters_instead_of_acting_on_them) {
   using kj::terminal_safe;
   EXPECT_EQ(terminal_safe("plain text, tabs\tand\nnewlines"), "plain text, tabs\tand\nnewlines");
