@@ -15,6 +15,7 @@
 #include <ctime>
 #include <filesystem>
 #include <future>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -1673,6 +1674,14 @@ void run_worker(const job& j, event_writer& events, const std::function<void()>&
         events.final(eval_status::internal_error, e.what());
         break;
     }
+  } catch (const std::bad_alloc&) {
+    // Said as what it is: the report read only "std::bad_alloc" where a memory limit left too
+    // little for the copies of a 400 MB problem's inputs and outputs.
+    events.final(eval_status::internal_error,
+                 "kjudge ran out of host memory (std::bad_alloc): the machine, or a limit on the "
+                 "worker's memory, leaves too little for this problem's sizes next to the copies "
+                 "of its inputs and outputs that kjudge keeps (the result's worker.last_phase "
+                 "says where)");
   } catch (const std::exception& e) {
     events.final(eval_status::internal_error, e.what());
   }
