@@ -30,7 +30,10 @@ std::int64_t jitter_table::jitter_int(std::int64_t n) {
   const std::int64_t drawn = n - d + static_cast<std::int64_t>(h % span);
   // Only sizes that jitter are scaled: one below 7 never moves in a trial (3 input channels,
   // 4 heads), and a problem can build on it being fixed, as it cannot on a size that jitters.
-  const std::int64_t value = reach > 0 ? drawn * m_scale : drawn;
+  // Nor one whose product would not fit in 64 bits (no tensor has such a size; the product
+  // overflowed before).
+  const bool scaled = reach > 0 && drawn <= std::numeric_limits<std::int64_t>::max() / m_scale;
+  const std::int64_t value = scaled ? drawn * m_scale : drawn;
   m_draws.emplace(n, value);
   return value;
 }

@@ -915,9 +915,10 @@ class pipeline {
         if (!m_stress_scaled && !skipped)
           m_events.flag("stress_not_scaled", "warning",
                         "--shapes stress scaled no size: only sizes the problem's get_inputs() "
-                        "draws with popcorn_pri.jitter_int are scaled, and it draws none (sizes "
-                        "drawn while the models are built stay nominal), so the stress trials "
-                        "repeated the nominal shapes");
+                        "draws with popcorn_pri.jitter_int are scaled (those of 7 and above, "
+                        "whose scaled value stays within a 64-bit integer), and it drew none "
+                        "such (sizes drawn while the models are built stay nominal), so the "
+                        "stress trials repeated the nominal shapes");
       }
       note_candidate_changes(false);
       if (passed == m_job.trials && held_out && stress_failed == 0 && m_values_compared == 0)

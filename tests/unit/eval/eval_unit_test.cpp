@@ -77,6 +77,17 @@ TEST(Jitter, SeedsDrawDifferentValuesAndStressScales) {
   // Sizes below 7 never jitter, and are not scaled either (3 input channels stay 3); 7 is.
   for (std::int64_t n = 1; n < 7; ++n) EXPECT_EQ(jitter_table(7, 4).jitter_int(n), n);
   EXPECT_EQ(jitter_table(7, 4, false).jitter_int(7), 28);
+  // A size whose product with the scale would not fit in 64 bits keeps its drawn value (the
+  // product overflowed, undefined behaviour, before); one that fits is scaled.
+  const std::int64_t most = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t big = most / 4 + 1;
+  EXPECT_EQ(jitter_table(7, 4, false).jitter_int(big), big);
+  EXPECT_EQ(jitter_table(7, 4, false).jitter_int(most / 4), most / 4 * 4);
+  for (std::uint64_t s = 0; s < 50; ++s) {
+    const auto v = jitter_table(s, 4).jitter_int(most / 4);
+    EXPECT_GT(v, 0) << s;
+    EXPECT_TRUE(v == 4 * (v / 4) || v > most / 4) << v;  // scaled, or left as drawn
+  }
 }
 
 TEST(StressSize, ScalesTheDimensionsThatJitteredByTheScale) {
