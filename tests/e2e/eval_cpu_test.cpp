@@ -192,9 +192,14 @@ TEST(EvalCpu, APreciseRunWithAShortBudgetCanMeetItsNoiseTarget) {
   EXPECT_NEAR(o["min_time_s"].get<double>(), 0.05, 1e-9) << o.dump();
   // A loaded machine can spend the budget before the least samples (each call 100 ms): then
   // the budget stopped it rightly. With them, the loose target is met at once.
+  // Samples that waited for a CPU others had (cpu_wait_samples: a build beside the tests) can
+  // keep even that target out of reach: said, not judged.
   const auto& t = r.result["timing"];
-  if (t["reference"]["host_wall"]["n"].get<int>() >= 10 &&
-      t["candidate"]["host_wall"]["n"].get<int>() >= 10) {
+  if (has_flag(r.result, "cpu_wait_samples")) {
+    std::printf("the machine was loaded (%s): the stopping rule is not judged\n",
+                flag_message(r.result, "cpu_wait_samples").c_str());
+  } else if (t["reference"]["host_wall"]["n"].get<int>() >= 10 &&
+             t["candidate"]["host_wall"]["n"].get<int>() >= 10) {
     EXPECT_EQ(t["stopped_by"], "noise-target")
         << t["reference"]["host_wall"]["note"] << "; " << t["candidate"]["host_wall"]["note"];
   }
@@ -530,7 +535,14 @@ TEST(EvalCpu, AForwardThatLooksForTimedCallsByItsSeedFindsNone) {
       host_speedup = true;
       EXPECT_LT(s["ratio"].get<double>(), 3.0) << s.dump();
     }
-  EXPECT_TRUE(host_speedup) << r.result["timing"]["speedups"].dump(1);
+  // No speedup only where the reference kept no sample: each waited for a CPU others had (a
+  // build beside the tests), which the flag says.
+  if (!host_speedup) {
+    EXPECT_NE(flag_message(r.result, "cpu_wait_samples").find("none kept"), std::string::npos)
+        << r.result["flags"].dump(1) << r.result["timing"]["speedups"].dump(1);
+    std::printf("the machine was loaded: no host-wall speedup (%s)\n",
+                flag_message(r.result, "cpu_wait_samples").c_str());
+  }
 }
 
 TEST(EvalCpu, AForwardThatWorksOnlyWhereItGuessesItIsNotTimedIsCaught) {
