@@ -1301,8 +1301,9 @@ class pipeline {
     }
     if (total < std::max(0.02, 0.02 * ref.wall_s)) return "";
     return fmt::format(
-        "Python threads besides the one that runs the forwards, and processes started from the "
-        "worker, used {:.2f} s of CPU during the "
+        "Threads besides the one that runs the forwards (Python's; on the CPU, any the worker "
+        "started since the candidate's code first ran), and processes started from the worker, "
+        "used {:.2f} s of CPU during the "
         "reference's {:.2f} s of turns in the timing loop ({}): they competed with the "
         "reference's host work and not, or less, with the candidate's, so the host-side figures "
         "(stream, host wall) are withheld",

@@ -322,6 +322,7 @@ def load_candidate(path):
     _limits_before.update(_current_limits())
     _reach.arm()
     _start_cpu_threads()
+    _note_own_threads()
     module = _blamed_on_candidate(
         lambda: _as_candidate(lambda: _exec_file(path, "kjudge_candidate")),
         "candidate %s failed to build or import" % path, limit=400)
@@ -2094,6 +2095,29 @@ def _as_candidate(fn):
     return out
 
 
+_listdir = os.listdir
+# On the CPU, the worker's threads (native ids) as the candidate's code was about to run:
+# torch's own, started then (_start_cpu_threads), and kjudge's. None on a GPU.
+_own_threads = None
+
+
+def _task_ids():
+    """The native ids of the worker's threads, from /proc/self/task (empty where unreadable)."""
+    try:
+        return {int(t) for t in _listdir("/proc/self/task")}
+    except Exception:
+        return set()
+
+
+def _note_own_threads():
+    """Before the candidate's code first runs, on the CPU: the threads there are then are not
+    its (_threads_cpu). On a GPU, where the device figure stands whatever the host does and the
+    CUDA and CUPTI libraries start threads of their own as they are used, not taken."""
+    global _own_threads
+    if DEVICE == "cpu":
+        _own_threads = _task_ids()
+
+
 def _threads_cpu():
     """{(native thread or process id, start time in clock ticks): (name, CPU seconds used so
     far, "thread" or "process")} for every Python thread but this one (the worker's, which runs
@@ -2101,9 +2125,12 @@ def _threads_cpu():
     and this one started, and theirs in turn (from /proc's children lists; all of a process's
     threads count). A thread's attributes are read through threading.Thread's own getters, bound
     at load, so that a subclass's properties (the candidate's code) do not run here; an entry
-    that cannot be read is left out. Threads started outside Python's threading module, and
-    native ones (a C++ extension's), are not in its registry and not seen, nor are the children
-    they start; a process that ends between two reads is not seen either."""
+    that cannot be read is left out. On the CPU, also every thread of the worker started since
+    the candidate's code first ran that Python's registry does not hold (one started with
+    _thread.start_new_thread, a native extension's: a candidate's two _thread hashers, parked
+    while its own forward ran, read 4.0x for the same softmax, unflagged by this check), and the
+    children they start. On a GPU such threads are not seen (_note_own_threads); nor, anywhere,
+    is a process that ends between two reads."""
     out = {}
     me = _this_thread()
     # The tids whose children lists are read: this thread's and the others'. This one's as the
@@ -2122,6 +2149,19 @@ def _threads_cpu():
             parents.append(int(tid))
         except Exception:
             continue
+    if _own_threads is not None:
+        known = set(parents)
+        for tid in _task_ids():
+            if tid in _own_threads or tid in known:
+                continue
+            try:
+                name, fields = _stat("/proc/self/task/%d/stat" % tid)
+                out[(tid, int(fields[19]))] = (
+                    "%s, outside Python's registry" % name,
+                    (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, "thread")
+                parents.append(tid)
+            except Exception:
+                continue
     pending = [("/proc/self/task/%d/children" % tid) for tid in parents]
     seen = set()
     while pending and _len(seen) < 4096:

@@ -644,6 +644,15 @@ TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
       << r.result["flags"].dump(1);
   EXPECT_FALSE(r.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
   EXPECT_FALSE(r.result["timing"]["reference"]["host_wall"]["valid"].get<bool>());
+  // Two such threads started with _thread, outside threading's registry (4.0x for the same
+  // softmax before, with cpu_wait_samples warnings alone).
+  const auto raw = run_eval("problems/level1/softmax.py",
+                            "examples/faulty/loads_cpu_in_a_raw_thread.py", cpu_fast);
+  EXPECT_EQ(raw.exit_code, 0) << raw.output;
+  EXPECT_NE(flag_message(raw.result, "python_threads_busy").find("outside Python's registry"),
+            std::string::npos)
+      << raw.result["flags"].dump(1);
+  EXPECT_FALSE(raw.result["timing"]["reference"]["host_wall"]["valid"].get<bool>());
   // An honest candidate's run has no such thread.
   const auto same = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py", cpu_fast);
   EXPECT_FALSE(has_flag(same.result, "python_threads_busy")) << same.result["flags"].dump(1);
