@@ -11,7 +11,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class _Doubling(nn.Parameter):
+class _Meta(type(nn.Parameter)):
+    # Says it equals any class: a check that compared classes with == took the swapped class for
+    # the original (correct again); kjudge compares them by identity.
+    def __eq__(cls, other):
+        return True
+
+    __hash__ = type.__hash__
+
+
+class _Doubling(nn.Parameter, metaclass=_Meta):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         with torch._C.DisableTorchFunctionSubclass():

@@ -1680,10 +1680,10 @@ void run_worker(const job& j, event_writer& events, const std::function<void()>&
     // Said as what it is: the report read only "std::bad_alloc" where a memory limit left too
     // little for the copies of a 400 MB problem's inputs and outputs.
     events.final(eval_status::internal_error,
-                 "kjudge ran out of host memory (std::bad_alloc): the machine, or a limit on the "
-                 "worker's memory, leaves too little for this problem's sizes next to the copies "
-                 "of its inputs and outputs that kjudge keeps (the result's worker.last_phase "
-                 "says where)");
+                 "kjudge ran out of host memory in its own work (std::bad_alloc): too little was "
+                 "left for this problem's sizes next to the copies of its inputs and outputs "
+                 "that kjudge keeps (the machine's memory, a limit on the worker's, or memory "
+                 "the candidate's code holds; the result's worker.last_phase says where)");
   } catch (const std::exception& e) {
     events.final(eval_status::internal_error, e.what());
   }

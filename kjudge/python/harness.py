@@ -1596,10 +1596,11 @@ def _model_fingerprint(model):
         attrs, dicts = [], []
         for k, v in vars(m).items():
             if isinstance(v, dict):
-                dicts.append((k, tuple((kk, id(vv), _type(vv)) for kk, vv in v.items())))
+                dicts.append((k, tuple((kk, id(vv), id(_type(vv))) for kk, vv in v.items())))
             else:
-                attrs.append((k, id(v), _type(v)))
-        out.append((name, id(m), _type(m), tuple(sorted(attrs)), tuple(sorted(dicts))))
+                attrs.append((k, id(v), id(_type(v))))
+        # Classes by identity (id): compared with ==, a metaclass's __eq__ could say anything.
+        out.append((name, id(m), id(_type(m)), tuple(sorted(attrs)), tuple(sorted(dicts))))
     return out
 
 
@@ -1700,6 +1701,14 @@ class _Reach:
 
     def _bind(self, key, value):
         space = self.spaces[key[0]][1]
+        if key[1] == "__class__":
+            # Through object's own slot: setattr would run the class in force, the candidate's
+            # (whose __setattr__ ignored the write, and its doubled softmax read correct).
+            _set_class(space, value)
+            if _type(space) is not value:
+                raise CandidateError("kjudge could not set the class of %s to %s"
+                                     % (self.spaces[key[0]][0], _show(value)))
+            return
         if value is _ABSENT:
             if key[1] in vars(space):
                 delattr(space, key[1])
@@ -1740,9 +1749,19 @@ class _Reach:
             self._adopt_reference_settings()
             if self.cand_settings:
                 self._apply(self.cand_settings)
+            # A namespace's class last: its bindings are set through the class they had.
             for key, value in self.overlay.items():
-                self._bind(key, value)
+                if key[1] != "__class__":
+                    self._bind(key, value)
+            for key, value in self.overlay.items():
+                if key[1] == "__class__":
+                    self._bind(key, value)
         else:
+            # The namespaces' classes first, before anything is read or set through them (a
+            # class of the candidate's could intercept both).
+            for key in self.overlay:
+                if key[1] == "__class__":
+                    self._bind(key, self.ref_bindings[key[0]]["__class__"])
             differ = False
             for label, value in self._settings().items():
                 if value is _UNREADABLE:
@@ -1764,7 +1783,8 @@ class _Reach:
                     self.during_timing.append("%s: %s -> %s" % (label, _show(was), _show(value)))
             missed = self._apply(self.ref_settings) if differ else []
             for key in self.overlay:
-                self._bind(key, self.ref_bindings[key[0]].get(key[1], _ABSENT))
+                if key[1] != "__class__":
+                    self._bind(key, self.ref_bindings[key[0]].get(key[1], _ABSENT))
             if missed:
                 raise CandidateError("the candidate changed torch's %s and kjudge could not set "
                                      "it back for the reference" % ", ".join(missed))
@@ -1869,6 +1889,8 @@ class _Reach:
         # during the reference's call, would leave), and not where a thread started since
         # seal() could have made the change.
         unthreaded = self.threads is not None and _active_threads() <= self.threads
+        if unthreaded and self.modules is not None:
+            self.modules = _loaded_modules()  # what its own run imported or let go of
         for i in self.module_spaces if unthreaded else ():
             if i >= len(self.ref_bindings):
                 break
@@ -2001,13 +2023,18 @@ class _Reach:
         if not self.armed:
             return
         self.use("reference")
-        for key, label, name, was, value in self._binding_changes(lambda _, ref: ref):
+        changes = list(self._binding_changes(lambda _, ref: ref))
+        for key, label, name, was, value in changes:
             if _by_torch(value):
                 self.overlay[key] = value
                 self._note("%s.%s replaced by %s" % (label, name, _show(value)), True)
             else:
                 self.during_timing.append("%s.%s replaced by %s" % (label, name, _show(value)))
-            self._bind(key, was)
+        # Classes first, as in use().
+        for first in (True, False):
+            for key, _, name, was, _ in changes:
+                if (name == "__class__") == first:
+                    self._bind(key, was)
         if self.during_timing:
             changed, self.during_timing = self.during_timing, []
             raise CandidateError("the candidate changed torch's global state while it was timed "
@@ -2047,6 +2074,9 @@ def _class_bindings(module):
 # The interpreter's module registry, as the import system uses it (rebinding the name sys.modules
 # does not change that dict).
 _sys_modules = sys.modules
+# The class of an object set through object's own slot (_Reach._bind), past its class's
+# __setattr__ and any __class__ property of it.
+_set_class = object.__dict__["__class__"].__set__
 
 
 def _loaded_modules():
@@ -2059,12 +2089,14 @@ def _modules_changed(then):
     hold something else: an import of them fails or gets that from then on. A candidate that set
     every torch entry to None had torch.manual_seed's `import torch.cuda` fail in kjudge's
     seeding before the next trial's get_inputs(), which read as the problem's error. A module
-    of torch's own files put in place of another (a lazy module swapped for the real one) is not
-    a change."""
+    put in place of another is not a change: torch's inductor puts the module of code it
+    generated again in place of the one loaded before (the same code), and a lazy module is
+    swapped for the real one; a module bound in place of one that the reference's code reaches
+    does not change the names its code bound already."""
     found = []
     for name, module in then.items():
         now = _sys_modules.get(name, _ABSENT)
-        if now is module or (_isinstance(now, _ModuleType) and _by_torch(now)):
+        if now is module or _isinstance(now, _ModuleType):
             continue
         found.append("%r %s" % (name, "removed" if now is _ABSENT else "now " + _show(now)))
     if not found:

@@ -1869,6 +1869,26 @@ TEST(JudgementCpu, AReferenceThatDoesNotRepeatItselfIsFlaggedWhereTheChecksAfter
   // check fails: WithoutTimingTheNominalSizesAreStillChecked, and EvalCpu.ResultsReplayed...
 }
 
+TEST(JudgementCpu, AModuleLoadedAgainInPlaceOfItselfInSysModulesIsNoChange) {
+  // torch's inductor does so with code it generated again (the same code, a new module object):
+  // an honest torch.compile candidate with a warm cache failed the check of sys.modules as a
+  // runtime error. An entry gone or set to None is still the candidate's error (EvalCpu).
+  const auto p = write_case("p.py", one_line_model("Model", "x * 2") + one_input_tail);
+  const auto c = write_case("c.py", R"(import sys
+import types
+import torch
+import torch.nn as nn
+sys.modules["kj_generated_code"] = types.ModuleType("kj_generated_code")
+class ModelNew(nn.Module):
+    def forward(self, x):
+        sys.modules["kj_generated_code"] = types.ModuleType("kj_generated_code")
+        return x * 2
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.result.value("message", "");
+}
+
 TEST(JudgementCpu, ACandidatesChangesToTheInterpreterAndTheProblemsModulesStayWithIt) {
   // math.sqrt rebound at the candidate's import: the reference scaled by 1, and x.clone() was
   // correct. numpy's submodules likewise.
