@@ -691,75 +691,72 @@ class pipeline {
     return t.passed;
   }
 
+  /** `again()`: why the reference's outputs, run once more on inputs it already ran on, differ
+   *  from its first run's; "" where they agree. A reference that fails outright on them now may
+   *  fail on what the candidate's code left in the process (memory it holds, a sticky CUDA
+   *  error, which torch raises as a plain RuntimeError): no evidence either way, "" too. What
+   *  the candidate's code did (popcorn_pri touched) is its error, as anywhere, and kjudge's own
+   *  failures are not swallowed. */
+  template <class Again>
+  static std::string reference_differs(Again&& again) {
+    try {
+      return again();
+    } catch (const kj::error& e) {
+      if (e.kind() == error_kind::candidate || e.kind() == error_kind::internal ||
+          e.kind() == error_kind::protocol)
+        throw;
+      return "";
+    }
+  }
+
+  /** Flags a reference whose outputs, run `how` on the inputs of `where`, differed (`what`): the
+   *  candidate's `failure` may not be its own. The verdict stands: a candidate's code cannot turn
+   *  its own failure into the problem's. */
+  void flag_reference_nondeterministic(const std::string& how, const std::string& where,
+                                       const std::string& what, const char* failure) {
+    m_events.flag(
+        "reference_nondeterministic", "error",
+        fmt::format("the reference gave different outputs when run {} on the inputs of {} ({}): "
+                    "its outputs are not a function of its inputs (a random draw its forward "
+                    "makes that kjudge's seed does not reach, state it keeps between calls, or "
+                    "memory it leaves uninitialised), so no candidate can match them reliably, "
+                    "and the {} may not be the candidate's",
+                    how, where, what, failure));
+  }
+
   /** After the first trial the candidate failed: the reference again on that trial's inputs,
-   *  against its first run. Where the two differ beyond the tolerance, the problem's outputs are
-   *  not a function of its inputs and the failure may not be the candidate's: flagged (the
-   *  verdict stands; a candidate's code cannot turn its own failure into the problem's). */
+   *  against its first run; flagged where the two differ beyond the tolerance. */
   void check_reference_repeats(const std::string& kind, int index, std::uint64_t seed,
                                std::int64_t scale) {
     m_events.phase(fmt::format("trial {} {} reference again", kind, index));
-    python::trial_outputs again;
-    try {
-      again = m_session->trial_reference_again(seed, scale);
-    } catch (const kj::error& e) {
-      // A reference that ran on these inputs and fails on them now may fail on what the
-      // candidate's code left in the process (memory it holds, a sticky CUDA error, which
-      // torch raises as a plain RuntimeError): no evidence either way, and the verdict stands.
-      // What the candidate's code did (popcorn_pri touched) is its error, as anywhere.
-      if (e.kind() == error_kind::candidate || e.kind() == error_kind::internal ||
-          e.kind() == error_kind::protocol)
-        throw;  // the candidate's doing, or kjudge's own failure
-      return;
-    }
-    std::vector<output_check> checks;
-    std::string error;
-    if (compare_outputs(again, checks, error, "its second run")) return;
-    std::string what = error;
-    for (const auto& o : checks)
-      if (!o.passed) {
-        what = fmt::format("output {}: {}", o.index, o.message);
-        break;
-      }
-    m_events.flag(
-        "reference_nondeterministic", "error",
-        fmt::format("the reference gave different outputs when run again on the inputs of {} "
-                    "({}): its outputs are not a function of its inputs (a random draw its "
-                    "forward makes that kjudge's seed does not reach, state it keeps between "
-                    "calls, or memory it leaves uninitialised), so no candidate can match them "
-                    "reliably, and the failure may not be the candidate's",
-                    trial_name(kind, index), what));
+    const std::string what = reference_differs([&] {
+      const python::trial_outputs again = m_session->trial_reference_again(seed, scale);
+      std::vector<output_check> checks;
+      std::string error;
+      if (compare_outputs(again, checks, error, "its second run")) return std::string();
+      for (const auto& o : checks)
+        if (!o.passed) return fmt::format("output {}: {}", o.index, o.message);
+      return error.empty() ? std::string("its outputs differ") : error;
+    });
+    if (!what.empty())
+      flag_reference_nondeterministic("again", trial_name(kind, index), what, "failure");
   }
 
   /** After the candidate's outputs of a check sample (the post-timing check's, the nominal-size
    *  check's, an audited timed call's) did not match the reference's: the reference twice more
    *  on the same inputs, as check_reference_repeats does after a failed trial. Where its two
-   *  runs differ, flagged reference_nondeterministic (the verdict stands), and the clause
-   *  returned says so in the mismatch's message; "" otherwise. A stateful reference (a call
-   *  counter in its output) passed every trial against an exact copy of itself, then failed the
-   *  nominal-size check with a message that sent its user to the candidate's code. */
+   *  runs differ, flagged, and the clause returned says so in the mismatch's message; ""
+   *  otherwise. A stateful reference (a call counter in its output) passed every trial against
+   *  an exact copy of itself, then failed the nominal-size check with a message that sent its
+   *  user to the candidate's code. */
   std::string reference_repeats_on(std::size_t sample, const std::string& where) {
     m_events.phase(fmt::format("{} reference again", where));
-    std::string e;
-    try {
+    const std::string what = reference_differs([&] {
       m_session->timing_check_reference_again(sample);
-      e = differences(python::session::check_source::reference_again, sample);
-    } catch (const kj::error& err) {
-      // As in check_reference_repeats: no evidence either way; the candidate's doing and
-      // kjudge's own failures are not swallowed.
-      if (err.kind() == error_kind::candidate || err.kind() == error_kind::internal ||
-          err.kind() == error_kind::protocol)
-        throw;
-      return "";
-    }
-    if (e.empty()) return "";
-    m_events.flag(
-        "reference_nondeterministic", "error",
-        fmt::format("the reference gave different outputs when run twice more on the inputs of "
-                    "{} ({}): its outputs are not a function of its inputs (a random draw its "
-                    "forward makes that kjudge's seed does not reach, state it keeps between "
-                    "calls, or memory it leaves uninitialised), so no candidate can match them "
-                    "reliably, and the mismatch may not be the candidate's",
-                    where, e));
+      return differences(python::session::check_source::reference_again, sample);
+    });
+    if (what.empty()) return "";
+    flag_reference_nondeterministic("twice more", where, what, "mismatch");
     return "; the reference's own outputs differ between two runs on these inputs (flag "
            "reference_nondeterministic): the mismatch may not be the candidate's";
   }

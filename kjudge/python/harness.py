@@ -1715,6 +1715,15 @@ class _Reach:
         else:
             setattr(space, key[1], value)
 
+    def _bind_all(self, pairs, classes_first):
+        """_bind of each (key, value) of `pairs`, a namespace's class first or last: the other
+        bindings are set through the class that should be in force (the reference's, before its
+        turn; the candidate's own are set through the class they were made under)."""
+        for first in (True, False):
+            for key, value in pairs:
+                if (key[1] == "__class__") == (first == classes_first):
+                    self._bind(key, value)
+
     def _binding_changes(self, expected):
         """(key, label, name, expected value, current value) for each binding of the namespaces
         that differs from `expected(key, reference's value)`; submodules (imports) and lazily
@@ -1749,13 +1758,7 @@ class _Reach:
             self._adopt_reference_settings()
             if self.cand_settings:
                 self._apply(self.cand_settings)
-            # A namespace's class last: its bindings are set through the class they had.
-            for key, value in self.overlay.items():
-                if key[1] != "__class__":
-                    self._bind(key, value)
-            for key, value in self.overlay.items():
-                if key[1] == "__class__":
-                    self._bind(key, value)
+            self._bind_all(list(self.overlay.items()), classes_first=False)
         else:
             # The namespaces' classes first, before anything is read or set through them (a
             # class of the candidate's could intercept both).
@@ -2030,11 +2033,7 @@ class _Reach:
                 self._note("%s.%s replaced by %s" % (label, name, _show(value)), True)
             else:
                 self.during_timing.append("%s.%s replaced by %s" % (label, name, _show(value)))
-        # Classes first, as in use().
-        for first in (True, False):
-            for key, _, name, was, _ in changes:
-                if (name == "__class__") == first:
-                    self._bind(key, was)
+        self._bind_all([(key, was) for key, _, _, was, _ in changes], classes_first=True)
         if self.during_timing:
             changed, self.during_timing = self.during_timing, []
             raise CandidateError("the candidate changed torch's global state while it was timed "
@@ -2174,10 +2173,8 @@ def _threads_cpu():
             tid = _thread_native_id(t)
             if tid is None or _thread_ident(t) == me:
                 continue
-            fields = _stat("/proc/self/task/%d/stat" % tid)[1]
-            out[(int(tid), int(fields[19]))] = (
-                _str(_thread_name(t)), (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS,
-                "thread")
+            _, start, cpu = _stat("/proc/self/task/%d/stat" % tid)
+            out[(int(tid), start)] = (_str(_thread_name(t)), cpu, "thread")
             parents.append(int(tid))
         except Exception:
             continue
@@ -2187,10 +2184,8 @@ def _threads_cpu():
             if tid in _own_threads or tid in known:
                 continue
             try:
-                name, fields = _stat("/proc/self/task/%d/stat" % tid)
-                out[(tid, int(fields[19]))] = (
-                    "%s, outside Python's registry" % name,
-                    (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, "thread")
+                name, start, cpu = _stat("/proc/self/task/%d/stat" % tid)
+                out[(tid, start)] = ("%s, outside Python's registry" % name, cpu, "thread")
                 parents.append(tid)
             except Exception:
                 continue
@@ -2207,9 +2202,8 @@ def _threads_cpu():
                 continue
             seen.add(pid)
             try:
-                name, fields = _stat("/proc/%d/stat" % pid)
-                out[(pid, int(fields[19]))] = (
-                    name, (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, "process")
+                name, start, cpu = _stat("/proc/%d/stat" % pid)
+                out[(pid, start)] = (name, cpu, "process")
                 pending.append("/proc/%d/task/%d/children" % (pid, pid))
             except Exception:
                 continue
@@ -2217,11 +2211,13 @@ def _threads_cpu():
 
 
 def _stat(path):
-    """(command name, the fields after it) of a /proc stat file (the name may hold spaces and
-    ')')."""
+    """(command name, start time in clock ticks, CPU seconds used, user and system) of a
+    thread's or process's /proc stat file (the name may hold spaces and ')')."""
     with _open(path) as f:
         head, rest = f.read().rsplit(")", 1)
-    return head.split("(", 1)[1], rest.split()
+    fields = rest.split()  # from the state on: utime, stime, starttime are fields 14, 15, 22
+    return (head.split("(", 1)[1], int(fields[19]),
+            (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS)
 
 
 # While both sides are timed (thread_turns_begin .. thread_turns_end): whose turn it is (the side
@@ -3234,7 +3230,7 @@ def _compared_sample(sample):
     _next_poison()
     _trial["check_seed"] = _sample_seed(sample)
     _trial["timing_set"] = sample % _len(_timing_base)
-    for key in ("timing_ref_out", "timing_ref_graph_out", "timing_ref_again_out"):
+    for key in ("timing_ref_out", "timing_ref_other"):
         _trial.pop(key, None)
 
 
@@ -3313,7 +3309,8 @@ def timing_check_reference_graph(sample):
     one that is an input or a buffer of the model would otherwise be what the graph writes."""
     _trial["timing_ref_out"] = [t.clone() for t in _timing_check_reference(sample)]
     k = refresh("reference", sample, "candidate")
-    _trial["timing_ref_graph_out"] = _seeded(lambda: _replay_timing_graph("reference", k))
+    _trial["timing_ref_other"] = (_seeded(lambda: _replay_timing_graph("reference", k)),
+                                  "the reference graph's")
 
 
 def timing_check_reference_again(sample):
@@ -3323,7 +3320,7 @@ def timing_check_reference_again(sample):
     differ are not a function of the inputs (state the forward keeps between calls, a random draw
     kjudge's seed does not reach), and the mismatch may not be the candidate's."""
     _trial["timing_ref_out"] = [t.clone() for t in _timing_check_reference(sample)]
-    _trial["timing_ref_again_out"] = _timing_check_reference(sample)
+    _trial["timing_ref_other"] = (_timing_check_reference(sample), "the reference's second run's")
 
 
 def timing_check_finish(source, sample):
@@ -3333,13 +3330,10 @@ def timing_check_finish(source, sample):
     timing_audit_begin), "reference_graph" (the reference's own graph replay, from
     timing_check_reference_graph) or "reference_again" (its forward's second run, from
     timing_check_reference_again)."""
-    if source == "reference_graph":
+    if source in ("reference_graph", "reference_again"):  # the reference against itself
         ref_out = _trial["timing_ref_out"]
-        cand_host = _hosts(_trial["timing_ref_graph_out"], ProblemError, "the reference graph's")
-    elif source == "reference_again":
-        ref_out = _trial["timing_ref_out"]
-        cand_host = _hosts(_trial["timing_ref_again_out"], ProblemError,
-                           "the reference's second run's")
+        other, whose = _trial["timing_ref_other"]
+        cand_host = _hosts(other, ProblemError, whose)
     else:
         ref_out = _timing_check_reference(sample)
         cand_host = ([] if source == "held"
