@@ -33,6 +33,7 @@
 #include <kjudge/core/jitter.hpp>
 #include <kjudge/core/sha256.hpp>
 #include <kjudge/cuda/stream.hpp>
+#include <kjudge/runner/native_settings.hpp>
 
 namespace py = pybind11;
 
@@ -187,6 +188,13 @@ class gc_paused {
   int m_was;
 };
 
+/** MKL's thread control in this process, looked up at the first call (the harness's, once torch
+ *  is loaded). */
+const std::optional<kj::runner::mkl_threads>& process_mkl() {
+  static const auto mkl = kj::runner::mkl_threads::find();
+  return mkl;
+}
+
 }  // namespace
 
 PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
@@ -242,6 +250,26 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
              return out;
            })
       .def("draws", [](const popcorn_pri& self) { return self.table.draws(); });
+  // Process-wide native state the reference runs under (runner/native_settings.hpp): the
+  // harness keeps each to the candidate's calls. The allocator's tunables are read from the
+  // environment here, at the harness's import, before any code of the candidate's runs.
+  m.def("thread_cpus", [] { return kj::runner::thread_cpus(); });
+  m.def("threads_off",
+        [](const kj::runner::cpu_list& usual) { return kj::runner::threads_off(usual); });
+  m.def("set_threads",
+        [](const std::vector<std::pair<int, kj::runner::cpu_list>>& wanted,
+           const kj::runner::cpu_list& usual) { return kj::runner::set_threads(wanted, usual); });
+  m.def("openmp_binds_threads", [] {
+    return kj::runner::openmp_binds_threads([](const char* n) { return std::getenv(n); });
+  });
+  static const kj::runner::allocator_tunables tunables =
+      kj::runner::allocator_tunables_from([](const char* n) { return std::getenv(n); });
+  m.def("apply_allocator_tunables", [] { return kj::runner::apply_allocator_tunables(tunables); });
+  m.def("mkl_threads", [] {
+    if (!process_mkl()) throw std::runtime_error("no MKL in this process");
+    return process_mkl()->get();
+  });
+  m.def("set_mkl_threads", [](int n) { return process_mkl() && process_mkl()->set(n); });
   m.attr("popcorn_pri") = py::cast(popcorn_pri{}, py::return_value_policy::move);
   g_popcorn = new popcorn_originals{m.attr("popcorn_pri"), {}};
   const py::dict methods = m.attr("PopcornPri").attr("__dict__");

@@ -1239,6 +1239,15 @@ def _settings_table():
         ("backends.cuda.preferred_linalg_library", "backends.cuda.preferred_linalg_library"),
         ("backends.cuda.preferred_blas_library", "backends.cuda.preferred_blas_library"),
         ("backends.mha.get_fastpath_enabled", "backends.mha.set_fastpath_enabled"))]
+    # Native state of the process, outside torch's settings, that a candidate reaches through
+    # ctypes and the reference's calls run under: MKL's thread-local thread count (its forward
+    # set 1 on leaving, and the reference's matmuls ran on one core: an exact copy read 1.9x on
+    # the CPU, unflagged), and the CPU affinity of the worker's threads (every thread pinned to
+    # one CPU: 4.3x). Both are read and set on the timing thread, which the forwards run on.
+    rows.append(("MKL's thread count (mkl_get_max_threads)", _mkl_threads, _set_mkl_threads))
+    if _PROCESS_CPUS and not _kjudge.openmp_binds_threads():
+        rows.append(("the CPU affinity of the worker's threads", _pinned_threads,
+                     lambda v: _set_threads([(t, list(c)) for t, c in v], _PROCESS_CPUS)))
     rows.append(("torch.are_deterministic_algorithms_enabled()", _determinism, _set_determinism))
     # CPU numerics and speed: subnormals flushed to zero on this thread (and on threads it starts).
     rows.append(("torch.set_flush_denormal", _flush_denormal, torch.set_flush_denormal))
@@ -1285,6 +1294,34 @@ def _settings_table():
             continue
         table.append(row)
     return table
+
+
+# The CPUs the worker may use, as the harness loaded (before any code of the candidate's): its
+# threads' affinity, unless a thread's is found otherwise (_pinned_threads).
+_PROCESS_CPUS = list(_kjudge.thread_cpus())
+_threads_off, _set_threads = _kjudge.threads_off, _kjudge.set_threads
+_mkl_threads, _set_mkl_threads = _kjudge.mkl_threads, _kjudge.set_mkl_threads
+# glibc's malloc tunables (mallopt: the mmap and trim thresholds, top pad, fast bins, perturb)
+# have no getter, so a change cannot be seen: kjudge's values (the environment's, else the
+# largest glibc's own dynamic thresholds reach) are set when the checks are armed and again at
+# every switch of sides, so each side's calls start under them. A candidate that set a 64 KiB
+# mmap threshold at import made every 16 MB output of the reference a fresh mapping, paged in
+# at each call: an exact copy of the reference read 4.8x on the CPU.
+_apply_allocator_tunables = _kjudge.apply_allocator_tunables
+
+
+class _Pinned(tuple):
+    """The worker's threads whose CPU affinity is not the process's: (thread id, CPUs) pairs."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "; ".join("thread %d on CPUs %s" % (t, ",".join(map(str, c))) for t, c in self) \
+            or "every thread on the worker's CPUs"
+
+
+def _pinned_threads():
+    return _Pinned((t, tuple(c)) for t, c in _threads_off(_PROCESS_CPUS))
 
 
 # Signals whose Python handler can be read and set (SIGKILL and SIGSTOP have none). The functions
@@ -1632,6 +1669,7 @@ class _Reach:
 
     def arm(self):
         self.armed = True
+        _apply_allocator_tunables()
         self.table = _settings_table()
         spaces = [("builtins", builtins, False), ("torch", torch, False),
                   ("torch.Tensor", torch.Tensor, False), ("torch.nn.Module", torch.nn.Module, False)]
@@ -1754,6 +1792,7 @@ class _Reach:
         for the check after timing."""
         if not self.armed or side == self.active:
             return
+        _apply_allocator_tunables()
         if side == "candidate":
             self._adopt_reference_settings()
             if self.cand_settings:
@@ -2940,15 +2979,20 @@ def make_runner(which):
     sets = _timing_work[which]
     no_grad = torch.no_grad
     current = [0]
-    # What run() returned last, kept until the next call replaces it (freed in the timed region,
-    # as when run() dropped it on return; freed before the forward, a forward's measured peak
-    # memory would leave it out): the timing check of a Python candidate calls this same run(),
-    # from C++ as a timed sample is, and compares what it kept. A forward that looked for how it
-    # is called (kjudge's frames above it) and skipped its work only while timed got past a check
-    # that called it another way.
+    # What run() returned last, kept until this side's next prepare() (the timing check of a
+    # Python candidate calls this same run(), from C++ as a timed sample is, and compares what it
+    # kept: a forward that looked for how it is called, kjudge's frames above it, and skipped its
+    # work only while timed got past a check that called it another way; kjudge's C++ copies a
+    # drawn call's outputs before any prepare() runs Python code). Freed there, outside the
+    # timed region: code of the candidate's that runs when the reference's outputs are freed (a
+    # weakref.finalize on one, an object with a __del__ in its __dict__) ran inside the
+    # reference's next timed call when it replaced them, and a finalizer that slept 3 ms there
+    # read correct at 4.1x for torch.softmax itself on the CPU. Freed first, before the side's
+    # state is put in force, so what such code changed is put back before the call.
     last = _run_outputs[which] = [None]
 
     def prepare(sample, k=None):
+        last[0] = None
         # k: the set, as kjudge's timing engine chose it for the number (the reference runs a
         # number on another set than the candidate: python_target::set_of in bridge.cpp).
         current[0] = refresh(which, sample, k=k)

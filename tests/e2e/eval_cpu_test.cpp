@@ -22,6 +22,7 @@
 #include "kjudge_runner.hpp"
 
 #include <kjudge/runner/file_lock.hpp>
+#include <kjudge/runner/native_settings.hpp>
 #include <kjudge/runner/process_detail.hpp>
 
 namespace kj::test {
@@ -667,6 +668,55 @@ TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   EXPECT_EQ(pooled.result["status"], "correct") << pooled.output;
   EXPECT_FALSE(has_flag(pooled.result, "python_threads_busy")) << pooled.result["flags"].dump(1);
   EXPECT_TRUE(pooled.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
+}
+
+/** The host-wall speedup, or -1 where it was withheld (a loaded machine's figures). */
+double host_speedup(const nlohmann::json& result) {
+  for (const auto& s : result["timing"]["speedups"])
+    if (s["kind"] == "host_wall" && s["valid"].get<bool>()) return s["ratio"].get<double>();
+  return -1;
+}
+
+TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
+  // Each of these read correct at 1.9-4.8x for the reference's own function, and none was
+  // flagged: a finalizer on the reference's kept output (run where kjudge freed it, inside the
+  // reference's next timed call), glibc's malloc tunables, MKL's thread-local thread count, and
+  // every thread pinned to one CPU. An exact copy reads about 1x (0.91-1.01x in the QA pass).
+  struct attack {
+    const char* problem;
+    const char* candidate;
+    const char* flagged;  // what candidate_changed_torch_state names, or nullptr
+    double below;         // the host speedup must read below this where it stands
+  };
+  const bool several_cpus = kj::runner::thread_cpus().size() >= 2;
+#if defined(__x86_64__)
+  const char* mkl = "MKL's thread count";  // PyPI's torch for x86 links MKL in
+#else
+  const char* mkl = nullptr;
+#endif
+  const attack attacks[] = {
+      {"problems/level1/softmax.py", "examples/faulty/slows_reference_by_finalizer.py", nullptr,
+       2.5},
+      {"problems/level1/softmax.py", "examples/faulty/sets_malloc_tunables.py", nullptr, 2.5},
+      {"problems/level1/matmul.py", "examples/faulty/sets_mkl_threads.py", mkl, 1.5},
+      {"problems/level1/softmax.py", "examples/faulty/pins_reference_threads.py",
+       several_cpus ? "the CPU affinity of the worker's threads" : nullptr, 2.0},
+  };
+  for (const auto& a : attacks) {
+    const auto r = run_eval(a.problem, a.candidate, cpu_fast);
+    EXPECT_EQ(r.exit_code, 0) << a.candidate << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << a.candidate;
+    if (a.flagged != nullptr) {
+      EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state").find(a.flagged),
+                std::string::npos)
+          << a.candidate << ": " << r.result["flags"].dump(1);
+    }
+    const double speedup = host_speedup(r.result);
+    if (speedup < 0)
+      std::printf("%s: no host-wall speedup stood (a loaded machine): not compared\n", a.candidate);
+    else
+      EXPECT_LT(speedup, a.below) << a.candidate << ": " << r.result["timing"]["speedups"].dump();
+  }
 }
 
 TEST(EvalCpu, ABudgetLongerThanTheTimeoutEndsInFiguresNotATimeout) {

@@ -1,0 +1,195 @@
+#include <kjudge/runner/native_settings.hpp>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace kj::runner {
+
+namespace {
+
+cpu_list cpus_of(const cpu_set_t& set) {
+  cpu_list out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+/** The affinity of thread `tid` (0: the caller); nullopt where it cannot be read (ended). */
+std::optional<cpu_list> affinity_of(int tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(tid, sizeof set, &set) != 0) return std::nullopt;
+  return cpus_of(set);
+}
+
+/** This process's thread ids, ascending. */
+std::vector<int> task_ids() {
+  std::vector<int> out;
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  while (const dirent* e = ::readdir(dir)) {
+    int tid = 0;
+    const std::string_view name(e->d_name);
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
+    if (ec == std::errc() && end == name.data() + name.size() && tid > 0) out.push_back(tid);
+  }
+  ::closedir(dir);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<long> non_negative(std::string_view text) {
+  long v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+cpu_list thread_cpus(int tid) {
+  return affinity_of(tid).value_or(cpu_list{});
+}
+
+std::vector<std::pair<int, cpu_list>> threads_off(const cpu_list& usual) {
+  std::vector<std::pair<int, cpu_list>> out;
+  for (const int tid : task_ids()) {
+    auto cpus = affinity_of(tid);
+    if (cpus && *cpus != usual) out.emplace_back(tid, std::move(*cpus));
+  }
+  return out;
+}
+
+std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted,
+                        const cpu_list& usual) {
+  std::size_t failed = 0;
+  for (const int tid : task_ids()) {
+    const auto it =
+        std::find_if(wanted.begin(), wanted.end(), [tid](const auto& w) { return w.first == tid; });
+    const cpu_list& want = it == wanted.end() ? usual : it->second;
+    const auto now = affinity_of(tid);
+    if (!now || *now == want || want.empty()) continue;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (const int c : want)
+      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+    if (::sched_setaffinity(tid, sizeof set, &set) != 0 && errno != ESRCH) ++failed;
+  }
+  return failed;
+}
+
+bool openmp_binds_threads(const std::function<const char*(const char*)>& env) {
+  for (const char* name : {"OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY"}) {
+    const char* v = env(name);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  const char* bind = env("OMP_PROC_BIND");
+  if (bind == nullptr || *bind == '\0') return false;
+  std::string lower(bind);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower != "false";
+}
+
+allocator_tunables allocator_tunables_from(const std::function<const char*(const char*)>& env) {
+  allocator_tunables t;
+  const std::pair<const char*, long*> by_env[] = {{"MALLOC_MMAP_THRESHOLD_", &t.mmap_threshold},
+                                                  {"MALLOC_TRIM_THRESHOLD_", &t.trim_threshold},
+                                                  {"MALLOC_TOP_PAD_", &t.top_pad},
+                                                  {"MALLOC_PERTURB_", &t.perturb}};
+  for (const auto& [name, slot] : by_env)
+    if (const char* v = env(name))
+      if (const auto n = non_negative(v)) *slot = *n;
+  // GLIBC_TUNABLES: name=value pairs separated by ':' (glibc reads them after the old names).
+  const char* tunables = env("GLIBC_TUNABLES");
+  if (tunables == nullptr) return t;
+  const std::pair<std::string_view, long*> by_tunable[] = {
+      {"glibc.malloc.mmap_threshold", &t.mmap_threshold},
+      {"glibc.malloc.trim_threshold", &t.trim_threshold},
+      {"glibc.malloc.top_pad", &t.top_pad},
+      {"glibc.malloc.mxfast", &t.mxfast},
+      {"glibc.malloc.perturb", &t.perturb}};
+  std::string_view rest(tunables);
+  while (!rest.empty()) {
+    const auto colon = rest.find(':');
+    const std::string_view item = rest.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    for (const auto& [name, slot] : by_tunable)
+      if (item.substr(0, eq) == name)
+        if (const auto n = non_negative(item.substr(eq + 1))) *slot = *n;
+  }
+  return t;
+}
+
+bool apply_allocator_tunables(const allocator_tunables& t) {
+#if defined(__GLIBC__)
+  // mallopt takes an int; a value beyond it is glibc's to refuse.
+  auto set = [](int param, long v) {
+    return v <= 0x7fffffffL && ::mallopt(param, static_cast<int>(v)) == 1;
+  };
+  bool ok = set(M_MXFAST, t.mxfast);
+  ok = set(M_TRIM_THRESHOLD, t.trim_threshold) && ok;
+  ok = set(M_TOP_PAD, t.top_pad) && ok;
+  ok = set(M_MMAP_THRESHOLD, t.mmap_threshold) && ok;
+  ok = set(M_PERTURB, t.perturb) && ok;
+  return ok;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+std::optional<mkl_threads> mkl_threads::find() {
+  // torch's CPU library holds MKL on x86 builds, loaded local to torch's extension: not in the
+  // global scope, so it is asked for by name, and only if already loaded (RTLD_NOLOAD).
+  void* scopes[2] = {RTLD_DEFAULT, ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD)};
+  for (void* scope : scopes) {
+    if (scope == nullptr) continue;
+    void* get = ::dlsym(scope, "mkl_get_max_threads");
+    void* set = ::dlsym(scope, "mkl_set_num_threads_local");
+    if (get == nullptr || set == nullptr) continue;
+    mkl_threads m;
+    m.m_get = reinterpret_cast<get_fn>(get);
+    m.m_set = set;
+    // The Fortran form (mkl_set_num_threads_local_, an int by address) exported under the C
+    // name too, at the same address (PyPI's torch): passing a count by value there would pass
+    // an address as the count.
+    m.m_by_pointer = ::dlsym(scope, "mkl_set_num_threads_local_") == set;
+    return m;
+  }
+  return std::nullopt;
+}
+
+int mkl_threads::get() const {
+  return m_get();
+}
+
+bool mkl_threads::set(int n) const {
+  auto call = [this](int v) {
+    if (m_by_pointer)
+      reinterpret_cast<set_by_pointer_fn>(m_set)(&v);
+    else
+      reinterpret_cast<set_by_value_fn>(m_set)(v);
+  };
+  call(0);  // the thread-local value cleared: the global count in force
+  if (get() != n) call(n);
+  return get() == n;
+}
+
+}  // namespace kj::runner

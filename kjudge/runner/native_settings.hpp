@@ -1,0 +1,84 @@
+#pragma once
+/** @file Process-wide native state that a Python candidate can change through ctypes and that
+ *  kjudge's reference runs under: the CPU affinity of the worker's threads, the C library
+ *  allocator's tunables (mallopt) and MKL's thread-local thread count. None of it is torch's own
+ *  setting, so the harness's table of torch's settings did not see it, and each slowed the
+ *  reference's timed calls (an exact copy of the reference read 1.9-4.8x on the CPU). The harness
+ *  keeps each to the candidate's calls through these (docs/methodology.md, "The candidate's
+ *  reach"). Linux only; every function answers what it could do rather than throwing. */
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kj::runner {
+
+/** CPU numbers, ascending. */
+using cpu_list = std::vector<int>;
+
+/** The calling thread's CPU affinity (empty where it cannot be read). */
+[[nodiscard]] cpu_list thread_cpus(int tid = 0);
+
+/** Each of this process's threads (/proc/self/task) whose affinity is not `usual`, with its
+ *  CPUs, by thread id ascending. Threads that end while they are read are left out. */
+[[nodiscard]] std::vector<std::pair<int, cpu_list>> threads_off(const cpu_list& usual);
+
+/** Sets each of this process's threads to its CPUs in `wanted` (thread id -> CPUs; a thread not
+ *  in it gets `usual`), where its affinity differs. Returns the number of threads it could not
+ *  set (not counting threads that ended meanwhile). */
+std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted, const cpu_list& usual);
+
+/** Whether an environment names an OpenMP binding of threads to CPUs (OMP_PROC_BIND other than
+ *  false, OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY): the runtime's own threads then have
+ *  affinities of their own, which are not a candidate's doing. */
+[[nodiscard]] bool openmp_binds_threads(const std::function<const char*(const char*)>& env);
+
+/** glibc's malloc tunables that change how fast an allocation is (mallopt): the values kjudge's
+ *  worker holds in every call of either side. Defaults: the largest values glibc's own dynamic
+ *  thresholds reach on a 64-bit system (mmap 32 MiB, trim twice that), as a process that has
+ *  freed large blocks has them; glibc's top pad, fast-bin limit, and no perturbation. */
+struct allocator_tunables {
+  long mmap_threshold = 32L << 20;
+  long trim_threshold = 64L << 20;
+  long top_pad = 128L << 10;
+  long mxfast = 128;
+  long perturb = 0;
+};
+
+/** The tunables with what the environment set (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
+ *  MALLOC_TOP_PAD_, MALLOC_PERTURB_, and GLIBC_TUNABLES' glibc.malloc.mmap_threshold,
+ *  trim_threshold, top_pad, mxfast, perturb) in place of the defaults: what the user asked for
+ *  holds. Values that do not parse as a non-negative integer are ignored. */
+[[nodiscard]] allocator_tunables allocator_tunables_from(
+    const std::function<const char*(const char*)>& env);
+
+/** Applies the tunables with mallopt. False where this C library has no mallopt (not glibc) or
+ *  refused one. */
+bool apply_allocator_tunables(const allocator_tunables& t);
+
+/** MKL's thread count for the calling thread (mkl_get_max_threads, with the thread-local value
+ *  of mkl_set_num_threads_local in force), where the process has MKL loaded (torch's CPU library
+ *  links it in on x86). */
+class mkl_threads {
+ public:
+  /** MKL's functions in this process, looked up in the global scope and then in torch's CPU
+   *  library (already loaded: never loaded here). Empty where there are none. */
+  [[nodiscard]] static std::optional<mkl_threads> find();
+  [[nodiscard]] int get() const;
+  /** The calling thread's count: the thread-local value cleared (the global count back), then
+   *  set to `n` where that is not already the count. True where get() reads `n` after. */
+  bool set(int n) const;
+
+ private:
+  using get_fn = int (*)();
+  using set_by_value_fn = int (*)(int);
+  using set_by_pointer_fn = int (*)(const int*);
+  get_fn m_get = nullptr;
+  void* m_set = nullptr;
+  bool m_by_pointer = false;  // the symbol is the Fortran form (an int passed by address)
+};
+
+}  // namespace kj::runner

@@ -1,0 +1,137 @@
+// The process-wide native state the harness keeps to the candidate's calls: threads' CPU
+// affinity found off the process's and put back, the OpenMP binding that leaves it alone, and
+// glibc's malloc tunables (read from the environment, and set back over a candidate's).
+
+#include <kjudge/runner/native_settings.hpp>
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <thread>
+
+namespace kj::runner {
+namespace {
+
+int this_thread_id() {
+  return static_cast<int>(::syscall(SYS_gettid));
+}
+
+/** A thread that waits until told to end, and says its id. */
+class parked_thread {
+ public:
+  parked_thread()
+      : m_thread([this] {
+          m_tid = this_thread_id();
+          while (!m_stop) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }) {
+    while (m_tid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~parked_thread() {
+    m_stop = true;
+    m_thread.join();
+  }
+  parked_thread(const parked_thread&) = delete;
+  parked_thread& operator=(const parked_thread&) = delete;
+  [[nodiscard]] int tid() const { return m_tid; }
+
+ private:
+  std::atomic<int> m_tid{0};
+  std::atomic<bool> m_stop{false};
+  std::thread m_thread;
+};
+
+TEST(NativeSettings, APinnedThreadIsFoundAndPutBackAndPinnedAgainOnRequest) {
+  const cpu_list usual = thread_cpus();
+  ASSERT_FALSE(usual.empty());
+  if (usual.size() < 2) GTEST_SKIP() << "one CPU: no affinity narrower than the process's";
+  parked_thread t;
+  EXPECT_TRUE(threads_off(usual).empty());
+  const std::vector<std::pair<int, cpu_list>> pinned{{t.tid(), {usual.front()}}};
+  EXPECT_EQ(set_threads(pinned, usual), 0U);
+  EXPECT_EQ(threads_off(usual), pinned);
+  EXPECT_EQ(thread_cpus(t.tid()), cpu_list{usual.front()});
+  // The reference's turn: every thread back on the process's CPUs.
+  EXPECT_EQ(set_threads({}, usual), 0U);
+  EXPECT_TRUE(threads_off(usual).empty());
+  EXPECT_EQ(thread_cpus(t.tid()), usual);
+  // A thread that ended is not an error.
+  const std::vector<std::pair<int, cpu_list>> gone{{0x3fffffff, {usual.front()}}};
+  EXPECT_EQ(set_threads(gone, usual), 0U);
+}
+
+TEST(NativeSettings, AnOpenMpBindingInTheEnvironmentIsSeen) {
+  auto env_of = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+      const auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  EXPECT_FALSE(openmp_binds_threads(env_of({})));
+  EXPECT_FALSE(openmp_binds_threads(env_of({{"OMP_PROC_BIND", "FALSE"}})));
+  EXPECT_FALSE(openmp_binds_threads(env_of({{"OMP_PROC_BIND", ""}})));
+  EXPECT_TRUE(openmp_binds_threads(env_of({{"OMP_PROC_BIND", "close"}})));
+  EXPECT_TRUE(openmp_binds_threads(env_of({{"OMP_PLACES", "cores"}})));
+  EXPECT_TRUE(openmp_binds_threads(env_of({{"GOMP_CPU_AFFINITY", "0-3"}})));
+  EXPECT_TRUE(openmp_binds_threads(env_of({{"KMP_AFFINITY", "compact"}})));
+}
+
+TEST(NativeSettings, TheAllocatorTunablesTakeTheEnvironmentsValues) {
+  auto env_of = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+      const auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  const allocator_tunables d = allocator_tunables_from(env_of({}));
+  EXPECT_EQ(d.mmap_threshold, 32L << 20);
+  EXPECT_EQ(d.trim_threshold, 64L << 20);
+  EXPECT_EQ(d.top_pad, 128L << 10);
+  EXPECT_EQ(d.mxfast, 128);
+  EXPECT_EQ(d.perturb, 0);
+  const allocator_tunables e = allocator_tunables_from(
+      env_of({{"MALLOC_MMAP_THRESHOLD_", "1048576"},
+              {"MALLOC_PERTURB_", "x"},   // not a number: ignored
+              {"MALLOC_TOP_PAD_", "-5"},  // negative: ignored
+              {"GLIBC_TUNABLES",
+               "glibc.malloc.trim_threshold=4096:glibc.malloc.mxfast=0:"
+               "glibc.malloc.tcache_count=0:bad:glibc.malloc.perturb=abc"}}));
+  EXPECT_EQ(e.mmap_threshold, 1048576);
+  EXPECT_EQ(e.trim_threshold, 4096);
+  EXPECT_EQ(e.mxfast, 0);
+  EXPECT_EQ(e.top_pad, 128L << 10);
+  EXPECT_EQ(e.perturb, 0);
+}
+
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 33)
+TEST(NativeSettings, TheAllocatorTunablesUndoALowMmapThreshold) {
+  constexpr std::size_t block = 4 << 20;
+  auto mapped_by = [&] {
+    const auto before = static_cast<long>(mallinfo2().hblks);
+    void* p = std::malloc(block);
+    static_cast<volatile char*>(p)[0] = 1;  // used: the pair is not optimised away
+    const auto during = static_cast<long>(mallinfo2().hblks);
+    std::free(p);
+    return during - before;
+  };
+  // As a candidate's ctypes calls did: the heap trimmed at every free, and every block of 64 KiB
+  // and more that it cannot hold a fresh mapping.
+  ASSERT_EQ(mallopt(M_MMAP_THRESHOLD, 64 << 10), 1);
+  ASSERT_EQ(mallopt(M_TRIM_THRESHOLD, 0), 1);
+  malloc_trim(0);  // as the next free into the heap's top does
+  EXPECT_EQ(mapped_by(), 1);
+  EXPECT_TRUE(apply_allocator_tunables(allocator_tunables{}));
+  EXPECT_EQ(mapped_by(), 0);
+}
+#endif
+
+}  // namespace
+}  // namespace kj::runner
