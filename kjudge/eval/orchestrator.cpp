@@ -157,6 +157,15 @@ void fold_channel(std::string_view channel, eval_result& r, fold_state& state) {
   }
 }
 
+/** This machine's memory (sysconf), 0 where it cannot be read. */
+std::uintmax_t machine_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0
+             ? static_cast<std::uintmax_t>(pages) * static_cast<std::uintmax_t>(page)
+             : 0;
+}
+
 /** How a worker that sent no verdict ended: "was killed by signal 9 (SIGKILL)", "exited ...". */
 std::string worker_ending(const runner::process_result& p) {
   return fmt::format("{}{}", p.how == runner::exit_kind::signaled ? "was " : "", p.describe());
@@ -302,6 +311,9 @@ eval_result evaluate(const job& j, const run_options& options) {
       left.timeout_s = std::min(left.timeout_s, std::chrono::duration<double>(so.timeout).count());
     so.stdin_data = to_json(left).dump();
   };
+  // The kernel's out-of-memory kills so far: a worker that ends by a SIGKILL of no one's in
+  // kjudge was, where this count moved meanwhile, most likely one of them.
+  const auto oom_kills_before = runner::oom_kills();
   if (pool) {
     // A pool still importing torch is waited for: it is further along than a worker exec'd now.
     const auto w = runner::wait_for_pool(address, std::min(options.pool_start_wait, time_left()));
@@ -404,6 +416,21 @@ eval_result evaluate(const job& j, const run_options& options) {
               alone.text);
         }
       }
+      // The kernel's out-of-memory killer sends SIGKILL and says so only in its log: a worker
+      // that the machine's memory could not hold read as a plain crash (a problem's 6.4 GB
+      // input, with the worker at 23 GB of the machine's 24).
+      const auto oom_kills_after = runner::oom_kills();
+      if (p.how == runner::exit_kind::signaled && p.signal == SIGKILL && oom_kills_before &&
+          oom_kills_after && *oom_kills_after > *oom_kills_before)
+        r.message += fmt::format(
+            "; the kernel's out-of-memory killer ended {} meanwhile (oom_kill in /proc/vmstat), "
+            "and the worker's peak resident memory was {} (the machine has {}; a container's or "
+            "cgroup's limit may be lower): it most likely ran out of memory",
+            *oom_kills_after - *oom_kills_before == 1
+                ? std::string("a process")
+                : fmt::format("{} processes", *oom_kills_after - *oom_kills_before),
+            compile::size_text(static_cast<std::uintmax_t>(p.max_rss_kb) * 1024U),
+            compile::size_text(machine_memory_bytes()));
       // A bus error while a Python candidate is imported is how loading an extension library
       // cut short in the build cache ends (a disk that filled, a copy interrupted): torch's
       // build sees it up to date and loads it again every time.

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -72,6 +73,12 @@ struct process_result {
    *  leftovers, "...; 2 processes it left behind (outside its process group) were killed". */
   [[nodiscard]] std::string describe() const;
 };
+
+/** The kernel's count of processes its out-of-memory killer ended, machine-wide and cgroups'
+ *  included (`oom_kill` in /proc/vmstat, Linux 4.13+); empty where it cannot be read. */
+[[nodiscard]] std::optional<std::uint64_t> oom_kills();
+/** The `oom_kill` count in the text of /proc/vmstat; empty where it has none. */
+[[nodiscard]] std::optional<std::uint64_t> oom_kills_from(std::string_view vmstat);
 
 /** This machine's host name (gethostname); empty when it cannot be read. */
 [[nodiscard]] std::string host_name();

@@ -3,7 +3,10 @@
 #include <kjudge/core/text.hpp>
 #include <kjudge/runner/process.hpp>
 
+#include <charconv>
 #include <csignal>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -112,6 +115,30 @@ std::string signal_name(int sig) {
     default:
       return fmt::format("signal {}", sig);
   }
+}
+
+std::optional<std::uint64_t> oom_kills_from(std::string_view vmstat) {
+  constexpr std::string_view key = "oom_kill ";
+  for (std::size_t at = 0; at < vmstat.size();) {
+    const std::size_t end = std::min(vmstat.find('\n', at), vmstat.size());
+    const std::string_view line = vmstat.substr(at, end - at);
+    if (line.starts_with(key)) {
+      std::uint64_t n = 0;
+      const auto digits = line.substr(key.size());
+      const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+      if (ec == std::errc() && ptr == digits.data() + digits.size()) return n;
+      return std::nullopt;
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> oom_kills() {
+  std::ifstream in("/proc/vmstat");
+  if (!in) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return oom_kills_from(text);
 }
 
 }  // namespace kj::runner

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -684,6 +685,20 @@ TEST(process_text, self_executable_is_this_test) {
   auto self = kj::runner::self_executable();
   EXPECT_TRUE(self.is_absolute());
   EXPECT_EQ(self.filename(), "kj_runner_process_test");
+}
+
+TEST(process_text, oom_kills_from_vmstat) {
+  using kj::runner::oom_kills_from;
+  EXPECT_EQ(oom_kills_from("pgfault 10\noom_kill 3\nnuma_hit 1\n"), 3U);
+  EXPECT_EQ(oom_kills_from("oom_kill 0"), 0U);
+  EXPECT_FALSE(oom_kills_from("pgfault 10\n").has_value());
+  EXPECT_FALSE(oom_kills_from("oom_kill x\n").has_value());
+  EXPECT_FALSE(oom_kills_from("oom_kill_other 5\n").has_value());
+  // This machine's, where its kernel keeps the count (Linux 4.13+).
+  std::ifstream vmstat("/proc/vmstat");
+  const std::string text((std::istreambuf_iterator<char>(vmstat)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_EQ(kj::runner::oom_kills().has_value(), text.find("\noom_kill ") != std::string::npos);
 }
 
 }  // namespace
