@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -232,7 +233,10 @@ int run_cache(const cache_args& a) {
     if (!limit.bytes)
       KJ_THROW(error_kind::usage,
                "kjudge cache prune: no limit is set ({}): give --max-size or --unused-for",
-               limit.error.empty() ? "KJUDGE_CACHE_MAX_SIZE=off" : limit.error);
+               !limit.error.empty() ? limit.error
+               : std::getenv("KJUDGE_CACHE_MAX_SIZE") != nullptr
+                   ? fmt::format("KJUDGE_CACHE_MAX_SIZE={}", std::getenv("KJUDGE_CACHE_MAX_SIZE"))
+                   : std::string("KJUDGE_CACHE_MAX_SIZE is off"));
     policy.max_bytes = limit.bytes;
   }
   policy.everything = clear;
