@@ -309,6 +309,12 @@ TEST(timing_host, sides_alternate_order_every_round_and_inputs_rotate) {
   o.target_rse_pct = 0.0;  // never met: stop at max_samples
   const kj::measure::comparison c = kj::measure::time_pair(a, b, nullptr, no_device, o);
   EXPECT_EQ(c.stopped_by, "max-samples");
+  // A reference sample that waited for a CPU half of its time (a 20 us sample preempted on a
+  // loaded machine) is discarded and taken again: the order below then holds an extra turn.
+  if (c.reference.host_wall.discarded_cpu_wait > 0)
+    GTEST_SKIP() << c.reference.host_wall.discarded_cpu_wait
+                 << " reference samples waited for a CPU and were taken again (a loaded "
+                    "machine): the order of calls is not checked";
 
   // Every run() is preceded by a prepare() of the next sample, numbered per side (the target
   // picks set number % input_sets() and rewrites it for that number). A turn that follows the
