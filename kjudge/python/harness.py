@@ -1298,7 +1298,7 @@ def _settings_table():
 
 # The CPUs the worker may use, as the harness loaded (before any code of the candidate's): its
 # threads' affinity, unless a thread's is found otherwise (_pinned_threads).
-_PROCESS_CPUS = list(_kjudge.thread_cpus())
+_PROCESS_CPUS = tuple(_kjudge.thread_cpus())  # immutable: the seal checks bindings, not contents
 _threads_off, _set_threads = _kjudge.threads_off, _kjudge.set_threads
 _mkl_threads, _set_mkl_threads = _kjudge.mkl_threads, _kjudge.set_mkl_threads
 # glibc's malloc tunables (mallopt: the mmap and trim thresholds, top pad, fast bins, perturb)
@@ -1828,8 +1828,8 @@ class _Reach:
                 if key[1] != "__class__":
                     self._bind(key, self.ref_bindings[key[0]].get(key[1], _ABSENT))
             if missed:
-                raise CandidateError("the candidate changed torch's %s and kjudge could not set "
-                                     "it back for the reference" % ", ".join(missed))
+                raise CandidateError("the candidate changed %s and kjudge could not set it back "
+                                     "for the reference" % ", ".join(missed))
             # A hook or mode the candidate left behind would run inside the reference's calls
             # (its timed ones among them: say, one that slows them). The checks after the
             # candidate's checked calls and after timing would not see one that a timed call sets
@@ -1839,6 +1839,21 @@ class _Reach:
                 raise CandidateError("the candidate left %s active after its code ran: the "
                                      "reference would run under it" % "; ".join(left))
         self.active = side
+
+    def release(self, holder):
+        """Frees what the reference's last call returned (holder[0]), which code of the
+        candidate's may hang on (a finalizer). Within the reference's turn: its own changes so far
+        adopted first, then the free, then the whole check of a switch to the reference at its
+        next use() (settings compared, noted and put back; bindings; hooks and modes; the
+        allocator's tunables)."""
+        if holder[0] is None:
+            return
+        if self.armed and self.active == "reference":
+            self._adopt_reference_settings()
+            holder[0] = None
+            self.active = None
+        else:
+            holder[0] = None
 
     def _adopt_reference_settings(self):
         """Leaving the reference's turn: only its own calls ran since use("reference") put its
@@ -1880,7 +1895,10 @@ class _Reach:
             expected = self.cand_settings.get(label, self.ref_settings.get(label, _UNREADABLE))
             if not _same_value(value, expected):
                 self.cand_settings[label] = value
-                if label in _QUIET_SETTINGS:
+                # Quiet ones, and one the candidate's code put back as the reference has it (a
+                # note of "2 -> 2" said nothing).
+                if label in _QUIET_SETTINGS or _same_value(
+                        value, self.ref_settings.get(label, _UNREADABLE)):
                     continue
                 self._note("%s: %s -> %s" % (label, _show(self.ref_settings.get(label,
                                                                                 _UNREADABLE)),
@@ -2987,17 +3005,21 @@ def make_runner(which):
     # timed region: code of the candidate's that runs when the reference's outputs are freed (a
     # weakref.finalize on one, an object with a __del__ in its __dict__) ran inside the
     # reference's next timed call when it replaced them, and a finalizer that slept 3 ms there
-    # read correct at 4.1x for torch.softmax itself on the CPU. Freed first, before the side's
-    # state is put in force, so what such code changed is put back before the call.
+    # read correct at 4.1x for torch.softmax itself on the CPU. The reference's is freed as the
+    # candidate's code would run (_Reach.release: what the free changed is checked and put back
+    # before the reference's call); the candidate's under its own state, after the switch, so
+    # that nothing its finalizers change is taken for the reference's own doing.
     last = _run_outputs[which] = [None]
 
     def prepare(sample, k=None):
-        last[0] = None
+        if which == "reference":
+            _reach.release(last)
         # k: the set, as kjudge's timing engine chose it for the number (the reference runs a
         # number on another set than the candidate: python_target::set_of in bridge.cpp).
         current[0] = refresh(which, sample, k=k)
         _seed_generators(_sample_seed(sample))
         _reach.use(which)
+        last[0] = None
 
     def run():
         # Without the cycle collector's automatic passes, as timeit times: a pass runs in

@@ -53,10 +53,17 @@ std::vector<int> task_ids() {
   return out;
 }
 
+/** A non-negative integer as glibc reads its tunables: decimal, or hexadecimal with 0x. */
 std::optional<long> non_negative(std::string_view text) {
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.remove_prefix(2);
+    base = 16;
+  }
   long v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0)
+    return std::nullopt;
   return v;
 }
 
@@ -94,15 +101,21 @@ std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted,
 }
 
 bool openmp_binds_threads(const std::function<const char*(const char*)>& env) {
-  for (const char* name : {"OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY"}) {
+  auto lower = [&](const char* name) {
     const char* v = env(name);
-    if (v != nullptr && *v != '\0') return true;
-  }
-  const char* bind = env("OMP_PROC_BIND");
-  if (bind == nullptr || *bind == '\0') return false;
-  std::string lower(bind);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower != "false";
+    std::string out = v == nullptr ? "" : v;
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  // OMP_PROC_BIND=false binds nothing, whatever OMP_PLACES says; so do Intel's none and
+  // disabled.
+  const std::string bind = lower("OMP_PROC_BIND");
+  if (bind == "false") return false;
+  const std::string kmp = lower("KMP_AFFINITY");
+  if (!kmp.empty() && kmp.find("none") == std::string::npos &&
+      kmp.find("disabled") == std::string::npos)
+    return true;
+  return !bind.empty() || !lower("OMP_PLACES").empty() || !lower("GOMP_CPU_AFFINITY").empty();
 }
 
 allocator_tunables allocator_tunables_from(const std::function<const char*(const char*)>& env) {
@@ -161,16 +174,22 @@ std::optional<mkl_threads> mkl_threads::find() {
   void* scopes[2] = {RTLD_DEFAULT, ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD)};
   for (void* scope : scopes) {
     if (scope == nullptr) continue;
-    void* get = ::dlsym(scope, "mkl_get_max_threads");
-    void* set = ::dlsym(scope, "mkl_set_num_threads_local");
+    void* get = ::dlsym(scope, "MKL_Get_Max_Threads");
+    if (get == nullptr) get = ::dlsym(scope, "mkl_get_max_threads");
+    // MKL's C entry takes the count by value (mkl_service.h maps the lower-case name onto it);
+    // the lower-case symbol itself is the Fortran entry, which takes it by address (PyPI's torch
+    // exports both).
+    void* set = ::dlsym(scope, "MKL_Set_Num_Threads_Local");
+    bool by_pointer = false;
+    if (set == nullptr) {
+      set = ::dlsym(scope, "mkl_set_num_threads_local");
+      by_pointer = true;
+    }
     if (get == nullptr || set == nullptr) continue;
     mkl_threads m;
     m.m_get = reinterpret_cast<get_fn>(get);
     m.m_set = set;
-    // The Fortran form (mkl_set_num_threads_local_, an int by address) exported under the C
-    // name too, at the same address (PyPI's torch): passing a count by value there would pass
-    // an address as the count.
-    m.m_by_pointer = ::dlsym(scope, "mkl_set_num_threads_local_") == set;
+    m.m_by_pointer = by_pointer;
     return m;
   }
   return std::nullopt;

@@ -32,8 +32,9 @@ using cpu_list = std::vector<int>;
 std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted, const cpu_list& usual);
 
 /** Whether an environment names an OpenMP binding of threads to CPUs (OMP_PROC_BIND other than
- *  false, OMP_PLACES, GOMP_CPU_AFFINITY, KMP_AFFINITY): the runtime's own threads then have
- *  affinities of their own, which are not a candidate's doing. */
+ *  false, OMP_PLACES or GOMP_CPU_AFFINITY unless OMP_PROC_BIND is false, KMP_AFFINITY other than
+ *  none or disabled): the runtime's own threads then have affinities of their own, which are not
+ *  a candidate's doing. */
 [[nodiscard]] bool openmp_binds_threads(const std::function<const char*(const char*)>& env);
 
 /** glibc's malloc tunables that change how fast an allocation is (mallopt): the values kjudge's
@@ -51,7 +52,8 @@ struct allocator_tunables {
 /** The tunables with what the environment set (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_,
  *  MALLOC_TOP_PAD_, MALLOC_PERTURB_, and GLIBC_TUNABLES' glibc.malloc.mmap_threshold,
  *  trim_threshold, top_pad, mxfast, perturb) in place of the defaults: what the user asked for
- *  holds. Values that do not parse as a non-negative integer are ignored. */
+ *  holds. Values that do not parse as a non-negative integer (decimal, or hexadecimal with 0x)
+ *  are ignored. */
 [[nodiscard]] allocator_tunables allocator_tunables_from(
     const std::function<const char*(const char*)>& env);
 
