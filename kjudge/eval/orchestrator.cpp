@@ -338,6 +338,7 @@ eval_result evaluate(const job& j, const run_options& options) {
   // Moved, not copied, as are its lines: the channel may hold up to its cap of a candidate's
   // writes.
   const runner::process_result p = pooled ? std::move(*pooled) : runner::run_process(so);
+  const auto oom_kills_after = runner::oom_kills();  // before the reference-alone run below
   r.worker.started_by = pooled ? "pool" : (pool_started ? "exec+pool_started" : "exec");
 
   fold_state state;
@@ -419,7 +420,6 @@ eval_result evaluate(const job& j, const run_options& options) {
       // The kernel's out-of-memory killer sends SIGKILL and says so only in its log: a worker
       // that the machine's memory could not hold read as a plain crash (a problem's 6.4 GB
       // input, with the worker at 23 GB of the machine's 24).
-      const auto oom_kills_after = runner::oom_kills();
       if (p.how == runner::exit_kind::signaled && p.signal == SIGKILL && oom_kills_before &&
           oom_kills_after && *oom_kills_after > *oom_kills_before)
         r.message += fmt::format(
