@@ -265,6 +265,12 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
   static const kj::runner::allocator_tunables tunables =
       kj::runner::allocator_tunables_from([](const char* n) { return std::getenv(n); });
   m.def("apply_allocator_tunables", [] { return kj::runner::apply_allocator_tunables(tunables); });
+  m.def("thp_disabled", [] {
+    const auto v = kj::runner::thp_disabled();
+    if (!v) throw std::runtime_error("this kernel does not say whether huge pages are off");
+    return *v;
+  });
+  m.def("set_thp_disabled", [](int off) { return kj::runner::set_thp_disabled(off); });
   m.def("mkl_threads", [] {
     if (!process_mkl()) throw std::runtime_error("no MKL in this process");
     return process_mkl()->get();

@@ -1247,6 +1247,10 @@ def _settings_table():
     # the CPU, unflagged), and the CPU affinity of the worker's threads (every thread pinned to
     # one CPU: 4.3x). Both are read and set on the timing thread, which the forwards run on.
     rows.append(("MKL's thread count (mkl_get_max_threads)", _mkl_threads, _set_mkl_threads))
+    # Transparent huge pages, off for the whole process by prctl: each fresh allocation of the
+    # reference's then faults in 4 KiB pages where the system gives 2 MiB ones.
+    rows.append(("transparent huge pages off (prctl PR_GET_THP_DISABLE)", _thp_disabled,
+                 _set_thp_disabled))
     if _PROCESS_CPUS and not _kjudge.openmp_binds_threads():
         rows.append(("the CPU affinity of the worker's threads", _pinned_threads,
                      lambda v: _set_threads([(t, list(c)) for t, c in v], _PROCESS_CPUS)))
@@ -1303,6 +1307,7 @@ def _settings_table():
 _PROCESS_CPUS = tuple(_kjudge.thread_cpus())  # immutable: the seal checks bindings, not contents
 _threads_off, _set_threads = _kjudge.threads_off, _kjudge.set_threads
 _mkl_threads, _set_mkl_threads = _kjudge.mkl_threads, _kjudge.set_mkl_threads
+_thp_disabled, _set_thp_disabled = _kjudge.thp_disabled, _kjudge.set_thp_disabled
 # glibc's malloc tunables (mallopt: the mmap and trim thresholds, top pad, fast bins, perturb)
 # have no getter, so a change cannot be seen: kjudge's values (the environment's, else the
 # largest glibc's own dynamic thresholds reach) are set when the checks are armed and again at

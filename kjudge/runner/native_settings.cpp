@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -98,6 +99,16 @@ std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted,
     if (::sched_setaffinity(tid, sizeof set, &set) != 0 && errno != ESRCH) ++failed;
   }
   return failed;
+}
+
+std::optional<int> thp_disabled() {
+  const int v = ::prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+  if (v < 0) return std::nullopt;
+  return v;
+}
+
+bool set_thp_disabled(int off) {
+  return ::prctl(PR_SET_THP_DISABLE, off != 0 ? 1 : 0, 0, 0, 0) == 0;
 }
 
 bool openmp_binds_threads(const std::function<const char*(const char*)>& env) {

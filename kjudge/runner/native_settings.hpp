@@ -37,6 +37,13 @@ std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted, con
  *  a candidate's doing. */
 [[nodiscard]] bool openmp_binds_threads(const std::function<const char*(const char*)>& env);
 
+/** Whether transparent huge pages are off for this process (prctl PR_GET_THP_DISABLE: 0 or 1);
+ *  empty where the kernel cannot say (before Linux 3.15). A process that turns them off takes a
+ *  page fault for every 4 KiB of a fresh allocation where the system gives huge pages. */
+[[nodiscard]] std::optional<int> thp_disabled();
+/** Sets it (PR_SET_THP_DISABLE); false where the kernel refused. */
+bool set_thp_disabled(int off);
+
 /** glibc's malloc tunables that change how fast an allocation is (mallopt): the values kjudge's
  *  worker holds in every call of either side. Defaults: the largest values glibc's own dynamic
  *  thresholds reach on a 64-bit system (mmap 32 MiB, trim twice that), as a process that has

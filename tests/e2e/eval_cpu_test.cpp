@@ -703,6 +703,8 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
       // The same change made from finalizers, where kjudge frees the two sides' outputs.
       {"problems/level1/matmul.py", "examples/faulty/sets_mkl_threads_from_finalizers.py", mkl,
        1.5},
+      {"problems/level1/softmax.py", "examples/faulty/turns_off_huge_pages.py",
+       "transparent huge pages off", 2.5},
       {"problems/level1/softmax.py", "examples/faulty/pins_reference_threads.py",
        several_cpus ? "the CPU affinity of the worker's threads" : nullptr, 2.0},
   };

@@ -65,6 +65,16 @@ TEST(NativeSettings, APinnedThreadIsFoundAndPutBackAndPinnedAgainOnRequest) {
   EXPECT_EQ(thread_cpus(t.tid()), usual);
 }
 
+TEST(NativeSettings, TransparentHugePagesAreReadAndSet) {
+  const auto was = thp_disabled();
+  if (!was) GTEST_SKIP() << "this kernel does not say whether huge pages are off";
+  EXPECT_TRUE(set_thp_disabled(1));
+  EXPECT_EQ(thp_disabled(), 1);
+  EXPECT_TRUE(set_thp_disabled(0));
+  EXPECT_EQ(thp_disabled(), 0);
+  EXPECT_TRUE(set_thp_disabled(*was));
+}
+
 TEST(NativeSettings, AnOpenMpBindingInTheEnvironmentIsSeen) {
   auto env_of = [](std::map<std::string, std::string> vars) {
     return [vars = std::move(vars)](const char* name) -> const char* {
