@@ -1,11 +1,12 @@
 #pragma once
 /** @file Process-wide native state that a Python candidate can change through ctypes and that
  *  kjudge's reference runs under: the CPU affinity of the worker's threads, the C library
- *  allocator's tunables (mallopt) and MKL's thread-local thread count. None of it is torch's own
- *  setting, so the harness's table of torch's settings did not see it, and each slowed the
- *  reference's timed calls (an exact copy of the reference read 1.9-4.8x on the CPU). The harness
- *  keeps each to the candidate's calls through these (docs/methodology.md, "The candidate's
- *  reach"). Linux only; every function answers what it could do rather than throwing. */
+ *  allocator's tunables (mallopt), MKL's thread-local thread count and whether transparent huge
+ *  pages are off. None of it is torch's own setting, so the harness's table of torch's settings
+ *  did not see it, and the first three slowed the reference's timed calls (an exact copy of the
+ *  reference read 1.9-4.8x on the CPU). The harness keeps each to the candidate's calls through
+ *  these (docs/methodology.md, "Native state of the worker's process"). Linux only; every
+ *  function answers what it could do rather than throwing. */
 
 #include <cstddef>
 #include <functional>
