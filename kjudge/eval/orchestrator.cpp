@@ -338,7 +338,11 @@ eval_result evaluate(const job& j, const run_options& options) {
   // Moved, not copied, as are its lines: the channel may hold up to its cap of a candidate's
   // writes.
   const runner::process_result p = pooled ? std::move(*pooled) : runner::run_process(so);
-  const auto oom_kills_after = runner::oom_kills();  // before the reference-alone run below
+  // Read at once (the reference-alone run below may be killed too), for a SIGKILL only.
+  std::uint64_t oom_kills_meanwhile = 0;
+  if (p.how == runner::exit_kind::signaled && p.signal == SIGKILL && oom_kills_before)
+    if (const auto after = runner::oom_kills(); after && *after > *oom_kills_before)
+      oom_kills_meanwhile = *after - *oom_kills_before;
   r.worker.started_by = pooled ? "pool" : (pool_started ? "exec+pool_started" : "exec");
 
   fold_state state;
@@ -420,15 +424,13 @@ eval_result evaluate(const job& j, const run_options& options) {
       // The kernel's out-of-memory killer sends SIGKILL and says so only in its log: a worker
       // that the machine's memory could not hold read as a plain crash (a problem's 6.4 GB
       // input, with the worker at 23 GB of the machine's 24).
-      if (p.how == runner::exit_kind::signaled && p.signal == SIGKILL && oom_kills_before &&
-          oom_kills_after && *oom_kills_after > *oom_kills_before)
+      if (oom_kills_meanwhile > 0)
         r.message += fmt::format(
             "; the kernel's out-of-memory killer ended {} meanwhile (oom_kill in /proc/vmstat), "
             "and the worker's peak resident memory was {} (the machine has {}; a container's or "
             "cgroup's limit may be lower): it most likely ran out of memory",
-            *oom_kills_after - *oom_kills_before == 1
-                ? std::string("a process")
-                : fmt::format("{} processes", *oom_kills_after - *oom_kills_before),
+            oom_kills_meanwhile == 1 ? std::string("a process")
+                                     : fmt::format("{} processes", oom_kills_meanwhile),
             compile::size_text(static_cast<std::uintmax_t>(p.max_rss_kb) * 1024U),
             compile::size_text(machine_memory_bytes()));
       // A bus error while a Python candidate is imported is how loading an extension library

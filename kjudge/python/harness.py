@@ -1253,7 +1253,7 @@ def _settings_table():
                  _set_thp_disabled))
     if _PROCESS_CPUS and not _kjudge.openmp_binds_threads():
         rows.append(("the CPU affinity of the worker's threads", _pinned_threads,
-                     lambda v: _set_threads([(t, list(c)) for t, c in v], _PROCESS_CPUS)))
+                     lambda v: _set_threads(v, _PROCESS_CPUS)))
     rows.append(("torch.are_deterministic_algorithms_enabled()", _determinism, _set_determinism))
     # CPU numerics and speed: subnormals flushed to zero on this thread (and on threads it starts).
     rows.append(("torch.set_flush_denormal", _flush_denormal, torch.set_flush_denormal))
@@ -1849,17 +1849,15 @@ class _Reach:
 
     def release(self, holder):
         """Frees holder[0], an output of the reference's, which code of the candidate's may hang
-        on (a finalizer). Within the reference's turn: its own changes so far adopted first, then
-        the free, then the whole check of a switch to the reference at its next use() (settings
-        compared, noted and put back; bindings; hooks and modes; the allocator's tunables)."""
-        if holder[0] is None:
-            return
-        if self.armed and self.active == "reference":
+        on (a finalizer). Within the reference's turn, one that can run code when freed
+        (_runs_code_when_freed) goes with the reference's own changes so far adopted first and
+        the whole check of a switch to the reference at its next use() (settings compared, noted
+        and put back; bindings; hooks and modes; the allocator's tunables)."""
+        out, holder[0] = holder[0], None
+        if self.armed and self.active == "reference" and _runs_code_when_freed(out):
             self._adopt_reference_settings()
-            holder[0] = None
             self.active = None
-        else:
-            holder[0] = None
+        del out
 
     def _adopt_reference_settings(self):
         """Leaving the reference's turn: only its own calls ran since use("reference") put its
@@ -2990,11 +2988,13 @@ def _runs_code_when_freed(out):
     weakref.finalize, a callback) on one of its tensors or their storages, or anything in a
     tensor's __dict__ (an object with a __del__). Anything but a tensor, a number, None or a
     tuple or list of them counts as may."""
+    if out is None:
+        return False
     items = out if _type(out) in (_tuple, list) else (out,)
     for x in items:
         if x is None or _type(x) in _PLAIN_VALUES:
             continue
-        if _type(x) is not _Tensor and _type(x) is not torch.nn.Parameter:
+        if _type(x) not in (_Tensor, torch.nn.Parameter):
             return True
         try:
             if (_getweakrefcount(x) or x.__dict__
@@ -3031,16 +3031,11 @@ def make_runner(which):
     # timed region: code of the candidate's that runs when the reference's outputs are freed (a
     # weakref.finalize on one, an object with a __del__ in its __dict__) ran inside the
     # reference's next timed call when it replaced them, and a finalizer that slept 3 ms there
-    # read correct at 4.1x for torch.softmax itself on the CPU. Each side's is freed in its own
-    # prepare(), at the same point, so that the allocator is in the same state for both sides'
-    # calls (its next output is made right after the last one went: with the reference's kept
-    # for the candidate's turn instead, a 128 MB add read 1.77x against itself on the CPU). The candidate's after the switch to its
-    # turn, under its own state: freed before, what its finalizer changed was taken for the
-    # reference's own doing. The reference's within its turn: one that can run code when freed
-    # (_runs_code_when_freed) is freed as the candidate's code would run, with a switch's whole
-    # check before the reference's next call (_Reach.release); others plainly (that check before
-    # every call of the reference, 180 us, left its caches colder than the candidate's: a 4 us
-    # ReLU against itself read 1.25x).
+    # read correct at 4.1x for torch.softmax itself on the CPU. The candidate's is freed after
+    # the switch to its turn, under its own state (freed before, what its finalizer changed was
+    # taken for the reference's own doing); the reference's as _Reach.release says (a switch's
+    # whole check before every call of the reference, 180 us, left its caches colder than the
+    # candidate's: a 4 us ReLU against itself read 1.25x).
     last = _run_outputs[which] = [None]
 
     def prepare(sample, k=None):
@@ -3048,14 +3043,12 @@ def make_runner(which):
         # number on another set than the candidate: python_target::set_of in bridge.cpp).
         current[0] = refresh(which, sample, k=k)
         _seed_generators(_sample_seed(sample))
-        # Both sides' frees right before the call's setup ends (use() does nothing within a
-        # turn): freed before the inputs' rewrite on one side and after it on the other, the
-        # candidate's 128 MB add read 1.53x against the reference's.
-        if which == "reference" and last[0] is not None:
-            if _runs_code_when_freed(last[0]):
-                _reach.release(last)
-            else:
-                last[0] = None
+        # Both sides' frees at the same point, right before the call's setup ends (use() does
+        # nothing within a turn), so that the allocator is in the same state for both sides'
+        # calls: freed before the inputs' rewrite on one side and after it on the other, the
+        # candidate's 128 MB add read 1.53x against the same add of the reference's.
+        if which == "reference":
+            _reach.release(last)
         _reach.use(which)
         last[0] = None
 
