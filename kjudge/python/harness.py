@@ -2983,24 +2983,47 @@ def _audit_copy(out):
         return None, None, _str(exc)
 
 
-def _runs_code_when_freed(out):
-    """Whether freeing what a forward returned may run Python code: a weak reference (a
-    weakref.finalize, a callback) on one of its tensors or their storages, or anything in a
-    tensor's __dict__ (an object with a __del__). Anything but a tensor, a number, None or a
-    tuple or list of them counts as may."""
-    if out is None:
-        return False
-    items = out if _type(out) in (_tuple, list) else (out,)
-    for x in items:
-        if x is None or _type(x) in _PLAIN_VALUES:
-            continue
-        if _type(x) not in (_Tensor, torch.nn.Parameter):
+_get_referents, _dict = gc.get_referents, dict
+# Read through type's own descriptors: a metaclass cannot answer for them.
+_mro_of, _dict_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+
+
+def _finalizes(kind):
+    """Whether freeing an instance of kind runs code of its class: a __del__ anywhere in its MRO
+    (a Python class's, or a C type's tp_finalize, which shows there as one)."""
+    for c in _mro_of(kind):
+        if "__del__" in _dict_of(c):
             return True
+    return False
+
+
+def _runs_code_when_freed(out, depth=0):
+    """Whether freeing what a forward returned may run Python code: a weak reference (a
+    weakref.finalize, a callback) on it, on one of its tensors or their storages, anything in a
+    tensor's __dict__ (an object with a __del__), or a class with a finaliser. A tuple or list,
+    a number, or a subclass of them (a namedtuple, torch.return_types, numpy's float64) is read
+    through what it holds (gc's referents: its items, an instance dict, slots), two levels deep;
+    anything else counts as may."""
+    kind = _type(out)
+    if out is None or kind is _bool or kind is _int or kind is _float or kind is _str:
+        return False
+    if kind is _Tensor or kind is _Parameter:
         try:
-            if (_getweakrefcount(x) or x.__dict__
-                    or _getweakrefcount(x.untyped_storage())):
-                return True
+            return bool(_getweakrefcount(out) or out.__dict__
+                        or _getweakrefcount(out.untyped_storage()))
         except Exception:
+            return True
+    if depth > 2 or _getweakrefcount(out) or _finalizes(kind) or not (
+            _issubclass(kind, _tuple) or _issubclass(kind, _list) or _issubclass(kind, _float)
+            or _issubclass(kind, _int)):
+        return True
+    for held in _get_referents(out):
+        if held is kind:
+            continue
+        if _type(held) is _dict:
+            if _len(held):
+                return True
+        elif _runs_code_when_freed(held, depth + 1):
             return True
     return False
 
