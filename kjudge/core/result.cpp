@@ -70,7 +70,8 @@ KJ_JSON_FIELDS(output_check, index, passed, expected_shape, actual_shape, expect
                mismatches, constant_output, reference_constant, reference_varies, actual_hash,
                expected_hash, message)
 KJ_JSON_FIELDS(trial_result, kind, index, seed, shape_scale, jitter, input_shapes, input_dtypes,
-               passed, outputs, inputs_modified, error, skipped, reference_ms, candidate_ms)
+               passed, outputs, inputs_modified, reference_inputs_modified, error, skipped,
+               reference_ms, candidate_ms)
 KJ_JSON_FIELDS(precision_summary, max_abs_err, mean_abs_err, max_rel_err, mean_rel_err)
 KJ_JSON_FIELDS(correctness_summary, trials, trials_passed, held_out_ran, held_out_passed,
                stress_trials, stress_passed, stress_skipped, weight_copy, tolerance_source,

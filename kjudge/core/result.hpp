@@ -122,8 +122,9 @@ struct trial_result {
   std::vector<std::string> input_dtypes;
   bool passed = false;
   std::vector<output_check> outputs;
-  std::vector<int> inputs_modified;  ///< indices of inputs the candidate changed in place
-  std::string error;                 ///< candidate exception, with traceback tail
+  std::vector<int> inputs_modified;            ///< indices of inputs the candidate changed in place
+  std::vector<int> reference_inputs_modified;  ///< those the reference changed in place
+  std::string error;                           ///< candidate exception, with traceback tail
   /** A stress trial not run to its end because the problem cannot run at its sizes (`error`
    *  says why; flag stress_not_applicable). */
   bool skipped = false;

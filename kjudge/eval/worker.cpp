@@ -676,6 +676,7 @@ class pipeline {
       throw;
     }
     t.inputs_modified = out.inputs_modified;
+    t.reference_inputs_modified = out.reference_inputs_modified;
     t.reference_ms = out.reference_ms;
     t.candidate_ms = m_job.kind == candidate_kind::native ? native_ms : out.candidate_ms;
     t.passed = compare_outputs(out, t.outputs, t.error);
@@ -787,12 +788,23 @@ class pipeline {
 
   void note_output_flags(const trial_result& t) {
     if (m_seen_outputs.size() < t.outputs.size()) m_seen_outputs.resize(t.outputs.size());
-    if (!t.inputs_modified.empty()) {
-      std::string which;
-      for (int i : t.inputs_modified) which += (which.empty() ? "" : ", ") + std::to_string(i);
-      m_events.flag("input_modified", "warning",
-                    "the candidate changed input(s) " + which + " in place");
+    // Where the reference changes the same inputs in place (an inplace ReLU), the candidate
+    // does what the reference does: info.
+    std::string own, shared;
+    for (int i : t.inputs_modified) {
+      const bool by_reference =
+          std::find(t.reference_inputs_modified.begin(), t.reference_inputs_modified.end(), i) !=
+          t.reference_inputs_modified.end();
+      std::string& which = by_reference ? shared : own;
+      which += (which.empty() ? "" : ", ") + std::to_string(i);
     }
+    if (!own.empty())
+      m_events.flag("input_modified", "warning",
+                    "the candidate changed input(s) " + own + " in place");
+    if (!shared.empty())
+      m_events.flag(
+          "input_modified", "info",
+          "the candidate changed input(s) " + shared + " in place, as the reference does");
     // On a failed output both flags say why (errors). An output that passed is within tolerance
     // of the reference's however it was made: it raises them (warnings) only where the
     // reference varies beyond rounding (reference_varies), so that it passed by the absolute

@@ -775,6 +775,8 @@ trial_outputs to_trial_outputs(const py::dict& d) {
   out.reference = to_views(d["reference"]);
   out.candidate = to_views(d["candidate"], error_kind::candidate, /*compared=*/true);
   out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
+  if (d.contains("reference_inputs_modified"))
+    out.reference_inputs_modified = d["reference_inputs_modified"].cast<std::vector<int>>();
   out.reference_ms = d["reference_ms"].cast<double>();
   out.candidate_ms = d["candidate_ms"].cast<double>();
   return out;

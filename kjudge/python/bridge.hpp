@@ -77,6 +77,7 @@ struct trial_outputs {
   std::vector<tensor_view> reference;  ///< contiguous host copies
   std::vector<tensor_view> candidate;
   std::vector<int> inputs_modified;
+  std::vector<int> reference_inputs_modified;  ///< the reference's own (trial_finish only)
   double reference_ms = 0, candidate_ms = 0;
 };
 

@@ -2471,6 +2471,7 @@ def _identical(a, b):
 
 
 def _run_reference(ref_in):
+    _trial["ref_in"] = ref_in  # what it changes in place: trial_finish
     try:
         start = time.perf_counter()
         with torch.no_grad():
@@ -2631,6 +2632,10 @@ def trial_finish():
                 and not _same(a, b.contiguous())):
             modified.append(i)
     modified.sort()
+    # The reference's own in-place changes (an inplace ReLU): a candidate that makes the same
+    # ones does what the reference does.
+    ref_modified = [i for i, (a, b) in enumerate(zip(_trial.get("ref_in", ()), _trial["pristine"]))
+                    if not _same(a, b)]
     if "cand_host" in _trial:
         _check_output_devices()
     ref_host = _trial.get("ref_host") or _hosts(_trial["ref_out"], ProblemError,
@@ -2642,6 +2647,7 @@ def trial_finish():
         "reference": _described_outputs(ref_host, _trial.get("ref_numbers", ())),
         "candidate": _described_outputs(cand_host, _trial.get("cand_numbers", ())),
         "inputs_modified": modified,
+        "reference_inputs_modified": ref_modified,
         "reference_ms": _trial["ref_ms"],
         "candidate_ms": _trial["cand_ms"],
     }

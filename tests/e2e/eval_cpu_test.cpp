@@ -288,6 +288,12 @@ TEST(EvalCpu, InputMutationIsReported) {
                           with({"--no-timing"}));
   EXPECT_TRUE(has_flag(r.result, "input_modified")) << r.output;
   EXPECT_FALSE(r.result["trials"][0]["inputs_modified"].empty());
+  EXPECT_TRUE(r.result["trials"][0]["reference_inputs_modified"].empty());
+  for (const auto& f : r.result["flags"]) {
+    if (f["code"] == "input_modified") {
+      EXPECT_EQ(f["severity"], "warning") << f.dump();
+    }
+  }
 }
 
 TEST(EvalCpu, SegfaultBecomesACrashResult) {
@@ -817,6 +823,42 @@ TEST(EvalCpu, TheSameFunctionOnBothSidesReadsAboutOne) {
     if (speedup < 0) GTEST_SKIP() << forward << ": no host-wall speedup stood (a loaded machine)";
     EXPECT_GT(speedup, 0.87) << forward << ": " << r.result["timing"]["speedups"].dump();
     EXPECT_LT(speedup, 1.15) << forward << ": " << r.result["timing"]["speedups"].dump();
+  }
+}
+
+TEST(EvalCpu, AnInPlaceChangeTheReferenceMakesTooIsInfo) {
+  // An exact copy of a reference whose inplace ReLU writes its input was warned that it changed
+  // its input in place.
+  const scratch_dir dir;
+  const auto problem = dir.path / "relu_inplace.py";
+  std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                            "    def forward(self, x, y):\n"
+                            "        return torch.relu_(x) + y\n"
+                            "def get_inputs():\n    return [torch.randn(8, 8), torch.randn(8, 8)]\n"
+                            "def get_init_inputs():\n    return []\n";
+  struct example {
+    std::string forward;
+    nlohmann::json modified;
+    std::vector<std::string> severities;
+  };
+  // The second also writes y, which the reference leaves alone: that one is warned.
+  for (const auto& [forward, modified, severities] :
+       {example{"torch.relu_(x) + y", {0}, {"info"}},
+        example{"torch.relu_(x) + (y.add_(1.0) - 1.0)", {0, 1}, {"warning", "info"}}}) {
+    const auto candidate = dir.path / "relu_inplace_new.py";
+    std::ofstream(candidate) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                                "    def forward(self, x, y):\n        return "
+                             << forward << "\n";
+    const auto r = run_eval(problem.string(), candidate.string(),
+                            {"--device", "cpu", "--trials", "1", "--no-timing"});
+    ASSERT_EQ(r.result["status"], "correct") << forward << "\n" << r.output;
+    const auto& trial = r.result["trials"][0];
+    EXPECT_EQ(trial["reference_inputs_modified"], nlohmann::json::array({0})) << trial.dump();
+    EXPECT_EQ(trial["inputs_modified"], modified) << trial.dump();
+    std::vector<std::string> seen;
+    for (const auto& f : r.result["flags"])
+      if (f["code"] == "input_modified") seen.push_back(f["severity"]);
+    EXPECT_EQ(seen, severities) << forward << "\n" << r.output;
   }
 }
 
