@@ -1445,6 +1445,48 @@ def _same_value(a, b):
         return False
 
 
+def _precision_parent(label):
+    """The fp32_precision row whose value a row of "none" takes (torch's backends.cuda.matmul
+    and backends.cudnn inherit backends', backends.cudnn.conv inherits backends.cudnn's), or
+    None for the outermost one and for rows of other settings."""
+    tail = ".fp32_precision"
+    if not label.endswith(tail) or label == "torch.backends" + tail:
+        return None
+    owner = label[:-len(tail)]
+    return ("torch.backends" if owner == "torch.backends.cuda.matmul"
+            else owner.rsplit(".", 1)[0]) + tail
+
+
+def _legacy_precision(label, settings):
+    """What an fp32_precision of "none" all the way up means for `label`'s backend: its legacy
+    allow_tf32 flag's choice (cuBLAS's off by default, cuDNN's on), IEEE for oneDNN; "none"
+    where that is not known."""
+    flag = _UNREADABLE
+    if ".cuda.matmul." in label:
+        flag = settings.get("torch.backends.cuda.matmul.allow_tf32", _UNREADABLE)
+    elif ".cudnn." in label:
+        flag = settings.get("torch.backends.cudnn.allow_tf32", _UNREADABLE)
+    elif ".mkldnn." in label:
+        return "ieee"
+    return "tf32" if flag is True else "ieee" if flag is False else "none"
+
+
+def _same_in_effect(label, a, b):
+    """Whether two readings of all settings (label -> value) give `label` the same value in
+    effect: an fp32_precision of "none" is its parent's, and at the top its backend's legacy
+    flag's (allow_tf32 = False, which was already so, moves torch.backends.cuda.matmul's
+    fp32_precision from "none" to "ieee": the same numerics)."""
+    def effective(settings):
+        row, value = label, settings.get(label, _UNREADABLE)
+        while _type(value) is _str and value == "none":
+            row = _precision_parent(row)
+            if row is None:
+                return _legacy_precision(label, settings)
+            value = settings.get(row, _UNREADABLE)
+        return value
+    return _same_value(effective(a), effective(b))
+
+
 def _show(v):
     try:
         return _describe_value(v)
@@ -1812,7 +1854,8 @@ class _Reach:
                 if key[1] == "__class__":
                     self._bind(key, self.ref_bindings[key[0]]["__class__"])
             differ = False
-            for label, value in self._settings().items():
+            now = self._settings()
+            for label, value in now.items():
                 if value is _UNREADABLE:
                     # Not a change to report (an older flag that aliases a newer switch reads so
                     # once the switch is set: the switch shows the change, as in leave()), but
@@ -1824,8 +1867,8 @@ class _Reach:
                 if _same_value(value, was):
                     continue
                 differ = True
-                if label in _QUIET_SETTINGS:  # kept to the candidate's calls, unreported
-                    self.cand_settings[label] = value
+                if label in _QUIET_SETTINGS or _same_in_effect(label, now, self.ref_settings):
+                    self.cand_settings[label] = value  # kept to the candidate's calls, unreported
                     continue
                 if not (label in self.cand_settings
                         and _same_value(value, self.cand_settings[label])):
@@ -1900,9 +1943,8 @@ class _Reach:
             if not _same_value(value, expected):
                 self.cand_settings[label] = value
                 # Quiet ones, and one the candidate's code put back as the reference has it (a
-                # note of "2 -> 2" said nothing).
-                if label in _QUIET_SETTINGS or _same_value(
-                        value, self.ref_settings.get(label, _UNREADABLE)):
+                # note of "2 -> 2" said nothing), or to what the reference's has in effect.
+                if label in _QUIET_SETTINGS or _same_in_effect(label, now, self.ref_settings):
                     continue
                 self._note("%s: %s -> %s" % (label, _show(self.ref_settings.get(label,
                                                                                 _UNREADABLE)),

@@ -28,6 +28,19 @@
 namespace kj::test {
 namespace {
 
+/** A scratch folder for one test, removed at its end. */
+struct scratch_dir {
+  std::filesystem::path path;
+  scratch_dir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = std::filesystem::temp_directory_path() /
+           (std::string("kjudge_e2e_") + info->name() + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~scratch_dir() { std::filesystem::remove_all(path); }
+};
+
 const std::vector<std::string> cpu_fast = {"--device", "cpu", "--budget", "0.2", "--trials", "3"};
 
 std::vector<std::string> with(std::vector<std::string> extra) {
@@ -412,6 +425,34 @@ TEST(EvalCpu, ACandidatesChangesToTorchStayWithIt) {
   EXPECT_GT(d.result["timing"]["candidate"]["host_wall"]["n"].get<int>(), 0) << d.output;
 }
 
+TEST(EvalCpu, ASettingSetToWhatItAlreadyMeansIsNoChange) {
+  // `allow_tf32 = False` (already so) moves torch.backends.cuda.matmul.fp32_precision from
+  // "none" to "ieee", and set_float32_matmul_precision("highest") (the default) does the same
+  // for cuBLAS and oneDNN: the same numerics, which were warned as changes of the candidate's.
+  // cuDNN's TF32 turned off (on by default) still is one.
+  const scratch_dir dir;
+  struct example {
+    std::string line;
+    bool flagged;
+  };
+  for (const auto& [line, flagged] :
+       {example{"torch.backends.cuda.matmul.allow_tf32 = False", false},
+        example{"torch.set_float32_matmul_precision('highest')", false},
+        example{"torch.backends.cudnn.allow_tf32 = False", true}}) {
+    const auto candidate = dir.path / "softmax_new.py";
+    std::ofstream(candidate) << "import torch\nimport torch.nn as nn\n"
+                             << line
+                             << "\nclass ModelNew(nn.Module):\n"
+                                "    def forward(self, x):\n        return torch.softmax(x, -1)\n";
+    const auto r = run_eval("problems/level1/softmax.py", candidate.string(),
+                            {"--device", "cpu", "--trials", "1", "--no-timing"});
+    ASSERT_EQ(r.result["status"], "correct") << line << "\n" << r.output;
+    EXPECT_EQ(has_flag(r.result, "candidate_changed_torch_state"), flagged)
+        << line << "\n"
+        << r.result["flags"].dump(1);
+  }
+}
+
 TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   // Each of these was judged correct before kjudge checked for it.
   struct faulty_case {
@@ -782,19 +823,6 @@ std::string text_of(const std::filesystem::path& file) {
   text << in.rdbuf();
   return text.str();
 }
-
-/** A scratch folder for one test, removed at its end. */
-struct scratch_dir {
-  std::filesystem::path path;
-  scratch_dir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = std::filesystem::temp_directory_path() /
-           (std::string("kjudge_e2e_") + info->name() + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~scratch_dir() { std::filesystem::remove_all(path); }
-};
 
 TEST(EvalCpu, TheSameFunctionOnBothSidesReadsAboutOne) {
   // kjudge's own work between one side's samples leaves that side's caches colder: with a
