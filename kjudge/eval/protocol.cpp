@@ -114,6 +114,8 @@ void apply_event_line(eval_result& r, std::string_view line, fold_state& state) 
     if (auto it = e.find("build"); it != e.end()) r.build = it->get<build_info>();
     if (auto it = e.find("weight_copy"); it != e.end())
       r.correctness.weight_copy = it->get<std::string>();
+    // The candidate's own weights kept (worker: own_weights_pass), sent after weight_copy.
+    if (e.contains("weight_copy_undone")) r.correctness.weight_copy = "seed_kept";
     if (auto it = e.find("tolerance_source"); it != e.end())
       r.correctness.tolerance_source = it->get<std::string>();
     if (auto it = e.find("trial"); it != e.end()) {

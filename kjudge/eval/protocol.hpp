@@ -67,8 +67,8 @@ struct fold_state {
 
 /** The events a worker sends once at most in an evaluation (a second final event is counted in
  *  lines_after_final). */
-inline constexpr std::array<std::string_view, 5> k_once_events = {
-    "weight_copy", "tolerance_source", "timing_inputs", "timing", "launches"};
+inline constexpr std::array<std::string_view, 6> k_once_events = {
+    "weight_copy", "weight_copy_undone", "tolerance_source", "timing_inputs", "timing", "launches"};
 
 /** Deepest nesting an event line may have (the worker's events nest a few levels). */
 inline constexpr int k_max_event_depth = 64;

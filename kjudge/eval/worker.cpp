@@ -262,6 +262,7 @@ class pipeline {
     m_session->build_reference(m_job.base_seed);
     m_events.phase("build_models candidate");
     const auto copy = m_session->build_candidate(m_job.base_seed);
+    m_weight_copy = copy.method;
     m_events.send({{"weight_copy", copy.method}});
     if (copy.method == "seed_only" || copy.method == "partial") {
       const std::string names = listed(copy.unpaired, 8, ", ");
@@ -680,6 +681,10 @@ class pipeline {
     t.reference_ms = out.reference_ms;
     t.candidate_ms = m_job.kind == candidate_kind::native ? native_ms : out.candidate_ms;
     t.passed = compare_outputs(out, t.outputs, t.error);
+    if (!t.passed && kind == "nominal" && index == 0 && !m_own_weights_tried) {
+      m_own_weights_tried = true;
+      if (own_weights_pass(seed, scale)) return run_trial(kind, index, seed, scale);
+    }
     if (kind != "stress")
       for (const auto& o : t.outputs)
         if (o.shape_ok()) m_values_compared += o.abs_err_count;
@@ -741,6 +746,45 @@ class pipeline {
     });
     if (!what.empty())
       flag_reference_nondeterministic("again", trial_name(kind, index), what, "failure");
+  }
+
+  /** After the first nominal trial of a Python candidate failed with the reference's weights
+   *  copied in: that trial again with the candidate's own weights as the seed built them, where
+   *  the copy changed any. Where it passes, they are kept for the rest of the evaluation (the
+   *  caller runs the trial once more, reported); otherwise the copied ones are put back. A
+   *  candidate that folds a constant into its parameters (relu(x W^T + b) * s as
+   *  relu(x (sW)^T + sb), s > 0) computes the reference's function with the weights both models
+   *  build under one seed, KernelBench's rule, and failed every trial with the reference's. */
+  bool own_weights_pass(std::uint64_t seed, std::int64_t scale) {
+    if (m_job.kind != candidate_kind::python || !m_session->use_weights(true)) return false;
+    bool passed = false;
+    try {
+      m_events.phase("trial nominal 0 candidate");
+      static_cast<void>(m_session->trial_begin(seed, scale));
+      static_cast<void>(run_candidate_on_trial());
+      m_events.phase("trial nominal 0 reference");
+      m_session->trial_run_reference(seed, scale);
+      m_events.phase("trial nominal 0 compare");
+      const auto out = m_session->trial_finish();
+      std::vector<output_check> checks;
+      std::string error;
+      passed = compare_outputs(out, checks, error);
+    } catch (const kj::error& e) {
+      if (e.kind() != error_kind::candidate) throw;
+    }
+    if (!passed) {
+      static_cast<void>(m_session->use_weights(false));
+      return false;
+    }
+    m_events.send({{"weight_copy_undone", m_weight_copy}});
+    m_events.flag("weights_copy_undone", "info",
+                  fmt::format("with the reference's weights copied in ({}) the first nominal "
+                              "trial failed, and with the candidate's own, as the seed built both "
+                              "models (KernelBench's rule), it passed: its parameters are not the "
+                              "reference's (a constant folded into them, say), and its own were "
+                              "kept for the whole evaluation",
+                              m_weight_copy));
+    return true;
   }
 
   /** After the candidate's outputs of a check sample (the post-timing check's, the nominal-size
@@ -1623,9 +1667,11 @@ class pipeline {
   /** Output elements finite on both sides (or integer) that the nominal and held-out trials
    *  compared: 0 where every output was empty, or NaN or Inf where the reference's was. */
   std::uint64_t m_values_compared = 0;
-  bool m_stress_scaled = false;    ///< a stress trial drew a size that its scale changed
-  bool m_reference_rerun = false;  ///< check_reference_repeats ran (once an evaluation)
-  double m_stress_bytes = 0;       ///< one copy of the stress inputs, estimated (stress_too_large)
+  bool m_stress_scaled = false;      ///< a stress trial drew a size that its scale changed
+  bool m_reference_rerun = false;    ///< check_reference_repeats ran (once an evaluation)
+  std::string m_weight_copy;         ///< how the reference's weights went into the candidate
+  bool m_own_weights_tried = false;  ///< own_weights_pass ran (once an evaluation)
+  double m_stress_bytes = 0;  ///< one copy of the stress inputs, estimated (stress_too_large)
   bool m_candidate_ran = false;
   std::string m_timing_failed;            ///< why the post-timing output check failed, if it did
   std::filesystem::path m_gpu_lock_path;  ///< empty until take_gpu_turn

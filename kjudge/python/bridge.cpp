@@ -704,6 +704,12 @@ session::weight_copy session::build_candidate(std::uint64_t seed) {
   });
 }
 
+bool session::use_weights(bool seed) {
+  return m_impl->call("use_weights", [&] {
+    return m_impl->harness.attr("use_weights")(seed ? "seed" : "copied").cast<bool>();
+  });
+}
+
 std::vector<tensor_view> session::parameters() {
   return m_impl->call("parameters", [&] { return to_views(m_impl->harness.attr("parameters")()); });
 }

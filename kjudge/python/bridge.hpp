@@ -193,6 +193,10 @@ class session {
   };
   /** Builds ModelNew under the same seed and copies the reference's state_dict into it. */
   weight_copy build_candidate(std::uint64_t seed);
+  /** Puts the Python candidate's tensors that the copy changed back as the seed built them
+   *  (`seed`: true) or as copied (false). False where the copy changed none. Throws
+   *  kj::error(candidate). */
+  bool use_weights(bool seed);
 
   /** Reference parameters and buffers in state_dict order (device memory, contiguous). Valid until
    *  build_models is called again. */

@@ -684,7 +684,7 @@ def build_candidate(seed):
     method ("native" when the candidate is a native library: it gets copies of the reference's
     parameters and buffers, _params) and the names of the reference's parameters it left
     unpaired (_copy_weights)."""
-    global _cand
+    global _cand, _weight_versions
     if _candidate is None:
         _cand = None
         return "native", []
@@ -696,11 +696,50 @@ def build_candidate(seed):
 
     _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
                                  "ModelNew(*get_init_inputs()) failed")
-    method, unpaired = _blamed_on_candidate(
-        lambda: _as_candidate(lambda: _copy_weights(_ref, _cand)),
+    method, unpaired, _weight_versions = _blamed_on_candidate(
+        lambda: _as_candidate(lambda: _copy_keeping_seed_weights(_ref, _cand)),
         "copying the reference's weights into ModelNew failed")
     _reach.seal()
     return method, unpaired
+
+
+# The candidate's tensors that the weight copy changed: [(tensor, host copy as the seed built
+# it, host copy as copied)]. Where its first trial fails with the reference's weights copied in,
+# kjudge tries its own (use_weights): an honest candidate that folds a constant into its
+# parameters (relu(x W^T + b) * s as relu(x (sW)^T + sb)) computes the reference's function with
+# the weights both models build under one seed (KernelBench's rule), not with the reference's.
+_weight_versions = []
+
+
+def _copy_keeping_seed_weights(ref, cand):
+    """_copy_weights, and _weight_versions' entries for what it changed."""
+    own = {}
+    with torch.no_grad():
+        for t in list(_state_tensors(cand).values()) + list(
+                _non_persistent_buffers(cand).values()):
+            if isinstance(t, torch.Tensor) and not _uninitialized(t):
+                own.setdefault(_tensor_key(t), (t, t.detach().to("cpu", copy=True)))
+    method, unpaired = _copy_weights(ref, cand)
+    versions = []
+    with torch.no_grad():
+        for t, seeded in own.values():
+            copied = t.detach().to("cpu", copy=True)
+            if not _equal(copied, seeded):
+                versions.append((t, seeded, copied))
+    return method, unpaired, versions
+
+
+def use_weights(which):
+    """Puts the candidate's tensors that the weight copy changed back as the seed built them
+    ("seed") or as copied ("copied"). Returns whether the copy changed any."""
+    def put():
+        with torch.no_grad():
+            for t, seeded, copied in _weight_versions:
+                t.copy_(seeded if which == "seed" else copied)
+    if _weight_versions:
+        _blamed_on_candidate(lambda: _as_candidate(put),
+                             "putting back the candidate's weights failed")
+    return bool(_weight_versions)
 
 
 _param_names = []

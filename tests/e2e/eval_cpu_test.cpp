@@ -890,6 +890,52 @@ TEST(EvalCpu, AnInPlaceChangeTheReferenceMakesTooIsInfo) {
   }
 }
 
+TEST(EvalCpu, ACandidateThatFoldsAConstantIntoItsWeightsKeepsThemWhereTheCopyFails) {
+  // relu(x W^T + b) * 1.5 as relu(x (1.5 W)^T + 1.5 b): correct with the weights both models
+  // build under one seed (KernelBench's rule), and every trial failed once the reference's were
+  // copied in by order (the outputs off by 1/1.5 exactly). A wrong factor still fails, with the
+  // copied weights.
+  const scratch_dir dir;
+  const auto problem = dir.path / "gemm_relu_scale.py";
+  std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                            "    def __init__(self, n_in, n_out, scale):\n"
+                            "        super().__init__()\n"
+                            "        self.linear = nn.Linear(n_in, n_out)\n"
+                            "        self.scale = scale\n"
+                            "    def forward(self, x):\n"
+                            "        return torch.relu(self.linear(x)) * self.scale\n"
+                            "def get_inputs():\n    return [torch.randn(16, 32)]\n"
+                            "def get_init_inputs():\n    return [32, 24, 1.5]\n";
+  struct example {
+    std::string factor, status, weight_copy;
+  };
+  for (const auto& [factor, status, weight_copy] :
+       {example{"scale", "correct", "seed_kept"}, example{"2.0", "incorrect", "by_order"}}) {
+    const auto candidate = dir.path / "folded.py";
+    std::ofstream(candidate) << "import torch\nimport torch.nn as nn\n"
+                                "import torch.nn.functional as F\nclass ModelNew(nn.Module):\n"
+                                "    def __init__(self, n_in, n_out, scale):\n"
+                                "        super().__init__()\n"
+                                "        lin = nn.Linear(n_in, n_out)\n"
+                                "        with torch.no_grad():\n"
+                                "            self.weight = nn.Parameter(lin.weight * "
+                             << factor << ")\n            self.bias = nn.Parameter(lin.bias * "
+                             << factor
+                             << ")\n    def forward(self, x):\n"
+                                "        return F.relu(F.linear(x, self.weight, self.bias))\n";
+    const auto r = run_eval(problem.string(), candidate.string(),
+                            {"--device", "cpu", "--trials", "2", "--no-timing"});
+    EXPECT_EQ(r.result["status"], status) << factor << "\n" << r.output;
+    EXPECT_EQ(r.result["correctness"]["weight_copy"], weight_copy) << r.output;
+    EXPECT_EQ(has_flag(r.result, "weights_copy_undone"), status == "correct") << r.output;
+    if (status == "correct") {
+      EXPECT_NE(flag_message(r.result, "weights_copy_undone").find("(by_order)"), std::string::npos)
+          << r.output;
+      EXPECT_EQ(r.result["trials"].size(), 3U) << r.result["trials"].dump();  // 2 and held-out
+    }
+  }
+}
+
 TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {
   // A candidate that rewrote the problem file at import (its reference slowed by a sleep) had
   // processes 2 and 3 time another reference, and the pooled result read correct.
