@@ -1742,7 +1742,9 @@ class _Reach:
         self.cand_settings = {}    # label -> value: what the candidate changed
         self.overlay = {}          # (namespace index, name) -> value or _ABSENT: the same
         self.active = "reference"
-        self.changes = []          # (text, by torch's own code), in the order found
+        # (text, by torch's own code, (label, all settings as read) for a setting's change or
+        # None), in the order found
+        self.changes = []
         self.reported = 0
         self.during_timing = []
         self.sealed = False        # both models built: `entered` is fixed from then on
@@ -1871,8 +1873,8 @@ class _Reach:
                     continue
                 yield key, label, name, was, value
 
-    def _note(self, text, by_torch=False):
-        self.changes.append((text, by_torch))
+    def _note(self, text, by_torch=False, setting=None):
+        self.changes.append((text, by_torch, setting))
 
     def use(self, side):
         """Puts `side`'s state in force (before a timed sample: prepare()). Back to the
@@ -1987,7 +1989,7 @@ class _Reach:
                     continue
                 self._note("%s: %s -> %s" % (label, _show(self.ref_settings.get(label,
                                                                                 _UNREADABLE)),
-                                             _show(value)))
+                                             _show(value)), setting=(label, now))
         for key, label, name, _, value in self._binding_changes(self.overlay.get):
             ref = self.ref_bindings[key[0]].get(name, _ABSENT)
             if value is ref:  # put back as the reference has it
@@ -2185,8 +2187,13 @@ class _Reach:
         self.adopt_reference_run()  # the timed reference runs' own changes, now checked
 
     def new_changes(self):
-        """The changes noted since the last call: (text, by torch's own code)."""
-        out = self.changes[self.reported:]
+        """The changes noted since the last call: (text, by torch's own code). A setting the
+        reference's own calls have since set as the candidate did (an exact copy of a forward
+        that sets torch.backends.cudnn.benchmark: the candidate's runs first) is the reference's
+        doing too: not listed."""
+        out = [(text, by_torch) for text, by_torch, setting in self.changes[self.reported:]
+               if setting is None or not _same_in_effect(setting[0], setting[1],
+                                                         self.ref_settings)]
         self.reported = len(self.changes)
         return out
 

@@ -453,6 +453,35 @@ TEST(EvalCpu, ASettingSetToWhatItAlreadyMeansIsNoChange) {
   }
 }
 
+TEST(EvalCpu, ASettingTheReferencesForwardMakesTooIsNotTheCandidates) {
+  // An exact copy of a forward that sets cudnn.benchmark runs before the reference in the first
+  // trial, and was warned of the change the reference makes itself.
+  const scratch_dir dir;
+  const auto problem = dir.path / "flips.py";
+  const std::string forward =
+      "    def forward(self, x):\n"
+      "        torch.backends.cudnn.benchmark = True\n"
+      "        return torch.softmax(x, -1)\n";
+  std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                         << forward
+                         << "def get_inputs():\n    return [torch.randn(4, 8)]\n"
+                            "def get_init_inputs():\n    return []\n";
+  for (const bool also_deterministic : {false, true}) {
+    const auto candidate = dir.path / "flips_new.py";
+    std::ofstream(candidate) << "import torch\nimport torch.nn as nn\n"
+                             << (also_deterministic ? "torch.backends.cudnn.deterministic = True\n"
+                                                    : "")
+                             << "class ModelNew(nn.Module):\n"
+                             << forward;
+    const auto r = run_eval(problem.string(), candidate.string(),
+                            {"--device", "cpu", "--trials", "2", "--no-timing"});
+    ASSERT_EQ(r.result["status"], "correct") << r.output;
+    const std::string listed = flag_message(r.result, "candidate_changed_torch_state");
+    EXPECT_EQ(listed.find("benchmark"), std::string::npos) << listed;
+    EXPECT_EQ(listed.find("deterministic") != std::string::npos, also_deterministic) << listed;
+  }
+}
+
 TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   // Each of these was judged correct before kjudge checked for it.
   struct faulty_case {
