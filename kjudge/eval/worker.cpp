@@ -1359,7 +1359,9 @@ class pipeline {
         "used {:.2f} s of CPU during the "
         "reference's {:.2f} s of turns in the timing loop ({}): they competed with the "
         "reference's host work and not, or less, with the candidate's, so the host-side figures "
-        "(stream, host wall) are withheld",
+        "(stream, host wall) are withheld. Threads the problem's own forward starts (a thread "
+        "pool of its reference's) count too: kjudge cannot tell them from the candidate's, "
+        "which may start threads at any time; such a problem is judged by the device figure",
         total, ref.wall_s, listed(named, 4, ", "));
   }
 
