@@ -683,12 +683,28 @@ class pipeline {
     t.passed = compare_outputs(out, t.outputs, t.error);
     if (!t.passed && kind == "nominal" && index == 0 && !m_own_weights_tried) {
       m_own_weights_tried = true;
-      if (own_weights_pass(seed, scale)) return run_trial(kind, index, seed, scale);
+      if (own_weights_pass(seed, scale)) {
+        // The trial once more with them, reported; only where it passes too are they kept (a
+        // candidate whose outputs change from call to call gets no second chance).
+        if (run_trial(kind, index, seed, scale)) {
+          m_events.send({{"weight_copy_undone", m_weight_copy}});
+          m_events.flag("weights_copy_undone", "info",
+                        fmt::format("with the reference's weights copied in ({}) the first "
+                                    "nominal trial failed, and with the candidate's own, as the "
+                                    "seed built both models (KernelBench's rule), it passed: its "
+                                    "parameters are not the reference's (a constant folded into "
+                                    "them, say), and its own were kept for the whole evaluation",
+                                    m_weight_copy));
+          return true;
+        }
+        static_cast<void>(m_session->use_weights(false));
+        return false;
+      }
     }
     if (kind != "stress")
       for (const auto& o : t.outputs)
         if (o.shape_ok()) m_values_compared += o.abs_err_count;
-    note_output_flags(t);
+    note_output_flags(t, out.inputs_modified_as_reference);
     m_events.send({{"trial", t}});
     if (!t.passed && !m_reference_rerun) {
       m_reference_rerun = true;
@@ -756,9 +772,10 @@ class pipeline {
    *  relu(x (sW)^T + sb), s > 0) computes the reference's function with the weights both models
    *  build under one seed, KernelBench's rule, and failed every trial with the reference's. */
   bool own_weights_pass(std::uint64_t seed, std::int64_t scale) {
-    if (m_job.kind != candidate_kind::python || !m_session->use_weights(true)) return false;
+    if (m_job.kind != candidate_kind::python) return false;
     bool passed = false;
     try {
+      if (!m_session->use_weights(true)) return false;
       m_events.phase("trial nominal 0 candidate");
       static_cast<void>(m_session->trial_begin(seed, scale));
       static_cast<void>(run_candidate_on_trial());
@@ -770,21 +787,11 @@ class pipeline {
       std::string error;
       passed = compare_outputs(out, checks, error);
     } catch (const kj::error& e) {
-      if (e.kind() != error_kind::candidate) throw;
+      // The first run's failure stands (the problem's error there would have ended it then).
+      if (e.kind() != error_kind::candidate && e.kind() != error_kind::problem) throw;
     }
-    if (!passed) {
-      static_cast<void>(m_session->use_weights(false));
-      return false;
-    }
-    m_events.send({{"weight_copy_undone", m_weight_copy}});
-    m_events.flag("weights_copy_undone", "info",
-                  fmt::format("with the reference's weights copied in ({}) the first nominal "
-                              "trial failed, and with the candidate's own, as the seed built both "
-                              "models (KernelBench's rule), it passed: its parameters are not the "
-                              "reference's (a constant folded into them, say), and its own were "
-                              "kept for the whole evaluation",
-                              m_weight_copy));
-    return true;
+    if (!passed) static_cast<void>(m_session->use_weights(false));
+    return passed;
   }
 
   /** After the candidate's outputs of a check sample (the post-timing check's, the nominal-size
@@ -830,15 +837,16 @@ class pipeline {
                       list);
   }
 
-  void note_output_flags(const trial_result& t) {
+  /** `as_reference`: of t.inputs_modified, those the reference changed in place too, to the
+   *  same values. */
+  void note_output_flags(const trial_result& t, const std::vector<int>& as_reference = {}) {
     if (m_seen_outputs.size() < t.outputs.size()) m_seen_outputs.resize(t.outputs.size());
-    // Where the reference changes the same inputs in place (an inplace ReLU), the candidate
-    // does what the reference does: info.
+    // Where the reference changes the same inputs in place to the same values (an inplace
+    // ReLU), the candidate does what the reference does: info.
     std::string own, shared;
     for (int i : t.inputs_modified) {
       const bool by_reference =
-          std::find(t.reference_inputs_modified.begin(), t.reference_inputs_modified.end(), i) !=
-          t.reference_inputs_modified.end();
+          std::find(as_reference.begin(), as_reference.end(), i) != as_reference.end();
       std::string& which = by_reference ? shared : own;
       which += (which.empty() ? "" : ", ") + std::to_string(i);
     }
@@ -1361,7 +1369,8 @@ class pipeline {
         "reference's host work and not, or less, with the candidate's, so the host-side figures "
         "(stream, host wall) are withheld. Threads the problem's own forward starts (a thread "
         "pool of its reference's) count too: kjudge cannot tell them from the candidate's, "
-        "which may start threads at any time; such a problem is judged by the device figure",
+        "which may start threads at any time; such a problem is judged by the device figure on "
+        "a GPU, and has no figure to compare on the CPU",
         total, ref.wall_s, listed(named, 4, ", "));
   }
 

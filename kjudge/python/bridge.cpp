@@ -783,6 +783,8 @@ trial_outputs to_trial_outputs(const py::dict& d) {
   out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
   if (d.contains("reference_inputs_modified"))
     out.reference_inputs_modified = d["reference_inputs_modified"].cast<std::vector<int>>();
+  if (d.contains("inputs_modified_as_reference"))
+    out.inputs_modified_as_reference = d["inputs_modified_as_reference"].cast<std::vector<int>>();
   out.reference_ms = d["reference_ms"].cast<double>();
   out.candidate_ms = d["candidate_ms"].cast<double>();
   return out;

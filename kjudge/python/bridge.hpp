@@ -78,6 +78,8 @@ struct trial_outputs {
   std::vector<tensor_view> candidate;
   std::vector<int> inputs_modified;
   std::vector<int> reference_inputs_modified;  ///< the reference's own (trial_finish only)
+  /** Of inputs_modified, those the reference changed too, to the same values. */
+  std::vector<int> inputs_modified_as_reference;
   double reference_ms = 0, candidate_ms = 0;
 };
 

@@ -712,12 +712,14 @@ _weight_versions = []
 
 
 def _copy_keeping_seed_weights(ref, cand):
-    """_copy_weights, and _weight_versions' entries for what it changed."""
+    """_copy_weights, and _weight_versions' entries for what it changed: its dense tensors'
+    (a sparse buffer, which the copy leaves alone, cannot be compared as they are)."""
     own = {}
     with torch.no_grad():
         for t in list(_state_tensors(cand).values()) + list(
                 _non_persistent_buffers(cand).values()):
-            if isinstance(t, torch.Tensor) and not _uninitialized(t):
+            if (isinstance(t, torch.Tensor) and t.layout == torch.strided
+                    and not _uninitialized(t)):
                 own.setdefault(_tensor_key(t), (t, t.detach().to("cpu", copy=True)))
     method, unpaired = _copy_weights(ref, cand)
     versions = []
@@ -1313,7 +1315,7 @@ def _settings_table():
     # ones among them. A candidate's gc callback (with a threshold of 1, run at nearly every
     # allocation) that slept inside the reference's calls read correct at 2.66x on the CPU.
     rows.append(("gc.get_threshold()", _gc_get_threshold, lambda v: _gc_set_threshold(*v)))
-    rows.append(("gc.isenabled()", _gc_isenabled, lambda v: _gc_enable() if v else _gc_disable()))
+    rows.append(("gc.isenabled()", _gc_switch, _set_gc_switch))
     rows.append(("gc.callbacks", lambda: _Same(_tuple(_gc_callbacks)),
                  lambda v: _gc_callbacks.__setitem__(slice(None), list(v.value))))
     rows.append(("signal handlers", lambda: _Same(_signal_handlers()),
@@ -1380,6 +1382,38 @@ _SIGNALS = sorted(int(s) for s in signal.valid_signals() - {signal.SIGKILL, sign
 _getsignal, _set_signal, _getitimer = _signal.getsignal, _signal.signal, _signal.getitimer
 _gc_get_threshold, _gc_set_threshold = gc.get_threshold, gc.set_threshold
 _gc_isenabled, _gc_enable, _gc_disable = gc.isenabled, gc.enable, gc.disable
+# While the reference's state is in force the cycle collector's automatic passes are held off
+# (_Reach.use): a pass runs the finalisers of whatever garbage it finds, the candidate's among
+# them, inside whatever code allocates, and what such a finaliser changed while the reference's
+# state was in force was taken for the reference's own (a finaliser on a cycle of the
+# candidate's that rebinds torch.matmul, collected in the reference's turn). [held, the switch
+# as asked meanwhile]: the settings row reads and sets the switch as asked.
+_gc_held = [False, True]
+
+
+def _gc_switch():
+    return _gc_held[1] if _gc_held[0] else _gc_isenabled()
+
+
+def _set_gc_switch(on):
+    if _gc_held[0]:
+        _gc_held[1] = bool(on)
+    elif on:
+        _gc_enable()
+    else:
+        _gc_disable()
+
+
+def _hold_gc(held):
+    """Holds the collector's automatic passes off (held), or gives back the switch as asked."""
+    if held and not _gc_held[0]:
+        _gc_held[1] = _gc_isenabled()
+        _gc_held[0] = True
+        _gc_disable()
+    elif not held and _gc_held[0]:
+        _gc_held[0] = False
+        if _gc_held[1]:
+            _gc_enable()
 _gc_callbacks = gc.callbacks
 _ITIMERS = (("ITIMER_REAL", signal.ITIMER_REAL), ("ITIMER_VIRTUAL", signal.ITIMER_VIRTUAL),
             ("ITIMER_PROF", signal.ITIMER_PROF))
@@ -1885,10 +1919,14 @@ class _Reach:
         _apply_allocator_tunables()
         if side == "candidate":
             self._adopt_reference_settings()
+            _hold_gc(False)
             if self.cand_settings:
                 self._apply(self.cand_settings)
             self._bind_all(list(self.overlay.items()), classes_first=False)
         else:
+            # First: a pass from here on could run a finaliser of the candidate's after the
+            # reference's settings are put back (they would then be taken for its own).
+            _hold_gc(True)
             # The namespaces' classes first, before anything is read or set through them (a
             # class of the candidate's could intercept both).
             for key in self.overlay:
@@ -2257,6 +2295,21 @@ def _modules_changed(then):
 _reach = _Reach()
 
 
+def _drop_as_candidate(drop):
+    """drop(), which lets go of objects the candidate's code could reach (its inputs and outputs,
+    the pristine copies this module holds, which it can find through sys.modules), as the
+    candidate's code: a finaliser it hung on one runs under its state, and what that changes is
+    its change. Dropped while the reference's state was in force, a finaliser on the pristine
+    inputs that rebound torch.matmul to zeros became the reference's baseline, and a candidate
+    returning zeros read correct; one that set torch.set_num_threads(1) read 1.8x."""
+    if _candidate is None or not _reach.armed:
+        drop()
+        return
+    _blamed_on_candidate(lambda: _as_candidate(drop),
+                         "a finaliser of the candidate's, run as kjudge freed its trial objects, "
+                         "failed")
+
+
 def _as_candidate(fn):
     """fn() (the candidate's code) under the candidate's state; see _Reach. When fn raised, its
     error is the one reported (a sticky CUDA error it left would fail the checks after it too);
@@ -2483,7 +2536,7 @@ def trial_begin(seed, scale):
     candidate's copy and a pristine one: trial_run_reference draws the reference's inputs again
     after the candidate ran, so nothing the candidate's code did to objects it could reach (the
     reference's inputs or outputs among them) reaches the reference."""
-    _trial.clear()
+    _drop_as_candidate(_trial.clear)
     _check_limits()
     _next_poison()
     inputs = _make_inputs(seed, seed, scale)
@@ -2517,7 +2570,7 @@ def trial_run_reference(seed, scale):
         raise ProblemError("get_inputs() gave different values for the same seed (trial inputs "
                            "%s): kjudge draws each side's inputs from the seed and needs them "
                            "reproducible (use torch's random functions)" % (_trial["shapes"],))
-    _trial["pristine"] = again
+    _drop_as_candidate(lambda: _trial.__setitem__("pristine", again))
     _run_reference(_trial_copies(again, "reference"))
 
 
@@ -2530,7 +2583,8 @@ def trial_reference_again(seed, scale):
     no candidate can match them reliably."""
     _check_limits()
     first = _trial["host"][0]
-    _trial["pristine"] = _make_inputs(seed, seed, scale)
+    again = _make_inputs(seed, seed, scale)
+    _drop_as_candidate(lambda: _trial.__setitem__("pristine", again))
     _run_reference(_trial_copies(_trial["pristine"], "reference"))
     again = _hosts(_trial["ref_out"], ProblemError, "the reference's")
     _trial["again_host"] = again  # keep the memory alive for the C++ views
@@ -2722,8 +2776,12 @@ def trial_finish():
     modified.sort()
     # The reference's own in-place changes (an inplace ReLU): a candidate that makes the same
     # ones does what the reference does.
-    ref_modified = [i for i, (a, b) in enumerate(zip(_trial.get("ref_in", ()), _trial["pristine"]))
+    ref_in = _trial.get("ref_in", ())
+    ref_modified = [i for i, (a, b) in enumerate(zip(ref_in, _trial["pristine"]))
                     if not _same(a, b)]
+    # ... and left them holding what the reference left there (not another value).
+    as_reference = [i for i in modified if i in ref_modified
+                    and _same(_trial["cand_in"][i], ref_in[i])]
     if "cand_host" in _trial:
         _check_output_devices()
     ref_host = _trial.get("ref_host") or _hosts(_trial["ref_out"], ProblemError,
@@ -2736,6 +2794,7 @@ def trial_finish():
         "candidate": _described_outputs(cand_host, _trial.get("cand_numbers", ())),
         "inputs_modified": modified,
         "reference_inputs_modified": ref_modified,
+        "inputs_modified_as_reference": as_reference,
         "reference_ms": _trial["ref_ms"],
         "candidate_ms": _trial["cand_ms"],
     }
@@ -2796,15 +2855,22 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     orchestrator's, which kjudge's C++ keeps (_keyed)."""
     _reach.use("reference")
     _turns.clear()  # a timing loop that raised left its booking on
-    # The last trial's inputs, outputs and their host copies: timing needs none of them, and
-    # with them the timing's sets came on top (a 500 MB ReLU's worker peaked at 9.9 GB).
-    _trial.clear()
-    _timing_base.clear()
-    _timing_work["reference"] = []
-    _timing_work["candidate"] = []
-    _timing_native_outputs.clear()
-    _timing_native_params.clear()
-    _timing_native_in.clear()
+
+    def drop():
+        # The last trial's inputs, outputs and their host copies: timing needs none of them,
+        # and with them the timing's sets came on top (a 500 MB ReLU's worker peaked at 9.9 GB).
+        _trial.clear()
+        _timing_base.clear()
+        _timing_work["reference"] = []
+        _timing_work["candidate"] = []
+        _timing_native_outputs.clear()
+        _timing_native_params.clear()
+        _timing_native_in.clear()
+        _runners.clear()  # made for the sets this replaces
+        _run_outputs.clear()
+
+    _drop_as_candidate(drop)
+    _reach.use("reference")
     first = _make_inputs(data_seed, data_seed, 1, jitter=False)
     info = _input_info(first)
     set_bytes = _bytes(first)
@@ -2833,8 +2899,6 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     per_set = 3 * set_bytes + 2 * out_bytes + (native_bytes if _timing_native_own[0] else 0)
     count = max_sets if per_set == 0 else max(2, min(max_sets, byte_budget // per_set))
     _timing_next[0] = 0
-    _runners.clear()  # made for the sets this replaces
-    _run_outputs.clear()
     _timing_base.append(first)
     for i in range(1, count):
         _timing_base.append(_make_inputs(data_seed + 7919 * i, data_seed, 1, jitter=False))
@@ -3078,6 +3142,7 @@ def _audit_copy(out):
 
 
 _get_referents, _dict = gc.get_referents, dict
+_base_of, _grad_of = _TensorBase._base.__get__, _TensorBase.grad.__get__
 # Read through type's own descriptors: a metaclass cannot answer for them.
 _mro_of, _dict_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
 
@@ -3094,7 +3159,8 @@ def _finalizes(kind):
 def _runs_code_when_freed(out, depth=0):
     """Whether freeing what a forward returned may run Python code: a weak reference (a
     weakref.finalize, a callback) on it, on one of its tensors or their storages, anything in a
-    tensor's __dict__ (an object with a __del__), or a class with a finaliser. A tuple or list,
+    tensor's __dict__ (an object with a __del__), or a class with a finaliser; a tensor's .grad
+    and a view's base, which it frees with it, are read as its items are. A tuple or list,
     a number, or a subclass of them (a namedtuple, torch.return_types, numpy's float64) is read
     through what it holds (gc's referents: its items, an instance dict, slots), two levels deep;
     anything else counts as may."""
@@ -3103,10 +3169,14 @@ def _runs_code_when_freed(out, depth=0):
         return False
     if kind is _Tensor or kind is _Parameter:
         try:
-            return bool(_getweakrefcount(out) or out.__dict__
-                        or _getweakrefcount(out.untyped_storage()))
+            if (_getweakrefcount(out) or out.__dict__
+                    or _getweakrefcount(out.untyped_storage())):
+                return True
+            held = [t for t in (_base_of(out), _grad_of(out)) if t is not None]
         except Exception:
             return True
+        return depth > 2 and bool(held) or any(_runs_code_when_freed(t, depth + 1)
+                                              for t in held)
     if depth > 2 or _getweakrefcount(out) or _finalizes(kind) or not (
             _issubclass(kind, _tuple) or _issubclass(kind, _list) or _issubclass(kind, _float)
             or _issubclass(kind, _int)):

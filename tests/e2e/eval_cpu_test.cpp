@@ -517,6 +517,15 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
     EXPECT_NE(r.result["message"].get<std::string>().find(says), std::string::npos)
         << c << ": " << r.result["message"];
   }
+  // A finalizer on the pristine inputs rebound torch.matmul to zeros as kjudge freed them, and
+  // the reference took it for its own: zeros read correct. The rebinding is the candidate's now.
+  const auto zeros = run_eval("problems/level1/matmul.py",
+                              "examples/faulty/rebinds_matmul_from_a_finalizer.py", cpu_fast);
+  EXPECT_EQ(zeros.exit_code, 1) << zeros.output;
+  EXPECT_EQ(zeros.result["status"], "incorrect");
+  EXPECT_NE(flag_message(zeros.result, "candidate_changed_torch_state").find("torch.matmul"),
+            std::string::npos)
+      << zeros.result["flags"].dump(1);
   // The problem module's class replaced at the candidate's import by one whose `Model` property
   // doubles: kjudge's Model(*get_init_inputs()), after the import, would build it. Found right
   // after the import, hence a compile error (the reference is not built yet).
@@ -783,6 +792,12 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
        "transparent huge pages off", 2.5},
       {"problems/level1/softmax.py", "examples/faulty/pins_reference_threads.py",
        several_cpus ? "the CPU affinity of the worker's threads" : nullptr, 2.0},
+      // Finalizers that ran while the reference's state was in force (the trial's input freed
+      // as the next trial began, a cycle collected in the reference's turn): 1.79x and 1.93x.
+      {"problems/level1/matmul.py", "examples/faulty/sets_threads_from_input_finalizer.py",
+       "torch.get_num_threads()", 1.5},
+      {"problems/level1/matmul.py", "examples/faulty/sets_threads_from_a_cycle.py",
+       "torch.get_num_threads()", 1.5},
   };
   for (const auto& a : attacks) {
     const auto r = run_eval(a.problem, a.candidate, cpu_fast);
@@ -901,7 +916,9 @@ TEST(EvalCpu, AnInPlaceChangeTheReferenceMakesTooIsInfo) {
   // The second also writes y, which the reference leaves alone: that one is warned.
   for (const auto& [forward, modified, severities] :
        {example{"torch.relu_(x) + y", {0}, {"info"}},
-        example{"torch.relu_(x) + (y.add_(1.0) - 1.0)", {0, 1}, {"warning", "info"}}}) {
+        example{"torch.relu_(x) + (y.add_(1.0) - 1.0)", {0, 1}, {"warning", "info"}},
+        // x changed, but to other values than the reference leaves there.
+        example{"(torch.relu(x) + y, x.fill_(1e30))[0]", {0}, {"warning"}}}) {
     const auto candidate = dir.path / "relu_inplace_new.py";
     std::ofstream(candidate) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
                                 "    def forward(self, x, y):\n        return "
