@@ -1780,6 +1780,7 @@ class _Reach:
         # None), in the order found
         self.changes = []
         self.reported = 0
+        self.held_changes = []  # setting changes new_changes() held back (see there)
         self.during_timing = []
         self.sealed = False        # both models built: `entered` is fixed from then on
         self.fingerprint = None    # the reference model's, once built
@@ -2228,11 +2229,17 @@ class _Reach:
         """The changes noted since the last call: (text, by torch's own code). A setting the
         reference's own calls have since set as the candidate did (an exact copy of a forward
         that sets torch.backends.cudnn.benchmark: the candidate's runs first) is the reference's
-        doing too: not listed."""
-        out = [(text, by_torch) for text, by_torch, setting in self.changes[self.reported:]
-               if setting is None or not _same_in_effect(setting[0], setting[1],
-                                                         self.ref_settings)]
+        doing too: not listed, but held and looked at again at the next call (the reference's
+        later calls may set it otherwise, in timing say, and the candidate's change then
+        stands)."""
+        pending = self.held_changes + self.changes[self.reported:]
         self.reported = len(self.changes)
+        self.held_changes, out = [], []
+        for text, by_torch, setting in pending:
+            if setting is not None and _same_in_effect(setting[0], setting[1], self.ref_settings):
+                self.held_changes.append((text, by_torch, setting))
+            else:
+                out.append((text, by_torch))
         return out
 
 

@@ -480,6 +480,26 @@ TEST(EvalCpu, ASettingTheReferencesForwardMakesTooIsNotTheCandidates) {
     EXPECT_EQ(listed.find("benchmark"), std::string::npos) << listed;
     EXPECT_EQ(listed.find("deterministic") != std::string::npos, also_deterministic) << listed;
   }
+  // A reference that sets it in its first calls (the trials') and clears it in the later ones
+  // (timing's): the candidate's setting is the reference's in the trials, and its own change
+  // after timing, listed then.
+  const auto later = dir.path / "flips_first.py";
+  std::ofstream(later) << "import torch\nimport torch.nn as nn\nCALLS = [0]\n"
+                          "class Model(nn.Module):\n    def forward(self, x):\n"
+                          "        CALLS[0] += 1\n"
+                          "        torch.backends.cudnn.benchmark = CALLS[0] <= 3\n"
+                          "        return torch.softmax(x, -1)\n"
+                          "def get_inputs():\n    return [torch.randn(4, 8)]\n"
+                          "def get_init_inputs():\n    return []\n";
+  const auto candidate = dir.path / "flips_always.py";
+  std::ofstream(candidate) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                           << forward;
+  const auto r = run_eval(later.string(), candidate.string(),
+                          {"--device", "cpu", "--trials", "1", "--budget", "0.2"});
+  ASSERT_EQ(r.result["status"], "correct") << r.output;
+  EXPECT_NE(flag_message(r.result, "candidate_changed_torch_state").find("benchmark"),
+            std::string::npos)
+      << r.result["flags"].dump(1);
 }
 
 TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
