@@ -607,6 +607,38 @@ class pipeline {
     return {};
   }
 
+  /** A trial's calls, each phase said: its inputs (a native candidate's reference runs there;
+   *  t takes their shapes and jitter), the candidate, a Python candidate's reference after it,
+   *  and the outputs copied to the host. `reference_ran` says how far it got where it throws;
+   *  `native_ms`, a native candidate's call. */
+  python::trial_outputs trial_calls(trial_result& t, bool& reference_ran, double& native_ms) {
+    const auto phase = [&](const char* step) {
+      m_events.phase(fmt::format("trial {} {} {}", t.kind, t.index, step));
+    };
+    phase("reference");
+    const auto info = m_session->trial_begin(t.seed, t.shape_scale);
+    t.jitter = info.jitter;
+    if (t.kind == "stress")
+      for (const auto& [nominal, drawn] : info.jitter)
+        if (std::to_string(drawn) != nominal) m_stress_scaled = true;
+    t.input_shapes = info.shapes;
+    t.input_dtypes = info.dtypes;
+    // From the first nominal trial, whose seed follows from --seed: the held-out trial's
+    // secret one made the decision differ from run to run near the limit.
+    if (t.kind == "nominal" && t.index == 0)
+      m_stress_bytes = stress_input_bytes(info.shapes, info.dtypes, info.jitter, info.pinned,
+                                          m_job.stress_scale);
+    phase("candidate");
+    native_ms = run_candidate_on_trial();
+    if (!reference_ran) {  // after the candidate: see trial_begin
+      phase("reference");
+      m_session->trial_run_reference(t.seed, t.shape_scale);
+      reference_ran = true;
+    }
+    phase("compare");
+    return m_session->trial_finish();
+  }
+
   /** One trial; returns whether it passed. Throws on candidate errors, and on the problem's
    *  (its inputs, or a reference that fails on them: a stress trial's is then sent skipped). */
   bool run_trial(const std::string& kind, int index, std::uint64_t seed, std::int64_t scale) {
@@ -620,28 +652,7 @@ class pipeline {
     // A native candidate's reference runs in trial_begin, a Python candidate's after it.
     bool reference_ran = m_job.kind == candidate_kind::native;
     try {
-      m_events.phase(fmt::format("trial {} {} reference", kind, index));
-      const auto info = m_session->trial_begin(seed, scale);
-      t.jitter = info.jitter;
-      if (kind == "stress")
-        for (const auto& [nominal, drawn] : info.jitter)
-          if (std::to_string(drawn) != nominal) m_stress_scaled = true;
-      t.input_shapes = info.shapes;
-      t.input_dtypes = info.dtypes;
-      // From the first nominal trial, whose seed follows from --seed: the held-out trial's
-      // secret one made the decision differ from run to run near the limit.
-      if (kind == "nominal" && index == 0)
-        m_stress_bytes = stress_input_bytes(info.shapes, info.dtypes, info.jitter, info.pinned,
-                                            m_job.stress_scale);
-      m_events.phase(fmt::format("trial {} {} candidate", kind, index));
-      native_ms = run_candidate_on_trial();
-      if (!reference_ran) {  // after the candidate: see trial_begin
-        m_events.phase(fmt::format("trial {} {} reference", kind, index));
-        m_session->trial_run_reference(seed, scale);
-        reference_ran = true;
-      }
-      m_events.phase(fmt::format("trial {} {} compare", kind, index));
-      out = m_session->trial_finish();
+      out = trial_calls(t, reference_ran, native_ms);
     } catch (const kj::error& e) {
       // The trial is reported whatever ended it, with the reason.
       t.error = summarised(e.message());
@@ -776,16 +787,14 @@ class pipeline {
     bool passed = false;
     try {
       if (!m_session->use_weights(true)) return false;
-      m_events.phase("trial nominal 0 candidate");
-      static_cast<void>(m_session->trial_begin(seed, scale));
-      static_cast<void>(run_candidate_on_trial());
-      m_events.phase("trial nominal 0 reference");
-      m_session->trial_run_reference(seed, scale);
-      m_events.phase("trial nominal 0 compare");
-      const auto out = m_session->trial_finish();
-      std::vector<output_check> checks;
-      std::string error;
-      passed = compare_outputs(out, checks, error);
+      trial_result probe;  // not reported
+      probe.kind = "nominal";
+      probe.seed = seed;
+      probe.shape_scale = scale;
+      bool reference_ran = false;
+      double native_ms = 0;
+      const auto out = trial_calls(probe, reference_ran, native_ms);
+      passed = compare_outputs(out, probe.outputs, probe.error);
     } catch (const kj::error& e) {
       // The first run's failure stands (the problem's error there would have ended it then).
       if (e.kind() != error_kind::candidate && e.kind() != error_kind::problem) throw;
@@ -839,7 +848,7 @@ class pipeline {
 
   /** `as_reference`: of t.inputs_modified, those the reference changed in place too, to the
    *  same values. */
-  void note_output_flags(const trial_result& t, const std::vector<int>& as_reference = {}) {
+  void note_output_flags(const trial_result& t, const std::vector<int>& as_reference) {
     if (m_seen_outputs.size() < t.outputs.size()) m_seen_outputs.resize(t.outputs.size());
     // Where the reference changes the same inputs in place to the same values (an inplace
     // ReLU), the candidate does what the reference does: info.

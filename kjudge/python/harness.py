@@ -458,8 +458,10 @@ def _distinct(entries):
     return out
 
 
-def _copy_weights(ref, cand):
-    """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights").
+def _copy_weights(ref, cand, changed):
+    """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights");
+    (tensor, host copy as it was, host copy as copied) of each candidate tensor the copy changed
+    goes into the list `changed` (_put).
     Each reference tensor (tied ones once) takes, in turn:
     - by name: its namesake of the same shape (any of its names; among the candidate's
       state_dict and its non-persistent buffers), into every such namesake;
@@ -487,7 +489,7 @@ def _copy_weights(ref, cand):
         for name, buf in _non_persistent_buffers(ref).items():
             mine = cand_buffers.get(name)
             if mine is not None and not _uninitialized(mine) and mine.shape == buf.shape:
-                mine.copy_(buf)
+                _put(mine, buf, changed)
     rs = _state_tensors(ref)
     if not rs:
         return "none", []
@@ -507,7 +509,7 @@ def _copy_weights(ref, cand):
 
         def copy(method, unpaired=()):
             for dst, src in pairs:
-                dst.copy_(src)
+                _put(dst, src, changed)
             return method, list(unpaired)
 
         # By name, into every same-shaped namesake (a candidate may keep tied copies apart).
@@ -696,9 +698,11 @@ def build_candidate(seed):
 
     _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
                                  "ModelNew(*get_init_inputs()) failed")
-    method, unpaired, _weight_versions = _blamed_on_candidate(
-        lambda: _as_candidate(lambda: _copy_keeping_seed_weights(_ref, _cand)),
+    changed = []
+    method, unpaired = _blamed_on_candidate(
+        lambda: _as_candidate(lambda: _copy_weights(_ref, _cand, changed)),
         "copying the reference's weights into ModelNew failed")
+    _weight_versions = changed
     _reach.seal()
     return method, unpaired
 
@@ -711,24 +715,17 @@ def build_candidate(seed):
 _weight_versions = []
 
 
-def _copy_keeping_seed_weights(ref, cand):
-    """_copy_weights, and _weight_versions' entries for what it changed: its dense tensors'
-    (a sparse buffer, which the copy leaves alone, cannot be compared as they are)."""
-    own = {}
-    with torch.no_grad():
-        for t in list(_state_tensors(cand).values()) + list(
-                _non_persistent_buffers(cand).values()):
-            if (isinstance(t, torch.Tensor) and t.layout == torch.strided
-                    and not _uninitialized(t)):
-                own.setdefault(_tensor_key(t), (t, t.detach().to("cpu", copy=True)))
-    method, unpaired = _copy_weights(ref, cand)
-    versions = []
-    with torch.no_grad():
-        for t, seeded in own.values():
-            copied = t.detach().to("cpu", copy=True)
-            if not _equal(copied, seeded):
-                versions.append((t, seeded, copied))
-    return method, unpaired, versions
+def _put(dst, src, changed):
+    """dst.copy_(src), under no_grad; where that changes dst's values, (dst, host copy before,
+    host copy after) goes into `changed` (the tensors the copy wrote alone: host copies of all a
+    candidate's weights cost a device-to-host copy of each)."""
+    before = None
+    if (dst.layout == torch.strided and src.layout == torch.strided
+            and not (dst.dtype == src.dtype and _equal(dst, src))):
+        before = dst.detach().to("cpu", copy=True)
+    dst.copy_(src)
+    if before is not None:
+        changed.append((dst, before, dst.detach().to("cpu", copy=True)))
 
 
 def use_weights(which):
@@ -2590,9 +2587,9 @@ def trial_reference_again(seed, scale):
     no candidate can match them reliably."""
     _check_limits()
     first = _trial["host"][0]
-    again = _make_inputs(seed, seed, scale)
-    _drop_as_candidate(lambda: _trial.__setitem__("pristine", again))
-    _run_reference(_trial_copies(_trial["pristine"], "reference"))
+    drawn = _make_inputs(seed, seed, scale)
+    _drop_as_candidate(lambda: _trial.__setitem__("pristine", drawn))
+    _run_reference(_trial_copies(drawn, "reference"))
     again = _hosts(_trial["ref_out"], ProblemError, "the reference's")
     _trial["again_host"] = again  # keep the memory alive for the C++ views
     numbers = _trial.get("ref_numbers", ())
@@ -2876,8 +2873,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
         _runners.clear()  # made for the sets this replaces
         _run_outputs.clear()
 
-    _drop_as_candidate(drop)
-    _reach.use("reference")
+    _drop_as_candidate(drop)  # ends with the reference's state in force
     first = _make_inputs(data_seed, data_seed, 1, jitter=False)
     info = _input_info(first)
     set_bytes = _bytes(first)
@@ -3182,8 +3178,9 @@ def _runs_code_when_freed(out, depth=0):
             held = [t for t in (_base_of(out), _grad_of(out)) if t is not None]
         except Exception:
             return True
-        return depth > 2 and bool(held) or any(_runs_code_when_freed(t, depth + 1)
-                                              for t in held)
+        if held and depth > 2:
+            return True
+        return any(_runs_code_when_freed(t, depth + 1) for t in held)
     if depth > 2 or _getweakrefcount(out) or _finalizes(kind) or not (
             _issubclass(kind, _tuple) or _issubclass(kind, _list) or _issubclass(kind, _float)
             or _issubclass(kind, _int)):
