@@ -2,7 +2,8 @@
 # to one thread whenever the cycle collector finds it. Found in the reference's turn, the setting
 # was taken for the reference's own (1.93x for the same matmul). The collector's automatic
 # passes are now held off while the reference's state is in force: the finaliser runs in the
-# candidate's turns, and its change is flagged and kept to the candidate's calls (1.0x).
+# candidate's turns, and its change is flagged and kept to the candidate's calls (1.0x), or,
+# where it runs in a timed turn, is a change made while timed: the candidate's runtime error.
 import torch
 import torch.nn as nn
 

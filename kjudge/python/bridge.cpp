@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -271,6 +273,31 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
     return *v;
   });
   m.def("set_thp_disabled", [](int off) { return kj::runner::set_thp_disabled(off); });
+  // The C library's environment, as bytes (a variable need not be UTF-8), and the signals'
+  // dispositions, handlers set from C among them, as (signal, handler, flags, mask) tuples.
+  m.def("environment", [] {
+    py::list out;
+    for (const std::string& e : kj::runner::environment()) out.append(py::bytes(e));
+    return py::tuple(out);
+  });
+  m.def("set_environment", [](const std::vector<py::bytes>& wanted) {
+    std::vector<std::string> entries;
+    entries.reserve(wanted.size());
+    for (const py::bytes& b : wanted) entries.emplace_back(b);
+    return kj::runner::set_environment(entries);
+  });
+  m.def("signal_actions", [] {
+    py::list out;
+    for (const auto& a : kj::runner::signal_actions())
+      out.append(py::make_tuple(a.signal, a.handler, a.flags, a.mask));
+    return py::tuple(out);
+  });
+  m.def("set_signal_actions",
+        [](const std::vector<std::tuple<int, std::uintptr_t, int, std::uint64_t>>& wanted) {
+          std::vector<kj::runner::signal_action> actions;
+          for (const auto& [s, h, f, mask] : wanted) actions.push_back({s, h, f, mask});
+          return kj::runner::set_signal_actions(actions);
+        });
   m.def("mkl_threads", [] {
     if (!process_mkl()) throw std::runtime_error("no MKL in this process");
     return process_mkl()->get();

@@ -317,12 +317,38 @@ def _check_limits():
                              % ", ".join(changed))
 
 
+def _start_libraries():
+    """Has the libraries under torch's calls read the environment now, under the problem's
+    state, before any code of the candidate's runs: MKL fixes its code path (MKL_CBWR) at its
+    first call, oneDNN its instruction set (ONEDNN_MAX_CPU_ISA) at its first primitive, torch
+    the CPU kernels it dispatches to (ATEN_CPU_CAPABILITY) and cuBLAS's workspace
+    (CUBLAS_WORKSPACE_CONFIG) at first use. A candidate that set MKL_CBWR=COMPATIBLE at import,
+    before the reference's first matmul, had MKL run all of them on its slow code path while it
+    did the same work through oneDNN (6.9x on the CPU); ONEDNN_MAX_CPU_ISA=SSE41 slowed a
+    convolution 2.5x. The environment itself is kept to the candidate's calls as any setting
+    (_settings_table); this covers what a library reads once, at a first use the candidate's
+    own calls could otherwise make. Explicit dtypes and devices: the problem may have set
+    other defaults."""
+    f32 = torch.float32
+    one = torch.ones(8, 8, dtype=f32, device="cpu")
+    torch.mm(one, one)  # MKL's sgemm
+    # A 4x4 filter: torch hands it to oneDNN, whose first primitive reads its settings.
+    torch.nn.functional.conv2d(torch.ones(1, 8, 8, 8, dtype=f32, device="cpu"),
+                               torch.ones(8, 8, 4, 4, dtype=f32, device="cpu"))
+    if DEVICE == "cuda":
+        one = torch.ones(8, 8, dtype=f32, device="cuda")
+        torch.mm(one, one)  # cuBLAS: its handle and torch's workspace for it
+        torch.nn.functional.linear(one, one, one[0])  # cuBLASLt's, through addmm
+        torch.cuda.synchronize()
+
+
 def load_candidate(path):
     global _candidate
     start = time.perf_counter()
     _limits_before.update(_current_limits())
     _reach.arm()
     _start_cpu_threads()
+    _start_libraries()
     _note_own_threads()
     module = _blamed_on_candidate(
         lambda: _as_candidate(lambda: _exec_file(path, "kjudge_candidate")),
@@ -1328,6 +1354,16 @@ def _settings_table():
     for name in ("stdout", "stderr"):
         rows.append(("sys." + name, lambda n=name: _Same(getattr(sys, n)),
                      lambda v, n=name: setattr(sys, n, v.value)))
+    # The process's, below Python: what libraries read at their first use (MKL_CBWR, oneDNN's
+    # ISA limit, cuBLAS's workspace; _start_libraries() has the known ones read before the
+    # candidate's code) and the handlers the kernel runs, set from C (a candidate's sigaction
+    # through ctypes, with a POSIX timer every 150 us, slept in each signal inside the
+    # reference's calls: 2.3x on the CPU, unflagged: Python's table of handlers still read the
+    # default). Both kept to the candidate's calls without a note: candidates set build
+    # variables, and JIT libraries install crash handlers, at import. The C handlers after
+    # Python's, which set them too.
+    rows.append(("the process environment", _environment, _set_environment))
+    rows.append(("signal handlers set from C (sigaction)", _signal_actions, _set_signal_actions))
     table = []
     for row in rows:
         if row is None:
@@ -1346,6 +1382,34 @@ _PROCESS_CPUS = tuple(_kjudge.thread_cpus())  # immutable: the seal checks bindi
 _threads_off, _set_threads = _kjudge.threads_off, _kjudge.set_threads
 _mkl_threads, _set_mkl_threads = _kjudge.mkl_threads, _kjudge.set_mkl_threads
 _thp_disabled, _set_thp_disabled = _kjudge.thp_disabled, _kjudge.set_thp_disabled
+_c_environment, _set_c_environment = _kjudge.environment, _kjudge.set_environment
+_signal_actions, _set_c_signal_actions = _kjudge.signal_actions, _kjudge.set_signal_actions
+# os.environ's own copy, which the reference's Python code reads (bytes to bytes on POSIX).
+_ENVIRON_DATA = getattr(os.environ, "_data", None)
+
+
+def _environment():
+    """The process's environment: the C library's (the variables native code reads) and
+    os.environ's copy, each sorted; builtin bytes only, so no code of a candidate's runs."""
+    py = ()
+    if _isinstance(_ENVIRON_DATA, dict):
+        py = _tuple(sorted((k, v) for k, v in _ENVIRON_DATA.items()
+                           if _type(k) is bytes and _type(v) is bytes))
+    return _Same((_tuple(sorted(_c_environment())), py))
+
+
+def _set_environment(wanted):
+    c, py = wanted.value
+    if _set_c_environment(list(c)):
+        raise RuntimeError("setenv refused a variable")
+    if _isinstance(_ENVIRON_DATA, dict):
+        _ENVIRON_DATA.clear()
+        _ENVIRON_DATA.update(py)
+
+
+def _set_signal_actions(wanted):
+    if _set_c_signal_actions(list(wanted)):
+        raise RuntimeError("sigaction refused a disposition")
 # glibc's malloc tunables (mallopt: the mmap and trim thresholds, top pad, fast bins, perturb)
 # have no getter, so a change cannot be seen: kjudge's values (the environment's, else the
 # largest glibc's own dynamic thresholds reach) are set when the checks are armed and again at
@@ -1420,7 +1484,8 @@ _getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursion
 # The list the interpreter's warnings machinery was given at load.
 _warning_filters = warnings.filters
 # Settings kept to each side's calls whose change is not reported (see _settings_table).
-_QUIET_SETTINGS = frozenset(("sys.getrecursionlimit()", "warnings.filters"))
+_QUIET_SETTINGS = frozenset(("sys.getrecursionlimit()", "warnings.filters",
+                             "the process environment", "signal handlers set from C (sigaction)"))
 
 
 def _same_objects(a, b):
@@ -1436,7 +1501,7 @@ def _same_objects(a, b):
     return a is b
 
 
-_PLAIN_VALUES = frozenset((int, float, str, bool, type(None)))
+_PLAIN_VALUES = frozenset((int, float, str, bytes, bool, type(None)))
 
 
 class _Same:
@@ -1734,12 +1799,52 @@ def _same_monitoring(now, then):
             and all(a is b for a, b in zip(now[3], then[3])))
 
 
+# torch's thread-local dispatcher state: the dispatch keys this thread adds to every call's and
+# takes out of it, and whether __torch_function__ overrides run. Bound at load.
+_DISPATCH_TLS = tuple(getattr(torch._C, n, None) for n in (
+    "_dispatch_tls_local_include_set", "_dispatch_tls_local_exclude_set",
+    "_is_torch_function_enabled", "_is_torch_function_all_disabled"))
+
+
+def _dispatch_state():
+    """torch's dispatcher state of this thread, as text (() in a torch without the accessors):
+    a key a guard left included (the Python dispatcher's, torch._C._EnablePythonDispatcher) or
+    excluded, and __torch_function__ turned off. A candidate that kept a guard of the Python
+    dispatcher alive between its calls had every aten call of the reference's go through a
+    Python kernel it had registered (OpOverload.py_impl): wrong values read correct, and the
+    same values computed in float64 read 2.1x on the CPU."""
+    if any(f is None for f in _DISPATCH_TLS):
+        return ()
+    include, exclude, enabled, all_disabled = _DISPATCH_TLS
+    return (_key_names(include()), _key_names(exclude()), bool(enabled()), bool(all_disabled()))
+
+
+def _key_names(keys):
+    """A DispatchKeySet's keys by name ("DispatchKeySet(A, B)" read as ("A", "B"))."""
+    text = repr(keys)
+    inner = text[text.find("(") + 1:text.rfind(")")]
+    return _tuple(k.strip() for k in inner.split(",") if k.strip())
+
+
+def _dispatch_change(now, then):
+    """What differs between two _dispatch_state() readings, in words."""
+    out = []
+    for i, what in ((0, "included"), (1, "excluded")):
+        added = [k for k in now[i] if k not in then[i]]
+        gone = [k for k in then[i] if k not in now[i]]
+        out += ["%s %s" % (k, what) for k in added]
+        out += ["%s no longer %s" % (k, what) for k in gone]
+    if now[2:] != then[2:]:
+        out.append("__torch_function__ %s" % ("on" if now[2] and not now[3] else "off"))
+    return ", ".join(out)
+
+
 def _in_force():
-    """What would run inside every call the reference makes: torch's mode stacks and
-    sys.monitoring's tools (the profile and trace hooks are checked on their own: none may be
-    set at all)."""
+    """What would run inside every call the reference makes: torch's mode stacks,
+    sys.monitoring's tools and the dispatcher's state of this thread (the profile and trace
+    hooks are checked on their own: none may be set at all)."""
     functions, dispatch = _mode_stacks()
-    return (functions, dispatch, _monitoring_state())
+    return (functions, dispatch, _monitoring_state(), _dispatch_state())
 
 
 def _model_fingerprint(model):
@@ -2155,6 +2260,10 @@ class _Reach:
             found.append("torch's function mode stack (a TorchFunctionMode left active)")
         if now[1] != stacks[1]:
             found.append("torch's dispatch mode stack (a TorchDispatchMode left active)")
+        if now[3] != stacks[3]:
+            found.append("torch's dispatcher state of this thread (a guard left alive, as "
+                         "torch._C._EnablePythonDispatcher's: %s)"
+                         % _dispatch_change(now[3], stacks[3]))
         if now[2] and now[2][4]:
             found.append("sys.monitoring callbacks (one was registered while kjudge read them)")
         elif not _same_monitoring(now[2], stacks[2]):

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -15,9 +16,12 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+
+extern char** environ;  // NOLINT: the C library's, which getenv reads
 
 namespace kj::runner {
 
@@ -109,6 +113,105 @@ std::optional<int> thp_disabled() {
 
 bool set_thp_disabled(int off) {
   return ::prctl(PR_SET_THP_DISABLE, off != 0 ? 1 : 0, 0, 0, 0) == 0;
+}
+
+std::vector<std::string> environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
+std::size_t set_environment(const std::vector<std::string>& wanted) {
+  std::size_t failed = 0;
+  std::vector<std::string> keep;  // the names `wanted` holds
+  for (const std::string& entry : wanted) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      ++failed;
+      continue;
+    }
+    const std::string name = entry.substr(0, eq);
+    keep.push_back(name);
+    const char* now = std::getenv(name.c_str());
+    if (now != nullptr && entry.compare(eq + 1, std::string::npos, now) == 0) continue;
+    if (::setenv(name.c_str(), entry.c_str() + eq + 1, 1) != 0) ++failed;
+  }
+  std::sort(keep.begin(), keep.end());
+  // The names to remove first, then removed: unsetenv reorders the array being walked.
+  std::vector<std::string> extra;
+  for (const std::string& entry : environment()) {
+    const std::string name = entry.substr(0, entry.find('='));
+    if (!std::binary_search(keep.begin(), keep.end(), name)) extra.push_back(name);
+  }
+  for (const std::string& name : extra)
+    if (::unsetenv(name.c_str()) != 0) ++failed;
+  return failed;
+}
+
+namespace {
+
+/** Signals whose disposition can be read and set: 1 to SIGRTMAX but SIGKILL and SIGSTOP. */
+template <typename F>
+void for_each_signal(F&& f) {
+  for (int s = 1; s <= SIGRTMAX; ++s)
+    if (s != SIGKILL && s != SIGSTOP) f(s);
+}
+
+// SA_RESTORER, which glibc adds to every disposition it sets (its own return trampoline) and
+// its headers do not name: Linux's value on every architecture that has it.
+constexpr int kLibraryFlags = 0x04000000;
+
+std::optional<signal_action> action_of(int s) {
+  struct sigaction now {};
+  if (::sigaction(s, nullptr, &now) != 0) return std::nullopt;
+  signal_action out;
+  out.signal = s;
+  out.handler = (now.sa_flags & SA_SIGINFO) != 0
+                    ? reinterpret_cast<std::uintptr_t>(now.sa_sigaction)
+                    : reinterpret_cast<std::uintptr_t>(now.sa_handler);
+  out.flags = now.sa_flags & ~kLibraryFlags;
+  for (int b = 1; b <= 64; ++b)
+    if (::sigismember(&now.sa_mask, b) == 1) out.mask |= std::uint64_t{1} << (b - 1);
+  return out;
+}
+
+}  // namespace
+
+std::vector<signal_action> signal_actions() {
+  std::vector<signal_action> out;
+  for_each_signal([&](int s) {
+    const auto a = action_of(s);
+    if (a &&
+        (a->handler != reinterpret_cast<std::uintptr_t>(SIG_DFL) || a->flags != 0 || a->mask != 0))
+      out.push_back(*a);
+  });
+  return out;
+}
+
+std::size_t set_signal_actions(const std::vector<signal_action>& wanted) {
+  std::size_t failed = 0;
+  for_each_signal([&](int s) {
+    signal_action want;
+    want.signal = s;
+    want.handler = reinterpret_cast<std::uintptr_t>(SIG_DFL);
+    for (const signal_action& w : wanted)
+      if (w.signal == s) want = w;
+    // A signal the C library keeps to itself (its thread cancellation's and set*id's) reads
+    // as an error: left as it is.
+    const auto now = action_of(s);
+    if (!now || *now == want) return;
+    struct sigaction act {};
+    ::sigemptyset(&act.sa_mask);
+    for (int b = 1; b <= 64; ++b)
+      if ((want.mask >> (b - 1) & 1U) != 0) ::sigaddset(&act.sa_mask, b);
+    act.sa_flags = want.flags;
+    if ((want.flags & SA_SIGINFO) != 0)
+      act.sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(want.handler);
+    else
+      act.sa_handler = reinterpret_cast<void (*)(int)>(want.handler);
+    if (::sigaction(s, &act, nullptr) != 0) ++failed;
+  });
+  return failed;
 }
 
 bool openmp_binds_threads(const std::function<const char*(const char*)>& env) {

@@ -9,6 +9,7 @@
  *  function answers what it could do rather than throwing. */
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -44,6 +45,32 @@ std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted, con
 [[nodiscard]] std::optional<int> thp_disabled();
 /** Sets it (PR_SET_THP_DISABLE); false where the kernel refused. */
 bool set_thp_disabled(int off);
+
+/** This process's environment as the C library holds it (what native libraries read with
+ *  getenv, at their first use say), "NAME=value" entries in its order. */
+[[nodiscard]] std::vector<std::string> environment();
+/** Sets the C library's environment to `wanted` ("NAME=value" entries): each variable whose value
+ *  differs is set (setenv) and each that `wanted` lacks removed (unsetenv). Returns the number of
+ *  entries it could not set (a malformed one among them). */
+std::size_t set_environment(const std::vector<std::string>& wanted);
+
+/** A signal's disposition as sigaction(2) reads it: the handler's address (SIG_DFL 0, SIG_IGN 1),
+ *  the flags without SA_RESTORER (which the C library adds itself) and the signals 1-64 blocked
+ *  while it runs, as bits (bit n - 1 for signal n). */
+struct signal_action {
+  int signal = 0;
+  std::uintptr_t handler = 0;
+  int flags = 0;
+  std::uint64_t mask = 0;
+  friend bool operator==(const signal_action&, const signal_action&) = default;
+};
+
+/** Every signal (SIGKILL and SIGSTOP aside) whose disposition is not the default, by number:
+ *  handlers set from C (a candidate's sigaction through ctypes) as well as Python's. */
+[[nodiscard]] std::vector<signal_action> signal_actions();
+/** Gives each signal the disposition `wanted` has for it (one it lacks: the default), where that
+ *  differs. Returns the number of signals it could not set. */
+std::size_t set_signal_actions(const std::vector<signal_action>& wanted);
 
 /** glibc's malloc tunables that change how fast an allocation is (mallopt): the values kjudge's
  *  worker holds in every call of either side. Defaults: the largest values glibc's own dynamic

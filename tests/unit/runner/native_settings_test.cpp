@@ -5,6 +5,7 @@
 #include <kjudge/runner/native_settings.hpp>
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -153,6 +155,63 @@ TEST(NativeSettings, TheAllocatorTunablesUndoALowMmapThreshold) {
 }
 #endif
 #endif
+
+void count_signal(int /*signal*/) {}
+
+TEST(NativeSettings, AHandlerSetFromCIsFoundAndPutBack) {
+  const auto before = signal_actions();
+  auto handler_of = [](const std::vector<signal_action>& all, int s) -> std::uintptr_t {
+    const auto it =
+        std::find_if(all.begin(), all.end(), [s](const signal_action& a) { return a.signal == s; });
+    return it == all.end() ? 0 : it->handler;
+  };
+  ASSERT_EQ(handler_of(before, SIGRTMAX), 0U) << "SIGRTMAX already had a handler";
+  struct sigaction act {};
+  act.sa_handler = count_signal;
+  act.sa_flags = SA_RESTART;
+  ::sigemptyset(&act.sa_mask);
+  ::sigaddset(&act.sa_mask, SIGUSR2);
+  ASSERT_EQ(::sigaction(SIGRTMAX, &act, nullptr), 0);
+  const auto changed = signal_actions();
+  EXPECT_EQ(handler_of(changed, SIGRTMAX), reinterpret_cast<std::uintptr_t>(&count_signal));
+  const auto it = std::find_if(changed.begin(), changed.end(),
+                               [](const signal_action& a) { return a.signal == SIGRTMAX; });
+  ASSERT_NE(it, changed.end());
+  EXPECT_EQ(it->flags, SA_RESTART);
+  EXPECT_EQ(it->mask, std::uint64_t{1} << (SIGUSR2 - 1));
+  EXPECT_NE(changed, before);
+
+  EXPECT_EQ(set_signal_actions(before), 0U);
+  EXPECT_EQ(signal_actions(), before);
+  EXPECT_EQ(set_signal_actions(changed), 0U);  // and the changed one again, as it was
+  EXPECT_EQ(signal_actions(), changed);
+  EXPECT_EQ(set_signal_actions(before), 0U);
+  EXPECT_EQ(signal_actions(), before);
+}
+
+TEST(NativeSettings, TheEnvironmentIsReadAndSetBack) {
+  const auto before = environment();
+  ASSERT_EQ(::setenv("KJ_TEST_ADDED", "1", 1), 0);
+  ASSERT_EQ(::setenv("KJ_TEST_CHANGED", "before", 1), 0);
+  const auto with = environment();
+  ASSERT_EQ(::setenv("KJ_TEST_CHANGED", "after", 1), 0);
+  ASSERT_EQ(::setenv("KJ_TEST_OTHER", "x=y", 1), 0);
+  ASSERT_EQ(::unsetenv("KJ_TEST_ADDED"), 0);
+
+  EXPECT_EQ(set_environment(with), 0U);
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(environment()), sorted(with));
+  EXPECT_STREQ(std::getenv("KJ_TEST_CHANGED"), "before");
+  EXPECT_STREQ(std::getenv("KJ_TEST_ADDED"), "1");
+  EXPECT_EQ(std::getenv("KJ_TEST_OTHER"), nullptr);
+  EXPECT_EQ(set_environment(before), 0U);
+  EXPECT_EQ(sorted(environment()), sorted(before));
+  EXPECT_EQ(set_environment({"no equals sign"}), 1U);  // refused, and everything else removed
+  EXPECT_EQ(set_environment(before), 0U);
+}
 
 }  // namespace
 }  // namespace kj::runner
