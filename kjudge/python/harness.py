@@ -1294,6 +1294,10 @@ def _settings_table():
     rows += [_attribute_setting("backends.cudnn", name) for name in (
         "allow_tf32", "enabled", "benchmark", "benchmark_limit", "deterministic")]
     rows.append(_attribute_setting("backends.mkldnn", "enabled"))
+    # Which kernels the reference's CPU convolutions and einsums take, how many cuFFT plans it
+    # keeps (none: every FFT planned again) and whether its synchronisations warn or raise.
+    rows += [_attribute_setting("backends.opt_einsum", name) for name in ("enabled", "strategy")]
+    rows.append(_attribute_setting("backends.cuda.cufft_plan_cache", "max_size"))
     rows += [_call_setting(get, put) for get, put in (
         ("get_float32_matmul_precision", "set_float32_matmul_precision"),
         ("get_default_dtype", "set_default_dtype"),
@@ -1304,7 +1308,9 @@ def _settings_table():
         ("backends.cuda.cudnn_sdp_enabled", "backends.cuda.enable_cudnn_sdp"),
         ("backends.cuda.preferred_linalg_library", "backends.cuda.preferred_linalg_library"),
         ("backends.cuda.preferred_blas_library", "backends.cuda.preferred_blas_library"),
-        ("backends.mha.get_fastpath_enabled", "backends.mha.set_fastpath_enabled"))]
+        ("backends.mha.get_fastpath_enabled", "backends.mha.set_fastpath_enabled"),
+        ("_C._get_nnpack_enabled", "_C._set_nnpack_enabled"),
+        ("cuda.get_sync_debug_mode", "cuda.set_sync_debug_mode"))]
     # Native state of the process, outside torch's settings, that a candidate reaches through
     # ctypes and the reference's calls run under: MKL's thread-local thread count (its forward
     # set 1 on leaving, and the reference's matmuls ran on one core: an exact copy read 1.9x on
@@ -1806,6 +1812,10 @@ _DISPATCH_TLS = tuple(getattr(torch._C, n, None) for n in (
     "_is_torch_function_enabled", "_is_torch_function_all_disabled"))
 
 
+_profiler_on = getattr(torch.autograd, "_profiler_enabled", None)
+_tracing_state = getattr(torch._C, "_get_tracing_state", None)
+
+
 def _dispatch_state():
     """torch's dispatcher state of this thread, as text (() in a torch without the accessors):
     a key a guard left included (the Python dispatcher's, torch._C._EnablePythonDispatcher) or
@@ -2255,6 +2265,12 @@ class _Reach:
         if running:
             found.append("an interval timer (signal.setitimer, signal.alarm: %s)"
                          % ", ".join(running))
+        # Record functions of torch's profiler, or of the JIT's tracer, run around every op the
+        # reference's calls make, and record them.
+        if _profiler_on is not None and _profiler_on():
+            found.append("torch's profiler (torch.profiler, torch.autograd.profiler)")
+        if _tracing_state is not None and _tracing_state() is not None:
+            found.append("torch.jit's tracer (torch.jit.trace)")
         stacks, now = self.entered[1], _in_force()
         if now[0] != stacks[0]:
             found.append("torch's function mode stack (a TorchFunctionMode left active)")

@@ -534,7 +534,8 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
       // dispatcher the candidate kept alive between its calls was on: its wrong values were the
       // reference's too, and read correct.
       {"problems/level1/matmul.py", "examples/faulty/leaves_python_dispatcher_on.py",
-       "PythonDispatcher included"}};
+       "PythonDispatcher included"},
+      {softmax, "examples/faulty/leaves_profiler_on.py", "torch's profiler"}};
   for (const auto& [problem, c, says] : faulty) {
     const auto r = run_eval(problem, c, cpu_fast);
     EXPECT_EQ(r.exit_code, 4) << c << "\n" << r.output;
