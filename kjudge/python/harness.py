@@ -318,28 +318,23 @@ def _check_limits():
 
 
 def _start_libraries():
-    """Has the libraries under torch's calls read the environment now, under the problem's
+    """Has the CPU libraries under torch's calls read the environment now, under the problem's
     state, before any code of the candidate's runs: MKL fixes its code path (MKL_CBWR) at its
-    first call, oneDNN its instruction set (ONEDNN_MAX_CPU_ISA) at its first primitive, torch
-    the CPU kernels it dispatches to (ATEN_CPU_CAPABILITY) and cuBLAS's workspace
-    (CUBLAS_WORKSPACE_CONFIG) at first use. A candidate that set MKL_CBWR=COMPATIBLE at import,
-    before the reference's first matmul, had MKL run all of them on its slow code path while it
-    did the same work through oneDNN (6.9x on the CPU); ONEDNN_MAX_CPU_ISA=SSE41 slowed a
-    convolution 2.5x. The environment itself is kept to the candidate's calls as any setting
-    (_settings_table); this covers what a library reads once, at a first use the candidate's
-    own calls could otherwise make. Explicit dtypes and devices: the problem may have set
-    other defaults."""
+    first call, oneDNN its instruction set (ONEDNN_MAX_CPU_ISA) at its first primitive. A
+    candidate that set MKL_CBWR=COMPATIBLE at import, before the reference's first matmul, had
+    MKL run all of them on its slow code path while it did the same work through oneDNN (6.9x
+    on the CPU); ONEDNN_MAX_CPU_ISA=SSE41 slowed a convolution 2.5x. The environment itself is
+    kept to the candidate's calls as any setting (_settings_table); this covers what these
+    libraries read once, at a first use the candidate's own calls could otherwise make. Not
+    GPU libraries: GPU work here would be the candidate's import's to the worker's watch (and
+    take the GPU's lock early). Explicit dtypes and device: the problem may have set other
+    defaults."""
     f32 = torch.float32
     one = torch.ones(8, 8, dtype=f32, device="cpu")
     torch.mm(one, one)  # MKL's sgemm
     # A 4x4 filter: torch hands it to oneDNN, whose first primitive reads its settings.
     torch.nn.functional.conv2d(torch.ones(1, 8, 8, 8, dtype=f32, device="cpu"),
                                torch.ones(8, 8, 4, 4, dtype=f32, device="cpu"))
-    if DEVICE == "cuda":
-        one = torch.ones(8, 8, dtype=f32, device="cuda")
-        torch.mm(one, one)  # cuBLAS: its handle and torch's workspace for it
-        torch.nn.functional.linear(one, one, one[0])  # cuBLASLt's, through addmm
-        torch.cuda.synchronize()
 
 
 def load_candidate(path):
@@ -1361,7 +1356,7 @@ def _settings_table():
         rows.append(("sys." + name, lambda n=name: _Same(getattr(sys, n)),
                      lambda v, n=name: setattr(sys, n, v.value)))
     # The process's, below Python: what libraries read at their first use (MKL_CBWR, oneDNN's
-    # ISA limit, cuBLAS's workspace; _start_libraries() has the known ones read before the
+    # ISA limit, cuBLAS's workspace; _start_libraries() has the CPU ones read before the
     # candidate's code) and the handlers the kernel runs, set from C (a candidate's sigaction
     # through ctypes, with a POSIX timer every 150 us, slept in each signal inside the
     # reference's calls: 2.3x on the CPU, unflagged: Python's table of handlers still read the
