@@ -698,6 +698,7 @@ class pipeline {
         // The trial once more with them, reported; only where it passes too are they kept (a
         // candidate whose outputs change from call to call gets no second chance).
         if (run_trial(kind, index, seed, scale)) {
+          static_cast<void>(m_session->use_weights(python::session::weights::kept));
           m_events.send({{"weight_copy_undone", m_weight_copy}});
           m_events.flag("weights_copy_undone", "info",
                         fmt::format("with the reference's weights copied in ({}) the first "
@@ -708,7 +709,7 @@ class pipeline {
                                     m_weight_copy));
           return true;
         }
-        static_cast<void>(m_session->use_weights(false));
+        static_cast<void>(m_session->use_weights(python::session::weights::copied));
         return false;
       }
     }
@@ -786,7 +787,7 @@ class pipeline {
     if (m_job.kind != candidate_kind::python) return false;
     bool passed = false;
     try {
-      if (!m_session->use_weights(true)) return false;
+      if (!m_session->use_weights(python::session::weights::seed)) return false;
       trial_result probe;  // not reported
       probe.kind = "nominal";
       probe.seed = seed;
@@ -799,7 +800,7 @@ class pipeline {
       // The first run's failure stands (the problem's error there would have ended it then).
       if (e.kind() != error_kind::candidate && e.kind() != error_kind::problem) throw;
     }
-    if (!passed) static_cast<void>(m_session->use_weights(false));
+    if (!passed) static_cast<void>(m_session->use_weights(python::session::weights::copied));
     return passed;
   }
 
@@ -834,6 +835,9 @@ class pipeline {
       by_torch = by_torch && c.by_torch;
       texts.push_back(c.text);
     }
+    // Sorted: the harness finds binding changes in a hashed set's order, which differs from
+    // process to process (--processes listed one flag twice, its items in two orders).
+    std::sort(texts.begin(), texts.end());
     const std::string list = listed(texts, 16, "; ");
     m_events.flag("candidate_changed_torch_state", by_torch ? "info" : "warning",
                   std::string(by_torch ? "torch's own code, run by the candidate's (as "
@@ -996,6 +1000,17 @@ class pipeline {
                       "the trials compared no values: every output was empty, or NaN or Inf "
                       "where the reference's was, so the candidate passed without a number "
                       "being checked (look at the problem's outputs)");
+      if (passed == 0 && (m_weight_copy == "by_order" || m_weight_copy == "by_shape"))
+        // An honest LayerNorm whose beta is declared before its gamma (both of one shape) had
+        // them swapped, every trial failed, and nothing said the pairing was a guess.
+        m_events.flag("weights_paired_by_order", "info",
+                      fmt::format("every nominal trial failed, and the reference's weights were "
+                                  "paired with the candidate's {} (their names differ): two "
+                                  "tensors of one shape that the candidate declares in another "
+                                  "order than the reference's Model get each other's values; "
+                                  "named as the reference's parameters, they are paired by name",
+                                  m_weight_copy == "by_order" ? "by declaration order and shape"
+                                                              : "by shape"));
       if (passed < m_job.trials) {
         std::vector<std::string> also;
         if (!held_out) also.emplace_back("the held-out trial");

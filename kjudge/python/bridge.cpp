@@ -731,9 +731,12 @@ session::weight_copy session::build_candidate(std::uint64_t seed) {
   });
 }
 
-bool session::use_weights(bool seed) {
+bool session::use_weights(weights which) {
   return m_impl->call("use_weights", [&] {
-    return m_impl->harness.attr("use_weights")(seed ? "seed" : "copied").cast<bool>();
+    const char* name = which == weights::seed     ? "seed"
+                       : which == weights::copied ? "copied"
+                                                  : "kept";
+    return m_impl->harness.attr("use_weights")(name).cast<bool>();
   });
 }
 

@@ -195,10 +195,15 @@ class session {
   };
   /** Builds ModelNew under the same seed and copies the reference's state_dict into it. */
   weight_copy build_candidate(std::uint64_t seed);
-  /** Puts the Python candidate's tensors that the copy changed back as the seed built them
-   *  (`seed`: true) or as copied (false). False where the copy changed none. Throws
-   *  kj::error(candidate). */
-  bool use_weights(bool seed);
+  /** Which Python candidate use_weights() puts in force. */
+  enum class weights {
+    seed,    ///< a fresh ModelNew built under the seed alone (its own weights, KernelBench's rule)
+    copied,  ///< back to the one with the reference's weights copied in
+    kept,    ///< the fresh one kept; the copied one let go
+  };
+  /** See `weights`. False where the copy changed none of the candidate's tensors (nothing to
+   *  try). Throws kj::error(candidate) (a constructor that fails the second time). */
+  bool use_weights(weights which);
 
   /** Reference parameters and buffers in state_dict order (device memory, contiguous). Valid until
    *  build_models is called again. */

@@ -514,7 +514,15 @@ def _copy_weights(ref, cand, changed):
     rs = _state_tensors(ref)
     if not rs:
         return "none", []
-    cs = {k: v for k, v in _state_tensors(cand).items() if not _uninitialized(v)}
+    _materialize_lazy(cand, rs)
+    cs, unwritable = {}, {}
+    for k, v in _state_tensors(cand).items():
+        if _uninitialized(v):
+            continue
+        # Another layout (oneDNN's blocked weights of torch.utils.mkldnn, a sparse tensor) has
+        # no strided values to write or compare: an honest candidate that converted its layers
+        # failed in the copy ("copy_mkldnn_ ... not implemented"), blamed on it.
+        (cs if v.layout == torch.strided else unwritable)[k] = v
     named = dict(cs)  # what a reference name may find
     for name, buf in _non_persistent_buffers(cand).items():
         named.setdefault(name, buf)
@@ -534,12 +542,17 @@ def _copy_weights(ref, cand, changed):
             return method, list(unpaired)
 
         # By name, into every same-shaped namesake (a candidate may keep tied copies apart).
+        # A namesake in another layout is not written: it stands where its values, made dense,
+        # are the reference's already (the seed built both so), as a pairing by value.
         rest = []
         for names, v in groups:
             mine = [named[n] for n in names if n in named and named[n].shape == v.shape
                     and _tensor_key(named[n]) not in used]
             for t in mine:
                 take(t, v, "by_name")
+            if not mine and any(_same_dense(unwritable.get(n), v) for n in names):
+                methods.add("by_value")
+                continue
             if not mine:
                 rest.append((names, v))
         if not rest:
@@ -590,6 +603,32 @@ def _copy_weights(ref, cand, changed):
             return copy("none")
         return copy(next((how for how in ("by_shape", "by_order", "by_value") if how in methods),
                          "by_name"))
+
+
+def _same_dense(t, v):
+    """Whether t, a tensor in another layout than strided (or None), holds v's values."""
+    if t is None or t.dtype != v.dtype or t.device != v.device:
+        return False
+    try:
+        dense = t.to_dense()
+    except (RuntimeError, NotImplementedError):
+        return False
+    return dense.shape == v.shape and torch.equal(dense, v)
+
+
+def _materialize_lazy(cand, rs):
+    """Gives each of the candidate's lazy parameters and buffers (nn.LazyLinear's, before a
+    first forward) that has a namesake among the reference's tensors `rs` that namesake's shape,
+    as torch's load_state_dict does, so that the copy by name writes it: left lazy, an nn.MLP of
+    LazyLinear layers named as the reference's kept values of its own (weights_not_copied)."""
+    for module_name, module in cand.named_modules():
+        for store in (module._parameters, module._buffers):
+            for name, t in list(store.items()):
+                full = "%s.%s" % (module_name, name) if module_name else name
+                v = rs.get(full)
+                if t is not None and _uninitialized(t) and v is not None and not _uninitialized(v):
+                    with torch.no_grad():
+                        t.materialize(v.shape)
 
 
 def _match_values(ref, floats):
@@ -707,59 +746,76 @@ def build_candidate(seed):
     method ("native" when the candidate is a native library: it gets copies of the reference's
     parameters and buffers, _params) and the names of the reference's parameters it left
     unpaired (_copy_weights)."""
-    global _cand, _weight_versions
+    global _cand, _cand_seed, _weights_changed
+    _cand_seed = seed
     if _candidate is None:
         _cand = None
         return "native", []
-
-    def construct():
-        with torch.no_grad():
-            _seed(seed)
-            return _module_on_device(_candidate.ModelNew(*_cand_init), "ModelNew")
-
-    _cand = _blamed_on_candidate(lambda: _as_candidate(construct),
-                                 "ModelNew(*get_init_inputs()) failed")
+    _cand = _construct_candidate("ModelNew(*get_init_inputs()) failed")
     changed = []
     method, unpaired = _blamed_on_candidate(
         lambda: _as_candidate(lambda: _copy_weights(_ref, _cand, changed)),
         "copying the reference's weights into ModelNew failed")
-    _weight_versions = changed
+    _weights_changed = bool(changed)
     _reach.seal()
     return method, unpaired
 
 
-# The candidate's tensors that the weight copy changed: [(tensor, host copy as the seed built
-# it, host copy as copied)]. Where its first trial fails with the reference's weights copied in,
-# kjudge tries its own (use_weights): an honest candidate that folds a constant into its
-# parameters (relu(x W^T + b) * s as relu(x (sW)^T + sb)) computes the reference's function with
-# the weights both models build under one seed (KernelBench's rule), not with the reference's.
-_weight_versions = []
+def _construct_candidate(failed):
+    """ModelNew(*its constructor arguments) under the evaluation's seed, on kjudge's device, as
+    the candidate's code; its failure is the candidate's error, `failed` its message."""
+    def construct():
+        with torch.no_grad():
+            _seed(_cand_seed)
+            return _module_on_device(_candidate.ModelNew(*_cand_init), "ModelNew")
+    return _blamed_on_candidate(lambda: _as_candidate(construct), failed)
+
+
+# Whether the weight copy changed any of the candidate's tensors. Where its first trial fails
+# with the reference's weights copied in, kjudge tries a ModelNew built under the seed alone
+# (use_weights): an honest candidate that folds a constant into its parameters (relu(x W^T + b)
+# * s as relu(x (sW)^T + sb)) computes the reference's function with the weights both models
+# build under one seed (KernelBench's rule), not with the reference's. A fresh one, not the
+# copied one's tensors written back: a candidate that had baked the copied weights into what
+# its calls use (a torch.compile with freezing, a transposed copy made at its first call)
+# failed with its own written back too.
+_weights_changed = False
+_cand_seed = 0
+_copied_cand = None  # the candidate with the reference's weights, while a fresh one is tried
 
 
 def _put(dst, src, changed):
-    """dst.copy_(src), under no_grad; where that changes dst's values, (dst, host copy before,
-    host copy after) goes into `changed` (the tensors the copy wrote alone: host copies of all a
-    candidate's weights cost a device-to-host copy of each)."""
-    before = None
-    if (dst.layout == torch.strided and src.layout == torch.strided
-            and not (dst.dtype == src.dtype and _equal(dst, src))):
-        before = dst.detach().to("cpu", copy=True)
+    """dst.copy_(src), under no_grad; where that changes dst's values, dst goes into
+    `changed`."""
+    if not (dst.layout == torch.strided and src.layout == torch.strided
+            and dst.dtype == src.dtype and _equal(dst, src)):
+        changed.append(dst)
     dst.copy_(src)
-    if before is not None:
-        changed.append((dst, before, dst.detach().to("cpu", copy=True)))
 
 
 def use_weights(which):
-    """Puts the candidate's tensors that the weight copy changed back as the seed built them
-    ("seed") or as copied ("copied"). Returns whether the copy changed any."""
-    def put():
-        with torch.no_grad():
-            for t, seeded, copied in _weight_versions:
-                t.copy_(seeded if which == "seed" else copied)
-    if _weight_versions:
-        _blamed_on_candidate(lambda: _as_candidate(put),
-                             "putting back the candidate's weights failed")
-    return bool(_weight_versions)
+    """The candidate built under the seed alone, its own weights ("seed": a fresh ModelNew,
+    the one with the reference's weights held meanwhile), the one with the reference's weights
+    back ("copied"), or the fresh one kept and the other let go ("kept"). Returns whether the
+    copy changed any of the candidate's tensors (without a change there is nothing to try)."""
+    global _cand, _copied_cand
+    if not _weights_changed:
+        return False
+    if which == "seed":
+        fresh = _construct_candidate("ModelNew(*get_init_inputs()), built again under the seed "
+                                     "alone to try its own weights, failed")
+        if _copied_cand is None:
+            _copied_cand = _cand
+        _cand = fresh
+    elif which == "copied":
+        if _copied_cand is not None:
+            _cand, _copied_cand = _copied_cand, None
+    else:
+        _copied_cand = None
+    # These rebindings are kjudge's own (the fresh construction's check has run): the baseline
+    # of the harness's bindings, against which the candidate's calls are checked, takes them.
+    _reach.rebase_harness()
+    return True
 
 
 _param_names = []
@@ -938,9 +994,30 @@ def _number_kind(v):
             else "%s (a Python %s)" % (_a_type(kind), base.__name__))
 
 
+# NumPy's scalar types (numpy.int64, numpy.bool_, numpy.float32: not Python numbers, but for
+# numpy.float64, a float subclass), where torch brought numpy in, and their item() as bound at
+# load: an output of one is the Python number item() gives. They were the side's runtime error.
+_numpy = sys.modules.get("numpy")
+_NUMPY_SCALARS = frozenset(
+    t for t in getattr(_numpy, "sctypeDict", {}).values()
+    if isinstance(t, type) and issubclass(t, _numpy.generic)) if _numpy is not None else frozenset()
+_numpy_item = _numpy.generic.item if _numpy is not None else None
+
+
+def _plain_number(v):
+    """v, or the Python number a NumPy scalar of a builtin numpy type holds (only its exact
+    types: no code of a subclass's runs)."""
+    if _type(v) in _NUMPY_SCALARS and not _isinstance(v, (_bool, _int, _float)):
+        item = _numpy_item(v)
+        if _type(item) in (_bool, _int, _float):
+            return item
+    return v
+
+
 def _output_list(out, who, error_type, numbers=None):
     """out as a list of tensors (_normalise); `numbers`, where given, gets an entry per output:
     _number_kind of one that was a number, "" of a tensor."""
+    out = _plain_number(out)
     if isinstance(out, torch.Tensor):
         if numbers is not None:
             numbers.append("")
@@ -957,6 +1034,7 @@ def _output_list(out, who, error_type, numbers=None):
                              % (who, _a(type(out).__name__), len(out), _MAX_OUTPUTS))
         items = []
         for i, v in enumerate(out):
+            v = _plain_number(v)
             if isinstance(v, torch.Tensor):
                 items.append(v)
                 kind = ""
@@ -1607,6 +1685,9 @@ def _legacy_precision(label, settings):
     return "tf32" if flag is True else "ieee" if flag is False else "none"
 
 
+_CPU = torch.device("cpu")
+
+
 def _same_in_effect(label, a, b):
     """Whether two readings of all settings (label -> value) give `label` the same value in
     effect: an fp32_precision of "none" is its parent's, and at the top its backend's legacy
@@ -1614,6 +1695,8 @@ def _same_in_effect(label, a, b):
     fp32_precision from "none" to "ieee": the same numerics)."""
     def effective(settings):
         row, value = label, settings.get(label, _UNREADABLE)
+        if label == "torch.get_default_device()" and value is None:
+            return _CPU  # no default device set: tensors are made on the CPU
         while _type(value) is _str and value == "none":
             row = _precision_parent(row)
             if row is None:
@@ -2148,6 +2231,12 @@ class _Reach:
         self.active = "candidate"
         self.use("reference")
         self._check_reference("code")
+
+    def rebase_harness(self):
+        """The harness's own bindings as they stand now are its baseline (after it rebound
+        them itself: use_weights)."""
+        if self.entered is not None:
+            self.entered = (self.entered[0], self.entered[1], dict(globals()))
 
     def watch_reference(self):
         """The reference model just built: checked from here on (parameters against _params)."""
@@ -3197,7 +3286,8 @@ def _read_number(v):
         return _float_value(v)
     if _issubclass(kind, _int):
         return _int_value(v)
-    return None
+    number = _plain_number(v)  # a NumPy scalar (numpy.int64, numpy.bool_, numpy.float32)
+    return number if number is not v else None
 
 
 def _audit_outputs(out):

@@ -1029,6 +1029,79 @@ TEST(EvalCpu, ACandidateThatFoldsAConstantIntoItsWeightsKeepsThemWhereTheCopyFai
       EXPECT_EQ(r.result["trials"].size(), 3U) << r.result["trials"].dump();  // 2 and held-out
     }
   }
+  // The same folded weights kept transposed, made at the first call: its own weights written
+  // back into it left that copy as the reference's weights had made it, and it failed (a
+  // torch.compile with freezing, the same). A ModelNew built afresh under the seed passes.
+  const auto cached = dir.path / "folded_cached.py";
+  std::ofstream(cached) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                           "    def __init__(self, n_in, n_out, scale):\n"
+                           "        super().__init__()\n"
+                           "        self.linear = nn.Linear(n_in, n_out)\n"
+                           "        with torch.no_grad():\n"
+                           "            self.linear.weight.mul_(scale)\n"
+                           "            self.linear.bias.mul_(scale)\n"
+                           "        self.wt = None\n"
+                           "    def forward(self, x):\n"
+                           "        if self.wt is None:\n"
+                           "            self.wt = self.linear.weight.t().contiguous()\n"
+                           "        return torch.relu(torch.addmm(self.linear.bias, x, self.wt))\n";
+  const auto r = run_eval(problem.string(), cached.string(),
+                          {"--device", "cpu", "--trials", "2", "--no-timing"});
+  EXPECT_EQ(r.result["status"], "correct") << r.output;
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "seed_kept") << r.output;
+}
+
+TEST(EvalCpu, WeightsInAnotherLayoutLazyOnesAndNumPyNumbersAreJudged) {
+  // An honest candidate that kept its Linear in oneDNN's layout (torch.utils.mkldnn) was the
+  // candidate's runtime error ("copy_mkldnn_: between mkldnn layout and dense Tensors is not
+  // implemented"), one of LazyLinear layers named as the reference's kept values of its own
+  // (weights_not_copied, incorrect), and numpy.int64, numpy.bool_ and numpy.float32 outputs were
+  // runtime errors ("returned an int64, not a tensor ... or a number").
+  const scratch_dir dir;
+  const auto linear = dir.path / "linear.py";
+  std::ofstream(linear) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                           "    def __init__(self):\n        super().__init__()\n"
+                           "        self.linear = nn.Linear(32, 24)\n"
+                           "    def forward(self, x):\n        return torch.relu(self.linear(x))\n"
+                           "def get_inputs():\n    return [torch.randn(16, 32)]\n"
+                           "def get_init_inputs():\n    return []\n";
+  const std::string head =
+      "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+      "    def __init__(self):\n        super().__init__()\n";
+  const auto layout = dir.path / "layout.py";
+  std::ofstream(layout) << "import torch.utils.mkldnn\n"
+                        << head
+                        << "        self.linear = nn.Linear(32, 24)\n"
+                           "        if torch.backends.mkldnn.is_available():\n"
+                           "            self.linear = torch.utils.mkldnn.to_mkldnn(self.linear)\n"
+                           "    def forward(self, x):\n        return torch.relu(self.linear(x))\n";
+  const auto lazy = dir.path / "lazy.py";
+  std::ofstream(lazy) << head
+                      << "        self.linear = nn.LazyLinear(24)\n"
+                         "    def forward(self, x):\n        return torch.relu(self.linear(x))\n";
+  for (const auto& [candidate, copy] : {std::pair{layout, "by_name"}, std::pair{lazy, "by_name"}}) {
+    const auto r = run_eval(linear.string(), candidate.string(),
+                            {"--device", "cpu", "--trials", "2", "--no-timing"});
+    EXPECT_EQ(r.exit_code, 0) << candidate << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << r.output;
+    EXPECT_EQ(r.result["correctness"]["weight_copy"], copy) << r.output;
+    EXPECT_FALSE(has_flag(r.result, "weights_not_copied")) << r.output;
+  }
+  const auto count = dir.path / "count.py";
+  std::ofstream(count) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                          "    def forward(self, x):\n"
+                          "        return int((x > 0).sum()), bool((x > 2).any()), "
+                          "float(x.sum())\n"
+                          "def get_inputs():\n    return [torch.randn(64, 64)]\n"
+                          "def get_init_inputs():\n    return []\n";
+  const auto numpy = dir.path / "numpy_numbers.py";
+  std::ofstream(numpy) << "import numpy as np\nimport torch\nclass ModelNew(torch.nn.Module):\n"
+                          "    def forward(self, x):\n        a = x.numpy()\n"
+                          "        return (a > 0).sum(), (a > 2).any(), a.sum(dtype=np.float32)\n";
+  const auto r = run_eval(count.string(), numpy.string(),
+                          {"--device", "cpu", "--trials", "2", "--atol", "1e-3", "--rtol", "1e-4"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.output;
 }
 
 TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {
