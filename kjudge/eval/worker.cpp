@@ -117,11 +117,33 @@ std::string first_line(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+/** The error's own line: where `s` holds a Python traceback, the line that names the last
+ *  exception ("NotImplementedError: Could not run 'aten::equal' ..."), which comes after the
+ *  last frame's lines ("  File ...", its source and markers, all indented); else the last line.
+ *  A message of several lines ends elsewhere: torch's list of dispatch keys made the summary
+ *  "PythonDispatcher: registered at .../PythonFallbackKernel.cpp:196 [backend fallback]". */
+std::string error_line(const std::string& s) {
+  const std::size_t frame = s.rfind("\n  File \"");
+  if (frame == std::string::npos) return last_line(s);
+  for (std::size_t at = s.find('\n', frame + 1); at != std::string::npos;
+       at = s.find('\n', at + 1)) {
+    const std::size_t begin = at + 1;
+    if (begin < s.size() && s[begin] != ' ' && s[begin] != '\t' && s[begin] != '\n') {
+      const std::size_t end = s.find('\n', begin);
+      std::string line =
+          s.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+      return line;
+    }
+  }
+  return last_line(s);
+}
+
 /** An error's message in one line that says what happened: its first line, and where that ends
  *  in ':' ("ModelNew.forward raised:"), the error's own last line after it ("RuntimeError: CUDA
  *  out of memory ..."). */
 std::string headline(const std::string& message) {
-  const std::string head = first_line(message), tail = last_line(message);
+  const std::string head = first_line(message), tail = error_line(message);
   if (!head.ends_with(':') || tail.empty() || tail == head) return head;
   return head + " " + tail;
 }
@@ -359,7 +381,7 @@ class pipeline {
         b.log = e.message();
         m_events.send({{"build", b}});
         // The headline and the error's own last line ("SyntaxError: invalid syntax").
-        const std::string head = first_line(e.message()), tail = last_line(e.message());
+        const std::string head = first_line(e.message()), tail = error_line(e.message());
         m_events.final(eval_status::compile_error,
                        tail.empty() || tail == head ? head : head + " " + tail);
         return false;

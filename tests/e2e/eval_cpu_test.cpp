@@ -1671,6 +1671,24 @@ TEST(EvalCpu, ExceptionInConstructorIsARuntimeError) {
   EXPECT_NE(r.result["message"].get<std::string>().find("ModelNew"), std::string::npos);
 }
 
+TEST(EvalCpu, AnErrorOfSeveralLinesIsSummarisedByItsFirst) {
+  // torch's "Could not run ..." errors end in a list of dispatch keys: the summary read the
+  // list's last line ("PythonDispatcher: registered at ... [backend fallback]").
+  const scratch_dir dir;
+  const auto candidate = dir.path / "raises_long.py";
+  std::ofstream(candidate) << "import torch\nclass ModelNew(torch.nn.Module):\n"
+                              "    def forward(self, x):\n"
+                              "        raise NotImplementedError('Could not run this op\\n'\n"
+                              "                                  'CPU: registered at a.cpp\\n'\n"
+                              "                                  'PythonDispatcher: registered')\n";
+  const auto r = run_eval("problems/level1/softmax.py", candidate.string(), cpu_fast);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  const std::string message = r.result.value("message", "");
+  EXPECT_EQ(message.substr(0, message.find('\n')),
+            "ModelNew.forward raised: NotImplementedError: Could not run this op")
+      << message;
+}
+
 TEST(EvalCpu, ACandidateThatDoesNotImportIsACompileError) {
   const auto r =
       run_eval("problems/level1/softmax.py", "examples/faulty/syntax_error.py", cpu_fast);
