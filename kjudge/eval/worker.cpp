@@ -1022,17 +1022,22 @@ class pipeline {
                       "the trials compared no values: every output was empty, or NaN or Inf "
                       "where the reference's was, so the candidate passed without a number "
                       "being checked (look at the problem's outputs)");
-      if (passed == 0 && (m_weight_copy == "by_order" || m_weight_copy == "by_shape"))
+      if (passed == 0 && (m_weight_copy == "by_order" || m_weight_copy == "by_shape" ||
+                          m_weight_copy == "by_value"))
         // An honest LayerNorm whose beta is declared before its gamma (both of one shape) had
-        // them swapped, every trial failed, and nothing said the pairing was a guess.
-        m_events.flag("weights_paired_by_order", "info",
-                      fmt::format("every nominal trial failed, and the reference's weights were "
-                                  "paired with the candidate's {} (their names differ): two "
-                                  "tensors of one shape that the candidate declares in another "
-                                  "order than the reference's Model get each other's values; "
-                                  "named as the reference's parameters, they are paired by name",
-                                  m_weight_copy == "by_order" ? "by declaration order and shape"
-                                                              : "by shape"));
+        // them swapped, every trial failed, and nothing said the pairing was a guess; so did a
+        // SwiGLU whose renamed gate and up projections were made in the other order (the seed
+        // gave its first the reference's first's values, and the pairing by value followed).
+        m_events.flag(
+            "weights_paired_by_order", "info",
+            fmt::format("every nominal trial failed, and some of the reference's weights were "
+                        "paired with the candidate's {} (their names differ): tensors of one "
+                        "shape that the candidate declares or makes in another order than the "
+                        "reference's Model get each other's values; named as the reference's "
+                        "parameters, they are paired by name",
+                        m_weight_copy == "by_order"   ? "by declaration order and shape"
+                        : m_weight_copy == "by_shape" ? "by shape"
+                                                      : "by the values the seed gave both"));
       if (passed < m_job.trials) {
         std::vector<std::string> also;
         if (!held_out) also.emplace_back("the held-out trial");
