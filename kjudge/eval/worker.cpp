@@ -125,16 +125,33 @@ std::string first_line(const std::string& s) {
 std::string error_line(const std::string& s) {
   const std::size_t frame = s.rfind("\n  File \"");
   if (frame == std::string::npos) return last_line(s);
+  auto line_at = [&s](std::size_t begin) {
+    const std::size_t end = s.find('\n', begin);
+    std::string line = s.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    return line;
+  };
   for (std::size_t at = s.find('\n', frame + 1); at != std::string::npos;
        at = s.find('\n', at + 1)) {
     const std::size_t begin = at + 1;
-    if (begin < s.size() && s[begin] != ' ' && s[begin] != '\t' && s[begin] != '\n') {
-      const std::size_t end = s.find('\n', begin);
-      std::string line =
-          s.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-      while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-      return line;
+    if (begin >= s.size() || s[begin] == ' ' || s[begin] == '\t' || s[begin] == '\n') continue;
+    std::string line = line_at(begin);
+    // torch's load_inline: "RuntimeError: Error building extension 'x': [1/3] c++ -MMD ..."
+    // (ninja's output follows): the extension's name, then the compiler's first error.
+    constexpr std::string_view building = "Error building extension '";
+    const std::size_t named = line.find(building);
+    const std::size_t quote =
+        named == std::string::npos ? named : line.find('\'', named + building.size());
+    if (quote == std::string::npos) return line;
+    line.resize(quote + 1);
+    for (std::size_t next = s.find('\n', begin); next != std::string::npos;
+         next = s.find('\n', next + 1)) {
+      const std::string diagnostic = line_at(next + 1);
+      if (diagnostic.find("error:") != std::string::npos ||
+          diagnostic.find("error #") != std::string::npos)
+        return line + ": " + diagnostic.substr(diagnostic.find_first_not_of(" \t"));
     }
+    return line;
   }
   return last_line(s);
 }

@@ -298,6 +298,21 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
           for (const auto& [s, h, f, mask] : wanted) actions.push_back({s, h, f, mask});
           return kj::runner::set_signal_actions(actions);
         });
+  m.def("openmp_state", [] {
+    const auto s = kj::runner::openmp();
+    if (!s) throw std::runtime_error("no OpenMP runtime in this process");
+    return std::make_pair(s->max_active_levels, s->dynamic);
+  });
+  m.def("set_openmp_state", [](const std::pair<int, int>& s) {
+    return kj::runner::set_openmp({s.first, s.second});
+  });
+  m.def("mkl_blas_threads", [] {
+    const auto n = kj::runner::mkl_blas_threads();
+    if (!n) throw std::runtime_error("this MKL does not say its BLAS domain's thread count");
+    return *n;
+  });
+  m.def("fp_control", [] { return kj::runner::fp_control(); });
+  m.def("set_fp_control", [](unsigned c) { return kj::runner::set_fp_control(c); });
   m.def("mkl_threads", [] {
     if (!process_mkl()) throw std::runtime_error("no MKL in this process");
     return process_mkl()->get();

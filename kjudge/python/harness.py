@@ -509,7 +509,8 @@ def _copy_weights(ref, cand, changed):
         cand_buffers = dict(cand.named_buffers())
         for name, buf in _non_persistent_buffers(ref).items():
             mine = cand_buffers.get(name)
-            if mine is not None and not _uninitialized(mine) and mine.shape == buf.shape:
+            if (mine is not None and not _uninitialized(mine) and mine.shape == buf.shape
+                    and mine.layout == torch.strided and buf.layout == torch.strided):
                 _put(mine, buf, changed)
     rs = _state_tensors(ref)
     if not rs:
@@ -525,7 +526,8 @@ def _copy_weights(ref, cand, changed):
         (cs if v.layout == torch.strided else unwritable)[k] = v
     named = dict(cs)  # what a reference name may find
     for name, buf in _non_persistent_buffers(cand).items():
-        named.setdefault(name, buf)
+        if buf.layout == torch.strided:
+            named.setdefault(name, buf)
     groups = _distinct(rs)
     parameter_keys = {_tensor_key(p) for p in ref.parameters() if p.numel() > 0}
     with torch.no_grad():
@@ -698,6 +700,7 @@ def build_reference(seed):
     # The candidate's own copy of the constructor arguments: a list the reference's constructor
     # changes in place (or a tensor it writes to) must not reach the candidate's.
     _cand_init = _deep_copy(init)
+    _cand_init_spare[:] = [_deep_copy(init)]  # for a ModelNew built again (use_weights)
     try:
         with torch.no_grad():
             _seed(seed)
@@ -761,13 +764,15 @@ def build_candidate(seed):
     return method, unpaired
 
 
-def _construct_candidate(failed):
+def _construct_candidate(failed, again=False):
     """ModelNew(*its constructor arguments) under the evaluation's seed, on kjudge's device, as
-    the candidate's code; its failure is the candidate's error, `failed` its message."""
+    the candidate's code; its failure is the candidate's error, `failed` its message. `again`:
+    from a fresh copy of the arguments (the first constructor may have changed its own)."""
     def construct():
+        init = _deep_copy(_cand_init_spare[0]) if again else _cand_init
         with torch.no_grad():
             _seed(_cand_seed)
-            return _module_on_device(_candidate.ModelNew(*_cand_init), "ModelNew")
+            return _module_on_device(_candidate.ModelNew(*init), "ModelNew")
     return _blamed_on_candidate(lambda: _as_candidate(construct), failed)
 
 
@@ -801,25 +806,34 @@ def use_weights(which):
     global _cand, _copied_cand
     if not _weights_changed:
         return False
+    let_go = []  # the model this call lets go of
     if which == "seed":
         fresh = _construct_candidate("ModelNew(*get_init_inputs()), built again under the seed "
-                                     "alone to try its own weights, failed")
+                                     "alone to try its own weights, failed", again=True)
         if _copied_cand is None:
             _copied_cand = _cand
+        else:
+            let_go.append(_cand)
         _cand = fresh
     elif which == "copied":
         if _copied_cand is not None:
+            let_go.append(_cand)
             _cand, _copied_cand = _copied_cand, None
     else:
+        let_go.append(_copied_cand)
         _copied_cand = None
     # These rebindings are kjudge's own (the fresh construction's check has run): the baseline
     # of the harness's bindings, against which the candidate's calls are checked, takes them.
+    # Then the model let go is freed as the candidate's code: a __del__ of its that rebinds a
+    # name of this module's is found as the candidate's change, not taken into the baseline.
     _reach.rebase_harness()
+    _drop_as_candidate(let_go.clear)
     return True
 
 
 _param_names = []
 _cand_init = []  # ModelNew's constructor arguments (build_reference's copy)
+_cand_init_spare = [[]]  # another copy, untouched by either constructor
 
 
 def parameters():
@@ -998,16 +1012,18 @@ def _number_kind(v):
 # numpy.float64, a float subclass), where torch brought numpy in, and their item() as bound at
 # load: an output of one is the Python number item() gives. They were the side's runtime error.
 _numpy = sys.modules.get("numpy")
-_NUMPY_SCALARS = frozenset(
-    t for t in getattr(_numpy, "sctypeDict", {}).values()
-    if isinstance(t, type) and issubclass(t, _numpy.generic)) if _numpy is not None else frozenset()
+# By id: a set's `in` would run a metaclass's __hash__ and __eq__.
+_NUMPY_SCALARS = {
+    id(t): t for t in getattr(_numpy, "sctypeDict", {}).values()
+    if isinstance(t, type) and issubclass(t, _numpy.generic)} if _numpy is not None else {}
 _numpy_item = _numpy.generic.item if _numpy is not None else None
 
 
 def _plain_number(v):
     """v, or the Python number a NumPy scalar of a builtin numpy type holds (only its exact
     types: no code of a subclass's runs)."""
-    if _type(v) in _NUMPY_SCALARS and not _isinstance(v, (_bool, _int, _float)):
+    kind = _type(v)
+    if _NUMPY_SCALARS.get(id(kind)) is kind and not _isinstance(v, (_bool, _int, _float)):
         item = _numpy_item(v)
         if _type(item) in (_bool, _int, _float):
             return item
@@ -1341,8 +1357,8 @@ _HOOKS = None  # torch.nn.modules.module, whose _global_* dicts hold hooks every
 
 
 def _global_hooks():
-    return tuple((k, tuple(v.items())) for k, v in sorted(vars(_HOOKS).items())
-                 if k.startswith("_global_") and isinstance(v, dict))
+    return _tuple((k, _tuple(v.items())) for k, v in _sorted(vars(_HOOKS).items())
+                  if k.startswith("_global_") and _isinstance(v, dict))
 
 
 def _set_global_hooks(v):
@@ -1370,7 +1386,8 @@ def _settings_table():
     # Which kernels the reference's CPU convolutions and einsums take, how many cuFFT plans it
     # keeps (none: every FFT planned again) and whether its synchronisations warn or raise.
     rows += [_attribute_setting("backends.opt_einsum", name) for name in ("enabled", "strategy")]
-    rows.append(_attribute_setting("backends.cuda.cufft_plan_cache", "max_size"))
+    if DEVICE == "cuda":  # both getters initialise CUDA: not on the CPU, nor before setup()
+        rows.append(_attribute_setting("backends.cuda.cufft_plan_cache", "max_size"))
     rows += [_call_setting(get, put) for get, put in (
         ("get_float32_matmul_precision", "set_float32_matmul_precision"),
         ("get_default_dtype", "set_default_dtype"),
@@ -1382,14 +1399,28 @@ def _settings_table():
         ("backends.cuda.preferred_linalg_library", "backends.cuda.preferred_linalg_library"),
         ("backends.cuda.preferred_blas_library", "backends.cuda.preferred_blas_library"),
         ("backends.mha.get_fastpath_enabled", "backends.mha.set_fastpath_enabled"),
-        ("_C._get_nnpack_enabled", "_C._set_nnpack_enabled"),
-        ("cuda.get_sync_debug_mode", "cuda.set_sync_debug_mode"))]
+        ("_C._get_nnpack_enabled", "_C._set_nnpack_enabled"))]
+    if DEVICE == "cuda":
+        rows.append(_call_setting("cuda.get_sync_debug_mode", "cuda.set_sync_debug_mode"))
     # Native state of the process, outside torch's settings, that a candidate reaches through
     # ctypes and the reference's calls run under: MKL's thread-local thread count (its forward
     # set 1 on leaving, and the reference's matmuls ran on one core: an exact copy read 1.9x on
     # the CPU, unflagged), and the CPU affinity of the worker's threads (every thread pinned to
     # one CPU: 4.3x). Both are read and set on the timing thread, which the forwards run on.
     rows.append(("MKL's thread count (mkl_get_max_threads)", _mkl_threads, _set_mkl_threads))
+    # How many threads the reference's parallel regions get, beyond the counts above: OpenMP's
+    # nesting limit (0 ran every region of MKL's and ATen's on one thread) and its dynamic
+    # adjustment, and MKL's BLAS domain's own count (a candidate that set it to one through an
+    # internal symbol read 1.9x, mkl_get_max_threads unmoved; MKL exports no setter of it, so
+    # such a change is the candidate's error). And the thread's rounding mode and SSE exception
+    # masks (a rounding upward left by the candidate's fesetround had the next trial's
+    # get_inputs() draw other values, blamed on the problem).
+    rows.append(("OpenMP's nesting limit and dynamic threads (omp_get_max_active_levels, "
+                 "omp_get_dynamic)", _openmp_state, _set_openmp_state))
+    rows.append(("MKL's BLAS thread count (mkl_serv_domain_get_max_threads)", _mkl_blas_threads,
+                 _no_setter))
+    rows.append(("the floating-point rounding mode and exception masks (fegetround, MXCSR)",
+                 _fp_control, _set_fp_control))
     # Transparent huge pages, off for the whole process by prctl: each fresh allocation of the
     # reference's then faults in 4 KiB pages where the system gives 2 MiB ones.
     rows.append(("transparent huge pages off (prctl PR_GET_THP_DISABLE)", _thp_disabled,
@@ -1461,33 +1492,71 @@ _PROCESS_CPUS = tuple(_kjudge.thread_cpus())  # immutable: the seal checks bindi
 _threads_off, _set_threads = _kjudge.threads_off, _kjudge.set_threads
 _mkl_threads, _set_mkl_threads = _kjudge.mkl_threads, _kjudge.set_mkl_threads
 _thp_disabled, _set_thp_disabled = _kjudge.thp_disabled, _kjudge.set_thp_disabled
+_openmp_state, _mkl_blas_threads = _kjudge.openmp_state, _kjudge.mkl_blas_threads
+
+
+class _FpControl(int):
+    """fp_control()'s value, shown as what it says: "rounding mode 0x0, MXCSR controls 0x1f80"
+    (the rounding mode as fegetround() gives it: 0 is to nearest)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "rounding mode 0x%x, MXCSR controls 0x%04x" % (int(self) >> 16, int(self) & 0xFFFF)
+
+
+def _fp_control():
+    return _FpControl(_kjudge.fp_control())
+
+
+def _set_openmp_state(v):
+    if not _kjudge.set_openmp_state(v):
+        raise RuntimeError("OpenMP's runtime kept another state")
+
+
+def _set_fp_control(v):
+    if not _kjudge.set_fp_control(v):
+        raise RuntimeError("the C library refused the rounding mode")
+
+
+def _no_setter(v):
+    raise RuntimeError("no function sets it back")
 _c_environment, _set_c_environment = _kjudge.environment, _kjudge.set_environment
 _signal_actions, _set_c_signal_actions = _kjudge.signal_actions, _kjudge.set_signal_actions
 # os.environ's own copy, which the reference's Python code reads (bytes to bytes on POSIX).
 _ENVIRON_DATA = getattr(os.environ, "_data", None)
+_sorted, _bytes, _dict_items = sorted, bytes, dict.items
 
 
 def _environment():
-    """The process's environment: the C library's (the variables native code reads) and
-    os.environ's copy, each sorted; builtin bytes only, so no code of a candidate's runs."""
+    """The process's environment: the C library's (the variables native code reads) and the
+    mapping os.environ had at load (what the problem's Python code reads), each sorted; only
+    exact bytes, through builtins bound at load, so no code of a candidate's runs, and compared
+    with the tuples' own ==."""
     py = ()
-    if _isinstance(_ENVIRON_DATA, dict):
-        py = _tuple(sorted((k, v) for k, v in _ENVIRON_DATA.items()
-                           if _type(k) is bytes and _type(v) is bytes))
-    return _Same((_tuple(sorted(_c_environment())), py))
+    if _type(_ENVIRON_DATA) is dict:
+        py = _tuple(_sorted((k, v) for k, v in _dict_items(_ENVIRON_DATA)
+                            if _type(k) is _bytes and _type(v) is _bytes))
+    return (_tuple(_sorted(_c_environment())), py)
 
 
 def _set_environment(wanted):
-    c, py = wanted.value
-    if _set_c_environment(list(c)):
+    c, py = wanted
+    if _set_c_environment(_list(c)):
         raise RuntimeError("setenv refused a variable")
-    if _isinstance(_ENVIRON_DATA, dict):
-        _ENVIRON_DATA.clear()
-        _ENVIRON_DATA.update(py)
+    if _type(_ENVIRON_DATA) is dict:
+        # Only the entries that differ: cleared and filled, the mapping would be empty for a
+        # moment to any other thread that reads it.
+        want = dict(py)
+        for k in [k for k in _ENVIRON_DATA if k not in want]:
+            del _ENVIRON_DATA[k]
+        for k, v in _dict_items(want):
+            if _ENVIRON_DATA.get(k) is not v:
+                _ENVIRON_DATA[k] = v
 
 
 def _set_signal_actions(wanted):
-    if _set_c_signal_actions(list(wanted)):
+    if _set_c_signal_actions(_list(wanted)):
         raise RuntimeError("sigaction refused a disposition")
 # glibc's malloc tunables (mallopt: the mmap and trim thresholds, top pad, fast bins, perturb)
 # have no getter, so a change cannot be seen: kjudge's values (the environment's, else the
@@ -1560,6 +1629,7 @@ _ITIMERS = (("ITIMER_REAL", signal.ITIMER_REAL), ("ITIMER_VIRTUAL", signal.ITIME
 
 
 _getrecursionlimit, _setrecursionlimit = sys.getrecursionlimit, sys.setrecursionlimit
+_setprofile, _settrace = sys.setprofile, sys.settrace
 # The list the interpreter's warnings machinery was given at load.
 _warning_filters = warnings.filters
 # Settings kept to each side's calls whose change is not reported (see _settings_table).
@@ -1888,6 +1958,10 @@ def _same_monitoring(now, then):
 _DISPATCH_TLS = tuple(getattr(torch._C, n, None) for n in (
     "_dispatch_tls_local_include_set", "_dispatch_tls_local_exclude_set",
     "_is_torch_function_enabled", "_is_torch_function_all_disabled"))
+# The key set's own repr as loaded: a candidate that replaced DispatchKeySet.__repr__ with one
+# that left the Python dispatcher's key out had its wrong matmul read correct again, and ran its
+# code at every switch.
+_keyset_repr = getattr(getattr(torch._C, "DispatchKeySet", None), "__repr__", None)
 
 
 _profiler_on = getattr(torch.autograd, "_profiler_enabled", None)
@@ -1901,15 +1975,16 @@ def _dispatch_state():
     dispatcher alive between its calls had every aten call of the reference's go through a
     Python kernel it had registered (OpOverload.py_impl): wrong values read correct, and the
     same values computed in float64 read 2.1x on the CPU."""
-    if any(f is None for f in _DISPATCH_TLS):
+    if _keyset_repr is None or any(f is None for f in _DISPATCH_TLS):
         return ()
     include, exclude, enabled, all_disabled = _DISPATCH_TLS
-    return (_key_names(include()), _key_names(exclude()), bool(enabled()), bool(all_disabled()))
+    return (_key_names(include()), _key_names(exclude()), _bool(enabled()),
+            _bool(all_disabled()))
 
 
 def _key_names(keys):
     """A DispatchKeySet's keys by name ("DispatchKeySet(A, B)" read as ("A", "B"))."""
-    text = repr(keys)
+    text = _keyset_repr(keys)
     inner = text[text.find("(") + 1:text.rfind(")")]
     return _tuple(k.strip() for k in inner.split(",") if k.strip())
 
@@ -1927,12 +2002,32 @@ def _dispatch_change(now, then):
     return ", ".join(out)
 
 
+_eval_frame = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+_get_eval_frame_callback = getattr(_eval_frame, "get_eval_frame_callback", None)
+_set_eval_frame = getattr(_eval_frame, "set_eval_frame", None)
+
+
+def _frame_callback():
+    """torch._dynamo's frame-evaluation callback on this thread, by identity (None: none, or
+    no way to read it). One left in force runs at the entry of every Python frame the
+    reference's calls make: a candidate's that doubled max_pool2d's input in place had its own
+    doubled output read correct."""
+    if _get_eval_frame_callback is not None:
+        callback = _get_eval_frame_callback()
+    elif _set_eval_frame is not None:
+        callback = _set_eval_frame(None)
+        _set_eval_frame(callback)
+    else:
+        return None
+    return None if callback is None or callback is False else id(callback)
+
+
 def _in_force():
     """What would run inside every call the reference makes: torch's mode stacks,
-    sys.monitoring's tools and the dispatcher's state of this thread (the profile and trace
-    hooks are checked on their own: none may be set at all)."""
+    sys.monitoring's tools, the dispatcher's state of this thread and dynamo's frame callback
+    (the profile and trace hooks are checked on their own: none may be set at all)."""
     functions, dispatch = _mode_stacks()
-    return (functions, dispatch, _monitoring_state(), _dispatch_state())
+    return (functions, dispatch, _monitoring_state(), _dispatch_state(), _frame_callback())
 
 
 def _model_fingerprint(model):
@@ -2158,6 +2253,12 @@ class _Reach:
             if left:
                 raise CandidateError("the candidate left %s active after its code ran: the "
                                      "reference would run under it" % "; ".join(left))
+            # A profile or trace function set from C with no Python object
+            # (PyEval_SetProfile(f, NULL) through ctypes) reads None above, and ran inside the
+            # reference's calls (it doubled an input in place, and its wrong output read
+            # correct; slept in each forward, 3x): none may be set, so none is left.
+            _setprofile(None)
+            _settrace(None)
         self.active = side
 
     def release(self, holder):
@@ -2360,6 +2461,9 @@ class _Reach:
             found.append("torch's function mode stack (a TorchFunctionMode left active)")
         if now[1] != stacks[1]:
             found.append("torch's dispatch mode stack (a TorchDispatchMode left active)")
+        if now[4] != stacks[4]:
+            found.append("a frame-evaluation callback (torch._C._dynamo.eval_frame."
+                         "set_eval_frame)")
         if now[3] != stacks[3]:
             found.append("torch's dispatcher state of this thread (a guard left alive, as "
                          "torch._C._EnablePythonDispatcher's: %s)"

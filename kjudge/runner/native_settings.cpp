@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fenv.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -10,6 +11,9 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(__x86_64__)
+#include <xmmintrin.h>
 #endif
 
 #include <algorithm>
@@ -280,6 +284,88 @@ bool apply_allocator_tunables(const allocator_tunables& t) {
   (void)t;
   return false;
 #endif
+}
+
+void* torch_cpu_symbol(const char* name) {
+  // torch's CPU library is loaded local to torch's extension, with the libraries it needs
+  // (OpenMP's runtime, MKL linked in): not in the global scope, so it is asked for by name, and
+  // only if already loaded (RTLD_NOLOAD); a handle's lookup reaches its dependencies.
+  if (void* f = ::dlsym(RTLD_DEFAULT, name)) return f;
+  static void* const torch_cpu = ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+  return torch_cpu == nullptr ? nullptr : ::dlsym(torch_cpu, name);
+}
+
+namespace {
+
+using int_getter = int (*)();
+using int_setter = void (*)(int);
+
+struct openmp_functions {
+  int_getter get_levels = nullptr, get_dynamic = nullptr;
+  int_setter set_levels = nullptr, set_dynamic = nullptr;
+  [[nodiscard]] bool complete() const {
+    return get_levels != nullptr && get_dynamic != nullptr && set_levels != nullptr &&
+           set_dynamic != nullptr;
+  }
+};
+
+const openmp_functions& openmp_runtime() {
+  static const openmp_functions f = [] {
+    openmp_functions out;
+    out.get_levels = reinterpret_cast<int_getter>(torch_cpu_symbol("omp_get_max_active_levels"));
+    out.get_dynamic = reinterpret_cast<int_getter>(torch_cpu_symbol("omp_get_dynamic"));
+    out.set_levels = reinterpret_cast<int_setter>(torch_cpu_symbol("omp_set_max_active_levels"));
+    out.set_dynamic = reinterpret_cast<int_setter>(torch_cpu_symbol("omp_set_dynamic"));
+    return out;
+  }();
+  return f;
+}
+
+#if defined(__x86_64__)
+constexpr unsigned kMxcsrControl = 0x7F80U;  // exception masks (7-12) and rounding (13-14)
+#endif
+
+}  // namespace
+
+std::optional<openmp_state> openmp() {
+  const auto& f = openmp_runtime();
+  if (!f.complete()) return std::nullopt;
+  return openmp_state{f.get_levels(), f.get_dynamic()};
+}
+
+bool set_openmp(const openmp_state& s) {
+  const auto& f = openmp_runtime();
+  if (!f.complete()) return false;
+  f.set_levels(s.max_active_levels);
+  f.set_dynamic(s.dynamic);
+  return openmp() == s;
+}
+
+std::optional<int> mkl_blas_threads() {
+  using domain_getter = int (*)(int);
+  static const auto get =
+      reinterpret_cast<domain_getter>(torch_cpu_symbol("mkl_serv_domain_get_max_threads"));
+  constexpr int kMklDomainBlas = 1;
+  if (get == nullptr) return std::nullopt;
+  return get(kMklDomainBlas);
+}
+
+unsigned fp_control() {
+  // The rounding mode's four values fit in bits 10-11 on x86 (and in the low bits elsewhere):
+  // kept apart from MXCSR's by a shift.
+  auto out = static_cast<unsigned>(::fegetround()) << 16U;
+#if defined(__x86_64__)
+  out |= _mm_getcsr() & kMxcsrControl;
+#endif
+  return out;
+}
+
+bool set_fp_control(unsigned control) {
+  const bool ok = ::fesetround(static_cast<int>(control >> 16U)) == 0;
+#if defined(__x86_64__)
+  _mm_setcsr((_mm_getcsr() & ~kMxcsrControl) | (control & kMxcsrControl));
+#endif
+  return ok && fp_control() == control;
 }
 
 std::optional<mkl_threads> mkl_threads::find() {

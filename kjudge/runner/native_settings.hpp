@@ -72,6 +72,38 @@ struct signal_action {
  *  differs. Returns the number of signals it could not set. */
 std::size_t set_signal_actions(const std::vector<signal_action>& wanted);
 
+/** A function of a library torch's CPU library brings in (OpenMP's runtime, MKL), looked up in
+ *  the global scope, then in libtorch_cpu.so and what it loaded (never loaded here); null where
+ *  there is none. */
+[[nodiscard]] void* torch_cpu_symbol(const char* name);
+
+/** OpenMP's state that decides how many threads a parallel region of the calling thread gets,
+ *  beyond its thread count: the nesting limit (omp_get_max_active_levels: 0 runs every region
+ *  on one thread) and dynamic adjustment (omp_get_dynamic: libgomp then gives a region the CPUs
+ *  less the load average). Empty where the process has no OpenMP runtime. */
+struct openmp_state {
+  int max_active_levels = 0;
+  int dynamic = 0;
+  friend bool operator==(const openmp_state&, const openmp_state&) = default;
+};
+[[nodiscard]] std::optional<openmp_state> openmp();
+/** Sets it; false where the runtime is missing or refused. */
+bool set_openmp(const openmp_state& s);
+
+/** MKL's thread count for its BLAS domain (mkl_serv_domain_get_max_threads(MKL_DOMAIN_BLAS)),
+ *  which mkl_get_max_threads does not show: empty where MKL does not export it. No setter is
+ *  exported: a change can be seen, not undone. */
+[[nodiscard]] std::optional<int> mkl_blas_threads();
+
+/** The calling thread's floating-point control, beyond flushing subnormals (which
+ *  torch.set_flush_denormal sets and the harness reads on its own): the rounding mode
+ *  (fegetround) and, on x86-64, SSE's exception masks and rounding bits (MXCSR bits 7-14).
+ *  Rounding upward from a candidate's fesetround through ctypes made the next trial's inputs
+ *  differ (get_inputs() drew other values for the same seed), blamed on the problem. */
+[[nodiscard]] unsigned fp_control();
+/** Sets it; false where the C library refused. */
+bool set_fp_control(unsigned control);
+
 /** glibc's malloc tunables that change how fast an allocation is (mallopt): the values kjudge's
  *  worker holds in every call of either side. Defaults: the largest values glibc's own dynamic
  *  thresholds reach on a 64-bit system (mmap 32 MiB, trim twice that), as a process that has

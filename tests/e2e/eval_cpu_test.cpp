@@ -535,7 +535,11 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
       // reference's too, and read correct.
       {"problems/level1/matmul.py", "examples/faulty/leaves_python_dispatcher_on.py",
        "PythonDispatcher included"},
-      {softmax, "examples/faulty/leaves_profiler_on.py", "torch's profiler"}};
+      {softmax, "examples/faulty/leaves_profiler_on.py", "torch's profiler"},
+      // A frame-evaluation callback of torch._dynamo's that doubled max_pool2d's input in place:
+      // the reference's output doubled, as the candidate's: correct.
+      {"problems/level2/conv2d_relu_maxpool.py", "examples/faulty/leaves_frame_callback.py",
+       "frame-evaluation callback"}};
   for (const auto& [problem, c, says] : faulty) {
     const auto r = run_eval(problem, c, cpu_fast);
     EXPECT_EQ(r.exit_code, 4) << c << "\n" << r.output;
@@ -552,6 +556,12 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   EXPECT_NE(flag_message(zeros.result, "candidate_changed_torch_state").find("torch.matmul"),
             std::string::npos)
       << zeros.result["flags"].dump(1);
+  // The same doubling from a profile function set from C (sys.getprofile() reads None): cleared
+  // at every switch to the reference, so the doubled output is the candidate's alone.
+  const auto profile = run_eval("problems/level2/conv2d_relu_maxpool.py",
+                                "examples/faulty/sets_c_profile_function.py", cpu_fast);
+  EXPECT_EQ(profile.exit_code, 1) << profile.output;
+  EXPECT_EQ(profile.result["status"], "incorrect");
   // The problem module's class replaced at the candidate's import by one whose `Model` property
   // doubles: kjudge's Model(*get_init_inputs()), after the import, would build it. Found right
   // after the import, hence a compile error (the reference is not built yet).
@@ -827,6 +837,10 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
       // MKL_CBWR=COMPATIBLE set at import, read by MKL at the reference's first matmul; the
       // candidate's own product through oneDNN (2.3-6.9x). Kept to the candidate without a note.
       {"problems/level1/matmul.py", "examples/faulty/sets_mkl_code_path.py", nullptr, 1.5},
+      // OpenMP's nesting limit 0 between its calls: every parallel region of the reference's
+      // on one thread (1.9x).
+      {"problems/level1/matmul.py", "examples/faulty/sets_openmp_nesting.py",
+       mkl != nullptr ? "OpenMP's nesting limit" : nullptr, 1.5},
   };
   for (const auto& a : attacks) {
     const auto r = run_eval(a.problem, a.candidate, cpu_fast);
@@ -855,6 +869,24 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
     else
       EXPECT_LT(speedup, a.below) << a.candidate << ": " << r.result["timing"]["speedups"].dump();
   }
+  // A variable the candidate sets at import that the reference's own forward reads: the
+  // reference runs under the environment the problem left (it doubled its output here, and the
+  // candidate's doubled output read correct).
+  const scratch_dir dir;
+  const auto reads_env = dir.path / "reads_env.py";
+  std::ofstream(reads_env) << "import os\nimport torch\nimport torch.nn as nn\n"
+                              "class Model(nn.Module):\n    def forward(self, x):\n"
+                              "        return x * 2 if os.environ.get('KJ_DOUBLE') else x\n"
+                              "def get_inputs():\n    return [torch.randn(64)]\n"
+                              "def get_init_inputs():\n    return []\n";
+  const auto sets_env = dir.path / "sets_env.py";
+  std::ofstream(sets_env) << "import os\nimport torch\nos.environ['KJ_DOUBLE'] = '1'\n"
+                             "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                             "        return x * 2\n";
+  const auto env = run_eval(reads_env.string(), sets_env.string(),
+                            {"--device", "cpu", "--trials", "2", "--no-timing"});
+  EXPECT_EQ(env.exit_code, 1) << env.output;
+  EXPECT_EQ(env.result["status"], "incorrect");
   // A C handler of SIGRTMAX that sleeps (sigaction through ctypes), and a POSIX timer that sends
   // it, armed between the candidate's calls (2.0-2.3x before): in the reference's turn the
   // signal's disposition is the default again, and the timer's next signal ends the worker

@@ -4,6 +4,7 @@
 
 #include <kjudge/runner/native_settings.hpp>
 
+#include <fenv.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -211,6 +212,19 @@ TEST(NativeSettings, TheEnvironmentIsReadAndSetBack) {
   EXPECT_EQ(sorted(environment()), sorted(before));
   EXPECT_EQ(set_environment({"no equals sign"}), 1U);  // refused, and everything else removed
   EXPECT_EQ(set_environment(before), 0U);
+}
+
+TEST(NativeSettings, TheRoundingModeIsReadAndSetBack) {
+  const unsigned before = fp_control();
+  ASSERT_EQ(::fesetround(FE_UPWARD), 0);
+  const unsigned upward = fp_control();
+  EXPECT_NE(upward, before);
+  EXPECT_TRUE(set_fp_control(before));
+  EXPECT_EQ(::fegetround(), FE_TONEAREST);
+  EXPECT_EQ(fp_control(), before);
+  EXPECT_TRUE(set_fp_control(upward));
+  EXPECT_EQ(::fegetround(), FE_UPWARD);
+  EXPECT_TRUE(set_fp_control(before));
 }
 
 }  // namespace
