@@ -438,7 +438,12 @@ TEST(EvalCpu, ASettingSetToWhatItAlreadyMeansIsNoChange) {
   for (const auto& [line, flagged] :
        {example{"torch.backends.cuda.matmul.allow_tf32 = False", false},
         example{"torch.set_float32_matmul_precision('highest')", false},
-        example{"torch.backends.cudnn.allow_tf32 = False", true}}) {
+        example{"torch.set_default_device('cpu')", false},
+        example{"torch.backends.cudnn.allow_tf32 = False", true},
+        // Settings rows of this session's (each toggled: a change whatever the build's default).
+        example{"torch._C._set_nnpack_enabled(not torch._C._get_nnpack_enabled())", true},
+        example{"torch.backends.opt_einsum.enabled = not torch.backends.opt_einsum.enabled",
+                true}}) {
     const auto candidate = dir.path / "softmax_new.py";
     std::ofstream(candidate) << "import torch\nimport torch.nn as nn\n"
                              << line
@@ -1119,6 +1124,29 @@ TEST(EvalCpu, WeightsInAnotherLayoutLazyOnesAndNumPyNumbersAreJudged) {
     EXPECT_EQ(r.result["correctness"]["weight_copy"], copy) << r.output;
     EXPECT_FALSE(has_flag(r.result, "weights_not_copied")) << r.output;
   }
+  // Two tensors of one shape whose values say nothing, declared in the other order than the
+  // reference's: paired by order, swapped, every trial failed, and nothing said why.
+  const auto affine = dir.path / "affine.py";
+  std::ofstream(affine) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                           "    def __init__(self):\n        super().__init__()\n"
+                           "        self.weight = nn.Parameter(torch.randn(16))\n"
+                           "        self.bias = nn.Parameter(torch.randn(16))\n"
+                           "    def forward(self, x):\n        return x * self.weight + self.bias\n"
+                           "def get_inputs():\n    return [torch.randn(8, 16)]\n"
+                           "def get_init_inputs():\n    return []\n";
+  const auto swapped = dir.path / "swapped.py";
+  std::ofstream(swapped)
+      << head
+      << "        self.beta = nn.Parameter(torch.zeros(16))\n"
+         "        self.gamma = nn.Parameter(torch.ones(16))\n"
+         "    def forward(self, x):\n        return x * self.gamma + self.beta\n";
+  const auto order = run_eval(affine.string(), swapped.string(),
+                              {"--device", "cpu", "--trials", "2", "--no-timing"});
+  EXPECT_EQ(order.result["status"], "incorrect") << order.output;
+  EXPECT_EQ(order.result["correctness"]["weight_copy"], "by_order") << order.output;
+  EXPECT_NE(flag_message(order.result, "weights_paired_by_order").find("declaration order"),
+            std::string::npos)
+      << order.result["flags"].dump(1);
   const auto count = dir.path / "count.py";
   std::ofstream(count) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
                           "    def forward(self, x):\n"
