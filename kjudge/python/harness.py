@@ -2022,6 +2022,28 @@ def _frame_callback():
     return None if callback is None or callback is False else id(callback)
 
 
+_listdir, _readlink = os.listdir, os.readlink
+
+
+def _perf_events():
+    """How many of the process's open files are perf events (perf_event_open). A candidate that
+    opened a task-clock sampling event on each of torch's threads at import, enabled between its
+    calls, had their interrupts land in the reference's (1.9-2.0x on the CPU). Counted at each
+    check after the candidate's code (not at every switch: 50-150 us), on the CPU only (on the
+    GPU, what CUPTI's work opens has not been looked at)."""
+    try:
+        names = _listdir("/proc/self/fd")
+    except OSError:
+        return 0
+    count = 0
+    for name in names:
+        try:
+            count += _readlink("/proc/self/fd/" + name) == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return count
+
+
 def _in_force():
     """What would run inside every call the reference makes: torch's mode stacks,
     sys.monitoring's tools, the dispatcher's state of this thread and dynamo's frame callback
@@ -2076,11 +2098,13 @@ class _Reach:
         self.threads = None        # Python threads running at seal()
         self.module_spaces = range(0)  # indices in `spaces` of the problem's modules
         self.modules = None        # sys.modules as enter() or seal() found it (_loaded_modules)
+        self.perf_events = 0       # the process's perf events when armed (_perf_events)
 
     def arm(self):
         self.armed = True
         _apply_allocator_tunables()
         self.table = _settings_table()
+        self.perf_events = _perf_events()
         spaces = [("builtins", builtins, False), ("torch", torch, False),
                   ("torch.Tensor", torch.Tensor, False), ("torch.nn.Module", torch.nn.Module, False)]
         for name in ("linalg", "fft", "special", "cuda"):
@@ -2495,6 +2519,9 @@ class _Reach:
             found += self._hooks_and_modes()
         if self.modules is not None:
             found += _modules_changed(self.modules)
+        if DEVICE == "cpu" and _perf_events() > self.perf_events:
+            found.append("perf events opened on the worker's threads (perf_event_open): their "
+                         "sampling interrupts land in the reference's calls")
         if self.fingerprint is not None:
             if _model_fingerprint(_ref) != self.fingerprint:
                 if ("model",) not in self.churn:

@@ -874,6 +874,19 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
     else
       EXPECT_LT(speedup, a.below) << a.candidate << ": " << r.result["timing"]["speedups"].dump();
   }
+  // A perf event sampling each of the worker's threads, enabled between the candidate's calls
+  // (2.1x): where the system allows perf events, new ones are the candidate's error; where it
+  // refuses them, the example is a plain matmul.
+  const auto perf =
+      run_eval("problems/level1/matmul.py", "examples/faulty/opens_perf_events.py", cpu_fast);
+  if (perf.result.value("status", "") == "correct") {
+    const double speedup = host_speedup(perf.result);
+    if (speedup >= 0) EXPECT_LT(speedup, 1.5) << perf.result["timing"]["speedups"].dump();
+  } else {
+    EXPECT_EQ(perf.exit_code, 3) << perf.output;
+    EXPECT_NE(perf.result.value("message", "").find("perf events"), std::string::npos)
+        << perf.output;
+  }
   // A variable the candidate sets at import that the reference's own forward reads: the
   // reference runs under the environment the problem left (it doubled its output here, and the
   // candidate's doubled output read correct).
