@@ -113,8 +113,17 @@ std::string signal_name(int sig) {
     KJ_SIGNAL_CASE(SIGSYS)
 #undef KJ_SIGNAL_CASE
     default:
-      return fmt::format("signal {}", sig);
+      break;
   }
+  // The real-time signals, as kill -l names them ("signal 64 (signal 64)" said nothing of the
+  // POSIX timer's signal that ended a candidate's worker).
+  if (sig == SIGRTMIN) return "SIGRTMIN";
+  if (sig == SIGRTMAX) return "SIGRTMAX";
+  if (sig > SIGRTMIN && sig < SIGRTMAX) {
+    const int up = sig - SIGRTMIN, down = SIGRTMAX - sig;
+    return up <= down ? fmt::format("SIGRTMIN+{}", up) : fmt::format("SIGRTMAX-{}", down);
+  }
+  return fmt::format("signal {}", sig);
 }
 
 std::optional<std::uint64_t> oom_kills_from(std::string_view vmstat) {

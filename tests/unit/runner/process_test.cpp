@@ -668,6 +668,10 @@ TEST(process_text, signal_names) {
   EXPECT_EQ(kj::runner::signal_name(SIGSEGV), "SIGSEGV");
   EXPECT_EQ(kj::runner::signal_name(SIGKILL), "SIGKILL");
   EXPECT_EQ(kj::runner::signal_name(1000), "signal 1000");
+  EXPECT_EQ(kj::runner::signal_name(SIGRTMAX), "SIGRTMAX");
+  EXPECT_EQ(kj::runner::signal_name(SIGRTMIN), "SIGRTMIN");
+  EXPECT_EQ(kj::runner::signal_name(SIGRTMIN + 1), "SIGRTMIN+1");
+  EXPECT_EQ(kj::runner::signal_name(SIGRTMAX - 1), "SIGRTMAX-1");
 }
 
 TEST(process_text, last_lines) {
