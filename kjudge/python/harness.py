@@ -481,8 +481,7 @@ def _distinct(entries):
 
 def _copy_weights(ref, cand, changed):
     """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights");
-    (tensor, host copy as it was, host copy as copied) of each candidate tensor the copy changed
-    goes into the list `changed` (_put).
+    each candidate tensor whose values the copy changed goes into the list `changed` (_put).
     Each reference tensor (tied ones once) takes, in turn:
     - by name: its namesake of the same shape (any of its names; among the candidate's
       state_dict and its non-persistent buffers), into every such namesake;

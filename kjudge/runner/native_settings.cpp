@@ -290,9 +290,14 @@ void* torch_cpu_symbol(const char* name) {
   // torch's CPU library is loaded local to torch's extension, with the libraries it needs
   // (OpenMP's runtime, MKL linked in): not in the global scope, so it is asked for by name, and
   // only if already loaded (RTLD_NOLOAD); a handle's lookup reaches its dependencies.
+  // Not kept: a lookup before torch is loaded finds no library, and a later one must. Callers
+  // keep what they find.
   if (void* f = ::dlsym(RTLD_DEFAULT, name)) return f;
-  static void* const torch_cpu = ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
-  return torch_cpu == nullptr ? nullptr : ::dlsym(torch_cpu, name);
+  void* torch_cpu = ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (torch_cpu == nullptr) return nullptr;
+  void* f = ::dlsym(torch_cpu, name);
+  ::dlclose(torch_cpu);  // torch's own reference keeps it loaded, and `f` valid
+  return f;
 }
 
 namespace {
@@ -369,30 +374,23 @@ bool set_fp_control(unsigned control) {
 }
 
 std::optional<mkl_threads> mkl_threads::find() {
-  // torch's CPU library holds MKL on x86 builds, loaded local to torch's extension: not in the
-  // global scope, so it is asked for by name, and only if already loaded (RTLD_NOLOAD).
-  void* scopes[2] = {RTLD_DEFAULT, ::dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD)};
-  for (void* scope : scopes) {
-    if (scope == nullptr) continue;
-    void* get = ::dlsym(scope, "MKL_Get_Max_Threads");
-    if (get == nullptr) get = ::dlsym(scope, "mkl_get_max_threads");
-    // MKL's C entry takes the count by value (mkl_service.h maps the lower-case name onto it);
-    // the lower-case symbol itself is the Fortran entry, which takes it by address (PyPI's torch
-    // exports both).
-    void* set = ::dlsym(scope, "MKL_Set_Num_Threads_Local");
-    bool by_pointer = false;
-    if (set == nullptr) {
-      set = ::dlsym(scope, "mkl_set_num_threads_local");
-      by_pointer = true;
-    }
-    if (get == nullptr || set == nullptr) continue;
-    mkl_threads m;
-    m.m_get = reinterpret_cast<get_fn>(get);
-    m.m_set = set;
-    m.m_by_pointer = by_pointer;
-    return m;
+  void* get = torch_cpu_symbol("MKL_Get_Max_Threads");
+  if (get == nullptr) get = torch_cpu_symbol("mkl_get_max_threads");
+  // MKL's C entry takes the count by value (mkl_service.h maps the lower-case name onto it); the
+  // lower-case symbol itself is the Fortran entry, which takes it by address (PyPI's torch
+  // exports both).
+  void* set = torch_cpu_symbol("MKL_Set_Num_Threads_Local");
+  bool by_pointer = false;
+  if (set == nullptr) {
+    set = torch_cpu_symbol("mkl_set_num_threads_local");
+    by_pointer = true;
   }
-  return std::nullopt;
+  if (get == nullptr || set == nullptr) return std::nullopt;
+  mkl_threads m;
+  m.m_get = reinterpret_cast<get_fn>(get);
+  m.m_set = set;
+  m.m_by_pointer = by_pointer;
+  return m;
 }
 
 int mkl_threads::get() const {
