@@ -308,13 +308,16 @@ class pipeline {
       m_events.flag(
           "weights_not_copied", "warning",
           copy.method == "partial"
-              ? fmt::format("some of the reference's parameters ({}) matched none of the "
-                            "candidate's by name, value, or order and shape, and kept the values "
-                            "the seed gave the candidate; the others were copied",
+              ? fmt::format("some of the reference's parameters ({}) found no tensor of the "
+                            "candidate's by name or by value, and the candidate's remaining "
+                            "tensors could not all be paired with them by order and shape (their "
+                            "count or shapes differ); the candidate's kept the values the seed "
+                            "gave them, and the pairs found by name or value were copied",
                             names)
-              : fmt::format("the reference's parameters ({}) matched the candidate's neither by "
-                            "name nor by value, order or shape; nothing was copied: both models "
-                            "were only built under the same seed",
+              : fmt::format("the reference's parameters ({}) found no tensor of the candidate's "
+                            "by name or by value, and the candidate's could not all be paired "
+                            "with them by order and shape (their count or shapes differ); "
+                            "nothing was copied: both models were only built under the same seed",
                             names));
     }
 

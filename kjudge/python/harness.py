@@ -397,9 +397,12 @@ def _deep_copy(x):
 
 
 def _seed(seed):
-    seed &= _SEED_MASK  # derived seeds (base + k) wrap, as the C++ side's do
-    torch.manual_seed(seed)  # seeds every device too
-    _seed_python(seed)
+    """A trial's seed (get_inputs(), the models' construction): as _seed_generators() does it,
+    through the generators bound at load. torch.manual_seed looks up torch.random's
+    `default_generator` as it runs, and a candidate that rebound it to a wrapper zeroing the
+    generator after every seeding had every trial's inputs, the held-out one's too, drawn as
+    zeros: its constant output read correct at 515x for a matmul on the CPU."""
+    _seed_generators(seed)  # derived seeds (base + k) wrap there, as the C++ side's do
 
 
 # The seeding functions as bound before any candidate code ran (torch imports numpy): the
@@ -483,11 +486,15 @@ def _copy_weights(ref, cand, changed):
     """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights");
     each candidate tensor whose values the copy changed goes into the list `changed` (_put).
     Each reference tensor (tied ones once) takes, in turn:
-    - by name: its namesake of the same shape (any of its names; among the candidate's
-      state_dict and its non-persistent buffers), into every such namesake;
+    - by name: its namesake of the same shape, or of the same one but for dimensions of size 1
+      (any of its names; among the candidate's state_dict and its non-persistent buffers), into
+      every such namesake;
     - then by value: the candidate's floating-point tensor whose values, as the seed built them,
       equal it (or its transpose, kept as built: a weight stored as W^T), where that pairing is
       one to one;
+    - then by the end of a name (also "by_name"): a candidate tensor of a fitting shape named by
+      the reference name's last dotted parts (`weight` for `ln.weight`) or the other way round,
+      where that pairing is one to one;
     - then by order and shape (_match_floats): each remaining floating-point reference tensor
       takes the next remaining candidate tensor of the same shape; where that fails (a candidate
       that declares its bias before its weight), by shape where every shape is one tensor's on
@@ -504,7 +511,7 @@ def _copy_weights(ref, cand, changed):
     the seed built the same values), "by_order", "by_shape"; "partial", "seed_only"; "none" for
     a reference without a state_dict, or with buffers alone of which the candidate keeps none;
     the names of the reference's parameters left unpaired)."""
-    with torch.no_grad():
+    with _NoGrad():
         cand_buffers = dict(cand.named_buffers())
         for name, buf in _non_persistent_buffers(ref).items():
             mine = cand_buffers.get(name)
@@ -529,7 +536,7 @@ def _copy_weights(ref, cand, changed):
             named.setdefault(name, buf)
     groups = _distinct(rs)
     parameter_keys = {_tensor_key(p) for p in ref.parameters() if p.numel() > 0}
-    with torch.no_grad():
+    with _NoGrad():
         pairs, methods, used = [], set(), set()
 
         def take(dst, src, how):
@@ -547,10 +554,10 @@ def _copy_weights(ref, cand, changed):
         # are the reference's already (the seed built both so), as a pairing by value.
         rest = []
         for names, v in groups:
-            mine = [named[n] for n in names if n in named and named[n].shape == v.shape
+            mine = [named[n] for n in names if n in named and _fits_shape(named[n], v)
                     and _tensor_key(named[n]) not in used]
             for t in mine:
-                take(t, v, "by_name")
+                take(t, _shaped_as(v, t), "by_name")
             if not mine and any(_same_dense(unwritable.get(n), v) for n in names):
                 methods.add("by_value")
                 continue
@@ -568,6 +575,14 @@ def _copy_weights(ref, cand, changed):
             if not transposed:
                 pairs.append((c, v))
         pinned = {id(v) for _, v, _ in kept}
+        # By the end of a name: a candidate name that is the last dotted parts of a reference
+        # name (`weight` for `ln.weight`, `out_proj.weight` for `attn.out_proj.weight`), or the
+        # other way round, where that pairing is one to one among the tensors still unpaired.
+        for dst, v in _pair_by_name_end([(names, v) for names, v in rest if id(v) not in pinned],
+                                        {n: t for n, t in named.items()
+                                         if _tensor_key(t) not in used}):
+            take(dst, _shaped_as(v, dst), "by_name")
+            pinned.add(id(v))
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
         floats = [c for c in floats if _tensor_key(c) not in used]
         ref_parameters = [v for v in ref_floats if _tensor_key(v) in parameter_keys]
@@ -592,8 +607,8 @@ def _copy_weights(ref, cand, changed):
             return (c is not None and _tensor_key(c) not in used and c.shape == v.shape
                     and c.dtype == v.dtype)
 
-        for _, v in rest:  # no namesake of their shape (the first pass took those)
-            if v.is_floating_point():
+        for _, v in rest:  # no namesake of their shape (the first passes took those)
+            if v.is_floating_point() or id(v) in pinned:
                 continue
             mine = next((c for c in others if fits(c, v)), None)
             if mine is not None:
@@ -604,6 +619,43 @@ def _copy_weights(ref, cand, changed):
             return copy("none")
         return copy(next((how for how in ("by_shape", "by_order", "by_value") if how in methods),
                          "by_name"))
+
+
+def _fits_shape(t, v):
+    """Whether candidate tensor t can take reference tensor v's values by name: the same shape,
+    or the same one but for dimensions of size 1 (an RMSNorm weight kept as (1, 1, hidden) to
+    broadcast, for the reference's (hidden,): it was left unpaired, and its ones read
+    incorrect)."""
+    if t.shape == v.shape:
+        return True
+    return ([d for d in t.shape if d != 1] == [d for d in v.shape if d != 1]
+            and t.numel() == v.numel())
+
+
+def _shaped_as(v, t):
+    """v in t's shape, where _fits_shape(t, v) holds."""
+    return v if v.shape == t.shape else v.reshape(t.shape)
+
+
+def _name_end(a, b):
+    """Whether one of two state_dict names is the other's last dotted parts."""
+    return a == b or a.endswith("." + b) or b.endswith("." + a)
+
+
+def _pair_by_name_end(rest, mine):
+    """(candidate tensor, reference tensor) for each reference tensor of `rest` ((names,
+    tensor) pairs) and candidate tensor of `mine` (name -> tensor) that each find only the other
+    by the end of a name (_name_end) among tensors of a fitting shape (_fits_shape)."""
+    by_ref, by_cand, cand_of = {}, {}, {}
+    for i, (names, v) in enumerate(rest):
+        for n, t in mine.items():
+            if _fits_shape(t, v) and any(_name_end(n, r) for r in names):
+                key = _tensor_key(t)
+                cand_of[key] = t
+                by_ref.setdefault(i, set()).add(key)
+                by_cand.setdefault(key, set()).add(i)
+    return [(cand_of[k], rest[i][1]) for i, keys in sorted(by_ref.items()) if len(keys) == 1
+            for k in keys if len(by_cand[k]) == 1]
 
 
 def _same_dense(t, v):
@@ -628,7 +680,7 @@ def _materialize_lazy(cand, rs):
                 full = "%s.%s" % (module_name, name) if module_name else name
                 v = rs.get(full)
                 if t is not None and _uninitialized(t) and v is not None and not _uninitialized(v):
-                    with torch.no_grad():
+                    with _NoGrad():
                         t.materialize(v.shape)
 
 
@@ -701,7 +753,7 @@ def build_reference(seed):
     _cand_init = _deep_copy(init)
     _cand_init_spare[:] = [_deep_copy(init)]  # for a ModelNew built again (use_weights)
     try:
-        with torch.no_grad():
+        with _NoGrad():
             _seed(seed)
             # Left in training mode, as KernelBench leaves both models (BatchNorm normalises by
             # the batch's statistics; Dropout is active): the function judged is KernelBench's.
@@ -769,7 +821,7 @@ def _construct_candidate(failed, again=False):
     from a fresh copy of the arguments (the first constructor may have changed its own)."""
     def construct():
         init = _deep_copy(_cand_init_spare[0]) if again else _cand_init
-        with torch.no_grad():
+        with _NoGrad():
             _seed(_cand_seed)
             return _module_on_device(_candidate.ModelNew(*init), "ModelNew")
     return _blamed_on_candidate(lambda: _as_candidate(construct), failed)
@@ -1264,6 +1316,25 @@ _make_tensor, _bool_dtype, _float64, _bool = torch.tensor, torch.bool, torch.flo
 # Autograd off for the rewrite (an input that requires grad, an nn.Parameter say, makes
 # mul(..., out=) raise with it on), by torch's C switch, bound here like the rest.
 _grad_enabled, _set_grad_enabled = torch._C.is_grad_enabled, torch._C._set_grad_enabled
+
+
+class _NoGrad:
+    """torch.no_grad() as this harness enters it around every call it makes of either side, by
+    torch's C switch bound above. torch.no_grad's __enter__ and __exit__ are Python attributes of
+    its class, which a candidate can replace while torch.no_grad stays the same object: one whose
+    __exit__ found the reference's outputs among its caller's locals and doubled them had its
+    doubled softmax read correct, and one whose __enter__ slept in the reference's calls read
+    2.2x for the same softmax, on the CPU."""
+
+    __slots__ = ("was",)
+
+    def __enter__(self):
+        self.was = _grad_enabled()
+        _set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _set_grad_enabled(self.was)
+        return False
 
 
 def _layout(x):
@@ -2022,6 +2093,19 @@ def _frame_callback():
 
 
 _listdir, _readlink = os.listdir, os.readlink
+# A process the candidate starts whose parent ends before it (a child that forked a busy
+# grandchild and exited) goes to the nearest child subreaper among its ancestors: the worker's
+# guard or pool once, outside the processes _threads_cpu reads, and such a grandchild doing the
+# reference's turns' work read 1.9x for the same matmul on the CPU, unflagged. The worker is one
+# from _Reach.arm() on; the candidate turning it off is its error (_check_reference).
+_child_subreaper, _set_child_subreaper = _kjudge.child_subreaper, _kjudge.set_child_subreaper
+
+
+def _child_subreaper_on():
+    try:
+        return _child_subreaper()
+    except Exception:
+        return False
 
 
 def _perf_events():
@@ -2051,19 +2135,33 @@ def _in_force():
     return (functions, dispatch, _monitoring_state(), _dispatch_state(), _frame_callback())
 
 
+def _placed(v):
+    """A tensor's size, strides, dtype, device and data pointer (_layout); None for anything
+    else or where they cannot be read (a sparse tensor has no strides). A candidate that set the
+    reference's Linear weight's .data to a view of the same values with other strides (the same
+    Parameter object) had torch copy it before every GEMM of the reference's: 1.6x for the same
+    GEMM on the CPU."""
+    try:
+        return _layout(v)
+    except Exception:
+        return None
+
+
 def _model_fingerprint(model):
     """The reference model by identity: each module, its attributes, and the entries of its
     parameter, buffer, submodule and hook dicts, each with its class (a candidate that set the
     class of the reference's weight to a Parameter subclass whose __torch_function__ slept had
-    the same object, with the same values, slow the reference's every call: 15x)."""
+    the same object, with the same values, slow the reference's every call: 15x), and each
+    tensor's place in memory (_placed)."""
     out = []
     for name, m in model.named_modules(remove_duplicate=False):
         attrs, dicts = [], []
         for k, v in vars(m).items():
             if isinstance(v, dict):
-                dicts.append((k, tuple((kk, id(vv), id(_type(vv))) for kk, vv in v.items())))
+                dicts.append((k, tuple((kk, id(vv), id(_type(vv)), _placed(vv))
+                                       for kk, vv in v.items())))
             else:
-                attrs.append((k, id(v), id(_type(v))))
+                attrs.append((k, id(v), id(_type(v)), _placed(v)))
         # Classes by identity (id): compared with ==, a metaclass's __eq__ could say anything.
         out.append((name, id(m), id(_type(m)), tuple(sorted(attrs)), tuple(sorted(dicts))))
     return out
@@ -2098,18 +2196,32 @@ class _Reach:
         self.module_spaces = range(0)  # indices in `spaces` of the problem's modules
         self.modules = None        # sys.modules as enter() or seal() found it (_loaded_modules)
         self.perf_events = 0       # the process's perf events when armed (_perf_events)
+        self.subreaper = False     # the worker made a child subreaper when armed
 
     def arm(self):
         self.armed = True
         _apply_allocator_tunables()
         self.table = _settings_table()
         self.perf_events = _perf_events()
+        # The worker a child subreaper from here on (kjudge_child_subreaper below): a process
+        # the candidate's children leave behind comes to it, where _threads_cpu counts it.
+        self.subreaper = _set_child_subreaper(True) and _child_subreaper_on()
         spaces = [("builtins", builtins, False), ("torch", torch, False),
                   ("torch.Tensor", torch.Tensor, False), ("torch.nn.Module", torch.nn.Module, False)]
-        for name in ("linalg", "fft", "special", "cuda"):
+        # torch.random among them: torch.manual_seed looks up its `default_generator` as it
+        # runs (in a problem's get_inputs() say).
+        for name in ("linalg", "fft", "special", "cuda", "random"):
             space = _under_torch(name)
             if space is not None:
                 spaces.append(("torch." + name, space, False))
+        # The classes of torch's grad-mode switches (torch.no_grad, torch.inference_mode, ...),
+        # with their bases: their Python methods run inside every call of a forward that enters
+        # one, and their attributes are not the names torch binds.
+        for mod_name in ("torch.autograd.grad_mode", "torch.utils._contextlib"):
+            module = sys.modules.get(mod_name)
+            for name, cls in sorted(vars(module).items()) if module is not None else ():
+                if isinstance(cls, type) and getattr(cls, "__module__", None) == mod_name:
+                    spaces.append((mod_name + "." + name, cls, False))
         seen = {id(torch.nn.Module)}
         for name, cls in sorted(vars(torch.nn).items()):
             if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
@@ -2518,6 +2630,9 @@ class _Reach:
             found += self._hooks_and_modes()
         if self.modules is not None:
             found += _modules_changed(self.modules)
+        if self.subreaper and not _child_subreaper_on():
+            found.append("the worker's child-subreaper flag (prctl PR_SET_CHILD_SUBREAPER): "
+                         "without it a process its children leave behind goes uncounted")
         if DEVICE == "cpu" and _perf_events() > self.perf_events:
             found.append("perf events opened on the worker's threads (perf_event_open): their "
                          "sampling interrupts land in the reference's calls")
@@ -2713,6 +2828,8 @@ def _threads_cpu():
     # kernel gives it now: a worker forked from the pool keeps the pool's main-thread id in
     # threading's record of it.
     parents = [_get_native_id()]
+    if _getpid() not in parents:  # the thread the worker's adopted processes come to
+        parents.append(_getpid())
     for t in _all_threads():
         try:
             tid = _thread_native_id(t)
@@ -2730,7 +2847,12 @@ def _threads_cpu():
                 continue
             try:
                 name, start, cpu = _stat("/proc/self/task/%d/stat" % tid)
-                out[(tid, start)] = ("%s, outside Python's registry" % name, cpu, "thread")
+                # A native thread no one named has the process's name, kjudge's: named so, an
+                # OpenBLAS pool's (which spins after each call) read as kjudge's own thread.
+                out[(tid, start)] = ("%s, outside Python's registry" % name
+                                     if name != _process_name()
+                                     else "a native thread outside Python's registry, unnamed "
+                                     "(a native library's: a BLAS thread pool, say)", cpu, "thread")
                 parents.append(tid)
             except Exception:
                 continue
@@ -2755,6 +2877,15 @@ def _threads_cpu():
     return out
 
 
+def _process_name():
+    """The worker's command name, which its threads start with (None where unreadable)."""
+    try:
+        with _open("/proc/self/comm") as f:
+            return f.read().strip()
+    except Exception:
+        return None
+
+
 def _stat(path):
     """(command name, start time in clock ticks, CPU seconds used, user and system) of a
     thread's or process's /proc stat file (the name may hold spaces and ')')."""
@@ -2773,7 +2904,7 @@ def _stat(path):
 _turns = {}
 _monotonic = time.monotonic
 _open = open
-_get_native_id = threading.get_native_id
+_get_native_id, _getpid = threading.get_native_id, os.getpid
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -2959,7 +3090,7 @@ def _run_reference(ref_in):
     _trial["ref_in"] = ref_in  # what it changes in place: trial_finish
     try:
         start = time.perf_counter()
-        with torch.no_grad():
+        with _NoGrad():
             out = _ref(*ref_in)
         synchronize()
         _trial["ref_ms"] = (time.perf_counter() - start) * 1e3
@@ -3009,7 +3140,7 @@ def _candidate_outputs(call, who):
     to the host, all under the candidate's state; returns (host copies, ms)."""
     def timed_call():
         start = time.perf_counter()
-        with torch.no_grad():
+        with _NoGrad():
             out = call()
         synchronize()
         return out, (time.perf_counter() - start) * 1e3
@@ -3219,7 +3350,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     # The reference's outputs at these shapes: their bytes bound what any candidate must write,
     # and each side's graphs keep a set's worth of them.
     try:
-        with torch.no_grad():
+        with _NoGrad():
             # On a copy: no model is handed a pristine base (refresh() checks them).
             out = _normalise(_ref(*[_timing_clone(x, "reference") for x in first]),
                              "Model.forward", ProblemError)
@@ -3552,7 +3683,7 @@ def make_runner(which):
     when kjudge's C++ draws the call (the first run() after a prepare(), counted there)."""
     model = _ref if which == "reference" else _cand
     sets = _timing_work[which]
-    no_grad = torch.no_grad
+    no_grad = _NoGrad
     current = [0]
     # What run() returned last, kept until this side's next prepare() (the timing check of a
     # Python candidate calls this same run(), from C++ as a timed sample is, and compares what it
@@ -3868,7 +3999,7 @@ def _timing_check_reference(sample):
     _reach.use("reference")
     k = refresh("reference", sample, "candidate")
     try:
-        with torch.no_grad():
+        with _NoGrad():
             _seed_generators(_trial["check_seed"])  # as the candidate's prepare() seeded it
             out = _ref(*_timing_work["reference"][k])
         _reach.adopt_reference_run()

@@ -119,6 +119,16 @@ bool set_thp_disabled(int off) {
   return ::prctl(PR_SET_THP_DISABLE, off != 0 ? 1 : 0, 0, 0, 0) == 0;
 }
 
+std::optional<bool> child_subreaper() {
+  int on = 0;
+  if (::prctl(PR_GET_CHILD_SUBREAPER, &on, 0, 0, 0) != 0) return std::nullopt;
+  return on != 0;
+}
+
+bool set_child_subreaper(bool on) {
+  return ::prctl(PR_SET_CHILD_SUBREAPER, on ? 1 : 0, 0, 0, 0) == 0;
+}
+
 std::vector<std::string> environment() {
   std::vector<std::string> out;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);

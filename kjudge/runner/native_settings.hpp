@@ -46,6 +46,14 @@ std::size_t set_threads(const std::vector<std::pair<int, cpu_list>>& wanted, con
 /** Sets it (PR_SET_THP_DISABLE); false where the kernel refused. */
 bool set_thp_disabled(int off);
 
+/** Whether this process is a child subreaper (prctl PR_GET_CHILD_SUBREAPER); nullopt where it
+ *  cannot be read. */
+[[nodiscard]] std::optional<bool> child_subreaper();
+/** Makes it one, or not (PR_SET_CHILD_SUBREAPER); false where the kernel refused. The worker is
+ *  one while a Python candidate runs, so that a process its children leave behind (a grandchild
+ *  whose parent exited) comes to it, where the harness counts its CPU, not to the guard. */
+bool set_child_subreaper(bool on);
+
 /** This process's environment as the C library holds it (what native libraries read with
  *  getenv, at their first use say), "NAME=value" entries in its order. */
 [[nodiscard]] std::vector<std::string> environment();
