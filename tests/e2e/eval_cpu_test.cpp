@@ -828,6 +828,13 @@ double host_speedup(const nlohmann::json& result) {
   return -1;
 }
 
+/** The low end of the host-wall speedup's confidence interval; -1 where none stood. */
+double host_speedup_low(const nlohmann::json& result) {
+  for (const auto& s : result["timing"]["speedups"])
+    if (s["kind"] == "host_wall" && s["valid"].get<bool>()) return s["ci_lo"].get<double>();
+  return -1;
+}
+
 TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
   // Each of these read correct at 1.9-4.8x for the reference's own function, and none was
   // flagged: a finalizer on the reference's kept output (run where kjudge freed it, inside the
@@ -894,10 +901,16 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
           << a.candidate << ": " << r.result["flags"].dump(1);
     }
     const double speedup = host_speedup(r.result);
-    if (speedup < 0)
+    if (speedup < 0) {
       std::printf("%s: no host-wall speedup stood (a loaded machine): not compared\n", a.candidate);
-    else
+    } else if (host_speedup_low(r.result) < 1.0) {
+      // A noisy run (a CI machine's neighbour): 8.5x over [0.70, 18.3] once, which claims no
+      // speedup at all; the attacks read 1.9-4.8x with their intervals well above 1.
+      std::printf("%s: %.2fx, its interval reaching below 1 (a noisy run): not compared\n",
+                  a.candidate, speedup);
+    } else {
       EXPECT_LT(speedup, a.below) << a.candidate << ": " << r.result["timing"]["speedups"].dump();
+    }
   }
   // A perf event sampling each of the worker's threads, enabled between the candidate's calls
   // (2.1x): where the system allows perf events, new ones are the candidate's error; where it
@@ -906,7 +919,7 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
       run_eval("problems/level1/matmul.py", "examples/faulty/opens_perf_events.py", cpu_fast);
   if (perf.result.value("status", "") == "correct") {
     const double speedup = host_speedup(perf.result);
-    if (speedup >= 0) {
+    if (speedup >= 0 && host_speedup_low(perf.result) >= 1.0) {  // as above
       EXPECT_LT(speedup, 1.5) << perf.result["timing"]["speedups"].dump();
     }
   } else {
