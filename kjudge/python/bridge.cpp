@@ -684,6 +684,7 @@ session::session(const session_options& options) {
   const auto handle = s.call(
       "setup", [&] { return s.harness.attr("setup")(options.device).cast<std::uintptr_t>(); });
   s.stream = reinterpret_cast<void*>(handle);
+  s.seal.pin_items("_generators");  // as setup() left them: what every seeding draws on
   s.call("environment", [&] {
     py::dict d = s.harness.attr("environment")();
     s.env.python_version = d["python_version"].cast<std::string>();

@@ -162,7 +162,11 @@ def setup(device):
                            % (torch.__version__, torch.version.cuda))
         torch.cuda.init()
         torch.empty(1, device="cuda")  # create the context now, not inside the first trial
-        _generators.append(torch.cuda.default_generators[torch.cuda.current_device()])
+        # Every GPU's, as torch.manual_seed seeds them (kjudge's C++ seals the list's items
+        # once this returns: harness_seal::pin_items).
+        for g in torch.cuda.default_generators:
+            if not any(g is mine for mine in _generators):
+                _generators.append(g)
         return int(torch.cuda.current_stream().cuda_stream)
     return 0
 
@@ -486,15 +490,14 @@ def _copy_weights(ref, cand, changed):
     """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights");
     each candidate tensor whose values the copy changed goes into the list `changed` (_put).
     Each reference tensor (tied ones once) takes, in turn:
-    - by name: its namesake of the same shape, or of the same one but for dimensions of size 1
-      (any of its names; among the candidate's state_dict and its non-persistent buffers), into
-      every such namesake;
+    - by name: its namesake of the same shape (any of its names; among the candidate's
+      state_dict and its non-persistent buffers), into every such namesake;
     - then by value: the candidate's floating-point tensor whose values, as the seed built them,
       equal it (or its transpose, kept as built: a weight stored as W^T), where that pairing is
       one to one;
-    - then by the end of a name (also "by_name"): a candidate tensor of a fitting shape named by
-      the reference name's last dotted parts (`weight` for `ln.weight`) or the other way round,
-      where that pairing is one to one;
+    - then by the end of a name (also "by_name", _pair_by_name_end): a candidate tensor of the
+      same shape, or of the same one but for dimensions of size 1, whose name ends as the
+      reference tensor's does, where each is the other's one best match;
     - then by order and shape (_match_floats): each remaining floating-point reference tensor
       takes the next remaining candidate tensor of the same shape; where that fails (a candidate
       that declares its bias before its weight), by shape where every shape is one tensor's on
@@ -554,10 +557,10 @@ def _copy_weights(ref, cand, changed):
         # are the reference's already (the seed built both so), as a pairing by value.
         rest = []
         for names, v in groups:
-            mine = [named[n] for n in names if n in named and _fits_shape(named[n], v)
+            mine = [named[n] for n in names if n in named and named[n].shape == v.shape
                     and _tensor_key(named[n]) not in used]
             for t in mine:
-                take(t, _shaped_as(v, t), "by_name")
+                take(t, v, "by_name")
             if not mine and any(_same_dense(unwritable.get(n), v) for n in names):
                 methods.add("by_value")
                 continue
@@ -575,9 +578,9 @@ def _copy_weights(ref, cand, changed):
             if not transposed:
                 pairs.append((c, v))
         pinned = {id(v) for _, v, _ in kept}
-        # By the end of a name: a candidate name that is the last dotted parts of a reference
-        # name (`weight` for `ln.weight`, `out_proj.weight` for `attn.out_proj.weight`), or the
-        # other way round, where that pairing is one to one among the tensors still unpaired.
+        # By the end of a name, among the tensors still unpaired: the same name in a shape that
+        # differs by dimensions of size 1, or names that end alike (`weight` for `ln.weight`,
+        # `fc.bias` for `gemm.bias`), where each of the two is the other's one best match.
         for dst, v in _pair_by_name_end([(names, v) for names, v in rest if id(v) not in pinned],
                                         {n: t for n, t in named.items()
                                          if _tensor_key(t) not in used}):
@@ -637,25 +640,44 @@ def _shaped_as(v, t):
     return v if v.shape == t.shape else v.reshape(t.shape)
 
 
-def _name_end(a, b):
-    """Whether one of two state_dict names is the other's last dotted parts."""
-    return a == b or a.endswith("." + b) or b.endswith("." + a)
+def _common_end(a, b):
+    """How many dotted parts two state_dict names share at their ends (`fc.bias` and
+    `gemm.bias`: 1; `weight` and `ln.weight`: 1; `x.ln.weight` and `y.ln.weight`: 2)."""
+    pa, pb = a.split("."), b.split(".")
+    n = 0
+    while n < len(pa) and n < len(pb) and pa[-1 - n] == pb[-1 - n]:
+        n += 1
+    return n
 
 
 def _pair_by_name_end(rest, mine):
-    """(candidate tensor, reference tensor) for each reference tensor of `rest` ((names,
-    tensor) pairs) and candidate tensor of `mine` (name -> tensor) that each find only the other
-    by the end of a name (_name_end) among tensors of a fitting shape (_fits_shape)."""
-    by_ref, by_cand, cand_of = {}, {}, {}
+    """(candidate tensor, reference tensor) pairs between the reference tensors of `rest`
+    ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor) of a fitting
+    shape (_fits_shape) whose names end alike (_common_end, over any of their names), where each
+    is the other's one best match: a reference `bias` and `gemm.bias` of one shape both match a
+    candidate's `fc.bias` by one part, which is then paired with neither (it went to `bias`
+    when a name had only to end in the other, and an honest candidate failed)."""
+    score, cand_of = {}, {}
     for i, (names, v) in enumerate(rest):
         for n, t in mine.items():
-            if _fits_shape(t, v) and any(_name_end(n, r) for r in names):
-                key = _tensor_key(t)
+            if not _fits_shape(t, v):
+                continue
+            common = max(_common_end(n, r) for r in names)
+            key = _tensor_key(t)
+            if common > score.get((i, key), 0):
+                score[(i, key)] = common
                 cand_of[key] = t
-                by_ref.setdefault(i, set()).add(key)
-                by_cand.setdefault(key, set()).add(i)
-    return [(cand_of[k], rest[i][1]) for i, keys in sorted(by_ref.items()) if len(keys) == 1
-            for k in keys if len(by_cand[k]) == 1]
+
+    best = ({}, {})  # per reference index, per candidate key: (top score, the pairs at it)
+    for pair, common in score.items():
+        for side in (0, 1):
+            top, at = best[side].get(pair[side], (0, []))
+            if common > top:
+                best[side][pair[side]] = (common, [pair])
+            elif common == top:
+                at.append(pair)
+    return [(cand_of[key], rest[i][1]) for i, key in sorted(score, key=lambda pair: pair[0])
+            if best[0][i][1] == [(i, key)] and best[1][key][1] == [(i, key)]]
 
 
 def _same_dense(t, v):
@@ -3401,7 +3423,10 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
     return info
 
 
-# The generators a forward draws from: torch's CPU generator, and the GPU's (setup).
+# The generators a forward draws from: torch's CPU generator, and on a GPU every GPU's (setup),
+# as torch.manual_seed seeds them, without its lookups of torch.random.default_generator and
+# torch.cuda.default_generators as it runs (_seed). Not on the CPU: a problem that draws on a GPU
+# in a --device cpu run gets other values for the same seed, a problem error that says so.
 _generators = [torch.default_generator]
 
 

@@ -161,6 +161,32 @@ void harness_seal::check_globals(std::vector<std::string>& found) const {
   if (i < m_globals.size()) found.push_back("the names of kjudge_harness (one removed)");
 }
 
+void harness_seal::pin_items(const char* name) {
+  const py::list items = m_module.attr(name);  // a list, or this throws
+  pinned_entry entry{name, {}};
+  for (const py::handle item : items)
+    entry.items.push_back(py::reinterpret_borrow<py::object>(item));
+  for (auto& p : m_pinned) {
+    if (p.name == entry.name) {
+      p = std::move(entry);
+      return;
+    }
+  }
+  m_pinned.push_back(std::move(entry));
+}
+
+void harness_seal::check_pinned(std::vector<std::string>& found) const {
+  PyObject* globals = PyModule_GetDict(m_module.ptr());  // borrowed
+  for (const auto& p : m_pinned) {
+    PyObject* list = PyDict_GetItemString(globals, p.name.c_str());  // borrowed
+    bool same = list != nullptr && PyList_Check(list) &&
+                static_cast<std::size_t>(PyList_GET_SIZE(list)) == p.items.size();
+    for (std::size_t i = 0; same && i < p.items.size(); ++i)
+      same = PyList_GET_ITEM(list, static_cast<Py_ssize_t>(i)) == p.items[i].ptr();
+    if (!same) found.push_back(fmt::format("the items of kjudge_harness.{}", p.name));
+  }
+}
+
 void harness_seal::check_classes(std::vector<std::string>& found) const {
   for (const auto& c : m_classes) {
     const py::object attributes = type_dict(c.type.ptr());
@@ -214,6 +240,7 @@ std::string harness_seal::changed() const {
   if (!is_sealed()) return "";
   std::vector<std::string> found;
   check_globals(found);
+  check_pinned(found);
   check_classes(found);
   for (const auto& e : m_closures) {
     PyObject* fn = e.function.ptr();

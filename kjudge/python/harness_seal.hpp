@@ -41,6 +41,13 @@ class harness_seal {
    *  contents. */
   void add_closure(const py::handle& fn);
 
+  /** Seals, from now on, the items of the list the module binds to `name` as they are now, by
+   *  identity (a list the harness's own code fills after the seal: setup()'s generators, which
+   *  every seeding draws on; a candidate that put a wrapper in their place through
+   *  sys.modules["kjudge_harness"] had every input drawn as zeros). Again for the same name:
+   *  its items as they are then. */
+  void pin_items(const char* name);
+
   /** "" when the harness is as sealed, else what changed (a few names). Never throws. */
   [[nodiscard]] std::string changed() const;
 
@@ -66,7 +73,13 @@ class harness_seal {
     std::vector<py::object> cells;  ///< code, defaults, keyword defaults, then the cells' contents
   };
 
+  struct pinned_entry {
+    std::string name;
+    std::vector<py::object> items;
+  };
+
   void check_globals(std::vector<std::string>& found) const;
+  void check_pinned(std::vector<std::string>& found) const;
   void check_classes(std::vector<std::string>& found) const;
   void check_instances(std::vector<std::string>& found) const;
 
@@ -75,6 +88,7 @@ class harness_seal {
   std::vector<global_entry> m_globals;  ///< the module's dict, in its order
   std::vector<class_entry> m_classes;
   std::vector<closure_entry> m_closures;
+  std::vector<pinned_entry> m_pinned;
   /** The sealed functions (held by m_closures, so that no other object reuses an address). */
   std::unordered_set<PyObject*> m_function_set;
 };

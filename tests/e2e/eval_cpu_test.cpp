@@ -597,6 +597,13 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   EXPECT_NE(pc.result["message"].get<std::string>().find("the problem's __class__"),
             std::string::npos)
       << pc.result["message"];
+  // The same zeroing wrapper put in place of an item of kjudge's own list of generators.
+  const auto gen = run_eval("problems/level1/matmul.py",
+                            "examples/faulty/replaces_harness_generator.py", cpu_fast);
+  EXPECT_EQ(gen.exit_code, 3) << gen.output;
+  EXPECT_NE(gen.result["message"].get<std::string>().find("kjudge_harness._generators"),
+            std::string::npos)
+      << gen.result["message"];
   // sys.monitoring (Python 3.12+): a callback left in force under a freed tool id, and one that
   // moves itself to a tool already read while the check runs. With an older interpreter each
   // candidate is a plain softmax; this part then checks only that.
@@ -1273,6 +1280,28 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
       run_eval(two.string(), mine.string(), {"--device", "cpu", "--trials", "2", "--no-timing"});
   EXPECT_EQ(o.result["status"], "correct") << o.output;
   EXPECT_EQ(o.result["correctness"]["weight_copy"], "by_order") << o.output;
+  // The candidate's `fc.bias` ends as both `bias` and `gemm.bias` do, by one part: it is
+  // neither's (it was `bias`'s while a name had only to end in the other, and this failed).
+  const auto gemm = dir.path / "gemm_bias.py";
+  std::ofstream(gemm) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                         "    def __init__(self):\n        super().__init__()\n"
+                         "        self.gemm = nn.Linear(16, 32)\n"
+                         "        self.bias = nn.Parameter(torch.randn(32))\n"
+                         "    def forward(self, x):\n"
+                         "        return torch.relu(self.gemm(x)) + self.bias\n"
+                         "def get_inputs():\n    return [torch.randn(4, 16)]\n"
+                         "def get_init_inputs():\n    return []\n";
+  const auto post = dir.path / "post_bias.py";
+  std::ofstream(post) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                         "    def __init__(self):\n        super().__init__()\n"
+                         "        self.fc = nn.Linear(16, 32)\n"
+                         "        self.post_bias = nn.Parameter(torch.zeros(32))\n"
+                         "    def forward(self, x):\n"
+                         "        return torch.relu(self.fc(x)) + self.post_bias\n";
+  const auto g =
+      run_eval(gemm.string(), post.string(), {"--device", "cpu", "--trials", "2", "--no-timing"});
+  EXPECT_EQ(g.result["status"], "correct") << g.output;
+  EXPECT_EQ(g.result["correctness"]["weight_copy"], "by_order") << g.output;
 }
 
 TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {
