@@ -1225,83 +1225,62 @@ TEST(EvalCpu, WeightsInAnotherLayoutLazyOnesAndNumPyNumbersAreJudged) {
 }
 
 TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
-  // A weight kept as (1, 1, 16) to broadcast, for the reference's (16,) of the same name, was
-  // left unpaired (its ones read incorrect, weights_not_copied), and a LayerNorm's `weight` and
-  // `bias` declared bias first, for `ln.weight` and `ln.bias`, were paired by order, swapped.
-  // Where a name's end fits two of the reference's tensors, order still decides.
+  // Each case: the reference's __init__ and forward, the candidate's, and the copy's method (every
+  // one correct). A weight kept as (1, 1, 16) to broadcast, for the reference's (16,) of the same
+  // name, was left unpaired (its ones read incorrect, weights_not_copied), and a LayerNorm's
+  // `weight` and `bias` declared bias first, for `ln.weight` and `ln.bias`, were paired by order,
+  // swapped. Where a name's end fits two of the reference's tensors equally (`weight` for
+  // `a.weight` and `b.weight`; `fc.bias` for `bias` and `gemm.bias`, which went to `bias` while
+  // a name had only to end in the other, and failed), declaration order decides.
+  struct naming {
+    const char *reference, *candidate, *copy;
+  };
+  const naming cases[] = {
+      {"        self.ln = nn.LayerNorm(16)\n"
+       "        self.scale = nn.Parameter(torch.randn(16))\n"
+       "        with torch.no_grad():\n"
+       "            self.ln.weight.copy_(torch.randn(16))\n"
+       "            self.ln.bias.copy_(torch.randn(16))\n"
+       "    def forward(self, x):\n        return self.ln(x) * self.scale\n",
+       "        self.bias = nn.Parameter(torch.zeros(16))\n"
+       "        self.weight = nn.Parameter(torch.ones(16))\n"
+       "        self.scale = nn.Parameter(torch.ones(1, 1, 16))\n"
+       "    def forward(self, x):\n"
+       "        return F.layer_norm(x, (16,), self.weight, self.bias) * self.scale\n",
+       "by_name"},
+      {"        self.a = nn.Linear(16, 16, bias=False)\n"
+       "        self.b = nn.Linear(16, 16, bias=False)\n"
+       "    def forward(self, x):\n        return self.b(self.a(x))\n",
+       "        self.weight = nn.Parameter(torch.zeros(16, 16))\n"
+       "        self.other = nn.Parameter(torch.zeros(16, 16))\n"
+       "    def forward(self, x):\n        return x @ self.weight.t() @ self.other.t()\n",
+       "by_order"},
+      {"        self.gemm = nn.Linear(16, 16)\n"
+       "        self.bias = nn.Parameter(torch.randn(16))\n"
+       "    def forward(self, x):\n        return torch.relu(self.gemm(x)) + self.bias\n",
+       "        self.fc = nn.Linear(16, 16)\n"
+       "        self.post_bias = nn.Parameter(torch.zeros(16))\n"
+       "    def forward(self, x):\n        return torch.relu(self.fc(x)) + self.post_bias\n",
+       "by_order"}};
+  const auto head = [](const std::string& name) {
+    return "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass " + name +
+           "(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
+  };
   const scratch_dir dir;
-  const auto problem = dir.path / "scaled_norm.py";
-  std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
-                            "    def __init__(self):\n        super().__init__()\n"
-                            "        self.ln = nn.LayerNorm(16)\n"
-                            "        self.scale = nn.Parameter(torch.randn(16))\n"
-                            "        with torch.no_grad():\n"
-                            "            self.ln.weight.copy_(torch.randn(16))\n"
-                            "            self.ln.bias.copy_(torch.randn(16))\n"
-                            "    def forward(self, x):\n        return self.ln(x) * self.scale\n"
-                            "def get_inputs():\n    return [torch.randn(4, 8, 16)]\n"
-                            "def get_init_inputs():\n    return []\n";
-  const std::string head =
-      "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-      "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
-  const std::string forward =
-      "    def forward(self, x):\n"
-      "        return F.layer_norm(x, (16,), self.weight, self.bias) * self.scale\n";
-  const auto ends = dir.path / "name_ends.py";
-  std::ofstream(ends) << head
-                      << "        self.bias = nn.Parameter(torch.zeros(16))\n"
-                         "        self.weight = nn.Parameter(torch.ones(16))\n"
-                         "        self.scale = nn.Parameter(torch.ones(1, 1, 16))\n"
-                      << forward;
-  const auto r = run_eval(problem.string(), ends.string(),
-                          {"--device", "cpu", "--trials", "2", "--no-timing"});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.result["status"], "correct") << r.output;
-  EXPECT_EQ(r.result["correctness"]["weight_copy"], "by_name") << r.output;
-  EXPECT_FALSE(has_flag(r.result, "weights_not_copied")) << r.output;
-  // Two tensors of the reference end in `weight`: the candidate's `weight` names neither, and
-  // the three are paired by declaration order (here the reference's: correct).
-  const auto two = dir.path / "two_weights.py";
-  std::ofstream(two) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
-                        "    def __init__(self):\n        super().__init__()\n"
-                        "        self.a = nn.Linear(16, 16, bias=False)\n"
-                        "        self.b = nn.Linear(16, 16, bias=False)\n"
-                        "    def forward(self, x):\n        return self.b(self.a(x))\n"
-                        "def get_inputs():\n    return [torch.randn(4, 16)]\n"
-                        "def get_init_inputs():\n    return []\n";
-  const auto mine = dir.path / "weight_and_other.py";
-  std::ofstream(mine) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
-                         "    def __init__(self):\n        super().__init__()\n"
-                         "        self.weight = nn.Parameter(torch.zeros(16, 16))\n"
-                         "        self.other = nn.Parameter(torch.zeros(16, 16))\n"
-                         "    def forward(self, x):\n"
-                         "        return x @ self.weight.t() @ self.other.t()\n";
-  const auto o =
-      run_eval(two.string(), mine.string(), {"--device", "cpu", "--trials", "2", "--no-timing"});
-  EXPECT_EQ(o.result["status"], "correct") << o.output;
-  EXPECT_EQ(o.result["correctness"]["weight_copy"], "by_order") << o.output;
-  // The candidate's `fc.bias` ends as both `bias` and `gemm.bias` do, by one part: it is
-  // neither's (it was `bias`'s while a name had only to end in the other, and this failed).
-  const auto gemm = dir.path / "gemm_bias.py";
-  std::ofstream(gemm) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
-                         "    def __init__(self):\n        super().__init__()\n"
-                         "        self.gemm = nn.Linear(16, 32)\n"
-                         "        self.bias = nn.Parameter(torch.randn(32))\n"
-                         "    def forward(self, x):\n"
-                         "        return torch.relu(self.gemm(x)) + self.bias\n"
-                         "def get_inputs():\n    return [torch.randn(4, 16)]\n"
-                         "def get_init_inputs():\n    return []\n";
-  const auto post = dir.path / "post_bias.py";
-  std::ofstream(post) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
-                         "    def __init__(self):\n        super().__init__()\n"
-                         "        self.fc = nn.Linear(16, 32)\n"
-                         "        self.post_bias = nn.Parameter(torch.zeros(32))\n"
-                         "    def forward(self, x):\n"
-                         "        return torch.relu(self.fc(x)) + self.post_bias\n";
-  const auto g =
-      run_eval(gemm.string(), post.string(), {"--device", "cpu", "--trials", "2", "--no-timing"});
-  EXPECT_EQ(g.result["status"], "correct") << g.output;
-  EXPECT_EQ(g.result["correctness"]["weight_copy"], "by_order") << g.output;
+  for (const auto& [reference, candidate, copy] : cases) {
+    const auto problem = dir.path / "p.py";
+    const auto mine = dir.path / "c.py";
+    std::ofstream(problem) << head("Model") << reference
+                           << "def get_inputs():\n    return [torch.randn(4, 8, 16)]\n"
+                              "def get_init_inputs():\n    return []\n";
+    std::ofstream(mine) << head("ModelNew") << candidate;
+    const auto r = run_eval(problem.string(), mine.string(),
+                            {"--device", "cpu", "--trials", "2", "--no-timing"});
+    EXPECT_EQ(r.exit_code, 0) << candidate << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << candidate << "\n" << r.output;
+    EXPECT_EQ(r.result["correctness"]["weight_copy"], copy) << candidate << "\n" << r.output;
+    EXPECT_FALSE(has_flag(r.result, "weights_not_copied")) << r.output;
+  }
 }
 
 TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {
