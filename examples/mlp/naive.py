@@ -1,7 +1,8 @@
 """Candidate for problems/level3/mlp.py: the same three layers as explicit attributes `fc0..fc2`
 (not an nn.Sequential), so parameter names differ from the reference's `layers.N.*` and the judge
-copies weights by order and shape. The layers start at zero, so without that copy the output is all
-zeros. Uses addmm with the ReLU applied in place."""
+pairs them by the ends of their names (`weight`, `bias`) where their shapes tell the layers apart,
+else by order and shape. The layers start at zero, so without that copy the output is all zeros.
+Uses addmm with the ReLU applied in place."""
 import torch
 import torch.nn as nn
 

@@ -142,8 +142,8 @@ struct correctness_summary {
   bool held_out_ran = false, held_out_passed = false;
   int stress_trials = 0, stress_passed = 0;
   int stress_skipped = 0;  ///< reported skipped: the problem cannot run at the stress sizes
-  /** "by_name", "by_value", "by_order", "by_shape", "partial", "seed_only", "none" (no
-   *  parameters), "native" (ABI), or "not_built": the evaluation ended before the models were
+  /** "by_name", "by_value", "by_name_end", "by_order", "by_shape", "partial", "seed_only", "none"
+   * (no parameters), "native" (ABI), or "not_built": the evaluation ended before the models were
    *  built. */
   std::string weight_copy = "not_built";
   /** "dtype-default", "problem", "command line", "atol: <source>, rtol: <source>", or

@@ -312,7 +312,8 @@ class pipeline {
                             "candidate's by name or by value, and the candidate's remaining "
                             "tensors could not all be paired with them by order and shape (their "
                             "count or shapes differ); the candidate's kept the values the seed "
-                            "gave them, and the pairs found by name or value were copied",
+                            "gave them, and the pairs found by name (or its end) or by value "
+                            "were copied",
                             names)
               : fmt::format("the reference's parameters ({}) found no tensor of the candidate's "
                             "by name or by value, and the candidate's could not all be paired "
@@ -1043,7 +1044,7 @@ class pipeline {
                       "where the reference's was, so the candidate passed without a number "
                       "being checked (look at the problem's outputs)");
       if (passed == 0 && (m_weight_copy == "by_order" || m_weight_copy == "by_shape" ||
-                          m_weight_copy == "by_value"))
+                          m_weight_copy == "by_value" || m_weight_copy == "by_name_end"))
         // An honest LayerNorm whose beta is declared before its gamma (both of one shape) had
         // them swapped, every trial failed, and nothing said the pairing was a guess; so did a
         // SwiGLU whose renamed gate and up projections were made in the other order (the seed
@@ -1055,9 +1056,10 @@ class pipeline {
                         "shape that the candidate declares or makes in another order than the "
                         "reference's Model get each other's values; named as the reference's "
                         "parameters, they are paired by name",
-                        m_weight_copy == "by_order"   ? "by declaration order and shape"
-                        : m_weight_copy == "by_shape" ? "by shape"
-                                                      : "by the values the seed gave both"));
+                        m_weight_copy == "by_order"      ? "by declaration order and shape"
+                        : m_weight_copy == "by_shape"    ? "by shape"
+                        : m_weight_copy == "by_name_end" ? "by the ends of their names"
+                                                         : "by the values the seed gave both"));
       if (passed < m_job.trials) {
         std::vector<std::string> also;
         if (!held_out) also.emplace_back("the held-out trial");

@@ -186,8 +186,8 @@ class session {
   void build_reference(std::uint64_t seed);
   /** How the reference's weights went into the candidate. */
   struct weight_copy {
-    /** "by_name", "by_value", "by_order", "by_shape", "partial", "seed_only", "none", or "native"
-     *  when no Python candidate is loaded. */
+    /** "by_name", "by_value", "by_name_end", "by_order", "by_shape", "partial", "seed_only",
+     *  "none", or "native" when no Python candidate is loaded. */
     std::string method;
     /** The reference's parameters (a name of each) that kept the candidate's seeded values
      *  ("partial", "seed_only"). */

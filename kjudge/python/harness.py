@@ -495,7 +495,7 @@ def _copy_weights(ref, cand, changed):
     - then by value: the candidate's floating-point tensor whose values, as the seed built them,
       equal it (or its transpose, kept as built: a weight stored as W^T), where that pairing is
       one to one;
-    - then by the end of a name (also "by_name", _pair_by_name_end): a candidate tensor of the
+    - then by the end of a name ("by_name_end", _pair_by_name_end): a candidate tensor of the
       same shape, or of the same one but for dimensions of size 1, whose name ends as the
       reference tensor's does, where each is the other's one best match;
     - then by order and shape (_match_floats): each remaining floating-point reference tensor
@@ -511,7 +511,8 @@ def _copy_weights(ref, cand, changed):
     non-persistent buffers goes into the candidate's buffer of that name and shape, where it has
     one (no condition of the match: a candidate may compute such a value itself). Returns (the
     least certain method that any pair needed: "by_name", "by_value" (nothing needed copying:
-    the seed built the same values), "by_order", "by_shape"; "partial", "seed_only"; "none" for
+    the seed built the same values), "by_name_end", "by_order", "by_shape"; "partial",
+    "seed_only"; "none" for
     a reference without a state_dict, or with buffers alone of which the candidate keeps none;
     the names of the reference's parameters left unpaired)."""
     with _NoGrad():
@@ -584,7 +585,7 @@ def _copy_weights(ref, cand, changed):
         for dst, v in _pair_by_name_end([(names, v) for names, v in rest if id(v) not in pinned],
                                         {n: t for n, t in named.items()
                                          if _tensor_key(t) not in used}):
-            take(dst, _shaped_as(v, dst), "by_name")
+            take(dst, _shaped_as(v, dst), "by_name_end")
             pinned.add(id(v))
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
         floats = [c for c in floats if _tensor_key(c) not in used]
@@ -620,8 +621,8 @@ def _copy_weights(ref, cand, changed):
             # No parameter to pair, and the candidate keeps none of the reference's buffers:
             # nothing copied (it read by_name).
             return copy("none")
-        return copy(next((how for how in ("by_shape", "by_order", "by_value") if how in methods),
-                         "by_name"))
+        return copy(next((how for how in ("by_shape", "by_order", "by_name_end", "by_value")
+                          if how in methods), "by_name"))
 
 
 def _fits_shape(t, v):
@@ -641,11 +642,17 @@ def _shaped_as(v, t):
 
 
 def _common_end(a, b):
-    """How many dotted parts two state_dict names share at their ends (`fc.bias` and
-    `gemm.bias`: 1; `weight` and `ln.weight`: 1; `x.ln.weight` and `y.ln.weight`: 2)."""
+    """How many dotted parts two state_dict names share at their ends, up to an index (`fc.bias`
+    and `gemm.bias`: 1; `weight` and `ln.weight`: 1; `x.ln.weight` and `y.ln.weight`: 2;
+    `net.2.weight` and `layers.2.weight`: 1, since a Sequential's index 2 is its second Linear
+    where a ReLU sits between, and a ModuleList's its third: counted, they paired different
+    layers, and honest candidates failed). The same name counts all its parts."""
     pa, pb = a.split("."), b.split(".")
+    if pa == pb:
+        return len(pa)
     n = 0
-    while n < len(pa) and n < len(pb) and pa[-1 - n] == pb[-1 - n]:
+    while (n < len(pa) and n < len(pb) and pa[-1 - n] == pb[-1 - n]
+           and not pa[-1 - n].isdigit()):
         n += 1
     return n
 
@@ -656,18 +663,26 @@ def _pair_by_name_end(rest, mine):
     shape (_fits_shape) whose names end alike (_common_end, over any of their names), where each
     is the other's one best match: a reference `bias` and `gemm.bias` of one shape both match a
     candidate's `fc.bias` by one part, which is then paired with neither (it went to `bias`
-    when a name had only to end in the other, and an honest candidate failed)."""
+    when a name had only to end in the other, and an honest candidate failed). Tensors are
+    compared within their shape without its dimensions of size 1 only (a model of hundreds of
+    tensors of one shape: a pass over every pair took seconds)."""
+    def squeezed(t):
+        return tuple(d for d in t.shape if d != 1)
+
+    buckets = {}
+    for n, t in mine.items():
+        entry = buckets.setdefault(squeezed(t), {})
+        key = _tensor_key(t)
+        entry.setdefault(key, (t, []))[1].append(n)
     score, cand_of = {}, {}
     for i, (names, v) in enumerate(rest):
-        for n, t in mine.items():
-            if not _fits_shape(t, v):
+        for key, (t, cand_names) in buckets.get(squeezed(v), {}).items():
+            if t.is_floating_point() != v.is_floating_point():
                 continue
-            common = max(_common_end(n, r) for r in names)
-            key = _tensor_key(t)
-            if common > score.get((i, key), 0):
+            common = max(_common_end(n, r) for n in cand_names for r in names)
+            if common > 0:
                 score[(i, key)] = common
                 cand_of[key] = t
-
     best = ({}, {})  # per reference index, per candidate key: (top score, the pairs at it)
     for pair, common in score.items():
         for side in (0, 1):
@@ -3454,8 +3469,8 @@ def _sample_seed(sample):
 
 def _seed_generators(seed):
     """What a forward draws from seeded, as _seed() does it for a trial: torch's CPU generator
-    and the current GPU's (dropout; torch.manual_seed, which seeds every device's, takes tens of
-    microseconds, this one), Python's and NumPy's."""
+    and on a GPU every GPU's (dropout; torch.manual_seed, which also looks up its generators as
+    it runs, takes tens of microseconds), Python's and NumPy's."""
     seed &= _SEED_MASK
     for g in _generators:
         g.manual_seed(seed)

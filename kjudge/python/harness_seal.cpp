@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -162,7 +164,9 @@ void harness_seal::check_globals(std::vector<std::string>& found) const {
 }
 
 void harness_seal::pin_items(const char* name) {
-  const py::list items = m_module.attr(name);  // a list, or this throws
+  const py::object bound = m_module.attr(name);
+  if (!PyList_Check(bound.ptr())) throw std::logic_error(std::string("not a list: ") + name);
+  const auto items = py::reinterpret_borrow<py::list>(bound);
   pinned_entry entry{name, {}};
   for (const py::handle item : items)
     entry.items.push_back(py::reinterpret_borrow<py::object>(item));

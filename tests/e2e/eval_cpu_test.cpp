@@ -1102,7 +1102,7 @@ TEST(EvalCpu, ACandidateThatFoldsAConstantIntoItsWeightsKeepsThemWhereTheCopyFai
     std::string factor, status, weight_copy;
   };
   for (const auto& [factor, status, weight_copy] :
-       {example{"scale", "correct", "seed_kept"}, example{"2.0", "incorrect", "by_name"}}) {
+       {example{"scale", "correct", "seed_kept"}, example{"2.0", "incorrect", "by_name_end"}}) {
     const auto candidate = dir.path / "folded.py";
     std::ofstream(candidate) << "import torch\nimport torch.nn as nn\n"
                                 "import torch.nn.functional as F\nclass ModelNew(nn.Module):\n"
@@ -1121,7 +1121,8 @@ TEST(EvalCpu, ACandidateThatFoldsAConstantIntoItsWeightsKeepsThemWhereTheCopyFai
     EXPECT_EQ(r.result["correctness"]["weight_copy"], weight_copy) << r.output;
     EXPECT_EQ(has_flag(r.result, "weights_copy_undone"), status == "correct") << r.output;
     if (status == "correct") {
-      EXPECT_NE(flag_message(r.result, "weights_copy_undone").find("(by_name)"), std::string::npos)
+      EXPECT_NE(flag_message(r.result, "weights_copy_undone").find("(by_name_end)"),
+                std::string::npos)
           << r.output;
       EXPECT_EQ(r.result["trials"].size(), 3U) << r.result["trials"].dump();  // 2 and held-out
     }
@@ -1247,7 +1248,7 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "        self.scale = nn.Parameter(torch.ones(1, 1, 16))\n"
        "    def forward(self, x):\n"
        "        return F.layer_norm(x, (16,), self.weight, self.bias) * self.scale\n",
-       "by_name"},
+       "by_name_end"},
       {"        self.a = nn.Linear(16, 16, bias=False)\n"
        "        self.b = nn.Linear(16, 16, bias=False)\n"
        "    def forward(self, x):\n        return self.b(self.a(x))\n",
@@ -1261,6 +1262,19 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "        self.fc = nn.Linear(16, 16)\n"
        "        self.post_bias = nn.Parameter(torch.zeros(16))\n"
        "    def forward(self, x):\n        return torch.relu(self.fc(x)) + self.post_bias\n",
+       "by_order"},
+      // An index is no name: a Sequential's `net.2` (ReLUs between) is a ModuleList's
+      // `layers.1`; counted, `net.2.weight` went to `layers.2.weight`, and this failed.
+      {"        self.net = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 16),\n"
+       "                                 nn.ReLU(), nn.Linear(16, 16))\n"
+       "    def forward(self, x):\n        return self.net(x)\n",
+       "        self.layers = nn.ModuleList(nn.Linear(16, 16) for _ in range(3))\n"
+       "        with torch.no_grad():\n"
+       "            for p in self.parameters():\n                p.zero_()\n"
+       "    def forward(self, x):\n"
+       "        for i, layer in enumerate(self.layers):\n"
+       "            x = layer(x) if i == 2 else torch.relu(layer(x))\n"
+       "        return x\n",
        "by_order"}};
   const auto head = [](const std::string& name) {
     return "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass " + name +
