@@ -273,11 +273,7 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
     return *v;
   });
   m.def("set_thp_disabled", [](int off) { return kj::runner::set_thp_disabled(off); });
-  m.def("child_subreaper", [] {
-    const auto v = kj::runner::child_subreaper();
-    if (!v) throw std::runtime_error("this kernel does not say whether the process is a subreaper");
-    return *v;
-  });
+  m.def("child_subreaper", [] { return kj::runner::child_subreaper().value_or(false); });
   m.def("set_child_subreaper", [](bool on) { return kj::runner::set_child_subreaper(on); });
   // The C library's environment, as bytes (a variable need not be UTF-8), and the signals'
   // dispositions, handlers set from C among them, as (signal, handler, flags, mask) tuples.

@@ -400,15 +400,6 @@ def _deep_copy(x):
         return x
 
 
-def _seed(seed):
-    """A trial's seed (get_inputs(), the models' construction): as _seed_generators() does it,
-    through the generators bound at load. torch.manual_seed looks up torch.random's
-    `default_generator` as it runs, and a candidate that rebound it to a wrapper zeroing the
-    generator after every seeding had every trial's inputs, the held-out one's too, drawn as
-    zeros: its constant output read correct at 515x for a matmul on the CPU."""
-    _seed_generators(seed)  # derived seeds (base + k) wrap there, as the C++ side's do
-
-
 # The seeding functions as bound before any candidate code ran (torch imports numpy): the
 # timing's prepare() seeds a side's sample while the other side's bindings may be in force, and
 # a candidate's rebinding of random.seed or numpy.random.seed would run its code there.
@@ -625,19 +616,16 @@ def _copy_weights(ref, cand, changed):
                           if how in methods), "by_name"))
 
 
-def _fits_shape(t, v):
-    """Whether candidate tensor t can take reference tensor v's values by name: the same shape,
-    or the same one but for dimensions of size 1 (an RMSNorm weight kept as (1, 1, hidden) to
-    broadcast, for the reference's (hidden,): it was left unpaired, and its ones read
-    incorrect)."""
-    if t.shape == v.shape:
-        return True
-    return ([d for d in t.shape if d != 1] == [d for d in v.shape if d != 1]
-            and t.numel() == v.numel())
+def _squeezed(t):
+    """t's shape without its dimensions of size 1: a candidate tensor can take a reference
+    tensor's values by the end of its name where theirs agree (an RMSNorm weight kept as
+    (1, 1, hidden) to broadcast, for the reference's (hidden,): it was left unpaired, and its
+    ones read incorrect)."""
+    return tuple(d for d in t.shape if d != 1)
 
 
 def _shaped_as(v, t):
-    """v in t's shape, where _fits_shape(t, v) holds."""
+    """v in t's shape, where their _squeezed() shapes agree."""
     return v if v.shape == t.shape else v.reshape(t.shape)
 
 
@@ -659,24 +647,19 @@ def _common_end(a, b):
 
 def _pair_by_name_end(rest, mine):
     """(candidate tensor, reference tensor) pairs between the reference tensors of `rest`
-    ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor) of a fitting
-    shape (_fits_shape) whose names end alike (_common_end, over any of their names), where each
+    ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor) of the same
+    _squeezed() shape whose names end alike (_common_end, over any of their names), where each
     is the other's one best match: a reference `bias` and `gemm.bias` of one shape both match a
     candidate's `fc.bias` by one part, which is then paired with neither (it went to `bias`
-    when a name had only to end in the other, and an honest candidate failed). Tensors are
-    compared within their shape without its dimensions of size 1 only (a model of hundreds of
-    tensors of one shape: a pass over every pair took seconds)."""
-    def squeezed(t):
-        return tuple(d for d in t.shape if d != 1)
-
-    buckets = {}
+    when a name had only to end in the other, and an honest candidate failed). Only tensors of
+    one such shape are compared (a model of hundreds of tensors of one shape: a pass over every
+    pair took seconds)."""
+    buckets = {}  # squeezed shape -> candidate tensor key -> (tensor, its names)
     for n, t in mine.items():
-        entry = buckets.setdefault(squeezed(t), {})
-        key = _tensor_key(t)
-        entry.setdefault(key, (t, []))[1].append(n)
+        buckets.setdefault(_squeezed(t), {}).setdefault(_tensor_key(t), (t, []))[1].append(n)
     score, cand_of = {}, {}
     for i, (names, v) in enumerate(rest):
-        for key, (t, cand_names) in buckets.get(squeezed(v), {}).items():
+        for key, (t, cand_names) in buckets.get(_squeezed(v), {}).items():
             if t.is_floating_point() != v.is_floating_point():
                 continue
             common = max(_common_end(n, r) for n in cand_names for r in names)
@@ -778,7 +761,7 @@ def build_reference(seed):
     # A fresh (nominal) table: the candidate's own draws at its import must not fix a size.
     _fresh_jitter(0, 1, False)
     try:
-        _seed(seed)
+        _seed_generators(seed)
         got = _problem.get_init_inputs()
         init = _to_device(_input_list(got, "get_init_inputs()", flat=False))
     except ProblemError:
@@ -791,7 +774,7 @@ def build_reference(seed):
     _cand_init_spare[:] = [_deep_copy(init)]  # for a ModelNew built again (use_weights)
     try:
         with _NoGrad():
-            _seed(seed)
+            _seed_generators(seed)
             # Left in training mode, as KernelBench leaves both models (BatchNorm normalises by
             # the batch's statistics; Dropout is active): the function judged is KernelBench's.
             _ref = _module_on_device(_problem.Model(*init), "Model")
@@ -859,7 +842,7 @@ def _construct_candidate(failed, again=False):
     def construct():
         init = _deep_copy(_cand_init_spare[0]) if again else _cand_init
         with _NoGrad():
-            _seed(_cand_seed)
+            _seed_generators(_cand_seed)
             return _module_on_device(_candidate.ModelNew(*init), "ModelNew")
     return _blamed_on_candidate(lambda: _as_candidate(construct), failed)
 
@@ -970,7 +953,7 @@ def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
     _fresh_jitter(jitter_seed, scale, jitter)
     before = _class_bindings(_problem) if _reach.entered is not None else None
     try:
-        _seed(data_seed)
+        _seed_generators(data_seed)
         got = _problem.get_inputs()
     except BaseException as exc:
         raise ProblemError("get_inputs() failed:\n%s" % _format_exception(exc))
@@ -2138,13 +2121,6 @@ _listdir, _readlink = os.listdir, os.readlink
 _child_subreaper, _set_child_subreaper = _kjudge.child_subreaper, _kjudge.set_child_subreaper
 
 
-def _child_subreaper_on():
-    try:
-        return _child_subreaper()
-    except Exception:
-        return False
-
-
 def _perf_events():
     """How many of the process's open files are perf events (perf_event_open). A candidate that
     opened a task-clock sampling event on each of torch's threads at import, enabled between its
@@ -2204,6 +2180,16 @@ def _model_fingerprint(model):
     return out
 
 
+def _classes_defined_in(mod_name, module):
+    """(name, class) for each class module `mod_name` (None: none) defines, by name."""
+    try:
+        members = sorted(vars(module).items()) if module is not None else []
+    except TypeError:
+        return []
+    return [(name, cls) for name, cls in members
+            if isinstance(cls, type) and getattr(cls, "__module__", None) == mod_name]
+
+
 class _Reach:
     """The reference's and the candidate's torch state, and the checks on the candidate's reach
     (see above). Armed for a Python candidate only: a native one runs no Python."""
@@ -2240,9 +2226,9 @@ class _Reach:
         _apply_allocator_tunables()
         self.table = _settings_table()
         self.perf_events = _perf_events()
-        # The worker a child subreaper from here on (kjudge_child_subreaper below): a process
-        # the candidate's children leave behind comes to it, where _threads_cpu counts it.
-        self.subreaper = _set_child_subreaper(True) and _child_subreaper_on()
+        # The worker a child subreaper from here on (_set_child_subreaper): a process the
+        # candidate's children leave behind comes to it, where _threads_cpu counts it.
+        self.subreaper = _set_child_subreaper(True)
         spaces = [("builtins", builtins, False), ("torch", torch, False),
                   ("torch.Tensor", torch.Tensor, False), ("torch.nn.Module", torch.nn.Module, False)]
         # torch.random among them: torch.manual_seed looks up its `default_generator` as it
@@ -2255,10 +2241,8 @@ class _Reach:
         # with their bases: their Python methods run inside every call of a forward that enters
         # one, and their attributes are not the names torch binds.
         for mod_name in ("torch.autograd.grad_mode", "torch.utils._contextlib"):
-            module = sys.modules.get(mod_name)
-            for name, cls in sorted(vars(module).items()) if module is not None else ():
-                if isinstance(cls, type) and getattr(cls, "__module__", None) == mod_name:
-                    spaces.append((mod_name + "." + name, cls, False))
+            for name, cls in _classes_defined_in(mod_name, sys.modules.get(mod_name)):
+                spaces.append((mod_name + "." + name, cls, False))
         seen = {id(torch.nn.Module)}
         for name, cls in sorted(vars(torch.nn).items()):
             if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
@@ -2268,16 +2252,10 @@ class _Reach:
         # And the layers' private bases, which torch.nn does not export (_ConvNd, _BatchNorm,
         # _NormBase, ...): their methods run inside the exported layers' calls.
         for mod_name, module in sorted(sys.modules.items()):
-            if module is None or not mod_name.startswith("torch.nn.modules."):
+            if not mod_name.startswith("torch.nn.modules."):
                 continue
-            try:
-                members = sorted(vars(module).items())
-            except TypeError:
-                continue
-            for name, cls in members:
-                if (isinstance(cls, type) and issubclass(cls, torch.nn.Module)
-                        and getattr(cls, "__module__", None) == mod_name
-                        and id(cls) not in seen):
+            for name, cls in _classes_defined_in(mod_name, module):
+                if issubclass(cls, torch.nn.Module) and id(cls) not in seen:
                     seen.add(id(cls))
                     spaces.append((mod_name + "." + name, cls, False))
         # The modules the reference's layers run through, private names too (a candidate that
@@ -2667,7 +2645,7 @@ class _Reach:
             found += self._hooks_and_modes()
         if self.modules is not None:
             found += _modules_changed(self.modules)
-        if self.subreaper and not _child_subreaper_on():
+        if self.subreaper and not _child_subreaper():
             found.append("the worker's child-subreaper flag (prctl PR_SET_CHILD_SUBREAPER): "
                          "without it a process its children leave behind goes uncounted")
         if DEVICE == "cpu" and _perf_events() > self.perf_events:
@@ -2879,6 +2857,7 @@ def _threads_cpu():
             continue
     if _own_threads is not None:
         known = set(parents)
+        process_name = None  # read at the first thread outside the registry
         for tid in _task_ids():
             if tid in _own_threads or tid in known:
                 continue
@@ -2886,8 +2865,10 @@ def _threads_cpu():
                 name, start, cpu = _stat("/proc/self/task/%d/stat" % tid)
                 # A native thread no one named has the process's name, kjudge's: named so, an
                 # OpenBLAS pool's (which spins after each call) read as kjudge's own thread.
+                if process_name is None:
+                    process_name = _stat("/proc/self/stat")[0]
                 out[(tid, start)] = ("%s, outside Python's registry" % name
-                                     if name != _process_name()
+                                     if name != process_name
                                      else "a native thread outside Python's registry, unnamed "
                                      "(a native library's: a BLAS thread pool, say)", cpu, "thread")
                 parents.append(tid)
@@ -2912,15 +2893,6 @@ def _threads_cpu():
             except Exception:
                 continue
     return out
-
-
-def _process_name():
-    """The worker's command name, which its threads start with (None where unreadable)."""
-    try:
-        with _open("/proc/self/comm") as f:
-            return f.read().strip()
-    except Exception:
-        return None
 
 
 def _stat(path):
@@ -3440,7 +3412,7 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
 
 # The generators a forward draws from: torch's CPU generator, and on a GPU every GPU's (setup),
 # as torch.manual_seed seeds them, without its lookups of torch.random.default_generator and
-# torch.cuda.default_generators as it runs (_seed). Not on the CPU: a problem that draws on a GPU
+# torch.cuda.default_generators as it runs (_seed_generators). Not on the CPU: a problem that draws on a GPU
 # in a --device cpu run gets other values for the same seed, a problem error that says so.
 _generators = [torch.default_generator]
 
@@ -3468,10 +3440,14 @@ def _sample_seed(sample):
 
 
 def _seed_generators(seed):
-    """What a forward draws from seeded, as _seed() does it for a trial: torch's CPU generator
-    and on a GPU every GPU's (dropout; torch.manual_seed, which also looks up its generators as
-    it runs, takes tens of microseconds), Python's and NumPy's."""
-    seed &= _SEED_MASK
+    """A trial's seed (get_inputs(), the models' construction) and a timed sample's (dropout):
+    torch's CPU generator and on a GPU every GPU's, Python's and NumPy's, through the generators
+    bound before any candidate code ran. Not torch.manual_seed, which takes tens of
+    microseconds and looks up torch.random's `default_generator` as it runs: a candidate that
+    rebound it to a wrapper zeroing the generator after every seeding had every trial's inputs,
+    the held-out one's too, drawn as zeros, and its constant output read correct at 515x for a
+    matmul on the CPU."""
+    seed &= _SEED_MASK  # derived seeds (base + k) wrap, as the C++ side's do
     for g in _generators:
         g.manual_seed(seed)
     _seed_python(seed)

@@ -829,16 +829,11 @@ TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
 }
 
 /** The host-wall speedup, or -1 where it was withheld (a loaded machine's figures). */
-double host_speedup(const nlohmann::json& result) {
+/** A field of the host-wall speedup ("ratio", or "ci_lo": its interval's low end); -1 where
+ *  none stood. */
+double host_speedup(const nlohmann::json& result, const char* field = "ratio") {
   for (const auto& s : result["timing"]["speedups"])
-    if (s["kind"] == "host_wall" && s["valid"].get<bool>()) return s["ratio"].get<double>();
-  return -1;
-}
-
-/** The low end of the host-wall speedup's confidence interval; -1 where none stood. */
-double host_speedup_low(const nlohmann::json& result) {
-  for (const auto& s : result["timing"]["speedups"])
-    if (s["kind"] == "host_wall" && s["valid"].get<bool>()) return s["ci_lo"].get<double>();
+    if (s["kind"] == "host_wall" && s["valid"].get<bool>()) return s[field].get<double>();
   return -1;
 }
 
@@ -910,7 +905,7 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
     const double speedup = host_speedup(r.result);
     if (speedup < 0) {
       std::printf("%s: no host-wall speedup stood (a loaded machine): not compared\n", a.candidate);
-    } else if (host_speedup_low(r.result) < 1.0) {
+    } else if (host_speedup(r.result, "ci_lo") < 1.0) {
       // A noisy run (a CI machine's neighbour): 8.5x over [0.70, 18.3] once, which claims no
       // speedup at all; the attacks read 1.9-4.8x with their intervals well above 1.
       std::printf("%s: %.2fx, its interval reaching below 1 (a noisy run): not compared\n",
@@ -926,7 +921,7 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
       run_eval("problems/level1/matmul.py", "examples/faulty/opens_perf_events.py", cpu_fast);
   if (perf.result.value("status", "") == "correct") {
     const double speedup = host_speedup(perf.result);
-    if (speedup >= 0 && host_speedup_low(perf.result) >= 1.0) {  // as above
+    if (speedup >= 0 && host_speedup(perf.result, "ci_lo") >= 1.0) {  // as above
       EXPECT_LT(speedup, 1.5) << perf.result["timing"]["speedups"].dump();
     }
   } else {
