@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,10 @@ enum class candidate_kind { python, native };
 /** The most input sets a timing prepares (`--sets`, `timing_options.max_input_sets`); it
  *  prepares at least 2. */
 inline constexpr std::size_t max_input_sets = 256;
+
+/** job::reference_alone_until's value for the whole of the reference's work (no phase is
+ *  named so). */
+inline constexpr std::string_view k_reference_alone_all = "*";
 
 /** Named timing budgets: "agent" (about a second per side) and "precise" (leaderboard). */
 [[nodiscard]] measure::timing_options timing_preset(const std::string& name);
@@ -66,7 +71,10 @@ struct job {
   /** Not empty: the worker runs the reference alone (no candidate is loaded), through the
    *  trials in their order, each up to its reference's part, and stops after the phase named
    *  here ("trial nominal 2 reference"): the orchestrator's check of a crash in a reference
-   *  phase after a candidate's forward (did the reference crash on its own?). */
+   *  phase after a candidate's forward (did the reference crash on its own?). Or, as
+   *  k_reference_alone_all, its tolerance, every trial (each one's inputs drawn twice), the
+   *  timing's input sets at the nominal sizes and its runner once a set: the check of a problem
+   *  error reported after the candidate's code could run (does the problem fail on its own?). */
   std::string reference_alone_until;
   /** The problem file's SHA-256 as the orchestrator read it when the evaluation started: the
    *  worker loads the problem from bytes that hash to it, or fails (empty: unchecked). */

@@ -172,10 +172,13 @@ std::string worker_ending(const runner::process_result& p) {
 }
 
 /** What the reference did alone: crashed (its worker ended without a verdict in the phase asked
- *  for), and in words either way: how it crashed, "ran through the same trials", or what else
- *  happened, which decides nothing. */
+ *  for, or anywhere in a run of k_reference_alone_all), failed (a problem error), ran through
+ *  (a correct verdict), and in words: how it crashed or failed, "ran through the same trials",
+ *  or what else happened, which decides nothing. */
 struct alone_outcome {
   bool crashed = false;
+  bool failed = false;
+  bool ran_through = false;
   std::string text;
 };
 
@@ -199,17 +202,60 @@ alone_outcome reference_alone(const job& j, runner::spawn_options so,
   eval_result seen;
   fold_state state;
   fold_channel(p.channel, seen, state);
-  if (state.final_seen)
-    return {false, seen.status == eval_status::correct
-                       ? std::string("ran through the same trials")
-                       : fmt::format("ended {}: {}", to_string(seen.status),
-                                     seen.message.substr(0, seen.message.find('\n')))};
-  if (p.how == runner::exit_kind::timed_out) return {false, "timed out: nothing decided"};
-  if (state.last_phase != until ||
+  if (state.final_seen) {
+    if (seen.status == eval_status::correct)
+      return {.ran_through = true, .text = "ran through the same trials"};
+    return {.failed = seen.status == eval_status::problem_error,
+            .text = fmt::format("ended {}: {}", to_string(seen.status),
+                                seen.message.substr(0, seen.message.find('\n')))};
+  }
+  if (p.how == runner::exit_kind::timed_out) return {.text = "timed out: nothing decided"};
+  if ((state.last_phase != until && until != k_reference_alone_all) ||
       (p.how != runner::exit_kind::signaled && p.how != runner::exit_kind::exited))
-    return {false,
-            fmt::format("ended in '{}' ({}): nothing decided", state.last_phase, p.describe())};
-  return {true, "its worker " + worker_ending(p)};
+    return {.text =
+                fmt::format("ended in '{}' ({}): nothing decided", state.last_phase, p.describe())};
+  return {.crashed = true,
+          .text = fmt::format("its worker {} during '{}'", worker_ending(p), state.last_phase)};
+}
+
+/** A problem error the worker reported after the candidate's code could run (its import, a
+ *  native library's constructors): that code shares the worker, and could have made the problem
+ *  fail (torch state the reference reads, kjudge's harness changed) or written the verdict
+ *  itself into the event channel. It stands where the reference alone, in a fresh worker
+ *  without the candidate, fails too (its tolerance, every trial with the inputs drawn twice,
+ *  the timing's input sets and runner: k_reference_alone_all); where it runs through, the
+ *  error is the candidate's; where that run decides nothing (no time left, timed out), it
+ *  stands, flagged. */
+void check_problem_error(const job& j, const runner::spawn_options& so,
+                         std::chrono::milliseconds left, const std::string& problem_sha256,
+                         eval_result& r) {
+  const alone_outcome alone =
+      left > std::chrono::seconds(1)
+          ? reference_alone(j, so, left, std::string(k_reference_alone_all), problem_sha256)
+          : alone_outcome{.text = "was not run (no time left)"};
+  if (alone.crashed || alone.failed) {
+    const std::string same = fmt::format("ended {}: {}", to_string(eval_status::problem_error),
+                                         r.message.substr(0, r.message.find('\n')));
+    r.message += fmt::format(
+        "\n(The problem's: the reference alone, in a fresh worker without the candidate's code, "
+        "{})",
+        alone.text == same ? std::string("failed the same way") : alone.text);
+  } else if (alone.ran_through) {
+    const std::string reported = r.message.substr(0, r.message.find('\n'));
+    r.status = eval_status::runtime_error;
+    r.message = fmt::format(
+        "the worker reported an error of the problem's after the candidate's code had run "
+        "({}), but the reference alone, in a fresh worker without the candidate's code, ran "
+        "through every trial and the timing's inputs: counted as the candidate's error",
+        reported);
+    r.add_flag("problem_error_not_reproduced", "error", r.message);
+  } else {
+    r.add_flag("problem_error_unconfirmed", "warning",
+               fmt::format("the problem's error came after the candidate's code had run, and "
+                           "the reference alone, in a fresh worker without the candidate's code, "
+                           "{}: the problem is blamed without that check",
+                           alone.text));
+  }
 }
 
 }  // namespace
@@ -405,7 +451,7 @@ eval_result evaluate(const job& j, const run_options& options) {
         const alone_outcome alone =
             state.last_phase.starts_with("trial ") && time_left() > std::chrono::seconds(1)
                 ? reference_alone(j, so, time_left(), state.last_phase, problem_sha256)
-                : alone_outcome{false, "was not run (no time left, or not in a trial)"};
+                : alone_outcome{.text = "was not run (no time left, or not in a trial)"};
         if (alone.crashed) {
           r.status = eval_status::problem_error;
           r.message += fmt::format(
@@ -522,6 +568,8 @@ eval_result evaluate(const job& j, const run_options& options) {
     r.add_flag(
         "malformed_events", "warning",
         fmt::format("{} malformed line(s) on the worker's event channel", state.malformed_lines));
+  if (state.final_seen && r.status == eval_status::problem_error && state.candidate_code_seen)
+    check_problem_error(j, so, time_left(), problem_sha256, r);
   summarize_correctness(r);
   if (state.final_seen) check_verdict(j, p, state, r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -101,6 +101,8 @@ void apply_event_line(eval_result& r, std::string_view line, fold_state& state) 
       state.last_phase = it->get<std::string>();
       if (state.last_phase.starts_with("trial ") && state.last_phase.ends_with(" candidate"))
         state.candidate_forward_seen = true;
+      if (state.last_phase == "load_candidate" || state.last_phase == "load_native")
+        state.candidate_code_seen = true;
       if (r.worker.phases.size() < k_max_event_phases)
         r.worker.phases.push_back({state.last_phase, e.value("t_s", 0.0)});
       else

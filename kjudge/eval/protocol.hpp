@@ -53,6 +53,10 @@ struct fold_state {
   /** A phase of a candidate's forward in a trial ("trial nominal 0 candidate") began: from then
    *  on a crash in a reference phase may be the candidate's doing. */
   bool candidate_forward_seen = false;
+  /** The candidate's import or a native library's loading began ("load_candidate",
+   *  "load_native"): from then on the candidate's code may have written the events that
+   *  follow, the final one among them. */
+  bool candidate_code_seen = false;
   std::size_t malformed_lines = 0;
   std::size_t lines_after_final = 0;  ///< the worker sends nothing after its final event
   std::size_t flags_dropped = 0;      ///< distinct flags beyond k_max_event_flags

@@ -344,7 +344,13 @@ class pipeline {
  private:
   /** job::reference_alone_until: the reference, no candidate loaded, through the trials in the
    *  order run_trials() runs them, each up to its reference's part (trial_begin runs it where
-   *  there is no Python candidate), until that phase. Correct where it got there. */
+   *  there is no Python candidate), until that phase. Correct where it got there. With
+   *  k_reference_alone_all, the problem's tolerance read, every trial, each one's inputs drawn
+   *  again after the reference's run (a Python candidate's trial draws them twice, and fails
+   *  the problem where they differ), then the input sets that timing, the nominal-size check
+   *  and a profile set up (the reference on the nominal sizes among them), and the reference's
+   *  timing runner once a set (on rescaled values): the problem's own errors, from every step
+   *  of an evaluation that raises them, end this run too. */
   void run_reference_alone() {
     if (m_job.device == "cuda") {
       stop_watch();  // no candidate's import to watch
@@ -352,6 +358,8 @@ class pipeline {
     }
     m_events.phase("build_models reference");
     m_session->build_reference(m_job.base_seed);
+    const bool all = m_job.reference_alone_until == k_reference_alone_all;
+    if (all) static_cast<void>(m_session->tolerance());  // the problem's, checked there
     struct planned {
       const char* kind;
       int index;
@@ -369,7 +377,21 @@ class pipeline {
       const std::string phase = fmt::format("trial {} {} reference", t.kind, t.index);
       m_events.phase(phase);
       static_cast<void>(m_session->trial_begin(t.seed, t.scale));
+      if (all) m_session->trial_inputs_again(t.seed, t.scale);
       if (phase == m_job.reference_alone_until) break;
+    }
+    if (all) {
+      m_events.phase("timing_setup");
+      const auto ti =
+          m_session->timing_setup(2, m_job.base_seed ^ 0x5eed, m_job.timing_key, 1ull << 30, false);
+      // The reference's runner as timing calls it: each set once on values rescaled for the
+      // sample (a forward that needs the values get_inputs() drew fails there).
+      m_events.phase("timing reference");
+      const auto reference = m_session->make_target(python::side::reference);
+      for (std::size_t i = 0; i < ti.sets; ++i) {
+        reference->prepare(i);
+        reference->run();
+      }
     }
     release_gpu();
     m_events.final(eval_status::correct, "");

@@ -781,6 +781,11 @@ void session::trial_run_reference(std::uint64_t seed, std::int64_t shape_scale) 
   });
 }
 
+void session::trial_inputs_again(std::uint64_t seed, std::int64_t shape_scale) {
+  m_impl->call("trial_inputs_again",
+               [&] { return m_impl->harness.attr("trial_inputs_again")(seed, shape_scale); });
+}
+
 std::vector<tensor_view> session::trial_native_inputs() {
   return m_impl->call("trial_native_inputs",
                       [&] { return to_views(m_impl->harness.attr("trial_native_inputs")()); });

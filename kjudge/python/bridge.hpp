@@ -221,6 +221,10 @@ class session {
    *  the pristine copy. Throws kj::error(problem), or kj::error(candidate) when the candidate
    *  changed that copy. */
   void trial_run_reference(std::uint64_t seed, std::int64_t shape_scale);
+  /** After trial_begin with no candidate loaded (the worker's check of a problem error): the
+   *  trial's inputs drawn again from `seed` and `shape_scale`, which must equal the first
+   *  draw, as trial_run_reference requires. Throws kj::error(problem) where they differ. */
+  void trial_inputs_again(std::uint64_t seed, std::int64_t shape_scale);
   /** For native candidates: clones of the trial inputs (contiguous) and fresh outputs shaped like
    *  the reference's, filled with NaN (0x5A bytes for integer types). Valid until trial_finish. */
   [[nodiscard]] std::vector<tensor_view> trial_native_inputs();

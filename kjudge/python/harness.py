@@ -10,6 +10,7 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 """
 
 import builtins
+import contextlib
 import copy
 import gc
 import hashlib
@@ -1275,8 +1276,12 @@ _equal = torch.equal
 # host work before each of the candidate's timed samples that the reference's do not have). Torch's
 # settings do not change what mul(..., out=) computes, but a torch function mode in force (the
 # candidate's set_default_device pushes one, whose class its code may have patched) would put
-# Python code in the call: the rewrite runs with torch functions' overrides and modes disabled.
+# Python code in the call: the rewrite runs with torch functions' overrides and modes disabled,
+# and with torch dispatch modes too (the Python dispatch key left out): a dispatch mode the
+# candidate's code pushed between its calls (a finalizer of its last output's) would see every
+# rewritten input of its next sample, outside the timed region.
 _no_torch_function = torch._C.DisableTorchFunction
+_no_torch_dispatch = getattr(torch._C, "_DisableTorchDispatch", contextlib.nullcontext)
 _mul = torch.mul
 _Tensor = torch.Tensor
 _float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enumerate
@@ -1957,8 +1962,13 @@ def _problem_modules():
 
 
 # The modules whose code bindings (_bindings(code_only)) are watched: what the reference's
-# modules and functional calls run through.
-_CODE_SPACES = ("torch.nn", "torch.functional", "torch._VF", "torch._C._nn", "torch._tensor")
+# modules and functional calls run through. torch._C among them: nn.Module's call asks
+# torch._C._get_tracing_state() whether a trace runs (a candidate that rebound it, and
+# torch._C._is_tracing, sent every layer of the reference through the tracer's path, where its
+# code doubled each layer's result, and its doubled softmax passed:
+# examples/faulty/fakes_a_tracer.py).
+_CODE_SPACES = ("torch.nn", "torch.functional", "torch._VF", "torch._C", "torch._C._nn",
+                "torch._tensor")
 
 
 def _by_torch(v):
@@ -2232,11 +2242,35 @@ class _Reach:
         spaces = [("builtins", builtins, False), ("torch", torch, False),
                   ("torch.Tensor", torch.Tensor, False), ("torch.nn.Module", torch.nn.Module, False)]
         # torch.random among them: torch.manual_seed looks up its `default_generator` as it
-        # runs (in a problem's get_inputs() say).
-        for name in ("linalg", "fft", "special", "cuda", "random"):
+        # runs (in a problem's get_inputs() say); torch.jit and torch.overrides too, which
+        # torch.nn.functional's code reads as it runs (a candidate that rebound
+        # torch.jit.annotate gave the reference's F.max_pool2d a stride of its choosing, and its
+        # one pooling window passed: examples/faulty/rebinds_jit_annotate.py).
+        for name in ("linalg", "fft", "special", "cuda", "random", "jit", "overrides"):
             space = _under_torch(name)
             if space is not None:
                 spaces.append(("torch." + name, space, False))
+        # torch.backends and its modules, with the classes they define. Most of those modules
+        # stand in sys.modules as an instance of a class of their own that wraps the module
+        # (`m`): torch.backends.cudnn is a CudnnModule, whose property `enabled` F.layer_norm
+        # reads on every call (a candidate that put a sleeping property on that class slowed
+        # the reference's nn.LayerNorm 5-6x on the CPU, and one that returned a string there
+        # had the problem blamed: examples/faulty/slows_reference_by_backend_property.py).
+        taken = set()
+        for mod_name, module in sorted(sys.modules.items()):
+            if module is None or not (mod_name == "torch.backends"
+                                      or mod_name.startswith("torch.backends.")):
+                continue
+            inner = vars(module).get("m")
+            for label, space in ((mod_name, module), (mod_name + ".m", inner)):
+                if not _isinstance(space, _ModuleType) or id(space) in taken:
+                    continue
+                taken.add(id(space))
+                spaces.append((label, space, False))
+                for name, cls in _classes_defined_in(mod_name, space):
+                    if id(cls) not in taken:
+                        taken.add(id(cls))
+                        spaces.append((mod_name + "." + name, cls, False))
         # The classes of torch's grad-mode switches (torch.no_grad, torch.inference_mode, ...),
         # with their bases: their Python methods run inside every call of a forward that enters
         # one, and their attributes are not the names torch binds.
@@ -2339,7 +2373,7 @@ class _Reach:
                     continue  # torch's own data (see _bindings)
                 # A module bound where there was none is an import (a submodule's, lazily).
                 if (value is was or (was is _ABSENT and isinstance(value, types.ModuleType))
-                        or _lazy_annotations(name, was, value)):
+                        or _made_by_python(name, was, value)):
                     continue
                 yield key, label, name, was, value
 
@@ -2709,10 +2743,13 @@ class _Reach:
         return out
 
 
-def _lazy_annotations(name, was, value):
+def _made_by_python(name, was, value):
     """Python creates an empty __annotations__ in a class's dict when asked for it
-    (torch.jit.script does): not a change."""
-    return name == "__annotations__" and was is _ABSENT and value == {}
+    (torch.jit.script does), and the warnings module a module's __warningregistry__ when code
+    of that module warns (torch.overrides' under torch.compile): not changes. Code that reads a
+    module's __warningregistry__ is the warnings module's alone."""
+    return ((name == "__annotations__" and was is _ABSENT and value == {})
+            or name == "__warningregistry__")
 
 
 def _class_bindings(module):
@@ -2948,7 +2985,8 @@ def _close_turn():
 
 
 def _turn_of(which):
-    """refresh()'s note that `which` takes a sample: a switch of sides closes the other's turn."""
+    """prepare()'s and refresh()'s note that `which` takes a sample: a switch of sides closes the
+    other's turn."""
     if _turns and _turns["side"] != which:
         _close_turn()
         _turns["side"] = which
@@ -3050,11 +3088,24 @@ def trial_run_reference(seed, scale):
         if [_digest(x) for x in _trial["pristine"]] != _trial["pristine_digest"]:
             raise CandidateError("the candidate changed kjudge's pristine copy of the trial's "
                                  "inputs")
-        raise ProblemError("get_inputs() gave different values for the same seed (trial inputs "
-                           "%s): kjudge draws each side's inputs from the seed and needs them "
-                           "reproducible (use torch's random functions)" % (_trial["shapes"],))
+        raise _inputs_not_reproducible()
     _drop_as_candidate(lambda: _trial.__setitem__("pristine", again))
     _run_reference(_trial_copies(again, "reference"))
+
+
+def trial_inputs_again(seed, scale):
+    """With no candidate loaded (the worker's check of a problem error), after trial_begin ran
+    the reference: the trial's inputs drawn again, which must equal the first draw, as
+    trial_run_reference requires after a Python candidate."""
+    again = _make_inputs(seed, seed, scale)
+    if not all(_identical(a, b) for a, b in zip(again, _trial["pristine"])):
+        raise _inputs_not_reproducible()
+
+
+def _inputs_not_reproducible():
+    return ProblemError("get_inputs() gave different values for the same seed (trial inputs %s): "
+                        "kjudge draws each side's inputs from the seed and needs them "
+                        "reproducible (use torch's random functions)" % (_trial["shapes"],))
 
 
 def trial_reference_again(seed, scale):
@@ -3500,7 +3551,7 @@ def refresh(which, sample, lane=None, k=None):
 
 def _rewrite(k, f, work, base_layouts, made):
     """refresh()'s rewrite of set k's working copies `work` with factor f."""
-    with _no_torch_function():
+    with _no_torch_function(), _no_torch_dispatch():
         for i, src in _enumerate(_timing_base[k]):
             if not _isinstance(src, _Tensor):
                 work[i] = src
@@ -3717,18 +3768,23 @@ def make_runner(which):
     last = _run_outputs[which] = [None]
 
     def prepare(sample, k=None):
-        # k: the set, as kjudge's timing engine chose it for the number (the reference runs a
-        # number on another set than the candidate: python_target::set_of in bridge.cpp).
-        current[0] = refresh(which, sample, k=k)
-        _seed_generators(_sample_seed(sample))
-        # Both sides' frees at the same point, right before the call's setup ends (use() does
-        # nothing within a turn), so that the allocator is in the same state for both sides'
-        # calls: freed before the inputs' rewrite on one side and after it on the other, the
-        # candidate's 128 MB add read 1.53x against the same add of the reference's.
+        # Both sides' frees at the same point (use() does nothing within a turn), so that the
+        # allocator is in the same state for both sides' calls: freed before the inputs' rewrite
+        # on one side and after it on the other, the candidate's 128 MB add read 1.53x against
+        # the same add of the reference's. Before the rewrite: code of the candidate's that runs
+        # when its last output is freed (a weakref.finalize) ran after it, saw the next sample's
+        # inputs, and computed their matmul there, outside the timed region; the timed call
+        # returned it, correct at 233x on the CPU (examples/faulty/precomputes_when_freed.py).
+        # The side's turn begins first: CPU its finalizers' threads take counts to it.
+        _turn_of(which)
         if which == "reference":
             _reach.release(last)
         _reach.use(which)
         last[0] = None
+        # k: the set, as kjudge's timing engine chose it for the number (the reference runs a
+        # number on another set than the candidate: python_target::set_of in bridge.cpp).
+        current[0] = refresh(which, sample, k=k)
+        _seed_generators(_sample_seed(sample))
 
     def run():
         # Without the cycle collector's automatic passes, as timeit times: a pass runs in

@@ -333,6 +333,54 @@ TEST(EvalCpu, ForgedVerdictIsNotBelieved) {
   EXPECT_TRUE(has_flag(r.result, "unverified_verdict")) << r.result.dump(1);
 }
 
+TEST(EvalCpu, AProblemErrorAfterTheCandidatesCodeRanIsCheckedAlone) {
+  // A forged verdict of the problem's error, believed before: the reference alone runs through.
+  const auto forged =
+      run_eval("problems/level1/softmax.py", "examples/faulty/forges_problem_error.py", cpu_fast);
+  EXPECT_EQ(forged.exit_code, 4) << forged.output;
+  EXPECT_EQ(forged.result["status"], "runtime_error");
+  EXPECT_TRUE(has_flag(forged.result, "problem_error_not_reproduced")) << forged.result.dump(1);
+  // The problem's own errors, after an honest candidate's import, stand: its reference raises
+  // (in a trial), its inputs differ for one seed (found by drawing them twice), its forward
+  // fails at the nominal sizes only (the timing's input sets; a trial jitters both sizes, and
+  // lands on both nominal ones once in about 8,000 trials).
+  const scratch_dir dir;
+  const auto nominal_only = dir.path / "fails_at_nominal.py";
+  std::ofstream(nominal_only) << "import torch\nimport torch.nn as nn\n"
+                                 "class Model(nn.Module):\n    def forward(self, x):\n"
+                                 "        assert tuple(x.shape) != (300, 301), 'nominal'\n"
+                                 "        return torch.relu(x)\n"
+                                 "def get_inputs():\n    p = popcorn_pri\n"
+                                 "    return [torch.randn(p.jitter_int(300), p.jitter_int(301))]\n"
+                                 "def get_init_inputs():\n    return []\n";
+  // And one whose forward needs the values get_inputs() drew (timing rescales them).
+  const auto drawn_values = dir.path / "needs_drawn_values.py";
+  std::ofstream(drawn_values) << "import torch\nimport torch.nn as nn\n"
+                                 "class Model(nn.Module):\n    def forward(self, x):\n"
+                                 "        assert bool((x == x.round()).all()), 'not whole'\n"
+                                 "        return torch.relu(x)\n"
+                                 "def get_inputs():\n"
+                                 "    return [torch.randint(1, 9, (4, 64)).float()]\n"
+                                 "def get_init_inputs():\n    return []\n";
+  const auto relu = dir.path / "relu_new.py";
+  std::ofstream(relu) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                         "    def forward(self, *args):\n        return torch.relu(args[0])\n";
+  for (const auto& [problem, says] :
+       {std::pair{std::string("problems/broken/raises_in_forward.py"), "failed on trial inputs"},
+        std::pair{std::string("problems/broken/unseeded_inputs.py"), "different values"},
+        std::pair{nominal_only.string(), "timing inputs"},
+        std::pair{drawn_values.string(), "while timing it"},
+        std::pair{std::string("problems/broken/bad_tolerance.py"), "a tolerance must be"}}) {
+    const auto r = run_eval(problem, relu.string(), cpu_fast);
+    EXPECT_EQ(r.exit_code, 6) << problem << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "problem_error") << problem;
+    const std::string message = r.result.value("message", "");
+    EXPECT_NE(message.find(says), std::string::npos) << problem << ": " << message;
+    EXPECT_NE(message.find("the reference alone"), std::string::npos) << problem << ": " << message;
+    EXPECT_FALSE(has_flag(r.result, "problem_error_not_reproduced")) << r.result.dump(1);
+  }
+}
+
 TEST(EvalCpu, ACandidateFindsNoReferenceOutputToReturn) {
   // It shares the worker's interpreter with the reference; run before it, it finds nothing.
   const auto r =
@@ -574,7 +622,13 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   for (const auto& [problem, c, replaced] :
        {std::tuple{"problems/level1/matmul.py", "zeroes_the_generator_after_seeding.py",
                    "torch.random.default_generator"},
-        std::tuple{softmax, "doubles_reference_in_no_grad_exit.py", "no_grad.__exit__"}}) {
+        std::tuple{softmax, "doubles_reference_in_no_grad_exit.py", "no_grad.__exit__"},
+        // And torch's functions that torch.nn's code looks up as it runs: torch.jit.annotate
+        // (F.max_pool2d's default stride: one pooling window read correct at 19x) and
+        // torch._C's tracing state (nn.Module's call: a doubled softmax read correct).
+        std::tuple{"problems/level2/conv2d_relu_maxpool.py", "rebinds_jit_annotate.py",
+                   "torch.jit.annotate"},
+        std::tuple{softmax, "fakes_a_tracer.py", "torch._C._get_tracing_state"}}) {
     const auto w = run_eval(problem, std::string("examples/faulty/") + c, cpu_fast);
     EXPECT_EQ(w.exit_code, 1) << c << "\n" << w.output;
     EXPECT_EQ(w.result["status"], "incorrect") << c;
@@ -880,6 +934,12 @@ TEST(EvalCpu, NativeStateTheCandidateChangesStaysOutOfTheReferencesCalls) {
       // on one thread (1.9x).
       {"problems/level1/matmul.py", "examples/faulty/sets_openmp_nesting.py",
        mkl != nullptr ? "OpenMP's nesting limit" : nullptr, 1.5},
+      // A finalizer on the candidate's own output that computed the next sample's product
+      // where kjudge freed it, after the inputs' rewrite (233x), and a sleeping property on
+      // torch.backends.cudnn's class, which F.layer_norm reads (5-6x).
+      {"problems/level1/matmul.py", "examples/faulty/precomputes_when_freed.py", nullptr, 1.5},
+      {"problems/level1/layernorm.py", "examples/faulty/slows_reference_by_backend_property.py",
+       "torch.backends.cudnn.CudnnModule.enabled", 2.0},
   };
   for (const auto& a : attacks) {
     const auto r = run_eval(a.problem, a.candidate, cpu_fast);
