@@ -305,21 +305,25 @@ class pipeline {
     m_events.send({{"weight_copy", copy.method}});
     if (copy.method == "seed_only" || copy.method == "partial") {
       const std::string names = listed(copy.unpaired, 8, ", ");
+      // What the steps by order and shape cannot pair (docs/methodology.md, Weights).
+      constexpr std::string_view unpairable =
+          "a shape has more tensors on one side, or a tensor's shape is none of the other "
+          "side's: a weight stored transposed or in another dtype with values of the "
+          "candidate's own, a lazy layer under another name";
       m_events.flag(
           "weights_not_copied", "warning",
           copy.method == "partial"
               ? fmt::format("some of the reference's parameters ({}) found no tensor of the "
                             "candidate's by name or by value, and the candidate's remaining "
-                            "tensors could not all be paired with them by order and shape (their "
-                            "count or shapes differ); the candidate's kept the values the seed "
-                            "gave them, and the pairs found by name (or its end) or by value "
-                            "were copied",
-                            names)
+                            "tensors could not all be paired with them by order and shape ({}); "
+                            "the candidate's kept the values the seed gave them, and the pairs "
+                            "found by name (or its end) or by value were copied",
+                            names, unpairable)
               : fmt::format("the reference's parameters ({}) found no tensor of the candidate's "
                             "by name or by value, and the candidate's could not all be paired "
-                            "with them by order and shape (their count or shapes differ); "
-                            "nothing was copied: both models were only built under the same seed",
-                            names));
+                            "with them by order and shape ({}); nothing was copied: both models "
+                            "were only built under the same seed",
+                            names, unpairable));
     }
 
     resolve_tolerance();

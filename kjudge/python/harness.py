@@ -485,17 +485,20 @@ def _copy_weights(ref, cand, changed):
     - by name: its namesake of the same shape (any of its names; among the candidate's
       state_dict and its non-persistent buffers), into every such namesake;
     - then by value: the candidate's floating-point tensor whose values, as the seed built them,
-      equal it (or its transpose, kept as built: a weight stored as W^T), where that pairing is
-      one to one;
+      equal it (or its transpose, kept as built: a weight stored as W^T; or it in a shape with
+      dimensions of size 1 added or left out), where that pairing is one to one;
     - then by the end of a name ("by_name_end", _pair_by_name_end): a candidate tensor of the
       same shape, or of the same one but for dimensions of size 1, whose name ends as the
-      reference tensor's does, where each is the other's one best match;
+      reference tensor's does (names split at dots and underscores), where each is the other's
+      one best match;
     - then by order and shape (_match_floats): each remaining floating-point reference tensor
       takes the next remaining candidate tensor of the same shape; where that fails (a candidate
       that declares its bias before its weight), by shape where every shape is one tensor's on
-      both sides. Each is tried with the reference's buffers and, where that fails, without
-      them: a buffer the candidate has no counterpart for (BatchNorm's running statistics, for a
-      candidate that keeps none) is left out, as an integer entry is.
+      both sides; where that fails, in order within each shape, size-1 dimensions aside, where
+      each shape has as many tensors on both sides (_match_per_shape). Each is tried with the
+      reference's buffers and, where that fails, without them: a buffer the candidate has no
+      counterpart for (BatchNorm's running statistics, for a candidate that keeps none) is left
+      out, as an integer entry is.
     Integer and bool entries without a namesake take the next unused candidate entry of the
     same shape and dtype. Where the floating-point parameters cannot all be paired, the pairs
     found by name and by value are copied and the rest keep the values the seed gave the
@@ -569,7 +572,7 @@ def _copy_weights(ref, cand, changed):
             used.add(_tensor_key(c))
             methods.add("by_value")
             if not transposed:
-                pairs.append((c, v))
+                pairs.append((c, _shaped_as(v, c)))
         pinned = {id(v) for _, v, _ in kept}
         # By the end of a name, among the tensors still unpaired: the same name in a shape that
         # differs by dimensions of size 1, or names that end alike (`weight` for `ln.weight`,
@@ -583,11 +586,14 @@ def _copy_weights(ref, cand, changed):
         floats = [c for c in floats if _tensor_key(c) not in used]
         ref_parameters = [v for v in ref_floats if _tensor_key(v) in parameter_keys]
         matched = None
-        for order, wanted, in_order in (("by_order", ref_floats, True),
-                                        ("by_order", ref_parameters, True),
-                                        ("by_shape", ref_floats, False),
-                                        ("by_shape", ref_parameters, False)):
-            matched = _match_floats(wanted, floats, in_order=in_order)
+        for order, wanted, match in (
+                ("by_order", ref_floats, lambda r: _match_floats(r, floats, in_order=True)),
+                ("by_order", ref_parameters, lambda r: _match_floats(r, floats, in_order=True)),
+                ("by_shape", ref_floats, lambda r: _match_floats(r, floats, in_order=False)),
+                ("by_shape", ref_parameters, lambda r: _match_floats(r, floats, in_order=False)),
+                ("by_order", ref_floats, lambda r: _match_per_shape(r, floats)),
+                ("by_order", ref_parameters, lambda r: _match_per_shape(r, floats))):
+            matched = match(wanted)
             if matched is not None:
                 break
         if matched is None:
@@ -596,7 +602,7 @@ def _copy_weights(ref, cand, changed):
                         and id(v) not in pinned]
             return copy("partial" if pairs else "seed_only", unpaired)
         for dst, src in matched:
-            take(dst, src, order)
+            take(dst, _shaped_as(src, dst), order)
         others = [v for v in own if not v.is_floating_point()]
 
         def fits(c, v):
@@ -630,13 +636,21 @@ def _shaped_as(v, t):
     return v if v.shape == t.shape else v.reshape(t.shape)
 
 
+def _name_parts(name):
+    """A state_dict name's parts, split at dots and underscores: a candidate's flat `ln_weight`
+    for the reference's `ln.weight` (an honest LayerNorm that declared `ln_bias` first had the
+    two swapped by order, and failed)."""
+    return name.replace("_", ".").split(".")
+
+
 def _common_end(a, b):
-    """How many dotted parts two state_dict names share at their ends, up to an index (`fc.bias`
-    and `gemm.bias`: 1; `weight` and `ln.weight`: 1; `x.ln.weight` and `y.ln.weight`: 2;
-    `net.2.weight` and `layers.2.weight`: 1, since a Sequential's index 2 is its second Linear
-    where a ReLU sits between, and a ModuleList's its third: counted, they paired different
-    layers, and honest candidates failed). The same name counts all its parts."""
-    pa, pb = a.split("."), b.split(".")
+    """How many parts (_name_parts) two state_dict names share at their ends, up to an index
+    (`fc.bias` and `gemm.bias`: 1; `weight` and `ln.weight`: 1; `x.ln.weight` and
+    `y.ln.weight`: 2; `ln_weight` and `ln.weight`: 2; `net.2.weight` and `layers.2.weight`: 1,
+    since a Sequential's index 2 is its second Linear where a ReLU sits between, and a
+    ModuleList's its third: counted, they paired different layers, and honest candidates
+    failed). The same name counts all its parts."""
+    pa, pb = _name_parts(a), _name_parts(b)
     if pa == pb:
         return len(pa)
     n = 0
@@ -708,13 +722,18 @@ def _materialize_lazy(cand, rs):
 def _match_values(ref, floats):
     """[(candidate, reference, transposed)]: the candidate tensors among `floats` whose values
     equal one reference tensor of `ref` exactly (transposed: equal to its transpose, a 2-D weight
-    kept as W^T), where the pairing is one to one both ways. Under one seed, a candidate that
+    kept as W^T; or in a shape with dimensions of size 1 added or left out, a conv bias kept as
+    (1, C, 1, 1)), where the pairing is one to one both ways. Under one seed, a candidate that
     builds a tensor as the reference does gets the same values; a tensor equal to several (ones,
     zeros) tells nothing and is left to the order."""
     def same(c, v):
         if c.dtype != v.dtype or c.device != v.device:
             return None
         if c.shape == v.shape and torch.equal(c, v):
+            return False
+        # Kept with dimensions of size 1 added or left out ((1, C, 1, 1) for a bias of C).
+        if (c.shape != v.shape and _squeezed(c) == _squeezed(v)
+                and torch.equal(c, v.reshape(c.shape))):
             return False
         if c.dim() == 2 and v.dim() == 2 and c.shape == v.t().shape and torch.equal(c, v.t()):
             return True
@@ -754,6 +773,23 @@ def _match_floats(ref, floats, in_order):
         pairs.append((floats[j], v))
         j += 1
     return pairs
+
+
+def _match_per_shape(ref, floats):
+    """(candidate, reference) pairs for the reference's floating-point tensors `ref` among the
+    candidate's `floats`, in order within each shape (_squeezed(): size-1 dimensions aside),
+    where each shape has as many tensors on both sides (the candidate's of other shapes left
+    out); None otherwise. Where _match_floats failed: a candidate that declares each bias before
+    its weight, or its layers' tensors in another interleaving of shapes, took nothing (an
+    honest transformer block's weights were all left to the seed)."""
+    mine, wanted = {}, {}
+    for c in floats:
+        mine.setdefault(_squeezed(c), []).append(c)
+    for v in ref:
+        wanted.setdefault(_squeezed(v), []).append(v)
+    if any(len(mine.get(shape, ())) != len(vs) for shape, vs in wanted.items()):
+        return None
+    return [(c, v) for shape, vs in wanted.items() for c, v in zip(mine[shape], vs)]
 
 
 def build_reference(seed):

@@ -1315,8 +1315,44 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "        self.bias = nn.Parameter(torch.randn(16))\n"
        "    def forward(self, x):\n        return torch.relu(self.gemm(x)) + self.bias\n",
        "        self.fc = nn.Linear(16, 16)\n"
+       "        self.shift = nn.Parameter(torch.zeros(16))\n"
+       "    def forward(self, x):\n        return torch.relu(self.fc(x)) + self.shift\n",
+       "by_order"},
+      // Names split at underscores as at dots: `post_bias` ends as `bias` does.
+      {"        self.gemm = nn.Linear(16, 16)\n"
+       "        self.bias = nn.Parameter(torch.randn(16))\n"
+       "    def forward(self, x):\n        return torch.relu(self.gemm(x)) + self.bias\n",
+       "        self.fc = nn.Linear(16, 16)\n"
        "        self.post_bias = nn.Parameter(torch.zeros(16))\n"
        "    def forward(self, x):\n        return torch.relu(self.fc(x)) + self.post_bias\n",
+       "by_name_end"},
+      // Flat names, bias declared first (swapped by order before, and incorrect).
+      {"        self.ln = nn.LayerNorm(16)\n"
+       "        nn.init.normal_(self.ln.weight)\n        nn.init.normal_(self.ln.bias)\n"
+       "    def forward(self, x):\n        return self.ln(x)\n",
+       "        self.ln_bias = nn.Parameter(torch.zeros(16))\n"
+       "        self.ln_weight = nn.Parameter(torch.zeros(16))\n"
+       "    def forward(self, x):\n"
+       "        return F.layer_norm(x, (16,), self.ln_weight, self.ln_bias)\n",
+       "by_name_end"},
+      // The seed's values in a shape with a dimension of size 1 more (left to the seed before,
+      // weights_not_copied).
+      {"        self.bias = nn.Parameter(torch.randn(16))\n"
+       "    def forward(self, x):\n        return x + self.bias\n",
+       "        self.shift = nn.Parameter(torch.randn(1, 1, 16))\n"
+       "    def forward(self, x):\n        return x + self.shift\n",
+       "by_value"},
+      // Each shape's tensors in the reference's order, the shapes interleaved otherwise (a bias
+      // before its weight): nothing was copied before.
+      {"        self.weight = nn.Parameter(torch.randn(16, 16))\n"
+       "        self.bias = nn.Parameter(torch.randn(16))\n"
+       "        self.scale = nn.Parameter(torch.randn(16))\n"
+       "    def forward(self, x):\n"
+       "        return (x @ self.weight.t() + self.bias) * self.scale\n",
+       "        self.b = nn.Parameter(torch.zeros(16))\n"
+       "        self.w = nn.Parameter(torch.zeros(16, 16))\n"
+       "        self.s = nn.Parameter(torch.zeros(16))\n"
+       "    def forward(self, x):\n        return (x @ self.w.t() + self.b) * self.s\n",
        "by_order"},
       // An index is no name: a Sequential's `net.2` (ReLUs between) is a ModuleList's
       // `layers.1`; counted, `net.2.weight` went to `layers.2.weight`, and this failed.
