@@ -72,9 +72,10 @@ struct job {
    *  trials in their order, each up to its reference's part, and stops after the phase named
    *  here ("trial nominal 2 reference"): the orchestrator's check of a crash in a reference
    *  phase after a candidate's forward (did the reference crash on its own?). Or, as
-   *  k_reference_alone_all, its tolerance, every trial (each one's inputs drawn twice), the
-   *  timing's input sets at the nominal sizes and its runner once a set: the check of a problem
-   *  error reported after the candidate's code could run (does the problem fail on its own?). */
+   *  k_reference_alone_all, its tolerance, the nominal and held-out trials (a Python job's
+   *  inputs drawn twice), two of the timing's input sets at the nominal sizes and its runner
+   *  once a set: the check of a problem error reported after the candidate's code could run
+   *  (does the problem fail on its own?). */
   std::string reference_alone_until;
   /** The problem file's SHA-256 as the orchestrator read it when the evaluation started: the
    *  worker loads the problem from bytes that hash to it, or fails (empty: unchecked). */

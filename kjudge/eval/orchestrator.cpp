@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -210,38 +211,57 @@ alone_outcome reference_alone(const job& j, runner::spawn_options so,
                                 seen.message.substr(0, seen.message.find('\n')))};
   }
   if (p.how == runner::exit_kind::timed_out) return {.text = "timed out: nothing decided"};
-  if ((state.last_phase != until && until != k_reference_alone_all) ||
-      (p.how != runner::exit_kind::signaled && p.how != runner::exit_kind::exited))
+  // The whole run's crash counts in the problem's own steps only (not in the interpreter's or
+  // torch's start).
+  const bool problem_step = until == k_reference_alone_all ? reference_phase(state.last_phase) ||
+                                                                 state.last_phase == "timing_setup"
+                                                           : state.last_phase == until;
+  if (!problem_step || (p.how != runner::exit_kind::signaled && p.how != runner::exit_kind::exited))
     return {.text =
                 fmt::format("ended in '{}' ({}): nothing decided", state.last_phase, p.describe())};
   return {.crashed = true,
           .text = fmt::format("its worker {} during '{}'", worker_ending(p), state.last_phase)};
 }
 
+/** Whether the reference-alone run of k_reference_alone_all repeats what the worker did in
+ *  `phase`, the last before its verdict: the candidate's loading and the models' building (the
+ *  tolerance is read there), a nominal or held-out trial's calls, the timing's set-up and loop,
+ *  the nominal-size check. Not a trial's comparison (the C++ side's reading of the outputs),
+ *  the stress trials, or the checks after timing. */
+bool alone_repeats(const std::string& phase) {
+  static constexpr std::string_view steps[] = {
+      "load_candidate", "load_native", "build_models reference", "build_models candidate",
+      "timing_setup",   "timing",      "nominal sizes check"};
+  if (std::find(std::begin(steps), std::end(steps), phase) != std::end(steps)) return true;
+  return (phase.starts_with("trial nominal ") || phase.starts_with("trial held_out ")) &&
+         (phase.ends_with(" reference") || phase.ends_with(" candidate"));
+}
+
 /** A problem error the worker reported after the candidate's code could run (its import, a
  *  native library's constructors): that code shares the worker, and could have made the problem
  *  fail (torch state the reference reads, kjudge's harness changed) or written the verdict
  *  itself into the event channel. It stands where the reference alone, in a fresh worker
- *  without the candidate, fails too (its tolerance, every trial with the inputs drawn twice,
- *  the timing's input sets and runner: k_reference_alone_all); where it runs through, the
- *  error is the candidate's; where that run decides nothing (no time left, timed out), it
- *  stands, flagged. */
+ *  without the candidate, fails too (its tolerance, the nominal and held-out trials, a Python
+ *  candidate's inputs drawn twice, two of the timing's input sets and its runner on them:
+ *  k_reference_alone_all); where that runs through and repeats the step the error came from
+ *  (alone_repeats), the error is the candidate's; otherwise (no time left, timed out, a step
+ *  it does not repeat) it stands, flagged. */
 void check_problem_error(const job& j, const runner::spawn_options& so,
                          std::chrono::milliseconds left, const std::string& problem_sha256,
-                         eval_result& r) {
+                         const std::string& phase, eval_result& r) {
   const alone_outcome alone =
       left > std::chrono::seconds(1)
           ? reference_alone(j, so, left, std::string(k_reference_alone_all), problem_sha256)
           : alone_outcome{.text = "was not run (no time left)"};
+  const std::string reported = r.message.substr(0, r.message.find('\n'));
   if (alone.crashed || alone.failed) {
-    const std::string same = fmt::format("ended {}: {}", to_string(eval_status::problem_error),
-                                         r.message.substr(0, r.message.find('\n')));
+    const std::string same =
+        fmt::format("ended {}: {}", to_string(eval_status::problem_error), reported);
     r.message += fmt::format(
         "\n(The problem's: the reference alone, in a fresh worker without the candidate's code, "
         "{})",
         alone.text == same ? std::string("failed the same way") : alone.text);
-  } else if (alone.ran_through) {
-    const std::string reported = r.message.substr(0, r.message.find('\n'));
+  } else if (alone.ran_through && alone_repeats(phase)) {
     r.status = eval_status::runtime_error;
     r.message = fmt::format(
         "the worker reported an error of the problem's after the candidate's code had run "
@@ -253,8 +273,12 @@ void check_problem_error(const job& j, const runner::spawn_options& so,
     r.add_flag("problem_error_unconfirmed", "warning",
                fmt::format("the problem's error came after the candidate's code had run, and "
                            "the reference alone, in a fresh worker without the candidate's code, "
-                           "{}: the problem is blamed without that check",
-                           alone.text));
+                           "{}{}: the problem is blamed without that check",
+                           alone.text,
+                           alone.ran_through ? fmt::format(", which does not repeat the step the "
+                                                           "error came from ('{}')",
+                                                           phase)
+                                             : std::string()));
   }
 }
 
@@ -569,7 +593,7 @@ eval_result evaluate(const job& j, const run_options& options) {
         "malformed_events", "warning",
         fmt::format("{} malformed line(s) on the worker's event channel", state.malformed_lines));
   if (state.final_seen && r.status == eval_status::problem_error && state.candidate_code_seen)
-    check_problem_error(j, so, time_left(), problem_sha256, r);
+    check_problem_error(j, so, time_left(), problem_sha256, state.last_phase, r);
   summarize_correctness(r);
   if (state.final_seen) check_verdict(j, p, state, r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

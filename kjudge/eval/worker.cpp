@@ -308,8 +308,8 @@ class pipeline {
       // What the steps by order and shape cannot pair (docs/methodology.md, Weights).
       constexpr std::string_view unpairable =
           "a shape has more tensors on one side, or a tensor's shape is none of the other "
-          "side's: a weight stored transposed or in another dtype with values of the "
-          "candidate's own, a lazy layer under another name";
+          "side's: a weight stored transposed with values of the candidate's own, a lazy "
+          "layer under another name";
       m_events.flag(
           "weights_not_copied", "warning",
           copy.method == "partial"
@@ -353,8 +353,9 @@ class pipeline {
    *  again after the reference's run (a Python candidate's trial draws them twice, and fails
    *  the problem where they differ), then the input sets that timing, the nominal-size check
    *  and a profile set up (the reference on the nominal sizes among them), and the reference's
-   *  timing runner once a set (on rescaled values): the problem's own errors, from every step
-   *  of an evaluation that raises them, end this run too. */
+   *  timing runner once a set (on rescaled values): the problem's own errors from those steps
+   *  (docs/methodology.md says which) end this run too. The stress trials are left out: their
+   *  problem errors skip them, and never end an evaluation. */
   void run_reference_alone() {
     if (m_job.device == "cuda") {
       stop_watch();  // no candidate's import to watch
@@ -374,14 +375,16 @@ class pipeline {
     for (int i = 0; i < m_job.trials; ++i)
       order.push_back({"nominal", i, trial_seed(m_job.base_seed, i), 1});
     order.push_back({"held_out", 0, m_job.held_out_seed, 1});
-    if (m_job.stress)
+    // (A stress trial's problem error is a skipped trial, never the verdict.)
+    if (m_job.stress && !all)
       for (int i = 0; i < stress_trials; ++i)
         order.push_back({"stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale});
     for (const auto& t : order) {
       const std::string phase = fmt::format("trial {} {} reference", t.kind, t.index);
       m_events.phase(phase);
       static_cast<void>(m_session->trial_begin(t.seed, t.scale));
-      if (all) m_session->trial_inputs_again(t.seed, t.scale);
+      if (all && m_job.kind == candidate_kind::python)  // drawn twice only in its trials
+        m_session->trial_inputs_again(t.seed, t.scale);
       if (phase == m_job.reference_alone_until) break;
     }
     if (all) {

@@ -10,7 +10,6 @@ Exceptions: ProblemError (the reference side failed), CandidateError (ModelNew f
 """
 
 import builtins
-import contextlib
 import copy
 import gc
 import hashlib
@@ -19,6 +18,7 @@ import linecache
 import math
 import numbers
 import os
+import _random
 import random
 import resource
 import signal
@@ -404,7 +404,10 @@ def _deep_copy(x):
 # The seeding functions as bound before any candidate code ran (torch imports numpy): the
 # timing's prepare() seeds a side's sample while the other side's bindings may be in force, and
 # a candidate's rebinding of random.seed or numpy.random.seed would run its code there.
-_random_seed = random.seed
+# Python's generator seeded through its C method, as random.seed does it for an int (its Python
+# code, whose __code__ a candidate can replace, runs in every sample's setup otherwise).
+_random_inst = random._inst
+_random_c_seed = _random.Random.seed
 _numpy_seed = None
 
 
@@ -423,7 +426,8 @@ _bind_numpy_seed()
 def _seed_python(seed):
     """Python's and NumPy's generators, for code that draws with them (get_inputs(), a forward):
     `seed` already within _SEED_MASK."""
-    _random_seed(seed)
+    _random_c_seed(_random_inst, seed)
+    _random_inst.gauss_next = None
     if _numpy_seed is not None:
         _numpy_seed(seed % (1 << 32))
 
@@ -777,19 +781,21 @@ def _match_floats(ref, floats, in_order):
 
 def _match_per_shape(ref, floats):
     """(candidate, reference) pairs for the reference's floating-point tensors `ref` among the
-    candidate's `floats`, in order within each shape (_squeezed(): size-1 dimensions aside),
-    where each shape has as many tensors on both sides (the candidate's of other shapes left
-    out); None otherwise. Where _match_floats failed: a candidate that declares each bias before
-    its weight, or its layers' tensors in another interleaving of shapes, took nothing (an
-    honest transformer block's weights were all left to the seed)."""
-    mine, wanted = {}, {}
-    for c in floats:
-        mine.setdefault(_squeezed(c), []).append(c)
-    for v in ref:
-        wanted.setdefault(_squeezed(v), []).append(v)
-    if any(len(mine.get(shape, ())) != len(vs) for shape, vs in wanted.items()):
-        return None
-    return [(c, v) for shape, vs in wanted.items() for c, v in zip(mine[shape], vs)]
+    candidate's `floats`, in order within each shape, where each shape has as many tensors on
+    both sides (the candidate's of other shapes left out); else so within each _squeezed()
+    shape (size-1 dimensions aside: a (1, D) weight and (D,) biases are one bucket only where
+    their exact shapes do not pair); None otherwise. Where _match_floats failed: a candidate
+    that declares each bias before its weight, or its layers' tensors in another interleaving of
+    shapes, took nothing (an honest transformer block's weights were all left to the seed)."""
+    for key in (lambda t: tuple(t.shape), _squeezed):
+        mine, wanted = {}, {}
+        for c in floats:
+            mine.setdefault(key(c), []).append(c)
+        for v in ref:
+            wanted.setdefault(key(v), []).append(v)
+        if all(len(mine.get(shape, ())) == len(vs) for shape, vs in wanted.items()):
+            return [(c, v) for shape, vs in wanted.items() for c, v in zip(mine[shape], vs)]
+    return None
 
 
 def build_reference(seed):
@@ -1312,12 +1318,9 @@ _equal = torch.equal
 # host work before each of the candidate's timed samples that the reference's do not have). Torch's
 # settings do not change what mul(..., out=) computes, but a torch function mode in force (the
 # candidate's set_default_device pushes one, whose class its code may have patched) would put
-# Python code in the call: the rewrite runs with torch functions' overrides and modes disabled,
-# and with torch dispatch modes too (the Python dispatch key left out): a dispatch mode the
-# candidate's code pushed between its calls (a finalizer of its last output's) would see every
-# rewritten input of its next sample, outside the timed region.
+# Python code in the call: the rewrite runs with torch functions' overrides and modes disabled
+# (a torch dispatch mode in force is the candidate's error there: _before_candidate_rewrite).
 _no_torch_function = torch._C.DisableTorchFunction
-_no_torch_dispatch = getattr(torch._C, "_DisableTorchDispatch", contextlib.nullcontext)
 _mul = torch.mul
 _Tensor = torch.Tensor
 _float, _isinstance, _type, _len, _enumerate = float, isinstance, type, len, enumerate
@@ -2979,7 +2982,7 @@ def _stat(path):
 
 
 # While both sides are timed (thread_turns_begin .. thread_turns_end): whose turn it is (the side
-# whose refresh() came last), since when, the threads' CPU then, and per side the wall time of
+# whose prepare() or refresh() came last), since when, the threads' CPU then, and per side the wall time of
 # its turns and each thread's CPU during them. Per side, because a thread busy during the
 # candidate's own turns (its pool, say, working for its forwards) only competes with the
 # candidate, while one busy during the reference's turns slows the reference alone.
@@ -3120,7 +3123,7 @@ def trial_run_reference(seed, scale):
     once, included)."""
     _check_limits()
     again = _make_inputs(seed, seed, scale)
-    if not all(_identical(a, b) for a, b in zip(again, _trial["pristine"])):
+    if not _same_draw(again):
         if [_digest(x) for x in _trial["pristine"]] != _trial["pristine_digest"]:
             raise CandidateError("the candidate changed kjudge's pristine copy of the trial's "
                                  "inputs")
@@ -3133,9 +3136,14 @@ def trial_inputs_again(seed, scale):
     """With no candidate loaded (the worker's check of a problem error), after trial_begin ran
     the reference: the trial's inputs drawn again, which must equal the first draw, as
     trial_run_reference requires after a Python candidate."""
-    again = _make_inputs(seed, seed, scale)
-    if not all(_identical(a, b) for a, b in zip(again, _trial["pristine"])):
+    if not _same_draw(_make_inputs(seed, seed, scale)):
         raise _inputs_not_reproducible()
+
+
+def _same_draw(again):
+    """Whether inputs drawn again equal the trial's first draw (_trial["pristine"])."""
+    first = _trial["pristine"]
+    return len(again) == len(first) and all(_identical(a, b) for a, b in zip(again, first))
 
 
 def _inputs_not_reproducible():
@@ -3504,6 +3512,21 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
 _generators = [torch.default_generator]
 
 
+def _before_candidate_rewrite():
+    """In the candidate's turn, before its inputs' rewrite: nothing of its code left to run while
+    they are rewritten and reseeded, where it could see the next sample's inputs and compute for
+    them outside the timed region: a profile or trace function is cleared (one left in force is
+    its error at the reference's next turn anyway), the collector's passes are held off until
+    the rewrite and seeding are done (a finaliser or gc callback would run in one), and a torch
+    dispatch mode in force is refused (the rewrite's calls would go through it)."""
+    _setprofile(None)
+    _settrace(None)
+    _hold_gc(True)
+    if _dispatch_modes is not None and _dispatch_modes() > 0:
+        raise CandidateError("a torch dispatch mode was in force when kjudge rewrote its next "
+                             "inputs between its calls: its code would see them there")
+
+
 def _keyed(sample, lane):
     """64 bits of a hash keyed with the evaluation's secret timing key (HMAC-SHA256, in
     kjudge's C++), of a sample number and a lane (1: the seed, 2: the candidate's factor, 3: an
@@ -3587,7 +3610,7 @@ def refresh(which, sample, lane=None, k=None):
 
 def _rewrite(k, f, work, base_layouts, made):
     """refresh()'s rewrite of set k's working copies `work` with factor f."""
-    with _no_torch_function(), _no_torch_dispatch():
+    with _no_torch_function():
         for i, src in _enumerate(_timing_base[k]):
             if not _isinstance(src, _Tensor):
                 work[i] = src
@@ -3804,23 +3827,33 @@ def make_runner(which):
     last = _run_outputs[which] = [None]
 
     def prepare(sample, k=None):
-        # Both sides' frees at the same point (use() does nothing within a turn), so that the
-        # allocator is in the same state for both sides' calls: freed before the inputs' rewrite
-        # on one side and after it on the other, the candidate's 128 MB add read 1.53x against
-        # the same add of the reference's. Before the rewrite: code of the candidate's that runs
-        # when its last output is freed (a weakref.finalize) ran after it, saw the next sample's
-        # inputs, and computed their matmul there, outside the timed region; the timed call
-        # returned it, correct at 233x on the CPU (examples/faulty/precomputes_when_freed.py).
-        # The side's turn begins first: CPU its finalizers' threads take counts to it.
-        _turn_of(which)
+        # Both sides' frees at the same point, before the inputs' rewrite, so that the allocator
+        # is in the same state for both sides' calls: freed before the rewrite on one side and
+        # after it on the other, the candidate's 128 MB add read 1.53x against the same add of
+        # the reference's. Before it: code of the candidate's that ran when its last output was
+        # freed after the rewrite (a weakref.finalize) saw the next sample's inputs, and computed
+        # their matmul there, outside the timed region; the timed call returned it, correct at
+        # 233x on the CPU (examples/faulty/precomputes_when_freed.py). The candidate's is freed
+        # in its own turn (what its finalizer changes is its own), and what such code could leave
+        # to watch the rewrite is taken away or refused first (_before_candidate_rewrite). The
+        # reference's state is put in force last, after everything of this setup that code of
+        # the candidate's could reach (release(), the rewrite, the seeding), as its check.
+        _turn_of(which)  # the side's turn begins: CPU its finalizers' threads take counts to it
         if which == "reference":
             _reach.release(last)
-        _reach.use(which)
-        last[0] = None
+        else:
+            _reach.use("candidate")
+            last[0] = None
+            _before_candidate_rewrite()
         # k: the set, as kjudge's timing engine chose it for the number (the reference runs a
         # number on another set than the candidate: python_target::set_of in bridge.cpp).
         current[0] = refresh(which, sample, k=k)
         _seed_generators(_sample_seed(sample))
+        if which == "candidate":
+            _hold_gc(False)  # the candidate's own switch for its call, as use() gave it
+        else:
+            _reach.use("reference")
+            last[0] = None
 
     def run():
         # Without the cycle collector's automatic passes, as timeit times: a pass runs in

@@ -235,6 +235,17 @@ TEST(EvalCpu, ProcessesPoolTheirTimingAndSayEachOnesMedian) {
   for (const auto& run : r.result["runs"]) EXPECT_EQ(run["status"], "correct");
   const auto& t = r.result["timing"];
   EXPECT_EQ(t["processes"], 2);
+  EXPECT_NE(r.output.find("in each of 2 processes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(2 processes: "), std::string::npos) << r.output;
+  // A process whose samples all waited for a CPU keeps none (a loaded machine: CI's, or tests
+  // run beside it), and has no median to say: flagged, and not what this test looks at.
+  for (const char* side : {"reference", "candidate"}) {
+    const auto& f = t[side]["host_wall"];
+    if (f.value("discarded_cpu_wait", 0) > 0 && f["process_medians_us"].size() != 2)
+      GTEST_SKIP() << side << ": a process kept no samples, all waited for a CPU (a loaded "
+                   << "machine)\n"
+                   << r.output;
+  }
   for (const char* side : {"reference", "candidate"}) {
     const auto& f = t[side]["host_wall"];
     EXPECT_EQ(f["process_medians_us"].size(), 2u) << f.dump().substr(0, 300);
@@ -245,10 +256,8 @@ TEST(EvalCpu, ProcessesPoolTheirTimingAndSayEachOnesMedian) {
   }
   ASSERT_FALSE(t["speedups"].empty());
   EXPECT_EQ(t["speedups"][0]["over_processes"], true);
-  EXPECT_NE(r.output.find("in each of 2 processes"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("host_wall median by process: reference "), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("(2 processes: "), std::string::npos) << r.output;
 }
 
 TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
