@@ -266,7 +266,8 @@ void check_problem_error(const job& j, const runner::spawn_options& so,
     r.message = fmt::format(
         "the worker reported an error of the problem's after the candidate's code had run "
         "({}), but the reference alone, in a fresh worker without the candidate's code, ran "
-        "through every trial and the timing's inputs: counted as the candidate's error",
+        "through the nominal and held-out trials and the timing's inputs: counted as the "
+        "candidate's error",
         reported);
     r.add_flag("problem_error_not_reproduced", "error", r.message);
   } else {

@@ -349,13 +349,14 @@ class pipeline {
   /** job::reference_alone_until: the reference, no candidate loaded, through the trials in the
    *  order run_trials() runs them, each up to its reference's part (trial_begin runs it where
    *  there is no Python candidate), until that phase. Correct where it got there. With
-   *  k_reference_alone_all, the problem's tolerance read, every trial, each one's inputs drawn
-   *  again after the reference's run (a Python candidate's trial draws them twice, and fails
-   *  the problem where they differ), then the input sets that timing, the nominal-size check
-   *  and a profile set up (the reference on the nominal sizes among them), and the reference's
-   *  timing runner once a set (on rescaled values): the problem's own errors from those steps
-   *  (docs/methodology.md says which) end this run too. The stress trials are left out: their
-   *  problem errors skip them, and never end an evaluation. */
+   *  k_reference_alone_all, the problem's tolerance read, the nominal and held-out trials, for
+   *  a Python job each one's inputs drawn again after the reference's run (a Python
+   *  candidate's trial draws them twice, and fails the problem where they differ), then two of
+   *  the input sets that timing, the nominal-size check and a profile set up (the reference on
+   *  the nominal sizes among them), and the reference's timing runner once on each (on
+   *  rescaled values): the problem's own errors from those steps (docs/methodology.md says
+   *  which) end this run too. The stress trials are left out: their problem errors skip them,
+   *  and never end an evaluation. */
   void run_reference_alone() {
     if (m_job.device == "cuda") {
       stop_watch();  // no candidate's import to watch
@@ -399,6 +400,7 @@ class pipeline {
         reference->prepare(i);
         reference->run();
       }
+      if (m_job.device == "cuda") m_session->synchronize_candidate();  // its errors said here
     }
     release_gpu();
     m_events.final(eval_status::correct, "");

@@ -404,10 +404,12 @@ def _deep_copy(x):
 # The seeding functions as bound before any candidate code ran (torch imports numpy): the
 # timing's prepare() seeds a side's sample while the other side's bindings may be in force, and
 # a candidate's rebinding of random.seed or numpy.random.seed would run its code there.
-# Python's generator seeded through its C method, as random.seed does it for an int (its Python
-# code, whose __code__ a candidate can replace, runs in every sample's setup otherwise).
+# Python's generator seeded through its C method, as random.seed does it for an int, and its
+# cached Gaussian cleared in its instance's dict (random.seed's Python code, whose __code__ a
+# candidate can replace, and a __setattr__ of its class would run in every sample's setup).
 _random_inst = random._inst
 _random_c_seed = _random.Random.seed
+_random_dict = vars(random._inst)
 _numpy_seed = None
 
 
@@ -427,7 +429,7 @@ def _seed_python(seed):
     """Python's and NumPy's generators, for code that draws with them (get_inputs(), a forward):
     `seed` already within _SEED_MASK."""
     _random_c_seed(_random_inst, seed)
-    _random_inst.gauss_next = None
+    _random_dict["gauss_next"] = None
     if _numpy_seed is not None:
         _numpy_seed(seed % (1 << 32))
 
@@ -2982,8 +2984,8 @@ def _stat(path):
 
 
 # While both sides are timed (thread_turns_begin .. thread_turns_end): whose turn it is (the side
-# whose prepare() or refresh() came last), since when, the threads' CPU then, and per side the wall time of
-# its turns and each thread's CPU during them. Per side, because a thread busy during the
+# whose prepare() or refresh() came last), since when, the threads' CPU then, and per side the
+# wall time of its turns and each thread's CPU during them. Per side, because a thread busy during the
 # candidate's own turns (its pool, say, working for its forwards) only competes with the
 # candidate, while one busy during the reference's turns slows the reference alone.
 _turns = {}
@@ -3853,7 +3855,6 @@ def make_runner(which):
             _hold_gc(False)  # the candidate's own switch for its call, as use() gave it
         else:
             _reach.use("reference")
-            last[0] = None
 
     def run():
         # Without the cycle collector's automatic passes, as timeit times: a pass runs in

@@ -891,12 +891,12 @@ TEST(EvalCpu, AThreadThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   EXPECT_TRUE(pooled.result["timing"]["candidate"]["host_wall"]["valid"].get<bool>());
 }
 
-/** The host-wall speedup, or -1 where it was withheld (a loaded machine's figures). */
 /** A field of the host-wall speedup ("ratio", or "ci_lo": its interval's low end); -1 where
  *  none stood. */
 double host_speedup(const nlohmann::json& result, const char* field = "ratio") {
   for (const auto& s : result["timing"]["speedups"])
-    if (s["kind"] == "host_wall" && s["valid"].get<bool>()) return s[field].get<double>();
+    if (s["kind"] == "host_wall" && s["valid"].get<bool>() && s[field].is_number())
+      return s[field].get<double>();
   return -1;
 }
 
