@@ -181,6 +181,7 @@ struct alone_outcome {
   bool failed = false;
   bool ran_through = false;
   std::string text;
+  std::string verdict{};  ///< the first line of its verdict's message, where it sent one
 };
 
 /** The reference alone (job::reference_alone_until) in a fresh worker started as `so` starts one,
@@ -206,9 +207,10 @@ alone_outcome reference_alone(const job& j, runner::spawn_options so,
   if (state.final_seen) {
     if (seen.status == eval_status::correct)
       return {.ran_through = true, .text = "ran through the same trials"};
+    std::string verdict = seen.message.substr(0, seen.message.find('\n'));
     return {.failed = seen.status == eval_status::problem_error,
-            .text = fmt::format("ended {}: {}", to_string(seen.status),
-                                seen.message.substr(0, seen.message.find('\n')))};
+            .text = fmt::format("ended {}: {}", to_string(seen.status), verdict),
+            .verdict = std::move(verdict)};
   }
   if (p.how == runner::exit_kind::timed_out) return {.text = "timed out: nothing decided"};
   // The whole run's crash counts in the problem's own steps only (not in the interpreter's or
@@ -255,12 +257,11 @@ void check_problem_error(const job& j, const runner::spawn_options& so,
           : alone_outcome{.text = "was not run (no time left)"};
   const std::string reported = r.message.substr(0, r.message.find('\n'));
   if (alone.crashed || alone.failed) {
-    const std::string same =
-        fmt::format("ended {}: {}", to_string(eval_status::problem_error), reported);
     r.message += fmt::format(
         "\n(The problem's: the reference alone, in a fresh worker without the candidate's code, "
         "{})",
-        alone.text == same ? std::string("failed the same way") : alone.text);
+        alone.failed && alone.verdict == reported ? std::string("failed the same way")
+                                                  : alone.text);
   } else if (alone.ran_through && alone_repeats(phase)) {
     r.status = eval_status::runtime_error;
     r.message = fmt::format(

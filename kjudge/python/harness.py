@@ -592,13 +592,13 @@ def _copy_weights(ref, cand, changed):
         floats = [c for c in floats if _tensor_key(c) not in used]
         ref_parameters = [v for v in ref_floats if _tensor_key(v) in parameter_keys]
         matched = None
-        for order, wanted, match in (
-                ("by_order", ref_floats, lambda r: _match_floats(r, floats, in_order=True)),
-                ("by_order", ref_parameters, lambda r: _match_floats(r, floats, in_order=True)),
-                ("by_shape", ref_floats, lambda r: _match_floats(r, floats, in_order=False)),
-                ("by_shape", ref_parameters, lambda r: _match_floats(r, floats, in_order=False)),
-                ("by_order", ref_floats, lambda r: _match_per_shape(r, floats)),
-                ("by_order", ref_parameters, lambda r: _match_per_shape(r, floats))):
+        # Each step with the reference's buffers, then without them.
+        steps = [(order, match, wanted) for order, match in (
+                     ("by_order", lambda r: _match_floats(r, floats, in_order=True)),
+                     ("by_shape", lambda r: _match_floats(r, floats, in_order=False)),
+                     ("by_order", lambda r: _match_per_shape(r, floats)))
+                 for wanted in (ref_floats, ref_parameters)]
+        for order, match, wanted in steps:
             matched = match(wanted)
             if matched is not None:
                 break
@@ -2281,7 +2281,8 @@ class _Reach:
         # candidate's children leave behind comes to it, where _threads_cpu counts it.
         self.subreaper = _set_child_subreaper(True)
         spaces = [("builtins", builtins, False), ("torch", torch, False),
-                  ("torch.Tensor", torch.Tensor, False), ("torch.nn.Module", torch.nn.Module, False)]
+                  ("torch.Tensor", torch.Tensor, False),
+                  ("torch.nn.Module", torch.nn.Module, False)]
         # torch.random among them: torch.manual_seed looks up its `default_generator` as it
         # runs (in a problem's get_inputs() say); torch.jit and torch.overrides too, which
         # torch.nn.functional's code reads as it runs (a candidate that rebound
@@ -2985,9 +2986,9 @@ def _stat(path):
 
 # While both sides are timed (thread_turns_begin .. thread_turns_end): whose turn it is (the side
 # whose prepare() or refresh() came last), since when, the threads' CPU then, and per side the
-# wall time of its turns and each thread's CPU during them. Per side, because a thread busy during the
-# candidate's own turns (its pool, say, working for its forwards) only competes with the
-# candidate, while one busy during the reference's turns slows the reference alone.
+# wall time of its turns and each thread's CPU during them. Per side, because a thread busy
+# during the candidate's own turns (its pool, say, working for its forwards) only competes with
+# the candidate, while one busy during the reference's turns slows the reference alone.
 _turns = {}
 _monotonic = time.monotonic
 _open = open
@@ -3509,8 +3510,9 @@ def timing_setup(max_sets, data_seed, byte_budget, native_per_set):
 
 # The generators a forward draws from: torch's CPU generator, and on a GPU every GPU's (setup),
 # as torch.manual_seed seeds them, without its lookups of torch.random.default_generator and
-# torch.cuda.default_generators as it runs (_seed_generators). Not on the CPU: a problem that draws on a GPU
-# in a --device cpu run gets other values for the same seed, a problem error that says so.
+# torch.cuda.default_generators as it runs (_seed_generators). Not on the CPU: a problem that
+# draws on a GPU in a --device cpu run gets other values for the same seed, a problem error that
+# says so.
 _generators = [torch.default_generator]
 
 
