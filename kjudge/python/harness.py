@@ -497,14 +497,21 @@ def _copy_weights(ref, cand, changed):
       same shape, or of the same one but for dimensions of size 1, whose name ends as the
       reference tensor's does (names split at dots and underscores), where each is the other's
       one best match;
+    - then module by module (_match_modules): the reference's modules take the candidate's
+      whose tensors have the same last names and shapes, in order, tensor by last name (a
+      renamed LayerNorm that declares its bias first);
     - then by order and shape (_match_floats): each remaining floating-point reference tensor
       takes the next remaining candidate tensor of the same shape; where that fails (a candidate
       that declares its bias before its weight), by shape where every shape is one tensor's on
       both sides; where that fails, in order within each shape, size-1 dimensions aside, where
-      each shape has as many tensors on both sides (_match_per_shape). Each is tried with the
+      each shape has as many tensors on both sides (_match_per_shape); where that fails, so
+      with a 2-D tensor's two dimensions in either order (a weight kept as W^T with the
+      candidate's own initialisation takes the reference's transposed). Each is tried with the
       reference's buffers and, where that fails, without them: a buffer the candidate has no
       counterpart for (BatchNorm's running statistics, for a candidate that keeps none) is left
-      out, as an integer entry is.
+      out, as an integer entry is. Where every step fails, they are tried again with the
+      candidate's non-persistent floating-point buffers among its tensors (weights kept as
+      persistent=False buffers under other names).
     Integer and bool entries without a namesake take the next unused candidate entry of the
     same shape and dtype. Where the floating-point parameters cannot all be paired, the pairs
     found by name and by value are copied and the rest keep the values the seed gave the
@@ -544,10 +551,22 @@ def _copy_weights(ref, cand, changed):
     with _NoGrad():
         pairs, methods, used = [], set(), set()
 
-        def take(dst, src, how):
+        cand_name = {}  # tensor key -> its first name among the candidate's
+        for name, t in named.items():
+            cand_name.setdefault(_tensor_key(t), name)
+        ref_name = {id(v): names[0] for names, v in groups}
+        links = []  # (reference module, candidate module) of each pair made, for _pair_by_siblings
+
+        def take(dst, src, how, ref=None):
             pairs.append((dst, src))
             methods.add(how)
             used.add(_tensor_key(dst))
+            link(dst, src if ref is None else ref)
+
+        def link(dst, ref):
+            if id(ref) in ref_name and _tensor_key(dst) in cand_name:
+                links.append((ref_name[id(ref)].rpartition(".")[0],
+                              cand_name[_tensor_key(dst)].rpartition(".")[0]))
 
         def copy(method, unpaired=()):
             for dst, src in pairs:
@@ -577,29 +596,63 @@ def _copy_weights(ref, cand, changed):
         for c, v, transposed in kept:
             used.add(_tensor_key(c))
             methods.add("by_value")
+            link(c, v)
             if not transposed:
                 pairs.append((c, _shaped_as(v, c)))
         pinned = {id(v) for _, v, _ in kept}
+        # A namesake of the transposed shape: a 2-D weight kept as W^T with the candidate's own
+        # values, under the reference's name (by order, a ModuleList of such layers had the
+        # second layer's W^T, of the first's shape, take the first's weight).
+        for names, v in rest:
+            if id(v) in pinned or not _two_dims_apart(v):
+                continue
+            mine = [named[n] for n in names if n in named and _tensor_key(named[n]) not in used
+                    and _squeezed(named[n]) == _squeezed(v)[::-1]]
+            if len(mine) == 1:
+                take(mine[0], _shaped_as(v, mine[0]), "by_name_end", v)
+                pinned.add(id(v))
         # By the end of a name, among the tensors still unpaired: the same name in a shape that
         # differs by dimensions of size 1, or names that end alike (`weight` for `ln.weight`,
         # `fc.bias` for `gemm.bias`), where each of the two is the other's one best match.
         for dst, v in _pair_by_name_end([(names, v) for names, v in rest if id(v) not in pinned],
                                         {n: t for n, t in named.items()
                                          if _tensor_key(t) not in used}):
-            take(dst, _shaped_as(v, dst), "by_name_end")
+            take(dst, _shaped_as(v, dst), "by_name_end", v)
+            pinned.add(id(v))
+        # By the module the tensor's siblings were paired with: `proj.bias` goes to `wo.bias`
+        # where `proj.weight` went to `wo.weight` (a block that declares its MLP first had its
+        # biases of one shape swapped by order).
+        for dst, v in _pair_by_siblings([(names, v) for names, v in rest if id(v) not in pinned],
+                                        {n: t for n, t in named.items()
+                                         if _tensor_key(t) not in used}, links):
+            take(dst, _shaped_as(v, dst), "by_name_end", v)
             pinned.add(id(v))
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
         floats = [c for c in floats if _tensor_key(c) not in used]
         ref_parameters = [v for v in ref_floats if _tensor_key(v) in parameter_keys]
+        # The candidate's non-persistent floating-point buffers under other names, tried where
+        # its state_dict's tensors could not be paired (a LayerNorm's weight and bias kept as
+        # persistent=False buffers were left to the seed).
+        in_state = {_tensor_key(v) for v in cs.values()}
+        spare = [t for t in named.values()
+                 if t.is_floating_point() and _tensor_key(t) not in in_state
+                 and _tensor_key(t) not in used]
         matched = None
-        # Each step with the reference's buffers, then without them.
-        steps = [(order, match, wanted) for order, match in (
-                     ("by_order", lambda r: _match_floats(r, floats, in_order=True)),
-                     ("by_shape", lambda r: _match_floats(r, floats, in_order=False)),
-                     ("by_order", lambda r: _match_per_shape(r, floats)))
-                 for wanted in (ref_floats, ref_parameters)]
-        for order, match, wanted in steps:
-            matched = match(wanted)
+        for pool in ((floats, floats + spare) if spare else (floats,)):
+            # Each step with the reference's buffers, then without them.
+            steps = [(order, match, wanted) for order, match in (
+                         ("by_order", lambda r: _match_modules(
+                             r, pool, lambda v: ref_name[id(v)],
+                             lambda c: cand_name[_tensor_key(c)])),
+                         ("by_order", lambda r: _match_floats(r, pool, in_order=True)),
+                         ("by_shape", lambda r: _match_floats(r, pool, in_order=False)),
+                         ("by_order", lambda r: _match_per_shape(r, pool, _PER_SHAPE_KEYS)),
+                         ("by_order", lambda r: _match_per_shape(r, pool, (_unordered_2d,))))
+                     for wanted in (ref_floats, ref_parameters)]
+            for order, match, wanted in steps:
+                matched = match(wanted)
+                if matched is not None:
+                    break
             if matched is not None:
                 break
         if matched is None:
@@ -637,9 +690,29 @@ def _squeezed(t):
     return tuple(d for d in t.shape if d != 1)
 
 
+def _two_dims_apart(t):
+    """Whether t's _squeezed() shape is two different sizes: its transpose has another shape."""
+    s = _squeezed(t)
+    return len(s) == 2 and s[0] != s[1]
+
+
+def _unordered_2d(t):
+    """t's _squeezed() shape, its two dimensions sorted where it has two: a weight a candidate
+    keeps as W^T, (in, out) for x @ W, made with its own initialisation (so not paired by value),
+    and the reference's (out, in) are one bucket in the last step of _copy_weights."""
+    s = _squeezed(t)
+    return tuple(sorted(s)) if len(s) == 2 else s
+
+
 def _shaped_as(v, t):
-    """v in t's shape, where their _squeezed() shapes agree."""
-    return v if v.shape == t.shape else v.reshape(t.shape)
+    """v in t's shape, where their _squeezed() shapes agree, or, where they are two dimensions
+    in the other order (_unordered_2d), its transpose."""
+    if v.shape == t.shape:
+        return v
+    s = _squeezed(v)
+    if _squeezed(t) == s or len(s) != 2:
+        return v.reshape(t.shape)
+    return v.reshape(s).t().reshape(t.shape)
 
 
 def _name_parts(name):
@@ -697,6 +770,37 @@ def _pair_by_name_end(rest, mine):
                 at.append(pair)
     return [(cand_of[key], rest[i][1]) for i, key in sorted(score, key=lambda pair: pair[0])
             if best[0][i][1] == [(i, key)] and best[1][key][1] == [(i, key)]]
+
+
+def _pair_by_siblings(rest, mine, links):
+    """(candidate tensor, reference tensor) pairs between the reference tensors of `rest`
+    ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor): a reference
+    tensor whose module (its name but for the last part) the pairs made so far (`links`:
+    (reference module, candidate module) pairs) tie to one candidate module, and to none other,
+    that is tied to no other reference module, takes that module's tensor of the same last
+    name, of the same _squeezed() shape and kind (floating-point or not)."""
+    forward, backward = {}, {}
+    for ref_module, cand_module in links:
+        forward.setdefault(ref_module, set()).add(cand_module)
+        backward.setdefault(cand_module, set()).add(ref_module)
+    found, taken = [], set()
+    for names, v in rest:
+        module, _, last = names[0].rpartition(".")
+        cand_modules = forward.get(module, set())
+        if len(cand_modules) != 1:
+            continue
+        (cand_module,) = cand_modules
+        if backward[cand_module] != {module}:
+            continue
+        t = mine.get("%s.%s" % (cand_module, last) if cand_module else last)
+        if (t is None or _tensor_key(t) in taken
+                or t.is_floating_point() != v.is_floating_point()
+                or _squeezed(t) != _squeezed(v) and not (
+                    _two_dims_apart(v) and _squeezed(t) == _squeezed(v)[::-1])):
+            continue
+        taken.add(_tensor_key(t))
+        found.append((t, v))
+    return found
 
 
 def _same_dense(t, v):
@@ -781,15 +885,17 @@ def _match_floats(ref, floats, in_order):
     return pairs
 
 
-def _match_per_shape(ref, floats):
+def _match_per_shape(ref, floats, keys):
     """(candidate, reference) pairs for the reference's floating-point tensors `ref` among the
     candidate's `floats`, in order within each shape, where each shape has as many tensors on
-    both sides (the candidate's of other shapes left out); else so within each _squeezed()
-    shape (size-1 dimensions aside: a (1, D) weight and (D,) biases are one bucket only where
-    their exact shapes do not pair); None otherwise. Where _match_floats failed: a candidate
-    that declares each bias before its weight, or its layers' tensors in another interleaving of
-    shapes, took nothing (an honest transformer block's weights were all left to the seed)."""
-    for key in (lambda t: tuple(t.shape), _squeezed):
+    both sides (the candidate's of other shapes left out), by the first of `keys` (functions
+    of a tensor giving its bucket) for which that holds; None where none does. With
+    _PER_SHAPE_KEYS: by exact shape, else by _squeezed() shape (size-1 dimensions aside: a
+    (1, D) weight and (D,) biases are one bucket only where their exact shapes do not pair).
+    Where _match_floats failed: a candidate that declares each bias before its weight, or its
+    layers' tensors in another interleaving of shapes, took nothing (an honest transformer
+    block's weights were all left to the seed)."""
+    for key in keys:
         mine, wanted = {}, {}
         for c in floats:
             mine.setdefault(key(c), []).append(c)
@@ -797,6 +903,41 @@ def _match_per_shape(ref, floats):
             wanted.setdefault(key(v), []).append(v)
         if all(len(mine.get(shape, ())) == len(vs) for shape, vs in wanted.items()):
             return [(c, v) for shape, vs in wanted.items() for c, v in zip(mine[shape], vs)]
+    return None
+
+
+_PER_SHAPE_KEYS = (lambda t: tuple(t.shape), _squeezed)
+
+
+def _match_modules(ref, floats, ref_name, cand_name):
+    """(candidate, reference) pairs for the reference's floating-point tensors `ref` among the
+    candidate's `floats`, module by module: each module's tensors (those of one name but for
+    its last part; ref_name and cand_name give a tensor's name) make a signature of their last
+    names and shapes, and the reference's modules of a signature take the candidate's of the
+    same signature in order, tensor by last name, where each signature has as many modules on
+    both sides (the candidate's of other signatures left out); else so by _squeezed() shapes;
+    None otherwise. Two LayerNorms renamed (`norm1` for `ln1`) whose bias is declared before
+    its weight were paired by order alone, each weight with a bias; a block's modules declared
+    in another order (its MLP first) had its tensors of one shape swapped."""
+    def modules(tensors, name_of):
+        out = {}  # module name -> {last name: tensor}, in the order of their first tensors
+        for t in tensors:
+            module, _, last = name_of(t).rpartition(".")
+            out.setdefault(module, {})[last] = t
+        return out
+
+    for key in _PER_SHAPE_KEYS:
+        def signature(leaves):
+            return tuple(sorted((last, key(t)) for last, t in leaves.items()))
+
+        mine, wanted = {}, {}
+        for leaves in modules(floats, cand_name).values():
+            mine.setdefault(signature(leaves), []).append(leaves)
+        for leaves in modules(ref, ref_name).values():
+            wanted.setdefault(signature(leaves), []).append(leaves)
+        if all(len(mine.get(s, ())) == len(ms) for s, ms in wanted.items()):
+            return [(c[last], r[last]) for s, ms in wanted.items()
+                    for c, r in zip(mine[s], ms) for last in r]
     return None
 
 

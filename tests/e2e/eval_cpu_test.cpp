@@ -1375,7 +1375,65 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "        for i, layer in enumerate(self.layers):\n"
        "            x = layer(x) if i == 2 else torch.relu(layer(x))\n"
        "        return x\n",
-       "by_order"}};
+       "by_order"},
+      // Renamed LayerNorms, each declaring its bias first: paired module by module, tensor by
+      // last name (by order alone, each weight took a bias, and this failed).
+      {"        self.ln1 = nn.LayerNorm(16)\n        self.fc = nn.Linear(16, 16)\n"
+       "        self.ln2 = nn.LayerNorm(16)\n"
+       "        for p in self.parameters():\n            nn.init.normal_(p)\n"
+       "    def forward(self, x):\n        return self.ln2(self.fc(self.ln1(x)))\n",
+       "        self.norm1 = Norm()\n        self.proj = nn.Linear(16, 16)\n"
+       "        self.norm2 = Norm()\n"
+       "    def forward(self, x):\n        return self.norm2(self.proj(self.norm1(x)))\n"
+       "class Norm(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+       "        self.bias = nn.Parameter(torch.zeros(16))\n"
+       "        self.weight = nn.Parameter(torch.ones(16))\n"
+       "    def forward(self, x):\n"
+       "        return F.layer_norm(x, (16,), self.weight, self.bias)\n",
+       "by_order"},
+      // Modules declared in another order (the MLP first): each bias goes where its weight
+      // went by the end of its name; by order, `proj.bias` took `mlp_out.bias`, and this failed.
+      {"        self.proj = nn.Linear(16, 16)\n        self.fc1 = nn.Linear(16, 32)\n"
+       "        self.fc2 = nn.Linear(32, 16)\n"
+       "    def forward(self, x):\n        return self.fc2(torch.relu(self.fc1(self.proj(x))))\n",
+       "        self.mlp_in = nn.Linear(16, 32)\n        self.mlp_out = nn.Linear(32, 16)\n"
+       "        self.out = nn.Linear(16, 16)\n"
+       "        with torch.no_grad():\n"
+       "            for p in self.parameters():\n                p.zero_()\n"
+       "    def forward(self, x):\n"
+       "        return self.mlp_out(torch.relu(self.mlp_in(self.out(x))))\n",
+       "by_name_end"},
+      // Weights kept as non-persistent buffers under other names (left to the seed before).
+      {"        self.ln = nn.LayerNorm(16)\n"
+       "        nn.init.normal_(self.ln.weight)\n        nn.init.normal_(self.ln.bias)\n"
+       "    def forward(self, x):\n        return self.ln(x)\n",
+       "        self.register_buffer('g', torch.ones(16), persistent=False)\n"
+       "        self.register_buffer('b', torch.zeros(16), persistent=False)\n"
+       "    def forward(self, x):\n        return F.layer_norm(x, (16,), self.g, self.b)\n",
+       "by_order"},
+      // A weight kept as W^T, (in, out), with the candidate's own values: it takes the
+      // reference's transposed (it kept its own before, weights_not_copied).
+      {"        self.fc = nn.Linear(16, 32)\n"
+       "    def forward(self, x):\n        return self.fc(x)\n",
+       "        self.w_t = nn.Parameter(torch.zeros(16, 32))\n"
+       "        self.bias = nn.Parameter(torch.zeros(32))\n"
+       "    def forward(self, x):\n        return x @ self.w_t + self.bias\n",
+       "by_order"},
+      // A ModuleList of layers that keep W^T, with their own values, for a Sequential (ReLUs
+      // between): the first weight takes its namesake transposed, the second follows its bias's
+      // module. By the end of its name, the first weight went to the second layer's W^T, of
+      // its shape, and this failed.
+      {"        self.layers = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))\n"
+       "    def forward(self, x):\n        return self.layers(x)\n",
+       "        self.layers = nn.ModuleList([TLinear(16, 32), TLinear(32, 16)])\n"
+       "    def forward(self, x):\n"
+       "        return self.layers[1](torch.relu(self.layers[0](x)))\n"
+       "class TLinear(nn.Module):\n    def __init__(self, i, o):\n        super().__init__()\n"
+       "        self.weight = nn.Parameter(torch.zeros(i, o))\n"
+       "        self.bias = nn.Parameter(torch.zeros(o))\n"
+       "    def forward(self, x):\n        return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]),\n"
+       "                           self.weight).reshape(*x.shape[:-1], -1)\n",
+       "by_name_end"}};
   const auto head = [](const std::string& name) {
     return "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass " + name +
            "(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
