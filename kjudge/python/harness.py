@@ -493,13 +493,17 @@ def _copy_weights(ref, cand, changed):
     - then by value: the candidate's floating-point tensor whose values, as the seed built them,
       equal it (or its transpose, kept as built: a weight stored as W^T; or it in a shape with
       dimensions of size 1 added or left out), where that pairing is one to one;
+    - then a 2-D tensor's namesake of the transposed shape, the one of its kind (a weight kept
+      as W^T with the candidate's own values; "by_name_end"), which takes its transpose;
     - then by the end of a name ("by_name_end", _pair_by_name_end): a candidate tensor of the
       same shape, or of the same one but for dimensions of size 1, whose name ends as the
       reference tensor's does (names split at dots and underscores), where each is the other's
       one best match;
-    - then module by module (_match_modules): the reference's modules take the candidate's
-      whose tensors have the same last names and shapes, in order, tensor by last name (a
-      renamed LayerNorm that declares its bias first);
+    - then by its siblings' module ("by_name_end", _pair_by_siblings): the tensor of the same
+      last name in the candidate module that the pairs so far tie its module to, one to one;
+    - then module by module (_match_modules; with the reference's buffers only): the
+      reference's modules take the candidate's whose tensors have the same last names and
+      shapes, in order, tensor by last name (a renamed LayerNorm that declares its bias first);
     - then by order and shape (_match_floats): each remaining floating-point reference tensor
       takes the next remaining candidate tensor of the same shape; where that fails (a candidate
       that declares its bias before its weight), by shape where every shape is one tensor's on
@@ -509,11 +513,13 @@ def _copy_weights(ref, cand, changed):
       candidate's own initialisation takes the reference's transposed). Each is tried with the
       reference's buffers and, where that fails, without them: a buffer the candidate has no
       counterpart for (BatchNorm's running statistics, for a candidate that keeps none) is left
-      out, as an integer entry is. Where every step fails, they are tried again with the
-      candidate's non-persistent floating-point buffers among its tensors (weights kept as
-      persistent=False buffers under other names).
-    Integer and bool entries without a namesake take the next unused candidate entry of the
-    same shape and dtype. Where the floating-point parameters cannot all be paired, the pairs
+      out, as an integer entry is. Where every step fails and the candidate's state_dict keeps no
+      floating-point tensor left unpaired, they are tried again with the candidate's
+      non-persistent floating-point buffers (weights kept as persistent=False buffers under
+      other names; not those that took a reference's buffer by name).
+    Integer and bool entries without a pair from the steps by name (the transposed namesake's
+    and the siblings' included) take the next unused candidate entry of the same shape and
+    dtype. Where the floating-point parameters cannot all be paired, the pairs
     found by name and by value are copied and the rest keep the values the seed gave the
     candidate ("partial"; "seed_only" where there were none). Then each of the reference's
     non-persistent buffers goes into the candidate's buffer of that name and shape, where it has
@@ -523,6 +529,7 @@ def _copy_weights(ref, cand, changed):
     "seed_only"; "none" for
     a reference without a state_dict, or with buffers alone of which the candidate keeps none;
     the names of the reference's parameters left unpaired)."""
+    given = set()  # the candidate's buffers that took a non-persistent buffer's value by name
     with _NoGrad():
         cand_buffers = dict(cand.named_buffers())
         for name, buf in _non_persistent_buffers(ref).items():
@@ -530,12 +537,14 @@ def _copy_weights(ref, cand, changed):
             if (mine is not None and not _uninitialized(mine) and mine.shape == buf.shape
                     and mine.layout == torch.strided and buf.layout == torch.strided):
                 _put(mine, buf, changed)
+                given.add(_tensor_key(mine))
     rs = _state_tensors(ref)
     if not rs:
         return "none", []
     _materialize_lazy(cand, rs)
+    cand_state = _state_tensors(cand)
     cs, unwritable = {}, {}
-    for k, v in _state_tensors(cand).items():
+    for k, v in cand_state.items():
         if _uninitialized(v):
             continue
         # Another layout (oneDNN's blocked weights of torch.utils.mkldnn, a sparse tensor) has
@@ -607,7 +616,8 @@ def _copy_weights(ref, cand, changed):
             if id(v) in pinned or not _two_dims_apart(v):
                 continue
             mine = [named[n] for n in names if n in named and _tensor_key(named[n]) not in used
-                    and _squeezed(named[n]) == _squeezed(v)[::-1]]
+                    and _squeezed(named[n]) == _squeezed(v)[::-1]
+                    and named[n].is_floating_point() == v.is_floating_point()]
             if len(mine) == 1:
                 take(mine[0], _shaped_as(v, mine[0]), "by_name_end", v)
                 pinned.add(id(v))
@@ -624,30 +634,38 @@ def _copy_weights(ref, cand, changed):
         # biases of one shape swapped by order).
         for dst, v in _pair_by_siblings([(names, v) for names, v in rest if id(v) not in pinned],
                                         {n: t for n, t in named.items()
-                                         if _tensor_key(t) not in used}, links):
+                                         if _tensor_key(t) not in used}, links,
+                                        _module_sizes(rs), _module_sizes(cand_state)):
             take(dst, _shaped_as(v, dst), "by_name_end", v)
             pinned.add(id(v))
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
         floats = [c for c in floats if _tensor_key(c) not in used]
         ref_parameters = [v for v in ref_floats if _tensor_key(v) in parameter_keys]
         # The candidate's non-persistent floating-point buffers under other names, tried where
-        # its state_dict's tensors could not be paired (a LayerNorm's weight and bias kept as
-        # persistent=False buffers were left to the seed).
+        # its state_dict keeps no floating-point tensor left unpaired (a LayerNorm's weight and
+        # bias kept as persistent=False buffers were left to the seed), but for those that took
+        # a reference's buffer by name: a constant of the candidate's own (a mask it computed),
+        # or one of those, took a parameter of its shape, and an honest candidate failed.
         in_state = {_tensor_key(v) for v in cs.values()}
         spare = [t for t in named.values()
                  if t.is_floating_point() and _tensor_key(t) not in in_state
-                 and _tensor_key(t) not in used]
+                 and _tensor_key(t) not in used and _tensor_key(t) not in given]
+        if floats:
+            spare = []
         matched = None
         for pool in ((floats, floats + spare) if spare else (floats,)):
-            # Each step with the reference's buffers, then without them.
-            steps = [(order, match, wanted) for order, match in (
-                         ("by_order", lambda r: _match_modules(
-                             r, pool, lambda v: ref_name[id(v)],
-                             lambda c: cand_name[_tensor_key(c)])),
+            # Each step with the reference's buffers, then without them; but module by module
+            # with them only (without them, it came before the order with them, and left a
+            # renamed buffer of the reference's with no module counterpart uncopied).
+            steps = [("by_order", lambda r: _match_modules(
+                         r, pool, lambda v: ref_name[id(v)], lambda c: cand_name[_tensor_key(c)]),
+                      ref_floats)]
+            steps += [(order, match, wanted) for order, match in (
                          ("by_order", lambda r: _match_floats(r, pool, in_order=True)),
                          ("by_shape", lambda r: _match_floats(r, pool, in_order=False)),
                          ("by_order", lambda r: _match_per_shape(r, pool, _PER_SHAPE_KEYS)),
-                         ("by_order", lambda r: _match_per_shape(r, pool, (_unordered_2d,))))
+                         ("by_order", lambda r: _match_per_shape(
+                             r, pool, (_unordered_2d_exact, _unordered_2d))))
                      for wanted in (ref_floats, ref_parameters)]
             for order, match, wanted in steps:
                 matched = match(wanted)
@@ -688,6 +706,12 @@ def _squeezed(t):
     (1, 1, hidden) to broadcast, for the reference's (hidden,): it was left unpaired, and its
     ones read incorrect)."""
     return tuple(d for d in t.shape if d != 1)
+
+
+def _unordered_2d_exact(t):
+    """t's shape, its two dimensions sorted where it has two (size-1 dimensions kept: a (1, D)
+    scale and a (D,) bias are apart, where _unordered_2d puts them in one bucket)."""
+    return tuple(sorted(t.shape)) if t.dim() == 2 else tuple(t.shape)
 
 
 def _two_dims_apart(t):
@@ -772,13 +796,27 @@ def _pair_by_name_end(rest, mine):
             if best[0][i][1] == [(i, key)] and best[1][key][1] == [(i, key)]]
 
 
-def _pair_by_siblings(rest, mine, links):
+def _module_sizes(state):
+    """How many entries of a state_dict-like mapping each module (a name but for its last part)
+    holds."""
+    sizes = {}
+    for name in state:
+        module = name.rpartition(".")[0]
+        sizes[module] = sizes.get(module, 0) + 1
+    return sizes
+
+
+def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes):
     """(candidate tensor, reference tensor) pairs between the reference tensors of `rest`
     ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor): a reference
     tensor whose module (its name but for the last part) the pairs made so far (`links`:
     (reference module, candidate module) pairs) tie to one candidate module, and to none other,
-    that is tied to no other reference module, takes that module's tensor of the same last
-    name, of the same _squeezed() shape and kind (floating-point or not)."""
+    that is tied to no other reference module and holds as many state_dict entries
+    (`ref_sizes`, `cand_sizes`: module -> count; a candidate that keeps all its tensors flat at
+    its root is no counterpart of the reference's `fc`, and `fc.bias` took the root's `bias`
+    meant for a LayerNorm), takes that module's tensor of the same last name, of the same
+    _squeezed() shape or, 2-D, of the transposed one, and of the same kind (floating-point or
+    not)."""
     forward, backward = {}, {}
     for ref_module, cand_module in links:
         forward.setdefault(ref_module, set()).add(cand_module)
@@ -790,7 +828,8 @@ def _pair_by_siblings(rest, mine, links):
         if len(cand_modules) != 1:
             continue
         (cand_module,) = cand_modules
-        if backward[cand_module] != {module}:
+        if backward[cand_module] != {module} or ref_sizes.get(module) != cand_sizes.get(
+                cand_module):
             continue
         t = mine.get("%s.%s" % (cand_module, last) if cand_module else last)
         if (t is None or _tensor_key(t) in taken

@@ -1431,9 +1431,43 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "class TLinear(nn.Module):\n    def __init__(self, i, o):\n        super().__init__()\n"
        "        self.weight = nn.Parameter(torch.zeros(i, o))\n"
        "        self.bias = nn.Parameter(torch.zeros(o))\n"
-       "    def forward(self, x):\n        return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]),\n"
+       "    def forward(self, x):\n        return torch.addmm(self.bias, x.reshape(-1, "
+       "x.shape[-1]),\n"
        "                           self.weight).reshape(*x.shape[:-1], -1)\n",
-       "by_name_end"}};
+       "by_name_end"},
+      // A renamed buffer of the reference's with no module counterpart, beside renamed
+      // LayerNorms: module by module without the reference's buffers had come before the order
+      // with them, and `shift` was left uncopied.
+      {"        self.register_buffer('shift', torch.randn(16))\n"
+       "        self.ln1 = nn.LayerNorm(16)\n        self.ln2 = nn.LayerNorm(16)\n"
+       "        for p in self.parameters():\n            nn.init.normal_(p)\n"
+       "    def forward(self, x):\n        return self.ln2(self.ln1(x) + self.shift)\n",
+       "        self.register_buffer('offset', torch.zeros(16))\n"
+       "        self.norm1 = nn.LayerNorm(16)\n        self.norm2 = nn.LayerNorm(16)\n"
+       "    def forward(self, x):\n        return self.norm2(self.norm1(x) + self.offset)\n",
+       "by_order"},
+      // Flat tensors at the root are no counterpart of the reference's `fc` (a weight paired
+      // by value had tied `fc` to the root, and `fc.bias` took the LayerNorm's `bias`).
+      {"        self.fc = nn.Linear(16, 32)\n        self.ln = nn.LayerNorm(32)\n"
+       "        nn.init.normal_(self.ln.weight)\n        nn.init.normal_(self.ln.bias)\n"
+       "    def forward(self, x):\n        return self.ln(self.fc(x))\n",
+       "        self.w = nn.Parameter(nn.Linear(16, 32).weight.detach().clone())\n"
+       "        self.fc_b = nn.Parameter(torch.zeros(32))\n"
+       "        self.ln_w = nn.Parameter(torch.ones(32))\n"
+       "        self.bias = nn.Parameter(torch.zeros(32))\n"
+       "    def forward(self, x):\n"
+       "        return F.layer_norm(x @ self.w.t() + self.fc_b, (32,), self.ln_w, self.bias)\n",
+       "by_order"},
+      // W^T with values of its own, and a (32,) bias and a (1, 32) scale in another order:
+      // with W's two dimensions in either order, exact shapes still keep the two apart.
+      {"        self.scale = nn.Parameter(torch.randn(1, 32))\n"
+       "        self.fc = nn.Linear(16, 32)\n"
+       "    def forward(self, x):\n        return self.fc(x) * self.scale\n",
+       "        self.w_t = nn.Parameter(torch.zeros(16, 32))\n"
+       "        self.b = nn.Parameter(torch.zeros(32))\n"
+       "        self.s = nn.Parameter(torch.zeros(1, 32))\n"
+       "    def forward(self, x):\n        return (x @ self.w_t + self.b) * self.s\n",
+       "by_order"}};
   const auto head = [](const std::string& name) {
     return "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass " + name +
            "(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
@@ -1453,6 +1487,40 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
     EXPECT_EQ(r.result["correctness"]["weight_copy"], copy) << candidate << "\n" << r.output;
     EXPECT_FALSE(has_flag(r.result, "weights_not_copied")) << r.output;
   }
+}
+
+TEST(EvalCpu, ACandidatesOwnBuffersKeepTheirValuesWhereItsParametersCannotBePaired) {
+  // The candidate's non-persistent buffers are a last pool for the reference's parameters only
+  // where its state_dict keeps no floating-point tensor left unpaired, and never those that took
+  // a reference's buffer by name: here `m` took the reference's `m`, then `proj.weight` (its
+  // shape) over it, and an honest candidate that keeps that weight flat read incorrect.
+  const scratch_dir dir;
+  const auto problem = dir.path / "p.py";
+  const auto candidate = dir.path / "c.py";
+  std::ofstream(problem)
+      << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+         "    def __init__(self):\n        super().__init__()\n"
+         "        self.fc = nn.Linear(16, 16)\n"
+         "        self.proj = nn.Linear(16, 16, bias=False)\n"
+         "        self.register_buffer('m', torch.randn(16, 16), persistent=False)\n"
+         "    def forward(self, x):\n        return self.proj(self.fc(x)) @ self.m\n"
+         "def get_inputs():\n    return [torch.randn(8, 16)]\n"
+         "def get_init_inputs():\n    return []\n";
+  std::ofstream(candidate)
+      << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+         "    def __init__(self):\n        super().__init__()\n"
+         "        self.fc = nn.Linear(16, 16)\n"
+         "        p = nn.Linear(16, 16, bias=False)\n"
+         "        self.pw = nn.Parameter(p.weight.detach().reshape(-1).clone())\n"
+         "        self.register_buffer('m', torch.zeros(16, 16), persistent=False)\n"
+         "    def forward(self, x):\n"
+         "        return (self.fc(x) @ self.pw.view(16, 16).t()) @ self.m\n";
+  const auto r = run_eval(problem.string(), candidate.string(),
+                          {"--device", "cpu", "--trials", "2", "--no-timing"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.output;
+  EXPECT_EQ(r.result["correctness"]["weight_copy"], "partial") << r.output;
+  EXPECT_TRUE(has_flag(r.result, "weights_not_copied")) << r.output;
 }
 
 TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {
