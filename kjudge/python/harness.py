@@ -640,6 +640,14 @@ def _copy_weights(ref, cand, changed):
             pinned.add(id(v))
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
         floats = [c for c in floats if _tensor_key(c) not in used]
+        # Module by module, where the modules of a kind agree in number (the reference's buffers
+        # among its tensors): the rest are left to the order.
+        for dst, v in _match_modules(ref_floats, floats, lambda v: ref_name[id(v)],
+                                     lambda c: cand_name[_tensor_key(c)]):
+            take(dst, _shaped_as(v, dst), "by_order")
+            pinned.add(id(v))
+        ref_floats = [v for v in ref_floats if id(v) not in pinned]
+        floats = [c for c in floats if _tensor_key(c) not in used]
         ref_parameters = [v for v in ref_floats if _tensor_key(v) in parameter_keys]
         # The candidate's non-persistent floating-point buffers under other names, tried where
         # its state_dict keeps no floating-point tensor left unpaired (a LayerNorm's weight and
@@ -654,18 +662,13 @@ def _copy_weights(ref, cand, changed):
             spare = []
         matched = None
         for pool in ((floats, floats + spare) if spare else (floats,)):
-            # Each step with the reference's buffers, then without them; but module by module
-            # with them only (without them, it came before the order with them, and left a
-            # renamed buffer of the reference's with no module counterpart uncopied).
-            steps = [("by_order", lambda r: _match_modules(
-                         r, pool, lambda v: ref_name[id(v)], lambda c: cand_name[_tensor_key(c)]),
-                      ref_floats)]
-            steps += [(order, match, wanted) for order, match in (
+            # Each step with the reference's buffers, then without them.
+            steps = [(order, match, wanted) for order, match in (
                          ("by_order", lambda r: _match_floats(r, pool, in_order=True)),
                          ("by_shape", lambda r: _match_floats(r, pool, in_order=False)),
                          ("by_order", lambda r: _match_per_shape(r, pool, _PER_SHAPE_KEYS)),
                          ("by_order", lambda r: _match_per_shape(
-                             r, pool, (_unordered_2d_exact, _unordered_2d))))
+                             r, pool, (_unordered_2d_exact, _as_matrix))))
                      for wanted in (ref_floats, ref_parameters)]
             for order, match, wanted in steps:
                 matched = match(wanted)
@@ -710,8 +713,24 @@ def _squeezed(t):
 
 def _unordered_2d_exact(t):
     """t's shape, its two dimensions sorted where it has two (size-1 dimensions kept: a (1, D)
-    scale and a (D,) bias are apart, where _unordered_2d puts them in one bucket)."""
+    scale and a (D,) bias are apart, where _as_matrix puts them in one bucket)."""
     return tuple(sorted(t.shape)) if t.dim() == 2 else tuple(t.shape)
+
+
+def _as_matrix(t):
+    """t's _squeezed() shape as a matrix, its first dimension by the product of the others, the
+    two sorted: in the last step of _copy_weights, a 2-D weight kept as W^T, (in, out), with the
+    candidate's own initialisation (so not paired by value) and the reference's (out, in) are one
+    bucket, and so are a convolution's weight kept as the GEMM matrix of an im2col, (C_out,
+    C_in kh kw) or its transpose, and the reference's (C_out, C_in, kh, kw) (both kept the
+    candidate's own values before)."""
+    s = _squeezed(t)
+    if len(s) < 2:
+        return s
+    rest = 1
+    for d in s[1:]:
+        rest *= d
+    return tuple(sorted((s[0], rest)))
 
 
 def _two_dims_apart(t):
@@ -720,30 +739,35 @@ def _two_dims_apart(t):
     return len(s) == 2 and s[0] != s[1]
 
 
-def _unordered_2d(t):
-    """t's _squeezed() shape, its two dimensions sorted where it has two: a weight a candidate
-    keeps as W^T, (in, out) for x @ W, made with its own initialisation (so not paired by value),
-    and the reference's (out, in) are one bucket in the last step of _copy_weights."""
-    s = _squeezed(t)
-    return tuple(sorted(s)) if len(s) == 2 else s
-
-
 def _shaped_as(v, t):
-    """v in t's shape, where their _squeezed() shapes agree, or, where they are two dimensions
-    in the other order (_unordered_2d), its transpose."""
+    """v in t's shape, where their _squeezed() shapes agree, or where t's is v's as a matrix
+    (_as_matrix: its first dimension by the others); else, where t's is that matrix's transpose
+    (a 2-D tensor's two dimensions in the other order), v as that transpose."""
     if v.shape == t.shape:
         return v
     s = _squeezed(v)
-    if _squeezed(t) == s or len(s) != 2:
+    if _squeezed(t) == s or len(s) < 2:
         return v.reshape(t.shape)
-    return v.reshape(s).t().reshape(t.shape)
+    matrix = v.reshape(s[0], -1)
+    if _squeezed(t) == tuple(matrix.shape):
+        return matrix.reshape(t.shape)
+    return matrix.t().reshape(t.shape)
+
+
+# Last names that mean `weight` or `bias` (a LayerNorm's `gamma` and `beta`, a flat `ln1_w`).
+_LAST_NAME_SYNONYMS = {"gamma": "weight", "g": "weight", "w": "weight", "beta": "bias",
+                       "b": "bias"}
 
 
 def _name_parts(name):
-    """A state_dict name's parts, split at dots and underscores: a candidate's flat `ln_weight`
-    for the reference's `ln.weight` (an honest LayerNorm that declared `ln_bias` first had the
-    two swapped by order, and failed)."""
-    return name.replace("_", ".").split(".")
+    """A state_dict name's parts, split at dots and underscores, its last part read through
+    _LAST_NAME_SYNONYMS: a candidate's flat `ln_weight` for the reference's `ln.weight` (an
+    honest LayerNorm that declared `ln_bias` first had the two swapped by order, and failed), and
+    `ln.gamma` and `ln.beta`, declared beta first, for `ln.weight` and `ln.bias` (swapped so
+    too)."""
+    parts = name.replace("_", ".").split(".")
+    parts[-1] = _LAST_NAME_SYNONYMS.get(parts[-1].lower(), parts[-1])
+    return parts
 
 
 def _common_end(a, b):
@@ -775,15 +799,24 @@ def _pair_by_name_end(rest, mine):
     buckets = {}  # squeezed shape -> candidate tensor key -> (tensor, its names)
     for n, t in mine.items():
         buckets.setdefault(_squeezed(t), {}).setdefault(_tensor_key(t), (t, []))[1].append(n)
+    def ends_alike(names, v, bucket):  # (candidate key, tensor, common parts) where they do
+        for key, (t, cand_names) in buckets.get(bucket, {}).items():
+            if t.is_floating_point() == v.is_floating_point():
+                common = max(_common_end(n, r) for n in cand_names for r in names)
+                if common > 0:
+                    yield key, t, common
+
     score, cand_of = {}, {}
     for i, (names, v) in enumerate(rest):
-        for key, (t, cand_names) in buckets.get(_squeezed(v), {}).items():
-            if t.is_floating_point() != v.is_floating_point():
-                continue
-            common = max(_common_end(n, r) for n in cand_names for r in names)
-            if common > 0:
-                score[(i, key)] = common
-                cand_of[key] = t
+        # A 2-D tensor whose name ends as that of a candidate tensor of the transposed shape is
+        # left to its siblings (a layer that keeps W^T, (in, out), has the shape of the next
+        # layer's W, (out, in), where in and out alternate: an MLP's first weight went to the
+        # second layer's W^T).
+        if _two_dims_apart(v) and any(ends_alike(names, v, _squeezed(v)[::-1])):
+            continue
+        for key, t, common in ends_alike(names, v, _squeezed(v)):
+            score[(i, key)] = common
+            cand_of[key] = t
     best = ({}, {})  # per reference index, per candidate key: (top score, the pairs at it)
     for pair, common in score.items():
         for side in (0, 1):
@@ -953,31 +986,39 @@ def _match_modules(ref, floats, ref_name, cand_name):
     candidate's `floats`, module by module: each module's tensors (those of one name but for
     its last part; ref_name and cand_name give a tensor's name) make a signature of their last
     names and shapes, and the reference's modules of a signature take the candidate's of the
-    same signature in order, tensor by last name, where each signature has as many modules on
-    both sides (the candidate's of other signatures left out); else so by _squeezed() shapes;
-    None otherwise. Two LayerNorms renamed (`norm1` for `ln1`) whose bias is declared before
-    its weight were paired by order alone, each weight with a bias; a block's modules declared
-    in another order (its MLP first) had its tensors of one shape swapped."""
+    same signature in order, tensor by last name, where the signature has as many modules on
+    both sides; then so by _squeezed() shapes among the modules left. Modules of a signature
+    whose numbers differ are left out (to the order). Two LayerNorms renamed (`norm1` for `ln1`)
+    whose bias is declared before its weight were paired by order alone, each weight with a
+    bias; a block's modules declared in another order (its MLP first) had its tensors of one
+    shape swapped."""
     def modules(tensors, name_of):
         out = {}  # module name -> {last name: tensor}, in the order of their first tensors
         for t in tensors:
             module, _, last = name_of(t).rpartition(".")
             out.setdefault(module, {})[last] = t
-        return out
+        return list(out.values())
 
+    pairs = []
+    mine, wanted = modules(floats, cand_name), modules(ref, ref_name)
     for key in _PER_SHAPE_KEYS:
         def signature(leaves):
             return tuple(sorted((last, key(t)) for last, t in leaves.items()))
 
-        mine, wanted = {}, {}
-        for leaves in modules(floats, cand_name).values():
-            mine.setdefault(signature(leaves), []).append(leaves)
-        for leaves in modules(ref, ref_name).values():
-            wanted.setdefault(signature(leaves), []).append(leaves)
-        if all(len(mine.get(s, ())) == len(ms) for s, ms in wanted.items()):
-            return [(c[last], r[last]) for s, ms in wanted.items()
-                    for c, r in zip(mine[s], ms) for last in r]
-    return None
+        by_signature = {}  # signature -> ([candidate modules], [reference modules])
+        for side, found in ((0, mine), (1, wanted)):
+            for leaves in found:
+                by_signature.setdefault(signature(leaves), ([], []))[side].append(leaves)
+        paired = set()
+        for cand_modules, ref_modules in by_signature.values():
+            if len(cand_modules) != len(ref_modules):
+                continue
+            for c, r in zip(cand_modules, ref_modules):
+                pairs += [(c[last], r[last]) for last in r]
+                paired.update((id(c), id(r)))
+        mine = [m for m in mine if id(m) not in paired]
+        wanted = [m for m in wanted if id(m) not in paired]
+    return pairs
 
 
 def build_reference(seed):

@@ -1391,25 +1391,22 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "    def forward(self, x):\n"
        "        return F.layer_norm(x, (16,), self.weight, self.bias)\n",
        "by_order"},
-      // Modules declared in another order (the MLP first): each bias goes where its weight
-      // went by the end of its name; by order, `proj.bias` took `mlp_out.bias`, and this failed.
-      {"        self.proj = nn.Linear(16, 16)\n        self.fc1 = nn.Linear(16, 32)\n"
-       "        self.fc2 = nn.Linear(32, 16)\n"
-       "    def forward(self, x):\n        return self.fc2(torch.relu(self.fc1(self.proj(x))))\n",
-       "        self.mlp_in = nn.Linear(16, 32)\n        self.mlp_out = nn.Linear(32, 16)\n"
-       "        self.out = nn.Linear(16, 16)\n"
+      // Modules declared in another order: each bias goes where its weight went by the end of
+      // its name; by order, `proj.bias` took `mix.bias`, and this failed.
+      {"        self.proj = nn.Linear(16, 24)\n        self.fc = nn.Linear(24, 24)\n"
+       "    def forward(self, x):\n        return self.fc(torch.relu(self.proj(x)))\n",
+       "        self.mix = nn.Linear(24, 24)\n        self.inp = nn.Linear(16, 24)\n"
        "        with torch.no_grad():\n"
        "            for p in self.parameters():\n                p.zero_()\n"
-       "    def forward(self, x):\n"
-       "        return self.mlp_out(torch.relu(self.mlp_in(self.out(x))))\n",
+       "    def forward(self, x):\n        return self.mix(torch.relu(self.inp(x)))\n",
        "by_name_end"},
       // Weights kept as non-persistent buffers under other names (left to the seed before).
       {"        self.ln = nn.LayerNorm(16)\n"
        "        nn.init.normal_(self.ln.weight)\n        nn.init.normal_(self.ln.bias)\n"
        "    def forward(self, x):\n        return self.ln(x)\n",
-       "        self.register_buffer('g', torch.ones(16), persistent=False)\n"
-       "        self.register_buffer('b', torch.zeros(16), persistent=False)\n"
-       "    def forward(self, x):\n        return F.layer_norm(x, (16,), self.g, self.b)\n",
+       "        self.register_buffer('gain', torch.ones(16), persistent=False)\n"
+       "        self.register_buffer('offset', torch.zeros(16), persistent=False)\n"
+       "    def forward(self, x):\n        return F.layer_norm(x, (16,), self.gain, self.offset)\n",
        "by_order"},
       // A weight kept as W^T, (in, out), with the candidate's own values: it takes the
       // reference's transposed (it kept its own before, weights_not_copied).
