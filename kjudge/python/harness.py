@@ -839,6 +839,13 @@ def _module_sizes(state):
     return sizes
 
 
+def _by_meaning(leaves):
+    """A module's {last name: tensor} keyed by what the names mean (_LAST_NAME_SYNONYMS:
+    `gamma` as `weight`), where no two of them mean the same; else as given."""
+    meant = {_LAST_NAME_SYNONYMS.get(last.lower(), last): t for last, t in leaves.items()}
+    return meant if len(meant) == len(leaves) else leaves
+
+
 def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes):
     """(candidate tensor, reference tensor) pairs between the reference tensors of `rest`
     ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor): a reference
@@ -847,9 +854,14 @@ def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes):
     that is tied to no other reference module and holds as many state_dict entries
     (`ref_sizes`, `cand_sizes`: module -> count; a candidate that keeps all its tensors flat at
     its root is no counterpart of the reference's `fc`, and `fc.bias` took the root's `bias`
-    meant for a LayerNorm), takes that module's tensor of the same last name, of the same
+    meant for a LayerNorm), takes that module's tensor of the same last name (read through
+    _LAST_NAME_SYNONYMS), of the same
     _squeezed() shape or, 2-D, of the transposed one, and of the same kind (floating-point or
     not)."""
+    cand_leaves = {}  # candidate module -> {last name: tensor}
+    for name, t in mine.items():
+        module, _, last = name.rpartition(".")
+        cand_leaves.setdefault(module, {})[last] = t
     forward, backward = {}, {}
     for ref_module, cand_module in links:
         forward.setdefault(ref_module, set()).add(cand_module)
@@ -864,7 +876,8 @@ def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes):
         if backward[cand_module] != {module} or ref_sizes.get(module) != cand_sizes.get(
                 cand_module):
             continue
-        t = mine.get("%s.%s" % (cand_module, last) if cand_module else last)
+        t = _by_meaning(cand_leaves.get(cand_module, {})).get(
+            _LAST_NAME_SYNONYMS.get(last.lower(), last))
         if (t is None or _tensor_key(t) in taken
                 or t.is_floating_point() != v.is_floating_point()
                 or _squeezed(t) != _squeezed(v) and not (
@@ -988,7 +1001,8 @@ def _match_modules(ref, floats, ref_name, cand_name):
     names and shapes, and the reference's modules of a signature take the candidate's of the
     same signature in order, tensor by last name, where the signature has as many modules on
     both sides; then so by _squeezed() shapes among the modules left. Modules of a signature
-    whose numbers differ are left out (to the order). Two LayerNorms renamed (`norm1` for `ln1`)
+    whose numbers differ are left out (to the order). Last names are read through
+    _LAST_NAME_SYNONYMS (a LayerNorm's `gamma` and `beta`). Two LayerNorms renamed (`norm1` for `ln1`)
     whose bias is declared before its weight were paired by order alone, each weight with a
     bias; a block's modules declared in another order (its MLP first) had its tensors of one
     shape swapped."""
@@ -997,7 +1011,7 @@ def _match_modules(ref, floats, ref_name, cand_name):
         for t in tensors:
             module, _, last = name_of(t).rpartition(".")
             out.setdefault(module, {})[last] = t
-        return list(out.values())
+        return [_by_meaning(leaves) for leaves in out.values()]
 
     pairs = []
     mine, wanted = modules(floats, cand_name), modules(ref, ref_name)

@@ -1464,6 +1464,62 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "        self.b = nn.Parameter(torch.zeros(32))\n"
        "        self.s = nn.Parameter(torch.zeros(1, 32))\n"
        "    def forward(self, x):\n        return (x @ self.w_t + self.b) * self.s\n",
+       "by_order"},
+      // Layers that keep W^T under other names than the reference's: where in and out alternate,
+      // a layer's W^T has the next layer's W's shape, and the first weight went to the second
+      // layer's W^T by the end of its name; now it follows its bias's module.
+      {"        self.layers = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))\n"
+       "    def forward(self, x):\n        return self.layers(x)\n",
+       "        self.blocks = nn.ModuleList([TLinear(16, 32), TLinear(32, 16)])\n"
+       "    def forward(self, x):\n"
+       "        return self.blocks[1](torch.relu(self.blocks[0](x)))\n"
+       "class TLinear(nn.Module):\n    def __init__(self, i, o):\n        super().__init__()\n"
+       "        self.weight = nn.Parameter(torch.zeros(i, o))\n"
+       "        self.bias = nn.Parameter(torch.zeros(o))\n"
+       "    def forward(self, x):\n        return x @ self.weight + self.bias\n",
+       "by_name_end"},
+      // Renamed LayerNorms beside a Linear kept flat, its bias declared first: the LayerNorms
+      // pair module by module though the Linear has no module counterpart (all or nothing, the
+      // order had each norm's weight take a bias).
+      {"        self.ln1 = nn.LayerNorm(16)\n        self.fc = nn.Linear(16, 16)\n"
+       "        self.ln2 = nn.LayerNorm(16)\n"
+       "        for p in self.parameters():\n            nn.init.normal_(p)\n"
+       "    def forward(self, x):\n        return self.ln2(self.fc(self.ln1(x)))\n",
+       "        self.b_fc = nn.Parameter(torch.zeros(16))\n"
+       "        self.w_fc = nn.Parameter(torch.zeros(16, 16))\n"
+       "        self.norm_a = nn.LayerNorm(16)\n        self.norm_b = nn.LayerNorm(16)\n"
+       "    def forward(self, x):\n"
+       "        return self.norm_b(F.linear(self.norm_a(x), self.w_fc, self.b_fc))\n",
+       "by_shape"},
+      // `gamma` and `beta` mean `weight` and `bias`, declared beta first: alone (by the end of
+      // its name) and in two renamed modules (module by module); by order, swapped before.
+      {"        self.ln = nn.LayerNorm(16)\n"
+       "        nn.init.normal_(self.ln.weight)\n        nn.init.normal_(self.ln.bias)\n"
+       "    def forward(self, x):\n        return self.ln(x)\n",
+       "        self.norm = Norm()\n    def forward(self, x):\n        return self.norm(x)\n"
+       "class Norm(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+       "        self.beta = nn.Parameter(torch.zeros(16))\n"
+       "        self.gamma = nn.Parameter(torch.ones(16))\n"
+       "    def forward(self, x):\n        return F.layer_norm(x, (16,), self.gamma, self.beta)\n",
+       "by_name_end"},
+      {"        self.ln1 = nn.LayerNorm(16)\n        self.ln2 = nn.LayerNorm(16)\n"
+       "        for p in self.parameters():\n            nn.init.normal_(p)\n"
+       "    def forward(self, x):\n        return self.ln2(torch.relu(self.ln1(x)))\n",
+       "        self.pre = Norm()\n        self.post = Norm()\n"
+       "    def forward(self, x):\n        return self.post(torch.relu(self.pre(x)))\n"
+       "class Norm(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+       "        self.beta = nn.Parameter(torch.zeros(16))\n"
+       "        self.gamma = nn.Parameter(torch.ones(16))\n"
+       "    def forward(self, x):\n        return F.layer_norm(x, (16,), self.gamma, self.beta)\n",
+       "by_order"},
+      // A convolution's weight kept as the GEMM matrix of an im2col, (C_out, C_in k), with
+      // values of its own: it takes the reference's weight as that matrix (it kept its own).
+      {"        self.conv = nn.Conv1d(8, 12, 3, padding=1)\n"
+       "    def forward(self, x):\n        return self.conv(x)\n",
+       "        self.w_mat = nn.Parameter(torch.zeros(12, 24))\n"
+       "        self.bias = nn.Parameter(torch.zeros(12))\n"
+       "    def forward(self, x):\n"
+       "        return F.conv1d(x, self.w_mat.view(12, 8, 3), self.bias, padding=1)\n",
        "by_order"}};
   const auto head = [](const std::string& name) {
     return "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass " + name +
