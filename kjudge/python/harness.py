@@ -541,7 +541,7 @@ def _copy_weights(ref, cand, changed):
     rs = _state_tensors(ref)
     if not rs:
         return "none", []
-    _materialize_lazy(cand, rs)
+    _materialize_lazy(cand, ref, rs)
     cand_state = _state_tensors(cand)
     cs, unwritable = {}, {}
     for k, v in cand_state.items():
@@ -899,19 +899,68 @@ def _same_dense(t, v):
     return dense.shape == v.shape and torch.equal(dense, v)
 
 
-def _materialize_lazy(cand, rs):
+def _materialize_lazy(cand, ref, rs):
     """Gives each of the candidate's lazy parameters and buffers (nn.LazyLinear's, before a
     first forward) that has a namesake among the reference's tensors `rs` that namesake's shape,
     as torch's load_state_dict does, so that the copy by name writes it: left lazy, an nn.MLP of
-    LazyLinear layers named as the reference's kept values of its own (weights_not_copied)."""
-    for module_name, module in cand.named_modules():
-        for store in (module._parameters, module._buffers):
-            for name, t in list(store.items()):
-                full = "%s.%s" % (module_name, name) if module_name else name
-                v = rs.get(full)
-                if t is not None and _uninitialized(t) and v is not None and not _uninitialized(v):
-                    with _NoGrad():
+    LazyLinear layers named as the reference's kept values of its own (weights_not_copied).
+    A lazy module left so, under another name, takes the shapes of the reference module `ref`
+    holds of the class it becomes (its cls_to_become) whose settings agree with those it knows
+    (a LazyLinear knows its out_features, not its in_features), where that pairing is one to
+    one: a LazyLinear named `fc` for the reference's `linear` kept values of its own."""
+    with _NoGrad():
+        for module_name, module in cand.named_modules():
+            for store in (module._parameters, module._buffers):
+                for name, t in list(store.items()):
+                    full = "%s.%s" % (module_name, name) if module_name else name
+                    v = rs.get(full)
+                    if (t is not None and _uninitialized(t) and v is not None
+                            and not _uninitialized(v)):
                         t.materialize(v.shape)
+        lazy = [m for _, m in cand.named_modules() if _lazy_tensors(m)]
+        if not lazy:
+            return
+        cand_names = {name for name, _ in cand.named_modules()}
+        mine = [m for name, m in ref.named_modules() if name not in cand_names]
+        fits = {id(m): [r for r in mine if _becomes(m, r)] for m in lazy}
+        for m in lazy:
+            if len(fits[id(m)]) != 1:
+                continue
+            r = fits[id(m)][0]
+            if sum(r in fits[id(o)] for o in lazy) != 1:
+                continue
+            for store, theirs in ((m._parameters, r._parameters), (m._buffers, r._buffers)):
+                for name, t in _lazy_tensors(m, store):
+                    v = theirs.get(name)
+                    if v is not None and not _uninitialized(v):
+                        t.materialize(v.shape)
+
+
+# A lazy module's settings that its first input decides (0 until then).
+_LAZY_UNKNOWN = ("in_features", "in_channels", "num_features")
+
+
+def _lazy_tensors(module, store=None):
+    """[(name, tensor)]: the module's own lazy parameters and buffers (of `store` alone if
+    given)."""
+    stores = (module._parameters, module._buffers) if store is None else (store,)
+    return [(name, t) for st in stores for name, t in st.items()
+            if t is not None and _uninitialized(t)]
+
+
+def _becomes(lazy, r):
+    """Whether the reference module r is of the class the lazy module becomes, with each of its
+    settings (its class's __constants__) equal to the lazy module's, but those the lazy module
+    does not know yet (_LAZY_UNKNOWN, 0)."""
+    if getattr(lazy, "cls_to_become", None) is None or type(r) is not lazy.cls_to_become:
+        return False
+    for setting in getattr(r, "__constants__", ()):
+        known = getattr(lazy, setting, None)
+        if setting in _LAZY_UNKNOWN and known == 0:
+            continue
+        if known != getattr(r, setting, None):
+            return False
+    return True
 
 
 def _match_values(ref, floats):

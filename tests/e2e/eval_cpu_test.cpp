@@ -1249,8 +1249,9 @@ TEST(EvalCpu, WeightsInAnotherLayoutLazyOnesAndNumPyNumbersAreJudged) {
     EXPECT_EQ(r.result["correctness"]["weight_copy"], copy) << r.output;
     EXPECT_FALSE(has_flag(r.result, "weights_not_copied")) << r.output;
   }
-  // Two tensors of one shape whose values say nothing, declared in the other order than the
-  // reference's: paired by order, swapped, every trial failed, and nothing said why.
+  // Two tensors of one shape whose values and names say nothing (`gamma` and `beta` now do:
+  // _LAST_NAME_SYNONYMS), declared in the other order than the reference's: paired by order,
+  // swapped, every trial failed, and nothing said why.
   const auto affine = dir.path / "affine.py";
   std::ofstream(affine) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
                            "    def __init__(self):\n        super().__init__()\n"
@@ -1262,9 +1263,9 @@ TEST(EvalCpu, WeightsInAnotherLayoutLazyOnesAndNumPyNumbersAreJudged) {
   const auto swapped = dir.path / "swapped.py";
   std::ofstream(swapped)
       << head
-      << "        self.beta = nn.Parameter(torch.zeros(16))\n"
-         "        self.gamma = nn.Parameter(torch.ones(16))\n"
-         "    def forward(self, x):\n        return x * self.gamma + self.beta\n";
+      << "        self.shift = nn.Parameter(torch.zeros(16))\n"
+         "        self.scale = nn.Parameter(torch.ones(16))\n"
+         "    def forward(self, x):\n        return x * self.scale + self.shift\n";
   const auto order = run_eval(affine.string(), swapped.string(),
                               {"--device", "cpu", "--trials", "2", "--no-timing"});
   EXPECT_EQ(order.result["status"], "incorrect") << order.output;
@@ -1520,7 +1521,14 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "        self.bias = nn.Parameter(torch.zeros(12))\n"
        "    def forward(self, x):\n"
        "        return F.conv1d(x, self.w_mat.view(12, 8, 3), self.bias, padding=1)\n",
-       "by_order"}};
+       "by_order"},
+      // A LazyLinear under another name takes the shapes of the one reference Linear whose
+      // out_features agree, then its values (it kept values of its own).
+      {"        self.linear = nn.Linear(16, 24)\n        self.head = nn.Linear(24, 8)\n"
+       "    def forward(self, x):\n        return self.head(torch.relu(self.linear(x)))\n",
+       "        self.fc = nn.LazyLinear(24)\n        self.out = nn.LazyLinear(8)\n"
+       "    def forward(self, x):\n        return self.out(torch.relu(self.fc(x)))\n",
+       "by_name_end"}};
   const auto head = [](const std::string& name) {
     return "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass " + name +
            "(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
