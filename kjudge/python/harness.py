@@ -485,9 +485,12 @@ def _distinct(entries):
 
 
 def _copy_weights(ref, cand, changed):
-    """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights");
-    each candidate tensor whose values the copy changed goes into the list `changed` (_put).
-    Each reference tensor (tied ones once) takes, in turn:
+    """Copies the reference's state_dict into the candidate (docs/methodology.md, "Weights",
+    which gives each step's reasons); each candidate tensor whose values the copy changed goes
+    into the list `changed` (_put). First each of the reference's non-persistent buffers goes
+    into the candidate's buffer of that name and shape, where it has one (no condition of the
+    match: a candidate may compute such a value itself). A candidate's lazy tensors are given
+    their shapes (_materialize_lazy). Then each reference tensor (tied ones once) takes, in turn:
     - by name: its namesake of the same shape (any of its names; among the candidate's
       state_dict and its non-persistent buffers), into every such namesake;
     - then by value: the candidate's floating-point tensor whose values, as the seed built them,
@@ -497,38 +500,38 @@ def _copy_weights(ref, cand, changed):
       as W^T with the candidate's own values; "by_name_end"), which takes its transpose;
     - then by the end of a name ("by_name_end", _pair_by_name_end): a candidate tensor of the
       same shape, or of the same one but for dimensions of size 1, whose name ends as the
-      reference tensor's does (names split at dots and underscores), where each is the other's
-      one best match;
+      reference tensor's does (names split at dots and underscores, last parts read through
+      _LAST_NAME_SYNONYMS), where each is the other's one best match; a 2-D tensor that a
+      transposed-shape tensor's name matches as well is left to the next steps;
     - then by its siblings' module ("by_name_end", _pair_by_siblings): the tensor of the same
       last name in the candidate module that the pairs so far tie its module to, one to one;
-    - then module by module (_match_modules; with the reference's buffers only): the
-      reference's modules take the candidate's whose tensors have the same last names and
-      shapes, in order, tensor by last name (a renamed LayerNorm that declares its bias first);
-    - then by order and shape (_match_floats): each remaining floating-point reference tensor
-      takes the next remaining candidate tensor of the same shape; where that fails (a candidate
-      that declares its bias before its weight), by shape where every shape is one tensor's on
-      both sides; where that fails, in order within each shape, size-1 dimensions aside, where
-      each shape has as many tensors on both sides (_match_per_shape); where that fails, so
-      with a 2-D tensor's two dimensions in either order (a weight kept as W^T with the
-      candidate's own initialisation takes the reference's transposed). Each is tried with the
-      reference's buffers and, where that fails, without them: a buffer the candidate has no
-      counterpart for (BatchNorm's running statistics, for a candidate that keeps none) is left
-      out, as an integer entry is. Where every step fails and the candidate's state_dict keeps no
-      floating-point tensor left unpaired, they are tried again with the candidate's
-      non-persistent floating-point buffers (weights kept as persistent=False buffers under
-      other names; not those that took a reference's buffer by name).
+    - then module by module ("by_order", _match_modules; the reference's buffers among its
+      tensors): the reference's modules take the candidate's whose tensors have the same last
+      names and shapes, in order, tensor by last name, for each such kind of module that has as
+      many on both sides (a renamed LayerNorm that declares its bias first);
+    - then, all or nothing, by order and shape (_match_floats): each remaining floating-point
+      reference tensor takes the next remaining candidate tensor of the same shape; where that
+      fails (a candidate that declares its bias before its weight), by shape where every shape
+      is one tensor's on both sides; where that fails, in order within each shape, size-1
+      dimensions aside, where each shape has as many tensors on both sides (_match_per_shape);
+      where that fails, so with a 2-D tensor's two dimensions in either order, then so as
+      matrices (_as_matrix: a weight kept as W^T, or a convolution's as an im2col matrix, with
+      the candidate's own values). Each is tried with the reference's buffers and, where that
+      fails, without them: a buffer the candidate has no counterpart for (BatchNorm's running
+      statistics, for a candidate that keeps none) is left out, as an integer entry is. Where
+      all fail and the candidate's state_dict keeps no floating-point tensor left unpaired, they
+      are tried again with the candidate's non-persistent floating-point buffers (weights kept
+      as persistent=False buffers under other names; not those that took a reference's buffer
+      by name).
     Integer and bool entries without a pair from the steps by name (the transposed namesake's
     and the siblings' included) take the next unused candidate entry of the same shape and
-    dtype. Where the floating-point parameters cannot all be paired, the pairs
-    found by name and by value are copied and the rest keep the values the seed gave the
-    candidate ("partial"; "seed_only" where there were none). Then each of the reference's
-    non-persistent buffers goes into the candidate's buffer of that name and shape, where it has
-    one (no condition of the match: a candidate may compute such a value itself). Returns (the
-    least certain method that any pair needed: "by_name", "by_value" (nothing needed copying:
-    the seed built the same values), "by_name_end", "by_order", "by_shape"; "partial",
-    "seed_only"; "none" for
-    a reference without a state_dict, or with buffers alone of which the candidate keeps none;
-    the names of the reference's parameters left unpaired)."""
+    dtype. Where the floating-point parameters cannot all be paired, the pairs found before the
+    all-or-nothing steps are copied and the rest keep the values the seed gave the candidate
+    ("partial"; "seed_only" where there were none). Returns (the least certain method that any
+    pair needed: "by_name", "by_value" (nothing needed copying: the seed built the same values),
+    "by_name_end", "by_order", "by_shape"; "partial", "seed_only"; "none" for a reference
+    without a state_dict, or with buffers alone of which the candidate keeps none; the names of
+    the reference's parameters left unpaired)."""
     given = set()  # the candidate's buffers that took a non-persistent buffer's value by name
     with _NoGrad():
         cand_buffers = dict(cand.named_buffers())
@@ -668,7 +671,7 @@ def _copy_weights(ref, cand, changed):
                          ("by_shape", lambda r: _match_floats(r, pool, in_order=False)),
                          ("by_order", lambda r: _match_per_shape(r, pool, _PER_SHAPE_KEYS)),
                          ("by_order", lambda r: _match_per_shape(
-                             r, pool, (_unordered_2d_exact, _as_matrix))))
+                             r, pool, (_unordered_2d_exact, _as_matrix), _one_a_matrix)))
                      for wanted in (ref_floats, ref_parameters)]
             for order, match, wanted in steps:
                 matched = match(wanted)
@@ -725,12 +728,7 @@ def _as_matrix(t):
     C_in kh kw) or its transpose, and the reference's (C_out, C_in, kh, kw) (both kept the
     candidate's own values before)."""
     s = _squeezed(t)
-    if len(s) < 2:
-        return s
-    rest = 1
-    for d in s[1:]:
-        rest *= d
-    return tuple(sorted((s[0], rest)))
+    return tuple(sorted(_rows(s))) if len(s) >= 2 else s
 
 
 def _two_dims_apart(t):
@@ -739,19 +737,25 @@ def _two_dims_apart(t):
     return len(s) == 2 and s[0] != s[1]
 
 
+def _rows(shape):
+    """A shape as a matrix: its first dimension by the product of the others."""
+    rest = 1
+    for d in shape[1:]:
+        rest *= d
+    return (shape[0], rest)
+
+
 def _shaped_as(v, t):
-    """v in t's shape, where their _squeezed() shapes agree, or where t's is v's as a matrix
-    (_as_matrix: its first dimension by the others); else, where t's is that matrix's transpose
-    (a 2-D tensor's two dimensions in the other order), v as that transpose."""
+    """v in t's shape (the callers pair only such tensors): reshaped where their _squeezed()
+    shapes agree, or where they agree as matrices (_rows: an im2col's (C_out, C_in kh kw) for a
+    convolution's (C_out, C_in, kh, kw), either way); else (a 2-D tensor's two dimensions, or
+    such a matrix's, in the other order) transposed as a matrix."""
     if v.shape == t.shape:
         return v
-    s = _squeezed(v)
-    if _squeezed(t) == s or len(s) < 2:
+    s, mine = _squeezed(v), _squeezed(t)
+    if mine == s or len(s) < 2 or len(mine) < 2 or v.numel() == 0 or _rows(mine) == _rows(s):
         return v.reshape(t.shape)
-    matrix = v.reshape(s[0], -1)
-    if _squeezed(t) == tuple(matrix.shape):
-        return matrix.reshape(t.shape)
-    return matrix.t().reshape(t.shape)
+    return v.reshape(_rows(s)).t().reshape(t.shape)
 
 
 # Last names that mean `weight` or `bias` (a LayerNorm's `gamma` and `beta`, a flat `ln1_w`).
@@ -759,25 +763,43 @@ _LAST_NAME_SYNONYMS = {"gamma": "weight", "g": "weight", "w": "weight", "beta": 
                        "b": "bias"}
 
 
-def _name_parts(name):
+def _name_parts(name, synonyms=True):
     """A state_dict name's parts, split at dots and underscores, its last part read through
     _LAST_NAME_SYNONYMS: a candidate's flat `ln_weight` for the reference's `ln.weight` (an
     honest LayerNorm that declared `ln_bias` first had the two swapped by order, and failed), and
     `ln.gamma` and `ln.beta`, declared beta first, for `ln.weight` and `ln.bias` (swapped so
     too)."""
     parts = name.replace("_", ".").split(".")
-    parts[-1] = _LAST_NAME_SYNONYMS.get(parts[-1].lower(), parts[-1])
+    if synonyms:
+        parts[-1] = _LAST_NAME_SYNONYMS.get(parts[-1].lower(), parts[-1])
     return parts
 
 
-def _common_end(a, b):
+def _plain_names(names):
+    """The names among `names` whose last part is to be read as written, not through
+    _LAST_NAME_SYNONYMS: those of a module (a name but for its last part, split at dots and
+    underscores) in which another name ends in another word of the same meaning (a root's
+    `gamma` beside its `weight`: read as one, they tied, and the order swapped them)."""
+    words = {}  # (module, meaning) -> the words of that meaning in the module
+    parts = []
+    for name in names:
+        module, _, last = name.replace("_", ".").rpartition(".")
+        key = (module, _LAST_NAME_SYNONYMS.get(last.lower(), last))
+        words.setdefault(key, set()).add(last)
+        parts.append((name, key))
+    return {name for name, key in parts if len(words[key]) > 1}
+
+
+def _common_end(a, b, plain=frozenset()):
     """How many parts (_name_parts) two state_dict names share at their ends, up to an index
     (`fc.bias` and `gemm.bias`: 1; `weight` and `ln.weight`: 1; `x.ln.weight` and
     `y.ln.weight`: 2; `ln_weight` and `ln.weight`: 2; `net.2.weight` and `layers.2.weight`: 1,
     since a Sequential's index 2 is its second Linear where a ReLU sits between, and a
     ModuleList's its third: counted, they paired different layers, and honest candidates
-    failed). The same name counts all its parts."""
-    pa, pb = _name_parts(a), _name_parts(b)
+    failed). The same name counts all its parts. Last parts are read through
+    _LAST_NAME_SYNONYMS but where either name is in `plain` (_plain_names)."""
+    synonyms = a not in plain and b not in plain
+    pa, pb = _name_parts(a, synonyms), _name_parts(b, synonyms)
     if pa == pb:
         return len(pa)
     n = 0
@@ -799,21 +821,26 @@ def _pair_by_name_end(rest, mine):
     buckets = {}  # squeezed shape -> candidate tensor key -> (tensor, its names)
     for n, t in mine.items():
         buckets.setdefault(_squeezed(t), {}).setdefault(_tensor_key(t), (t, []))[1].append(n)
+    plain = _plain_names([n for names, _ in rest for n in names]) | _plain_names(mine)
+
     def ends_alike(names, v, bucket):  # (candidate key, tensor, common parts) where they do
         for key, (t, cand_names) in buckets.get(bucket, {}).items():
             if t.is_floating_point() == v.is_floating_point():
-                common = max(_common_end(n, r) for n in cand_names for r in names)
+                common = max(_common_end(n, r, plain) for n in cand_names for r in names)
                 if common > 0:
                     yield key, t, common
 
     score, cand_of = {}, {}
     for i, (names, v) in enumerate(rest):
-        # A 2-D tensor whose name ends as that of a candidate tensor of the transposed shape is
-        # left to its siblings (a layer that keeps W^T, (in, out), has the shape of the next
-        # layer's W, (out, in), where in and out alternate: an MLP's first weight went to the
-        # second layer's W^T).
-        if _two_dims_apart(v) and any(ends_alike(names, v, _squeezed(v)[::-1])):
-            continue
+        # A 2-D tensor whose name ends as that of a candidate tensor of the transposed shape, by
+        # as many parts as any of its own shape's, is left to its siblings (a layer that keeps
+        # W^T, (in, out), has the shape of the next layer's W, (out, in), where in and out
+        # alternate: an MLP's first weight went to the second layer's W^T).
+        if _two_dims_apart(v):
+            across = max((c for _, _, c in ends_alike(names, v, _squeezed(v)[::-1])), default=0)
+            along = max((c for _, _, c in ends_alike(names, v, _squeezed(v))), default=0)
+            if across and across >= along:
+                continue
         for key, t, common in ends_alike(names, v, _squeezed(v)):
             score[(i, key)] = common
             cand_of[key] = t
@@ -1019,7 +1046,16 @@ def _match_floats(ref, floats, in_order):
     return pairs
 
 
-def _match_per_shape(ref, floats, keys):
+def _one_a_matrix(c, v):
+    """Whether a pair of the _as_matrix bucket is one that _shaped_as makes sense of: the same
+    _squeezed() shape, or one of them 2-D (a matrix, for the other's _rows() or its
+    transpose); not two tensors of more dimensions in another order (a channels-last
+    convolution weight, (C_out, kh, kw, C_in), for (C_out, C_in, kh, kw): reshaped, its values
+    were scrambled and read as copied)."""
+    return _squeezed(c) == _squeezed(v) or len(_squeezed(c)) == 2 or len(_squeezed(v)) == 2
+
+
+def _match_per_shape(ref, floats, keys, valid=None):
     """(candidate, reference) pairs for the reference's floating-point tensors `ref` among the
     candidate's `floats`, in order within each shape, where each shape has as many tensors on
     both sides (the candidate's of other shapes left out), by the first of `keys` (functions
@@ -1036,7 +1072,9 @@ def _match_per_shape(ref, floats, keys):
         for v in ref:
             wanted.setdefault(key(v), []).append(v)
         if all(len(mine.get(shape, ())) == len(vs) for shape, vs in wanted.items()):
-            return [(c, v) for shape, vs in wanted.items() for c, v in zip(mine[shape], vs)]
+            pairs = [(c, v) for shape, vs in wanted.items() for c, v in zip(mine[shape], vs)]
+            if valid is None or all(valid(c, v) for c, v in pairs):
+                return pairs
     return None
 
 

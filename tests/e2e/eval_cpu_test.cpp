@@ -1528,7 +1528,46 @@ TEST(EvalCpu, ANamesakeOfOnesAndANameEndArePairedByName) {
        "    def forward(self, x):\n        return self.head(torch.relu(self.linear(x)))\n",
        "        self.fc = nn.LazyLinear(24)\n        self.out = nn.LazyLinear(8)\n"
        "    def forward(self, x):\n        return self.out(torch.relu(self.fc(x)))\n",
-       "by_name_end"}};
+       "by_name_end"},
+      // A gated MLP moved under another module, `up` declared first, values of its own: each
+      // weight pairs by the end of its name, which a transposed-shape tensor (`down.weight`)
+      // ends as well only by fewer parts (left to the order, `gate` and `up` were swapped).
+      {"        self.mlp = Gated()\n    def forward(self, x):\n        return self.mlp(x)\n"
+       "class Gated(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+       "        self.gate = nn.Linear(16, 40, bias=False)\n"
+       "        self.up = nn.Linear(16, 40, bias=False)\n"
+       "        self.down = nn.Linear(40, 16, bias=False)\n"
+       "    def forward(self, x):\n"
+       "        return self.down(F.silu(self.gate(x)) * self.up(x))\n",
+       "        self.ffn = Gated()\n    def forward(self, x):\n        return self.ffn(x)\n"
+       "class Gated(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+       "        self.up = nn.Linear(16, 40, bias=False)\n"
+       "        self.gate = nn.Linear(16, 40, bias=False)\n"
+       "        self.down = nn.Linear(40, 16, bias=False)\n"
+       "        for p in self.parameters():\n            nn.init.zeros_(p)\n"
+       "    def forward(self, x):\n"
+       "        return self.down(F.silu(self.gate(x)) * self.up(x))\n",
+       "by_name_end"},
+      // `gamma` beside `weight` in one module: both read as written (as synonyms, they tied,
+      // and the order swapped them).
+      {"        self.gamma = nn.Parameter(torch.randn(16))\n"
+       "        self.weight = nn.Parameter(torch.randn(16))\n"
+       "    def forward(self, x):\n        return F.layer_norm(x, (16,), self.gamma) + "
+       "self.weight\n",
+       "        self.shift_weight = nn.Parameter(torch.zeros(16))\n"
+       "        self.ln_gamma = nn.Parameter(torch.ones(16))\n"
+       "    def forward(self, x):\n"
+       "        return F.layer_norm(x, (16,), self.ln_gamma) + self.shift_weight\n",
+       "by_name_end"},
+      // The other way round from the im2col case: the reference keeps the matrix, the candidate
+      // a Conv1d (reshaped as a matrix, not transposed).
+      {"        self.w_mat = nn.Parameter(torch.randn(12, 24))\n"
+       "    def forward(self, x):\n        return F.conv1d(x, self.w_mat.view(12, 8, 3), "
+       "padding=1)\n",
+       "        self.conv = nn.Conv1d(8, 12, 3, padding=1, bias=False)\n"
+       "        nn.init.zeros_(self.conv.weight)\n"
+       "    def forward(self, x):\n        return self.conv(x)\n",
+       "by_order"}};
   const auto head = [](const std::string& name) {
     return "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nclass " + name +
            "(nn.Module):\n    def __init__(self):\n        super().__init__()\n";
