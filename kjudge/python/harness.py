@@ -638,7 +638,7 @@ def _copy_weights(ref, cand, changed):
         for dst, v in _pair_by_siblings([(names, v) for names, v in rest if id(v) not in pinned],
                                         {n: t for n, t in named.items()
                                          if _tensor_key(t) not in used}, links,
-                                        _module_sizes(rs), _module_sizes(cand_state)):
+                                        _module_sizes(rs), _module_sizes(cand_state), rs):
             take(dst, _shaped_as(v, dst), "by_name_end", v)
             pinned.add(id(v))
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
@@ -873,7 +873,7 @@ def _by_meaning(leaves):
     return meant if len(meant) == len(leaves) else leaves
 
 
-def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes):
+def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes, ref_names):
     """(candidate tensor, reference tensor) pairs between the reference tensors of `rest`
     ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor): a reference
     tensor whose module (its name but for the last part) the pairs made so far (`links`:
@@ -882,13 +882,14 @@ def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes):
     (`ref_sizes`, `cand_sizes`: module -> count; a candidate that keeps all its tensors flat at
     its root is no counterpart of the reference's `fc`, and `fc.bias` took the root's `bias`
     meant for a LayerNorm), takes that module's tensor of the same last name (read through
-    _LAST_NAME_SYNONYMS), of the same
-    _squeezed() shape or, 2-D, of the transposed one, and of the same kind (floating-point or
-    not)."""
-    cand_leaves = {}  # candidate module -> {last name: tensor}
-    for name, t in mine.items():
-        module, _, last = name.rpartition(".")
-        cand_leaves.setdefault(module, {})[last] = t
+    _LAST_NAME_SYNONYMS, on either side where its module has no two of one meaning:
+    _by_meaning; `ref_names` are all the reference's names), of the same _squeezed() shape or,
+    2-D, of the transposed one, and of the same kind (floating-point or not)."""
+    cand_leaves, ref_leaves = {}, {}  # module -> {last name: tensor or name}
+    for leaves, named in ((cand_leaves, mine), (ref_leaves, {n: n for n in ref_names})):
+        for name, t in named.items():
+            module, _, last = name.rpartition(".")
+            leaves.setdefault(module, {})[last] = t
     forward, backward = {}, {}
     for ref_module, cand_module in links:
         forward.setdefault(ref_module, set()).add(cand_module)
@@ -903,8 +904,10 @@ def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes):
         if backward[cand_module] != {module} or ref_sizes.get(module) != cand_sizes.get(
                 cand_module):
             continue
-        t = _by_meaning(cand_leaves.get(cand_module, {})).get(
-            _LAST_NAME_SYNONYMS.get(last.lower(), last))
+        # What the last name means, read as _by_meaning reads its module's names.
+        meaning = next((k for k, n in _by_meaning(ref_leaves.get(module, {})).items()
+                        if n == names[0]), last)
+        t = _by_meaning(cand_leaves.get(cand_module, {})).get(meaning)
         if (t is None or _tensor_key(t) in taken
                 or t.is_floating_point() != v.is_floating_point()
                 or _squeezed(t) != _squeezed(v) and not (
@@ -1089,10 +1092,10 @@ def _match_modules(ref, floats, ref_name, cand_name):
     same signature in order, tensor by last name, where the signature has as many modules on
     both sides; then so by _squeezed() shapes among the modules left. Modules of a signature
     whose numbers differ are left out (to the order). Last names are read through
-    _LAST_NAME_SYNONYMS (a LayerNorm's `gamma` and `beta`). Two LayerNorms renamed (`norm1` for `ln1`)
-    whose bias is declared before its weight were paired by order alone, each weight with a
-    bias; a block's modules declared in another order (its MLP first) had its tensors of one
-    shape swapped."""
+    _LAST_NAME_SYNONYMS (a LayerNorm's `gamma` and `beta`; _by_meaning). Two LayerNorms renamed
+    (`norm1` for `ln1`) whose bias is declared before its weight were paired by order alone,
+    each weight with a bias; a block's modules declared in another order (its MLP first) had its
+    tensors of one shape swapped."""
     def modules(tensors, name_of):
         out = {}  # module name -> {last name: tensor}, in the order of their first tensors
         for t in tensors:

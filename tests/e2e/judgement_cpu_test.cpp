@@ -202,8 +202,8 @@ import torch.nn as nn
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.w = nn.Parameter(torch.empty(16, 16))
-        self.b = nn.Parameter(torch.empty(16))
+        self.kernel = nn.Parameter(torch.empty(16, 16))
+        self.offset = nn.Parameter(torch.empty(16))
         self.register_buffer("unused", torch.zeros(1), persistent=False)
     def forward(self, x):
         return x
@@ -213,7 +213,8 @@ class ModelNew(nn.Module):
 }
 
 TEST(JudgementCpu, RenamedParametersInAnotherOrderAreCopiedByShape) {
-  // The candidate renames Linear's parameters and declares the bias first: the scan in order
+  // The candidate renames Linear's parameters (to names whose ends say nothing: `w` and `b`
+  // would read as `weight` and `bias`) and declares the bias first: the scan in order
   // found no weight after the bias and copied nothing (seed_only), and the seed's own weights
   // made a correct kernel incorrect.
   const auto p = write_case("p.py", R"(import torch
@@ -234,10 +235,10 @@ import torch.nn as nn
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.b = nn.Parameter(torch.zeros(16))
-        self.w = nn.Parameter(torch.zeros(16, 32))
+        self.shift = nn.Parameter(torch.zeros(16))
+        self.mat = nn.Parameter(torch.zeros(16, 32))
     def forward(self, x):
-        return torch.addmm(self.b, x, self.w.t())
+        return torch.addmm(self.shift, x, self.mat.t())
 )");
   const auto r = run_eval(p, c, quick);
   EXPECT_EQ(r.exit_code, 0) << r.output;
