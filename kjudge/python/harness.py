@@ -638,7 +638,7 @@ def _copy_weights(ref, cand, changed):
         for dst, v in _pair_by_siblings([(names, v) for names, v in rest if id(v) not in pinned],
                                         {n: t for n, t in named.items()
                                          if _tensor_key(t) not in used}, links,
-                                        _module_sizes(rs), _module_sizes(cand_state), rs):
+                                        rs, cand_state):
             take(dst, _shaped_as(v, dst), "by_name_end", v)
             pinned.add(id(v))
         ref_floats = [v for v in ref_floats if id(v) not in pinned]
@@ -658,11 +658,9 @@ def _copy_weights(ref, cand, changed):
         # a reference's buffer by name: a constant of the candidate's own (a mask it computed),
         # or one of those, took a parameter of its shape, and an honest candidate failed.
         in_state = {_tensor_key(v) for v in cs.values()}
-        spare = [t for t in named.values()
-                 if t.is_floating_point() and _tensor_key(t) not in in_state
-                 and _tensor_key(t) not in used and _tensor_key(t) not in given]
-        if floats:
-            spare = []
+        spare = [] if floats else [
+            t for t in named.values() if t.is_floating_point() and _tensor_key(t) not in in_state
+            and _tensor_key(t) not in used and _tensor_key(t) not in given]
         matched = None
         for pool in ((floats, floats + spare) if spare else (floats,)):
             # Each step with the reference's buffers, then without them.
@@ -763,6 +761,21 @@ _LAST_NAME_SYNONYMS = {"gamma": "weight", "g": "weight", "w": "weight", "beta": 
                        "b": "bias"}
 
 
+def _meaning(last):
+    """What a last name means (_LAST_NAME_SYNONYMS; itself where it is none of them)."""
+    return _LAST_NAME_SYNONYMS.get(last.lower(), last)
+
+
+def _by_module(named):
+    """{module: {last name: value}} of a (name -> value) mapping's entries, a module being a
+    name but for its last part, in the order of their first entries."""
+    out = {}
+    for name, value in named:
+        module, _, last = name.rpartition(".")
+        out.setdefault(module, {})[last] = value
+    return out
+
+
 def _name_parts(name, synonyms=True):
     """A state_dict name's parts, split at dots and underscores, its last part read through
     _LAST_NAME_SYNONYMS: a candidate's flat `ln_weight` for the reference's `ln.weight` (an
@@ -771,7 +784,7 @@ def _name_parts(name, synonyms=True):
     too)."""
     parts = name.replace("_", ".").split(".")
     if synonyms:
-        parts[-1] = _LAST_NAME_SYNONYMS.get(parts[-1].lower(), parts[-1])
+        parts[-1] = _meaning(parts[-1])
     return parts
 
 
@@ -784,7 +797,7 @@ def _plain_names(names):
     parts = []
     for name in names:
         module, _, last = name.replace("_", ".").rpartition(".")
-        key = (module, _LAST_NAME_SYNONYMS.get(last.lower(), last))
+        key = (module, _meaning(last))
         words.setdefault(key, set()).add(last)
         parts.append((name, key))
     return {name for name, key in parts if len(words[key]) > 1}
@@ -836,12 +849,12 @@ def _pair_by_name_end(rest, mine):
         # as many parts as any of its own shape's, is left to its siblings (a layer that keeps
         # W^T, (in, out), has the shape of the next layer's W, (out, in), where in and out
         # alternate: an MLP's first weight went to the second layer's W^T).
+        along = list(ends_alike(names, v, _squeezed(v)))
         if _two_dims_apart(v):
             across = max((c for _, _, c in ends_alike(names, v, _squeezed(v)[::-1])), default=0)
-            along = max((c for _, _, c in ends_alike(names, v, _squeezed(v))), default=0)
-            if across and across >= along:
+            if across and across >= max((c for _, _, c in along), default=0):
                 continue
-        for key, t, common in ends_alike(names, v, _squeezed(v)):
+        for key, t, common in along:
             score[(i, key)] = common
             cand_of[key] = t
     best = ({}, {})  # per reference index, per candidate key: (top score, the pairs at it)
@@ -856,40 +869,33 @@ def _pair_by_name_end(rest, mine):
             if best[0][i][1] == [(i, key)] and best[1][key][1] == [(i, key)]]
 
 
-def _module_sizes(state):
-    """How many entries of a state_dict-like mapping each module (a name but for its last part)
-    holds."""
-    sizes = {}
-    for name in state:
-        module = name.rpartition(".")[0]
-        sizes[module] = sizes.get(module, 0) + 1
-    return sizes
-
-
 def _by_meaning(leaves):
     """A module's {last name: tensor} keyed by what the names mean (_LAST_NAME_SYNONYMS:
     `gamma` as `weight`), where no two of them mean the same; else as given."""
-    meant = {_LAST_NAME_SYNONYMS.get(last.lower(), last): t for last, t in leaves.items()}
+    meant = {_meaning(last): t for last, t in leaves.items()}
     return meant if len(meant) == len(leaves) else leaves
 
 
-def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes, ref_names):
+def _pair_by_siblings(rest, mine, links, ref_state, cand_state):
     """(candidate tensor, reference tensor) pairs between the reference tensors of `rest`
     ((names, tensor) pairs) and the candidate tensors of `mine` (name -> tensor): a reference
     tensor whose module (its name but for the last part) the pairs made so far (`links`:
     (reference module, candidate module) pairs) tie to one candidate module, and to none other,
-    that is tied to no other reference module and holds as many state_dict entries
-    (`ref_sizes`, `cand_sizes`: module -> count; a candidate that keeps all its tensors flat at
-    its root is no counterpart of the reference's `fc`, and `fc.bias` took the root's `bias`
-    meant for a LayerNorm), takes that module's tensor of the same last name (read through
+    that is tied to no other reference module and holds as many entries of the state_dicts
+    (`ref_state`, `cand_state`; a candidate that keeps all its tensors flat at its root is no
+    counterpart of the reference's `fc`, and `fc.bias` took the root's `bias` meant for a
+    LayerNorm), takes that module's tensor of the same last name (read through
     _LAST_NAME_SYNONYMS, on either side where its module has no two of one meaning:
-    _by_meaning; `ref_names` are all the reference's names), of the same _squeezed() shape or,
-    2-D, of the transposed one, and of the same kind (floating-point or not)."""
-    cand_leaves, ref_leaves = {}, {}  # module -> {last name: tensor or name}
-    for leaves, named in ((cand_leaves, mine), (ref_leaves, {n: n for n in ref_names})):
-        for name, t in named.items():
-            module, _, last = name.rpartition(".")
-            leaves.setdefault(module, {})[last] = t
+    _by_meaning), of the same _squeezed() shape or, 2-D, of the transposed one, and of the same
+    kind (floating-point or not)."""
+    ref_modules, cand_modules_of = _by_module(ref_state.items()), _by_module(cand_state.items())
+    # A reference name -> what its last part means, read as _by_meaning reads its module's names.
+    meaning_of = {}
+    for module, leaves in ref_modules.items():
+        for meaning, last in _by_meaning({last: last for last in leaves}).items():
+            meaning_of["%s.%s" % (module, last) if module else last] = meaning
+    cand_meant = {module: _by_meaning(leaves)
+                  for module, leaves in _by_module(mine.items()).items()}
     forward, backward = {}, {}
     for ref_module, cand_module in links:
         forward.setdefault(ref_module, set()).add(cand_module)
@@ -901,13 +907,10 @@ def _pair_by_siblings(rest, mine, links, ref_sizes, cand_sizes, ref_names):
         if len(cand_modules) != 1:
             continue
         (cand_module,) = cand_modules
-        if backward[cand_module] != {module} or ref_sizes.get(module) != cand_sizes.get(
-                cand_module):
+        if backward[cand_module] != {module} or len(ref_modules.get(module, ())) != len(
+                cand_modules_of.get(cand_module, ())):
             continue
-        # What the last name means, read as _by_meaning reads its module's names.
-        meaning = next((k for k, n in _by_meaning(ref_leaves.get(module, {})).items()
-                        if n == names[0]), last)
-        t = _by_meaning(cand_leaves.get(cand_module, {})).get(meaning)
+        t = cand_meant.get(cand_module, {}).get(meaning_of.get(names[0], last))
         if (t is None or _tensor_key(t) in taken
                 or t.is_floating_point() != v.is_floating_point()
                 or _squeezed(t) != _squeezed(v) and not (
@@ -1097,11 +1100,8 @@ def _match_modules(ref, floats, ref_name, cand_name):
     each weight with a bias; a block's modules declared in another order (its MLP first) had its
     tensors of one shape swapped."""
     def modules(tensors, name_of):
-        out = {}  # module name -> {last name: tensor}, in the order of their first tensors
-        for t in tensors:
-            module, _, last = name_of(t).rpartition(".")
-            out.setdefault(module, {})[last] = t
-        return [_by_meaning(leaves) for leaves in out.values()]
+        return [_by_meaning(leaves)
+                for leaves in _by_module((name_of(t), t) for t in tensors).values()]
 
     pairs = []
     mine, wanted = modules(floats, cand_name), modules(ref, ref_name)
