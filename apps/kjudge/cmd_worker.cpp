@@ -22,6 +22,7 @@
 #include <kjudge/eval/worker.hpp>
 #include <kjudge/eval/worker_pool.hpp>
 #include <kjudge/python/bridge.hpp>
+#include <kjudge/runner/fence.hpp>
 #include <kjudge/runner/pool.hpp>
 
 #include "commands.hpp"
@@ -39,6 +40,19 @@ namespace {
   std::fflush(stdout);
   std::fflush(stderr);
   std::_Exit(code);
+}
+
+/** Before any problem or candidate code runs: the worker becomes non-dumpable (no process of
+ *  the user can read or write its memory, the job's secrets among it) and fences itself and
+ *  what it starts off its ancestors and `kjudge eval`'s (runner/fence.hpp). A kernel without
+ *  seccomp filters leaves the worker unfenced, said on its stderr. */
+void fence_worker(const eval::job& j) {
+  runner::set_not_dumpable();
+  std::vector<runner::fenced_process> keep = runner::ancestry(::getppid());
+  if (j.orchestrator_pid > 0)
+    for (const auto& p : runner::ancestry(j.orchestrator_pid)) keep.push_back(p);
+  if (const std::string why = runner::install_fence(keep); !why.empty())
+    std::fprintf(stderr, "kjudge worker: not fenced off kjudge's processes: %s\n", why.c_str());
 }
 
 }  // namespace
@@ -71,6 +85,7 @@ int run_worker_command() {
   eval::event_writer& events = *made;
   try {
     const auto j = eval::job_from_json(nlohmann::json::parse(text));
+    fence_worker(j);
     eval::run_worker(j, events, [] { exit_without_teardown(0); });
   } catch (const std::exception& e) {
     events.final(eval_status::internal_error, fmt::format("worker: {}", e.what()));

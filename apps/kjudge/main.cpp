@@ -19,8 +19,10 @@
 #include <kjudge/core/exit_codes.hpp>
 #include <kjudge/core/source_commit.hpp>
 #include <kjudge/core/text.hpp>
+#include <kjudge/runner/fence.hpp>
 
 #include "build_commit.hpp"
+
 #include "commands.hpp"
 #include "help.hpp"
 
@@ -123,6 +125,11 @@ int main(int argc, char** argv) {
   // it has written --json and reaped its worker: writes to it fail instead (children get the
   // default back, runner::detail::reset_child_process).
   std::signal(SIGPIPE, SIG_IGN);
+  // No process of the user (a candidate's, in particular) may attach to this one, or read or
+  // write its memory through /proc/<pid>/mem: an evaluation's verdict and secrets are here
+  // (runner/fence.hpp). A worker makes itself so, and fences off this process besides; a
+  // pool server stays dumpable (its clients find it by its descriptors in /proc).
+  kj::runner::set_not_dumpable();
 
   std::string command;
   if (wants_help(argc, argv, command)) return print_help(command);

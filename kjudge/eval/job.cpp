@@ -106,7 +106,8 @@ nlohmann::json to_json(const job& j) {
                         {"timeout_s", j.timeout_s},
                         {"profile_ranges", j.profile_ranges},
                         {"reference_alone_until", j.reference_alone_until},
-                        {"problem_sha256", j.problem_sha256}};
+                        {"problem_sha256", j.problem_sha256},
+                        {"orchestrator_pid", j.orchestrator_pid}};
   out["atol"] = j.atol ? nlohmann::json(*j.atol) : nlohmann::json();
   out["rtol"] = j.rtol ? nlohmann::json(*j.rtol) : nlohmann::json();
   return out;
@@ -139,6 +140,7 @@ job job_from_json(const nlohmann::json& in) {
     j.profile_ranges = in.value("profile_ranges", false);
     j.reference_alone_until = in.value("reference_alone_until", std::string());
     j.problem_sha256 = in.value("problem_sha256", std::string());
+    j.orchestrator_pid = in.value("orchestrator_pid", 0);
     j.gpu_lock_wait_s = in.value("gpu_lock_wait_s", j.gpu_lock_wait_s);
     j.timeout_s = in.value("timeout_s", j.timeout_s);
     if (!in.at("atol").is_null()) j.atol = in.at("atol").get<double>();

@@ -80,6 +80,10 @@ struct job {
   /** The problem file's SHA-256 as the orchestrator read it when the evaluation started: the
    *  worker loads the problem from bytes that hash to it, or fails (empty: unchecked). */
   std::string problem_sha256;
+  /** The `kjudge eval` (or `profile`) process that asked for the job: with its ancestors, a
+   *  process the worker's fence protects (runner/fence.hpp) where the worker is not its
+   *  descendant (one forked by a pool). 0: none named. */
+  int orchestrator_pid = 0;
 };
 
 [[nodiscard]] nlohmann::json to_json(const job& j);

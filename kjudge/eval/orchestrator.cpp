@@ -196,6 +196,7 @@ alone_outcome reference_alone(const job& j, runner::spawn_options so,
   // crashed the worker would have the reference alone crash on a problem of its own.
   alone.problem_sha256 = problem_sha256;
   alone.timing = false;
+  alone.orchestrator_pid = static_cast<int>(::getpid());
   alone.timeout_s = std::chrono::duration<double>(limit).count();
   so.timeout = limit;
   so.echo_output = false;
@@ -297,6 +298,7 @@ eval_result evaluate(const job& j, const run_options& options) {
   r.options.erase("timing_key");             // never shown: nothing needs it after the run
   r.options.erase("reference_alone_until");  // the worker's mode for a check, not an option
   r.options.erase("problem_sha256");         // in problem.sha256
+  r.options.erase("orchestrator_pid");       // the worker's fence's, not an option
   r.options.erase("schema");
   r.prov.kjudge_version = KJ_VERSION;
   r.prov.kjudge_commit = source_commit();
@@ -379,6 +381,7 @@ eval_result evaluate(const job& j, const run_options& options) {
     so.timeout = time_left();
     job left = j;
     left.problem_sha256 = problem_sha256;
+    left.orchestrator_pid = static_cast<int>(::getpid());
     if (left.timeout_s > 0)
       left.timeout_s = std::min(left.timeout_s, std::chrono::duration<double>(so.timeout).count());
     so.stdin_data = to_json(left).dump();

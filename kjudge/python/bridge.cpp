@@ -420,6 +420,7 @@ struct session::impl {
       std::string dtype;  ///< torch's name
       std::vector<std::int64_t> shape;
       std::vector<std::byte> bytes;  ///< contiguous; none for a dtype kjudge does not compare
+      std::string python_number;     ///< tensor_view::python_number
     };
     std::size_t sample = 0;
     std::string why;  ///< why its outputs could not be read (then it has none), or ""
@@ -445,11 +446,22 @@ struct session::impl {
    *  candidate's, run by a collection in the reference's check forward, could reach it. */
   std::optional<kept_call> held;
   kept_call compared;  ///< what the last comparison's views point into
+  /** A trial's outputs, each side's copied here as soon as its forward returned (a Python
+   *  candidate's before the reference runs), and compared where they are (trial_finish,
+   *  trial_reference_again). While the harness kept the host copies until the comparison, a
+   *  thread the candidate started at import waited for the reference's and copied it over its
+   *  own: zeros at every shape but the timed one read correct, held-out and stress trials
+   *  included. Until the next trial_begin. */
+  std::optional<kept_call> trial_reference, trial_candidate;
 
-  /** A kept_call of the host copies the harness described (a list of _describe dicts). */
-  static kept_call copy_of(const py::handle& described, std::size_t sample);
+  /** A kept_call of the host copies the harness described (a list of _describe dicts), one
+   *  side's: `owner` is the side blamed for what cannot be copied (the reference's dtypes must
+   *  be ones kjudge compares; a candidate's that are not fail as a dtype mismatch). */
+  static kept_call copy_of(const py::handle& described, std::size_t sample,
+                           error_kind owner = error_kind::candidate);
   /** copy_of into `c`, whose outputs' buffers take the new bytes where they are large enough. */
-  static void copy_into(kept_call& c, const py::handle& described, std::size_t sample);
+  static void copy_into(kept_call& c, const py::handle& described, std::size_t sample,
+                        error_kind owner = error_kind::candidate);
   /** The candidate runner's copy_last (make_target): its last call's outputs, on the host. */
   py::object audit_copier;
 
@@ -765,19 +777,29 @@ std::vector<tensor_view> session::parameters() {
 trial_inputs_info session::trial_begin(std::uint64_t seed, std::int64_t shape_scale) {
   return m_impl->call("trial_begin", [&] {
     m_impl->check_untouched();
-    return to_inputs_info(m_impl->harness.attr("trial_begin")(seed, shape_scale));
+    m_impl->trial_reference.reset();
+    m_impl->trial_candidate.reset();
+    const py::dict d = m_impl->harness.attr("trial_begin")(seed, shape_scale);
+    // With a native candidate the reference ran here: (outputs, descriptions).
+    if (d.contains("reference_outputs"))
+      m_impl->trial_reference =
+          impl::copy_of(d["reference_outputs"].cast<py::tuple>()[1], 0, error_kind::problem);
+    return to_inputs_info(d);
   });
 }
 
 void session::trial_run_candidate() {
-  m_impl->call("trial_run_candidate",
-               [&] { return m_impl->harness.attr("trial_run_candidate")(); });
+  m_impl->call("trial_run_candidate", [&] {
+    const py::tuple t = m_impl->harness.attr("trial_run_candidate")();  // (outputs, descriptions)
+    m_impl->trial_candidate = impl::copy_of(t[1], 0);
+  });
 }
 
 void session::trial_run_reference(std::uint64_t seed, std::int64_t shape_scale) {
   m_impl->call("trial_run_reference", [&] {
     m_impl->check_untouched();
-    return m_impl->harness.attr("trial_run_reference")(seed, shape_scale);
+    const py::tuple t = m_impl->harness.attr("trial_run_reference")(seed, shape_scale);
+    m_impl->trial_reference = impl::copy_of(t[1], 0, error_kind::problem);
   });
 }
 
@@ -825,14 +847,23 @@ tensor_view kept_view(const session::impl::kept_call::output& o) {
   }
   v.type = *t;
   v.data = const_cast<std::byte*>(o.bytes.data());  // read only: the comparison's views
+  v.python_number = o.python_number;
   return v;
+}
+
+/** Views of a kept call's outputs (valid while it is kept, unchanged). */
+std::vector<tensor_view> kept_views(const session::impl::kept_call& c) {
+  std::vector<tensor_view> out;
+  for (const auto& o : c.outputs) out.push_back(kept_view(o));
+  return out;
 }
 
 /** The harness's {reference, candidate, inputs_modified, *_ms} dict (trial and timing check). */
 trial_outputs to_trial_outputs(const py::dict& d) {
   trial_outputs out;
-  out.reference = to_views(d["reference"]);
-  out.candidate = to_views(d["candidate"], error_kind::candidate, /*compared=*/true);
+  if (d.contains("reference")) out.reference = to_views(d["reference"]);
+  if (d.contains("candidate"))
+    out.candidate = to_views(d["candidate"], error_kind::candidate, /*compared=*/true);
   out.inputs_modified = d["inputs_modified"].cast<std::vector<int>>();
   if (d.contains("reference_inputs_modified"))
     out.reference_inputs_modified = d["reference_inputs_modified"].cast<std::vector<int>>();
@@ -846,14 +877,33 @@ trial_outputs to_trial_outputs(const py::dict& d) {
 }  // namespace
 
 trial_outputs session::trial_finish() {
-  return m_impl->call("trial_finish",
-                      [&] { return to_trial_outputs(m_impl->harness.attr("trial_finish")()); });
+  return m_impl->call("trial_finish", [&] {
+    // ({...}, outputs, their descriptions): a native candidate's outputs, copied to the host
+    // there; None where a Python candidate's were copied as its forward returned.
+    const py::tuple t = m_impl->harness.attr("trial_finish")();
+    trial_outputs out = to_trial_outputs(t[0]);
+    if (!t[2].is_none()) m_impl->trial_candidate = impl::copy_of(t[2], 0);
+    if (!m_impl->trial_reference || !m_impl->trial_candidate)
+      KJ_THROW(error_kind::internal, "the trial's {} outputs were not copied",
+               m_impl->trial_reference ? "candidate's" : "reference's");
+    out.reference = kept_views(*m_impl->trial_reference);
+    out.candidate = kept_views(*m_impl->trial_candidate);
+    return out;
+  });
 }
 
 trial_outputs session::trial_reference_again(std::uint64_t seed, std::int64_t shape_scale) {
   return m_impl->call("trial_reference_again", [&] {
     m_impl->check_untouched();
-    return to_trial_outputs(m_impl->harness.attr("trial_reference_again")(seed, shape_scale));
+    if (!m_impl->trial_reference)
+      KJ_THROW(error_kind::internal, "the trial's reference outputs were not copied");
+    // (the second run's outputs, their descriptions): copied here, as the first run's were.
+    const py::tuple t = m_impl->harness.attr("trial_reference_again")(seed, shape_scale);
+    trial_outputs out = to_trial_outputs(t[0]);
+    m_impl->trial_candidate = impl::copy_of(t[2], 0, error_kind::problem);
+    out.reference = kept_views(*m_impl->trial_reference);
+    out.candidate = kept_views(*m_impl->trial_candidate);
+    return out;
   });
 }
 
@@ -1160,29 +1210,31 @@ background_wait session::background_quiet(double max_s, double window_s) {
   });
 }
 
-session::impl::kept_call session::impl::copy_of(const py::handle& described, std::size_t sample) {
+session::impl::kept_call session::impl::copy_of(const py::handle& described, std::size_t sample,
+                                                error_kind owner) {
   kept_call c;
-  copy_into(c, described, sample);
+  copy_into(c, described, sample, owner);
   return c;
 }
 
-void session::impl::copy_into(kept_call& c, const py::handle& described, std::size_t sample) {
+void session::impl::copy_into(kept_call& c, const py::handle& described, std::size_t sample,
+                              error_kind owner) {
   c.sample = sample;
   c.why.clear();
   std::vector<kept_call::output> old = std::move(c.outputs);
   c.outputs.clear();
   std::size_t i = 0;
+  const bool candidate = owner == error_kind::candidate;
   for (const auto& d : described) {
-    const tensor_view v = to_view(d, error_kind::candidate, true);
+    const tensor_view v = to_view(d, owner, /*compared=*/candidate);
     kept_call::output o{d["dtype"].cast<std::string>(), v.shape,
-                        i < old.size() ? std::move(old[i].bytes) : std::vector<std::byte>{}};
+                        i < old.size() ? std::move(old[i].bytes) : std::vector<std::byte>{},
+                        v.python_number};
     ++i;
     if (v.unsupported_dtype.empty() && v.numel() > 0) {
       if (v.data == nullptr)
-        KJ_THROW(error_kind::candidate,
-                 "an output of the candidate's call ({} elements) has no memory to copy for an "
-                 "audit",
-                 v.numel());
+        KJ_THROW(owner, "an output of the {} ({} elements) has no memory to copy",
+                 candidate ? "candidate" : "reference", v.numel());
       const std::size_t n = v.numel() * element_size(v.type);
       const auto* p = static_cast<const std::byte*>(v.data);
       o.bytes.assign(p, p + n);  // within the capacity it had: no new pages

@@ -3436,10 +3436,9 @@ def trial_begin(seed, scale):
     _trial["cand_in"] = _trial_copies(inputs, "candidate")
     _trial["cand_ms"] = 0.0
     if _candidate is None:
-        _run_reference(_trial_copies(inputs, "reference"))
-        # On the host before the native candidate runs: a stray write of its kernels cannot
-        # reach the outputs it is compared with.
-        _trial["ref_host"] = _hosts(_trial["ref_out"], ProblemError, "the reference's")
+        # On the host before the native candidate runs (and in C++ at once): a stray write of
+        # its kernels cannot reach the outputs it is compared with.
+        info["reference_outputs"] = _run_reference(_trial_copies(inputs, "reference"))
     return info
 
 
@@ -3457,7 +3456,7 @@ def trial_run_reference(seed, scale):
                                  "inputs")
         raise _inputs_not_reproducible()
     _drop_as_candidate(lambda: _trial.__setitem__("pristine", again))
-    _run_reference(_trial_copies(again, "reference"))
+    return _run_reference(_trial_copies(again, "reference"))
 
 
 def trial_inputs_again(seed, scale):
@@ -3483,25 +3482,17 @@ def _inputs_not_reproducible():
 def trial_reference_again(seed, scale):
     """After a trial whose candidate failed: the reference once more on the trial's inputs drawn
     again (seed, scale as trial_begin had them, the generator where its first run had it),
-    described as trial_finish describes outputs, its first run's as "reference" and this one's
-    as "candidate". Where the two differ, the problem's outputs are not a function of its inputs
+    returned as trial_finish returns a native candidate's outputs: ({...}, host copies, their
+    descriptions); C++ compares them with the first run's, which it holds. Where the two differ, the problem's outputs are not a function of its inputs
     (a draw it does not seed, state it keeps between calls, memory it leaves uninitialised), and
     no candidate can match them reliably."""
     _check_limits()
-    first = _trial["host"][0]
     drawn = _make_inputs(seed, seed, scale)
     _drop_as_candidate(lambda: _trial.__setitem__("pristine", drawn))
-    _run_reference(_trial_copies(drawn, "reference"))
-    again = _hosts(_trial["ref_out"], ProblemError, "the reference's")
-    _trial["again_host"] = again  # keep the memory alive for the C++ views
-    numbers = _trial.get("ref_numbers", ())
-    return {
-        "reference": _described_outputs(first, numbers),
-        "candidate": _described_outputs(again, numbers),
-        "inputs_modified": [],
-        "reference_ms": _trial["ref_ms"],
-        "candidate_ms": _trial["ref_ms"],
-    }
+    hosts, described = _run_reference(_trial_copies(drawn, "reference"))
+    times = {"inputs_modified": [], "reference_ms": _trial["ref_ms"],
+             "candidate_ms": _trial["ref_ms"]}
+    return times, hosts, described
 
 
 def _identical(a, b):
@@ -3531,7 +3522,14 @@ def _run_reference(ref_in):
                            % (_trial["shapes"], _format_exception(exc)))
     _reach.adopt_reference_run()
     _trial["ref_numbers"] = []
-    _trial["ref_out"] = _normalise(out, "Model.forward", ProblemError, _trial["ref_numbers"])
+    outs = _normalise(out, "Model.forward", ProblemError, _trial["ref_numbers"])
+    # Copied to the host before kjudge's state holds the outputs, and by C++ as this returns
+    # (session::trial_run_reference): a thread of the candidate's that waited for them there
+    # (to copy them over the candidate's own, or to zero them) finds only what is no longer
+    # compared. Returns (host copies, their descriptions).
+    hosts = _hosts(outs, ProblemError, "the reference's")
+    _trial["ref_out"] = outs
+    return hosts, _described_outputs(hosts, _trial["ref_numbers"])
 
 
 def _plain_hosts(hosts, who):
@@ -3600,8 +3598,12 @@ def _check_output_devices():
 
 
 def trial_run_candidate():
-    _trial["cand_host"], _trial["cand_ms"] = _candidate_outputs(
+    """The Python candidate on its copy of the trial's inputs: (host copies of its outputs, their
+    descriptions), which C++ copies as this returns, before the reference runs, and compares
+    where it holds them (nothing of the candidate's can reach them there)."""
+    hosts, _trial["cand_ms"] = _candidate_outputs(
         lambda: _cand(*_trial["cand_in"]), "ModelNew.forward")
+    return hosts, _described_outputs(hosts, _trial["cand_numbers"])
 
 
 def trial_native_inputs():
@@ -3688,22 +3690,21 @@ def trial_finish():
     # ... and left them holding what the reference left there (not another value).
     as_reference = [i for i in modified if i in ref_modified
                     and _same(_trial["cand_in"][i], ref_in[i])]
-    if "cand_host" in _trial:
+    # Returns ({...}, host copies, their descriptions): a native candidate's outputs, which C++
+    # copies at once; a Python candidate's are in C++ already (trial_run_candidate).
+    hosts = described = None
+    if _candidate is not None:
         _check_output_devices()
-    ref_host = _trial.get("ref_host") or _hosts(_trial["ref_out"], ProblemError,
-                                                "the reference's")
-    cand_host = (_trial["cand_host"] if "cand_host" in _trial
-                 else _hosts(_trial["cand_out"], CandidateError, "the candidate's"))
-    _trial["host"] = (ref_host, cand_host)  # keep the memory alive for the C++ views
+    else:
+        hosts = _hosts(_trial["cand_out"], CandidateError, "the candidate's")
+        described = _described_outputs(hosts, ())
     return {
-        "reference": _described_outputs(ref_host, _trial.get("ref_numbers", ())),
-        "candidate": _described_outputs(cand_host, _trial.get("cand_numbers", ())),
         "inputs_modified": modified,
         "reference_inputs_modified": ref_modified,
         "inputs_modified_as_reference": as_reference,
         "reference_ms": _trial["ref_ms"],
         "candidate_ms": _trial["cand_ms"],
-    }
+    }, hosts, described
 
 
 # --- timing -------------------------------------------------------------------------------------

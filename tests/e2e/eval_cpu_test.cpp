@@ -841,6 +841,33 @@ TEST(EvalCpu, AChildProcessThatLoadsTheCpuBetweenTheCandidatesCallsIsFlagged) {
   }
 }
 
+TEST(EvalCpu, ACandidateCannotStopOrSignalTheProcessesThatJudgeIt) {
+  // SIGSTOP to each of the worker's ancestors (kjudge eval among them: stopped, it enforced no
+  // timeout and wrote no result), to every process of the user (kill(-1)), and to the worker
+  // from a forked child (which stretched the reference's timed calls: 2.5-2.8x for an exact
+  // copy): each is refused by the worker's fence, and the candidate, a softmax that returns
+  // zeros where any signal got through, reads correct. Without the fence it read incorrect.
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/signals_kjudge.py",
+                          with({"--no-timing"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["status"], "correct") << r.output;
+}
+
+TEST(EvalCpu, AThreadCannotRewriteATrialsOutputsBeforeTheirComparison) {
+  // Zeros at every shape but the timed one, and a thread that copies the reference's trial
+  // outputs over the candidate's host copy once both are in the harness's trial state: read
+  // correct (held-out and stress trials too) while the harness kept them until the comparison.
+  // Each side's outputs are copied into C++ as its forward returns now.
+  const auto r = run_eval("problems/level1/softmax.py",
+                          "examples/faulty/thread_copies_reference_outputs.py",
+                          with({"--no-timing", "--shapes", "stress"}));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.output;
+  ASSERT_EQ(r.result["trials"].size(), 6U) << r.output;  // 3 nominal, held-out, 2 stress
+  for (const auto& t : r.result["trials"])
+    EXPECT_FALSE(t["outputs"][0]["passed"].get<bool>()) << t.dump().substr(0, 300);
+}
+
 TEST(EvalCpu, TheTimingWaitsForAHelperProcessBusyOnlyAtItsStart) {
   // The helper spins for its first 2.5 s (from the fourth call), then idles, as torch.compile's
   // compile workers do after they import torch: the timing waits for it, and both sides' host

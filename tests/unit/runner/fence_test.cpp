@@ -1,0 +1,193 @@
+#include <kjudge/runner/fence.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using kj::runner::ancestry;
+using kj::runner::fenced_process;
+using kj::runner::install_fence;
+
+/** errno of a call that returned -1, or 0 where it succeeded. */
+int error_of(long rc) {
+  return rc == -1 ? errno : 0;
+}
+
+/** A child that sleeps in a process group of its own until killed. */
+pid_t sleeper() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    while (true) ::pause();
+  }
+  ::setpgid(pid, pid);
+  return pid;
+}
+
+void end(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+TEST(fence, AncestryLeadsFromAProcessToTheFirstOne) {
+  const auto chain = ancestry(::getpid());
+  ASSERT_GE(chain.size(), 2U);
+  EXPECT_EQ(chain[0].pid, ::getpid());
+  EXPECT_EQ(chain[0].group, ::getpgrp());
+  EXPECT_EQ(chain[1].pid, ::getppid());
+  const pid_t child = sleeper();
+  const auto of_child = ancestry(child);
+  ASSERT_GE(of_child.size(), 2U);
+  EXPECT_EQ(of_child[0].pid, child);
+  EXPECT_EQ(of_child[0].group, child);  // its own group
+  EXPECT_EQ(of_child[1].pid, ::getpid());
+  end(child);
+  EXPECT_TRUE(ancestry(child).empty());  // gone (reaped)
+}
+
+/** The checks, each run in a fenced child and reported as one byte: what the call's errno was
+ *  against what the fence must make it. */
+struct check {
+  const char* what;
+  int expected;  ///< errno, 0 for success
+};
+
+TEST(fence, RefusesStopsSignalsToProtectedProcessesAndReachingIntoThem) {
+  const pid_t keep = sleeper();  // a protected process (as kjudge eval is to the worker)
+  std::array<int, 2> out{};
+  ASSERT_EQ(::pipe(out.data()), 0);
+  const std::vector<check> checks = {
+      {"kill(protected, SIGKILL)", EPERM},
+      {"kill(protected, SIGTERM)", EPERM},
+      {"kill(protected, 0): whether it exists", 0},
+      {"kill(-protected's group, SIGKILL)", EPERM},
+      {"kill(-1, SIGCONT): every process of the user", EPERM},
+      {"tgkill(protected, protected, SIGKILL)", EPERM},
+      {"rt_sigqueueinfo(protected, SIGUSR1) (sigqueue)", EPERM},
+      {"tkill(own child, SIGKILL)", EPERM},
+      {"kill(own child, SIGSTOP)", EPERM},
+      {"kill(self, SIGTSTP)", EPERM},
+      {"kill(0, SIGTTIN): its own group", EPERM},
+      {"kill(own child, SIGKILL)", 0},
+      {"kill(0, SIGCONT): its own group", 0},
+      {"ptrace(PTRACE_ATTACH, protected)", EPERM},
+      {"process_vm_readv(protected)", EPERM},
+      {"fcntl(F_SETOWN, protected)", EPERM},
+      {"fcntl(F_GETOWN)", 0},
+      {"prlimit(protected, RLIMIT_NOFILE) (read only)", EPERM},
+      {"prlimit(0, RLIMIT_NOFILE) (read only)", 0},
+      {"pidfd_send_signal", EPERM},
+  };
+  const pid_t fenced = ::fork();
+  if (fenced == 0) {
+    ::close(out[0]);
+    ::setpgid(0, 0);  // not the test's group: kill(0, ...) below stays here
+    const pid_t own = ::fork();
+    if (own == 0) {
+      while (true) ::pause();
+    }
+    const std::string why = install_fence({{keep, keep}});
+    if (!why.empty()) {
+      (void)!::write(out[1], why.data(), why.size());
+      ::kill(own, SIGKILL);
+      ::_exit(2);
+    }
+    std::vector<unsigned char> got;
+    const auto put = [&](long rc) { got.push_back(static_cast<unsigned char>(error_of(rc))); };
+    put(::kill(keep, SIGKILL));
+    put(::kill(keep, SIGTERM));
+    put(::kill(keep, 0));
+    put(::kill(-keep, SIGKILL));
+    put(::kill(-1, SIGCONT));
+    put(::syscall(SYS_tgkill, keep, keep, SIGKILL));
+    put(::sigqueue(keep, SIGUSR1, sigval{}));
+    put(::syscall(SYS_tkill, own, SIGKILL));
+    put(::kill(own, SIGSTOP));
+    put(::kill(::getpid(), SIGTSTP));
+    put(::kill(0, SIGTTIN));
+    const long killed = ::kill(own, SIGKILL);
+    put(killed);
+    put(::kill(0, SIGCONT));
+    const long attached = ::ptrace(PTRACE_ATTACH, keep, nullptr, nullptr);
+    if (attached == 0) ::ptrace(PTRACE_DETACH, keep, nullptr, nullptr);
+    put(attached);
+    char byte = 0;
+    iovec local{&byte, 1}, remote{reinterpret_cast<void*>(&byte), 1};
+    put(::process_vm_readv(keep, &local, 1, &remote, 1, 0));
+    put(::fcntl(out[1], F_SETOWN, keep));
+    put(::fcntl(out[1], F_GETOWN) < 0 ? -1 : 0);
+    rlimit limit{};
+    put(::prlimit(keep, RLIMIT_NOFILE, nullptr, &limit));
+    put(::prlimit(0, RLIMIT_NOFILE, nullptr, &limit));
+#ifdef SYS_pidfd_send_signal
+    put(::syscall(SYS_pidfd_send_signal, 0, SIGKILL, nullptr, 0));
+#else
+    got.push_back(EPERM);
+#endif
+    (void)!::write(out[1], got.data(), got.size());
+    ::_exit(killed == 0 ? 0 : 3);
+  }
+  ::close(out[1]);
+  std::string text;
+  std::array<char, 256> buffer{};
+  for (ssize_t n = 0; (n = ::read(out[0], buffer.data(), buffer.size())) > 0;)
+    text.append(buffer.data(), n);
+  ::close(out[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(fenced, &status, 0), fenced);
+  // The protected process outlived every attempt.
+  EXPECT_EQ(::kill(keep, 0), 0);
+  end(keep);
+  ASSERT_TRUE(WIFEXITED(status)) << "the fenced child ended by signal " << WTERMSIG(status);
+  ASSERT_NE(WEXITSTATUS(status), 2) << "no fence: " << text;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_EQ(text.size(), checks.size());
+  for (std::size_t i = 0; i < checks.size(); ++i)
+    EXPECT_EQ(static_cast<int>(static_cast<unsigned char>(text[i])), checks[i].expected)
+        << checks[i].what;
+}
+
+#if defined(__x86_64__)
+TEST(fence, RefusesTheOtherSystemCallAbis) {
+  const pid_t fenced = ::fork();
+  if (fenced == 0) {
+    if (!install_fence({}).empty()) ::_exit(2);
+    long rc = 0;
+    // getpid through the 32-bit ABI (int 0x80: number 20 there).
+    asm volatile("int $0x80" : "=a"(rc) : "a"(20L) : "memory");
+    if (rc != -ENOSYS) ::_exit(3);
+    // getpid through x32's numbers (bit 30 set).
+    rc = ::syscall(0x40000000L | SYS_getpid);
+    ::_exit(rc == -1 && errno == ENOSYS ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(fenced, &status, 0), fenced);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 2) << "no fence";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: int 0x80 ran; 4: an x32 number ran";
+}
+#endif
+
+TEST(fence, MakesAProcessNonDumpableAndBack) {
+  ASSERT_TRUE(kj::runner::set_not_dumpable());
+  EXPECT_EQ(::prctl(PR_GET_DUMPABLE), 0);
+  ASSERT_TRUE(kj::runner::set_not_dumpable(false));
+  EXPECT_EQ(::prctl(PR_GET_DUMPABLE), 1);
+}
+
+}  // namespace
