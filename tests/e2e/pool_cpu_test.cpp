@@ -143,15 +143,20 @@ TEST_F(PoolCpu, FirstStartsThePoolThenEvaluationsAreForkedFromIt) {
   EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
   EXPECT_EQ(wrong.result["status"], "incorrect");
 
-  // A candidate that kills its parent kills its worker's guard, not the pool: a crash, as
-  // without the pool (it was the server, and every evaluation the pool ran was lost as kjudge's
-  // internal error).
+  // A candidate's signal to its parent (the worker's guard; before the guard, the pool's server,
+  // and every evaluation the pool ran was lost as kjudge's internal error) is refused by the
+  // worker's fence; one to its own process group kills the guard with the worker, not the pool:
+  // a crash, as without the pool. The candidate exits 3 where the first got through.
   const fs::path killer = s_cache / "kills_parent.py";
   std::ofstream(killer) << "import os, signal, time\n"
                            "import torch\n"
                            "class ModelNew(torch.nn.Module):\n"
                            "    def forward(self, x):\n"
-                           "        os.kill(os.getppid(), signal.SIGKILL)\n"
+                           "        try:\n"
+                           "            os.kill(os.getppid(), signal.SIGKILL)\n"
+                           "            os._exit(3)\n"
+                           "        except PermissionError:\n"
+                           "            os.killpg(0, signal.SIGKILL)\n"
                            "        time.sleep(30)\n"
                            "        return torch.softmax(x, dim=-1)\n";
   const auto parent = run_eval("problems/level1/softmax.py", killer.string(), cpu_pool);
