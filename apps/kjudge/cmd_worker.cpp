@@ -45,14 +45,18 @@ namespace {
 /** Before any problem or candidate code runs: the worker becomes non-dumpable (no process of
  *  the user can read or write its memory, the job's secrets among it) and fences itself and
  *  what it starts off its ancestors and `kjudge eval`'s (runner/fence.hpp). A kernel without
- *  seccomp filters leaves the worker unfenced, said on its stderr. */
-void fence_worker(const eval::job& j) {
+ *  seccomp filters leaves the worker unfenced, flagged (worker_not_fenced). */
+void fence_worker(const eval::job& j, eval::event_writer& events) {
   runner::set_not_dumpable();
   std::vector<runner::fenced_process> keep = runner::ancestry(::getppid());
   if (j.orchestrator_pid > 0)
-    for (const auto& p : runner::ancestry(j.orchestrator_pid)) keep.push_back(p);
+    for (auto& p : runner::ancestry(j.orchestrator_pid)) keep.push_back(std::move(p));
   if (const std::string why = runner::install_fence(keep); !why.empty())
-    std::fprintf(stderr, "kjudge worker: not fenced off kjudge's processes: %s\n", why.c_str());
+    events.flag("worker_not_fenced", "warning",
+                fmt::format("the worker could not fence itself off kjudge's processes ({}): "
+                            "the candidate's code could stop or signal them "
+                            "(docs/methodology.md, \"The worker's fence\")",
+                            why));
 }
 
 }  // namespace
@@ -85,7 +89,7 @@ int run_worker_command() {
   eval::event_writer& events = *made;
   try {
     const auto j = eval::job_from_json(nlohmann::json::parse(text));
-    fence_worker(j);
+    fence_worker(j, events);
     eval::run_worker(j, events, [] { exit_without_teardown(0); });
   } catch (const std::exception& e) {
     events.final(eval_status::internal_error, fmt::format("worker: {}", e.what()));

@@ -1097,10 +1097,18 @@ class pipeline {
         if (stress_failed > 0)
           also.push_back(fmt::format("{} stress-shape trial(s) (sizes x{})", stress_failed,
                                      m_job.stress_scale));
+        // Said where the cause may be the weights rather than the code: an honest candidate
+        // that fuses three convolutions' weights in another order than the reference's kept
+        // values of its own, and only a warning below the trials said so.
+        const bool own_weights = m_weight_copy == "seed_only" || m_weight_copy == "partial";
         m_events.final(
             eval_status::incorrect,
-            fmt::format("{} of {} nominal trials failed{}{}", m_job.trials - passed, m_job.trials,
-                        also.empty() ? "" : ", and so did ", fmt::join(also, " and ")));
+            fmt::format("{} of {} nominal trials failed{}{}{}", m_job.trials - passed, m_job.trials,
+                        also.empty() ? "" : ", and so did ", fmt::join(also, " and "),
+                        own_weights ? " (some of the reference's weights could not be copied "
+                                      "into the candidate, which kept values of its own: see "
+                                      "weights_not_copied)"
+                                    : ""));
         return false;
       }
       if (!held_out) {

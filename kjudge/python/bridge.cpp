@@ -895,8 +895,12 @@ trial_outputs session::trial_finish() {
 trial_outputs session::trial_reference_again(std::uint64_t seed, std::int64_t shape_scale) {
   return m_impl->call("trial_reference_again", [&] {
     m_impl->check_untouched();
+    // None where the trial was begun again since and its reference did not run (the retry with
+    // the candidate's own weights, whose candidate raised first): nothing to compare with, and
+    // the caller takes the problem's error as no evidence either way.
     if (!m_impl->trial_reference)
-      KJ_THROW(error_kind::internal, "the trial's reference outputs were not copied");
+      KJ_THROW(error_kind::problem,
+               "the reference's first outputs of the trial are no longer at hand");
     // (the second run's outputs, their descriptions): copied here, as the first run's were.
     const py::tuple t = m_impl->harness.attr("trial_reference_again")(seed, shape_scale);
     trial_outputs out = to_trial_outputs(t[0]);
@@ -912,6 +916,8 @@ timing_inputs_info session::timing_setup(std::size_t max_sets, std::uint64_t dat
                                          bool native_per_set) {
   return m_impl->call("timing_setup", [&] {
     m_impl->check_untouched();
+    m_impl->trial_reference.reset();  // the last trial's outputs: timing needs none of them
+    m_impl->trial_candidate.reset();
     g_keyed.key = key;  // kept here: the harness asks for hashes (keyed_allowance)
     const py::object d =
         m_impl->harness.attr("timing_setup")(max_sets, data_seed, byte_budget, native_per_set);

@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -33,7 +34,15 @@ std::vector<fenced_process> ancestry(pid_t pid) {
     char state = 0;
     long parent = -1, group = -1;
     if (!(rest >> state >> parent >> group)) break;
-    out.push_back({pid, static_cast<pid_t>(group)});
+    fenced_process p{pid, static_cast<pid_t>(group), {}};
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec), end;
+         !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos)
+        p.threads.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    out.push_back(std::move(p));
     if (pid == 1) break;
     pid = static_cast<pid_t>(parent);  // 0: the parent is outside this pid namespace
   }
@@ -63,31 +72,44 @@ constexpr std::uint32_t arg_low(int i) {
   return static_cast<std::uint32_t>(offsetof(seccomp_data, args) + 8 * i);
 }
 
-/** A block of instructions whose conditional jumps go to its own two returns, `allow` and
- *  `deny`, placed at its end (so no jump is longer than the block). */
+/** A block of instructions whose conditional jumps go to returns `allow` and `deny` placed
+ *  after at most k_reach instructions (a conditional jump's offset has 8 bits): every k_reach
+ *  instructions a pair of them is put in, jumped over. */
 class block {
  public:
-  void load(std::uint32_t offset) { m_code.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
-  /** If the accumulator equals k: return `to` (true: deny, false: allow). */
+  void load(std::uint32_t offset) {
+    m_code.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset));
+    reach();
+  }
+  /** If the accumulator equals k: return EPERM (deny) or allow. */
   void if_equal(std::uint32_t k, bool deny) {
     m_jumps.push_back({m_code.size(), k, deny});
     m_code.push_back({});
+    reach();
   }
   [[nodiscard]] std::vector<sock_filter> finish(std::uint32_t fallthrough) {
-    const std::size_t allow = m_code.size() + 1, deny = m_code.size() + 2;
-    for (const auto& j : m_jumps) {
-      const std::size_t to = j.deny ? deny : allow;
-      m_code[j.at] =
-          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, j.k, static_cast<std::uint8_t>(to - j.at - 1), 0);
-    }
     m_code.push_back(BPF_STMT(BPF_RET | BPF_K, fallthrough));
-    m_code.push_back(BPF_STMT(BPF_RET | BPF_K, k_allow));
-    m_code.push_back(BPF_STMT(BPF_RET | BPF_K, k_eperm));
+    returns();
     return std::move(m_code);
   }
-  [[nodiscard]] std::size_t size() const { return m_code.size(); }
 
  private:
+  static constexpr std::size_t k_reach = 240;
+  void reach() {
+    if (m_jumps.empty() || m_code.size() - m_jumps.front().at < k_reach) return;
+    m_code.push_back(BPF_STMT(BPF_JMP | BPF_JA | BPF_K, 2));  // over the two returns
+    returns();
+  }
+  /** The two returns, here, and the pending jumps patched to them. */
+  void returns() {
+    const std::size_t allow = m_code.size(), deny = allow + 1;
+    m_code.push_back(BPF_STMT(BPF_RET | BPF_K, k_allow));
+    m_code.push_back(BPF_STMT(BPF_RET | BPF_K, k_eperm));
+    for (const auto& j : m_jumps)
+      m_code[j.at] = BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, j.k,
+                              static_cast<std::uint8_t>((j.deny ? deny : allow) - j.at - 1), 0);
+    m_jumps.clear();
+  }
   struct jump {
     std::size_t at;
     std::uint32_t k;
@@ -125,10 +147,10 @@ std::vector<sock_filter> deny_values_block(int arg, const std::vector<std::uint3
 }
 
 /** Appends: if the syscall number (in the accumulator) is `nr`, run `body` (which ends in a
- *  return), else skip it. */
+ *  return), else jump over it (an unconditional jump: its offset has 32 bits). */
 void add_rule(std::vector<sock_filter>& code, long nr, const std::vector<sock_filter>& body) {
-  code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0,
-                          static_cast<std::uint8_t>(body.size())));
+  code.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 1, 0));
+  code.push_back(BPF_STMT(BPF_JMP | BPF_JA | BPF_K, static_cast<std::uint32_t>(body.size())));
   code.insert(code.end(), body.begin(), body.end());
 }
 
@@ -143,6 +165,9 @@ std::vector<std::uint64_t> fence_program(const std::vector<fenced_process>& keep
   targets t;
   for (const auto& p : keep) {
     if (p.pid > 0) t.pids.push_back(static_cast<std::uint32_t>(p.pid));
+    // kill() and prlimit64 take any thread's id for its process.
+    for (const pid_t tid : p.threads)
+      if (tid > 0) t.pids.push_back(static_cast<std::uint32_t>(tid));
     if (p.group > 0 && p.group != own_group)
       t.groups.push_back(static_cast<std::uint32_t>(-static_cast<std::int64_t>(p.group)));
   }
@@ -150,8 +175,6 @@ std::vector<std::uint64_t> fence_program(const std::vector<fenced_process>& keep
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
-  // A rule's body must fit a conditional jump's 8-bit offset.
-  if (t.pids.size() + t.groups.size() > 200) return {};
 
   std::vector<sock_filter> code;
   code.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
@@ -186,6 +209,9 @@ std::vector<std::uint64_t> fence_program(const std::vector<fenced_process>& keep
                1, {static_cast<std::uint32_t>(FIOSETOWN), static_cast<std::uint32_t>(SIOCSPGRP)}));
   add_rule(code, SYS_prlimit64, deny_values_block(0, t.pids));
   code.push_back(BPF_STMT(BPF_RET | BPF_K, k_allow));
+  // The kernel's limit (BPF_MAXINSNS): four signal blocks and prlimit64's hold every id, about
+  // 800 processes' and threads' ids in all.
+  if (code.size() > BPF_MAXINSNS) return {};
 
   std::vector<std::uint64_t> out(code.size());
   static_assert(sizeof(sock_filter) == sizeof(std::uint64_t));

@@ -16,8 +16,10 @@
  *  - tkill and pidfd_send_signal (their target cannot be checked: a thread id of a protected
  *    process, a pidfd opened from /proc), ptrace, process_vm_readv/writev, pidfd_getfd and
  *    process_madvise;
- *  - naming another process as a descriptor's owner for SIGIO (fcntl F_SETOWN, F_SETOWN_EX;
- *    ioctl FIOSETOWN, SIOCSPGRP), which would signal it from the kernel;
+ *  - making a process a descriptor's owner for SIGIO (fcntl F_SETOWN, F_SETOWN_EX; ioctl
+ *    FIOSETOWN, SIOCSPGRP), refused whatever the process (its own too: the owner's pid is not
+ *    told from a protected one's by a filter on every thread's calls), since another would
+ *    be signalled by the kernel;
  *  - prlimit64 on a protected process (an open-files limit of 0 in `kjudge eval`, say).
  *  System calls of another ABI than the process's own (x86's int 0x80 and x32) get ENOSYS.
  *  The protected processes are the worker's ancestors and `kjudge eval`'s (the worker forked
@@ -34,20 +36,24 @@
 
 namespace kj::runner {
 
-/** A process the fence protects, and its process group. */
+/** A process the fence protects, its process group and its threads' ids (kill() and
+ *  prlimit64 take any of them for the process). */
 struct fenced_process {
   pid_t pid = 0;
   pid_t group = 0;
+  std::vector<pid_t> threads;  ///< as they were when it was read
 };
 
-/** `pid` and its ancestors (from /proc/<pid>/stat), nearest first, up to and including pid 1
- *  (or the last one visible in this pid namespace). Empty where `pid` cannot be read. */
+/** `pid` and its ancestors (from /proc/<pid>/stat and /proc/<pid>/task), nearest first, up to
+ *  and including pid 1 (or the last one visible in this pid namespace). Empty where `pid`
+ *  cannot be read. A thread a protected process starts after this is not protected. */
 [[nodiscard]] std::vector<fenced_process> ancestry(pid_t pid);
 
-/** The filter's program for this process's architecture: the protected processes (their pids
- *  and groups; `own_group`, the caller's group, is left out of the groups, so a process may
- *  still signal its own group) as classic BPF instructions (struct sock_filter, 8 bytes each).
- *  Exposed for tests. Empty on an architecture the fence does not know. */
+/** The filter's program for this process's architecture: the protected processes (their pids,
+ *  threads' ids and groups; `own_group`, the caller's group, is left out of the groups, so a
+ *  process may still signal its own group) as classic BPF instructions (struct sock_filter, 8
+ *  bytes each). Empty on an architecture the fence does not know, or where the ids are too
+ *  many for the kernel's 4096 instructions (about 800). */
 [[nodiscard]] std::vector<std::uint64_t> fence_program(const std::vector<fenced_process>& keep,
                                                        pid_t own_group);
 

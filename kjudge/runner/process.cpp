@@ -239,10 +239,15 @@ bool kill_if_child_of(pid_t pid, pid_t parent) {
   const long fd = ::syscall(SYS_pidfd_open, pid, 0);
   if (fd >= 0) {
     const bool same = status_of(pid).parent == parent;
-    const bool sent =
-        same && ::syscall(SYS_pidfd_send_signal, static_cast<int>(fd), SIGKILL, nullptr, 0) == 0;
+    const long rc =
+        same ? ::syscall(SYS_pidfd_send_signal, static_cast<int>(fd), SIGKILL, nullptr, 0) : -1;
+    const int err = errno;
     ::close(static_cast<int>(fd));
-    return sent;
+    // Refused outright (the worker's fence, runner/fence.hpp, refuses pidfd_send_signal; an old
+    // kernel has none): by pid, as without a pidfd.
+    if (same && rc != 0 && (err == EPERM || err == ENOSYS))
+      return status_of(pid).parent == parent && ::kill(pid, SIGKILL) == 0;
+    return rc == 0;
   }
 #endif
   return status_of(pid).parent == parent && ::kill(pid, SIGKILL) == 0;

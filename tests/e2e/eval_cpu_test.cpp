@@ -858,9 +858,9 @@ TEST(EvalCpu, AThreadCannotRewriteATrialsOutputsBeforeTheirComparison) {
   // outputs over the candidate's host copy once both are in the harness's trial state: read
   // correct (held-out and stress trials too) while the harness kept them until the comparison.
   // Each side's outputs are copied into C++ as its forward returns now.
-  const auto r = run_eval("problems/level1/softmax.py",
-                          "examples/faulty/thread_copies_reference_outputs.py",
-                          with({"--no-timing", "--shapes", "stress"}));
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/thread_copies_reference_outputs.py",
+               with({"--no-timing", "--shapes", "stress"}));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_EQ(r.result["status"], "incorrect") << r.output;
   ASSERT_EQ(r.result["trials"].size(), 6U) << r.output;  // 3 nominal, held-out, 2 stress
@@ -1648,6 +1648,41 @@ TEST(EvalCpu, ACandidatesOwnBuffersKeepTheirValuesWhereItsParametersCannotBePair
   EXPECT_EQ(r.result["status"], "correct") << r.output;
   EXPECT_EQ(r.result["correctness"]["weight_copy"], "partial") << r.output;
   EXPECT_TRUE(has_flag(r.result, "weights_not_copied")) << r.output;
+}
+
+TEST(EvalCpu, FailedTrialsSayWhereTheCandidateKeptWeightsOfItsOwn) {
+  // q, k and v fused into one parameter built in another order than the reference's: nothing
+  // can be paired, the candidate keeps the seed's values in its order, and every trial fails.
+  // The verdict's message points at the weights, not only the flag below the trials (a real
+  // KernelBench Inception module fused so read only "5 of 5 nominal trials failed").
+  const scratch_dir dir;
+  const auto problem = dir.path / "p.py";
+  const auto candidate = dir.path / "c.py";
+  std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                            "    def __init__(self):\n        super().__init__()\n"
+                            "        self.q = nn.Linear(16, 16, bias=False)\n"
+                            "        self.k = nn.Linear(16, 16, bias=False)\n"
+                            "        self.v = nn.Linear(16, 16, bias=False)\n"
+                            "    def forward(self, x):\n"
+                            "        return self.q(x) + 2 * self.k(x) + 3 * self.v(x)\n"
+                            "def get_inputs():\n    return [torch.randn(8, 16)]\n"
+                            "def get_init_inputs():\n    return []\n";
+  std::ofstream(candidate) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                              "    def __init__(self):\n        super().__init__()\n"
+                              "        ls = [nn.Linear(16, 16, bias=False) for _ in range(3)]\n"
+                              "        self.w = nn.Parameter(torch.cat([l.weight.detach() "
+                              "for l in ls]))\n"
+                              "    def forward(self, x):\n"
+                              "        v, k, q = (x @ self.w.t()).split(16, dim=1)\n"
+                              "        return q + 2 * k + 3 * v\n";
+  const auto r = run_eval(problem.string(), candidate.string(),
+                          {"--device", "cpu", "--trials", "2", "--no-timing"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.output;
+  EXPECT_TRUE(has_flag(r.result, "weights_not_copied")) << r.output;
+  EXPECT_NE(r.result["message"].get<std::string>().find("see weights_not_copied"),
+            std::string::npos)
+      << r.result["message"];
 }
 
 TEST(EvalCpu, ProcessesStopWhereTheProblemOrCandidateFileChangedInBetween) {

@@ -13,6 +13,7 @@
 #include <array>
 #include <cerrno>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -28,15 +29,37 @@ int error_of(long rc) {
   return rc == -1 ? errno : 0;
 }
 
-/** A child that sleeps in a process group of its own until killed. */
-pid_t sleeper() {
+/** A child that sleeps in a process group of its own until killed; `threads` more threads
+ *  sleep beside its first. Returns once they all run. */
+pid_t sleeper(int threads = 0) {
+  std::array<int, 2> ready{};
+  if (::pipe(ready.data()) != 0) return -1;
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);
+    for (int i = 0; i < threads; ++i)
+      std::thread([] {
+        while (true) ::pause();
+      }).detach();
+    (void)!::write(ready[1], "x", 1);
     while (true) ::pause();
   }
   ::setpgid(pid, pid);
+  char c = 0;
+  (void)!::read(ready[0], &c, 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
   return pid;
+}
+
+/** The ids of `pid`'s threads other than its first. */
+std::vector<pid_t> other_threads(pid_t pid) {
+  std::vector<pid_t> out;
+  const auto chain = ancestry(pid);
+  if (chain.empty()) return out;
+  for (const pid_t p : chain.front().threads)
+    if (p != pid) out.push_back(p);
+  return out;
 }
 
 void end(pid_t pid) {
@@ -68,12 +91,19 @@ struct check {
 };
 
 TEST(fence, RefusesStopsSignalsToProtectedProcessesAndReachingIntoThem) {
-  const pid_t keep = sleeper();  // a protected process (as kjudge eval is to the worker)
+  // A protected process (as kjudge eval is to the worker), with a second thread: kill() takes
+  // a thread's id for its whole process.
+  const pid_t keep = sleeper(1);
+  const auto keep_threads = other_threads(keep);
+  ASSERT_EQ(keep_threads.size(), 1U);
+  const pid_t keep_thread = keep_threads[0];
   std::array<int, 2> out{};
   ASSERT_EQ(::pipe(out.data()), 0);
   const std::vector<check> checks = {
       {"kill(protected, SIGKILL)", EPERM},
       {"kill(protected, SIGTERM)", EPERM},
+      {"kill(a protected process's second thread, SIGKILL)", EPERM},
+      {"prlimit(a protected process's second thread, RLIMIT_NOFILE) (read only)", EPERM},
       {"kill(protected, 0): whether it exists", 0},
       {"kill(-protected's group, SIGKILL)", EPERM},
       {"kill(-1, SIGCONT): every process of the user", EPERM},
@@ -101,7 +131,10 @@ TEST(fence, RefusesStopsSignalsToProtectedProcessesAndReachingIntoThem) {
     if (own == 0) {
       while (true) ::pause();
     }
-    const std::string why = install_fence({{keep, keep}});
+    auto chain = ancestry(keep);
+    if (chain.size() > 1) chain.resize(1);  // keep itself, its threads and its group
+    const std::string why = chain.empty() ? std::string("no /proc entry for the protected process")
+                                          : install_fence(chain);
     if (!why.empty()) {
       (void)!::write(out[1], why.data(), why.size());
       ::kill(own, SIGKILL);
@@ -111,6 +144,11 @@ TEST(fence, RefusesStopsSignalsToProtectedProcessesAndReachingIntoThem) {
     const auto put = [&](long rc) { got.push_back(static_cast<unsigned char>(error_of(rc))); };
     put(::kill(keep, SIGKILL));
     put(::kill(keep, SIGTERM));
+    put(::kill(keep_thread, SIGKILL));
+    {
+      rlimit l{};
+      put(::prlimit(keep_thread, RLIMIT_NOFILE, nullptr, &l));
+    }
     put(::kill(keep, 0));
     put(::kill(-keep, SIGKILL));
     put(::kill(-1, SIGCONT));
@@ -160,6 +198,30 @@ TEST(fence, RefusesStopsSignalsToProtectedProcessesAndReachingIntoThem) {
   for (std::size_t i = 0; i < checks.size(); ++i)
     EXPECT_EQ(static_cast<int>(static_cast<unsigned char>(text[i])), checks[i].expected)
         << checks[i].what;
+}
+
+TEST(fence, ProtectsTheLastOfManyProcesses) {
+  // More ids than a conditional jump reaches (8-bit offsets): the filter puts returns in
+  // between. Made-up pids first (above any pid_max), the real one last.
+  const pid_t keep = sleeper();
+  std::vector<fenced_process> many;
+  for (int i = 0; i < 300; ++i) many.push_back({5'000'000 + i, 5'000'000 + i, {}});
+  many.push_back({keep, keep, {}});
+  const pid_t fenced = ::fork();
+  if (fenced == 0) {
+    ::setpgid(0, 0);
+    if (!install_fence(many).empty()) ::_exit(2);
+    const int a = error_of(::kill(keep, SIGKILL)), b = error_of(::kill(-keep, SIGKILL));
+    const int c = error_of(::kill(5'000'000, SIGKILL));
+    ::_exit(a == EPERM && b == EPERM && c == EPERM ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(fenced, &status, 0), fenced);
+  EXPECT_EQ(::kill(keep, 0), 0);
+  end(keep);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 2) << "no fence";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 #if defined(__x86_64__)
