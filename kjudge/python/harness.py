@@ -3483,9 +3483,10 @@ def trial_reference_again(seed, scale):
     """After a trial whose candidate failed: the reference once more on the trial's inputs drawn
     again (seed, scale as trial_begin had them, the generator where its first run had it),
     returned as trial_finish returns a native candidate's outputs: ({...}, host copies, their
-    descriptions); C++ compares them with the first run's, which it holds. Where the two differ, the problem's outputs are not a function of its inputs
-    (a draw it does not seed, state it keeps between calls, memory it leaves uninitialised), and
-    no candidate can match them reliably."""
+    descriptions); C++ compares them with the first run's, which it holds. Where the two differ,
+    the problem's outputs are not a function of its inputs (a draw it does not seed, state it
+    keeps between calls, memory it leaves uninitialised), and no candidate can match them
+    reliably."""
     _check_limits()
     drawn = _make_inputs(seed, seed, scale)
     _drop_as_candidate(lambda: _trial.__setitem__("pristine", drawn))
