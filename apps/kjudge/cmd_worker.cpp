@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -49,7 +50,10 @@ namespace {
 void fence_worker(const eval::job& j, eval::event_writer& events) {
   runner::set_not_dumpable();
   std::vector<runner::fenced_process> keep = runner::ancestry(::getppid());
-  if (j.orchestrator_pid > 0)
+  // An exec'd worker's ancestors hold `kjudge eval` already; a pooled one's do not.
+  const bool known = std::any_of(keep.begin(), keep.end(),
+                                 [&](const auto& p) { return p.pid == j.orchestrator_pid; });
+  if (j.orchestrator_pid > 0 && !known)
     for (auto& p : runner::ancestry(j.orchestrator_pid)) keep.push_back(std::move(p));
   if (const std::string why = runner::install_fence(keep); !why.empty())
     events.flag("worker_not_fenced", "warning",
