@@ -35,6 +35,7 @@
 #include <kjudge/core/jitter.hpp>
 #include <kjudge/core/sha256.hpp>
 #include <kjudge/cuda/stream.hpp>
+#include <kjudge/runner/fence.hpp>
 #include <kjudge/runner/native_settings.hpp>
 
 namespace py = pybind11;
@@ -255,6 +256,14 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
   // Process-wide native state the reference runs under (runner/native_settings.hpp): the
   // harness keeps each to the candidate's calls. The allocator's tunables are read from the
   // environment here, at the harness's import, before any code of the candidate's runs.
+  m.def(
+      "copy_masked",
+      [](std::uintptr_t from, std::size_t bytes, std::uintptr_t to) {
+        const kj::runner::signals_blocked unhandled;
+        std::memcpy(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from), bytes);
+      },
+      "copy_masked(from, bytes, to): memcpy with every signal blocked on this thread (the "
+      "harness's first read of a CPU output: _read_masked).");
   m.def("thread_cpus", [] { return kj::runner::thread_cpus(); });
   m.def("threads_off",
         [](const kj::runner::cpu_list& usual) { return kj::runner::threads_off(usual); });
@@ -1243,6 +1252,10 @@ void session::impl::copy_into(kept_call& c, const py::handle& described, std::si
                  candidate ? "candidate" : "reference", v.numel());
       const std::size_t n = v.numel() * element_size(v.type);
       const auto* p = static_cast<const std::byte*>(v.data);
+      // A plain CPU output is read here first, straight from the candidate's memory
+      // (_host_at_once): with every signal blocked, so that a page it left unreadable ends the
+      // worker instead of running a handler of its own that fills it now (runner/fence.hpp).
+      const kj::runner::signals_blocked unhandled;
       o.bytes.assign(p, p + n);  // within the capacity it had: no new pages
     } else {
       o.bytes.clear();

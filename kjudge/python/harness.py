@@ -1549,9 +1549,41 @@ def _host(t):
     """A plain CPU copy whose memory holds its values: a contiguous CPU tensor came back as itself
     from .to("cpu").contiguous(), lazy flags and all (a negative or conjugate view, a ZeroTensor
     with no storage), and the comparison reads raw memory: -x read as x, a zero tensor as a null
-    pointer. copy_ resolves them."""
+    pointer. copy_ resolves them. A CPU tensor's memory is read first by _read_masked."""
+    src = _read_masked(t) if _device_of(t).type == "cpu" else _detach(t)
+    if src is not t and _is_contiguous(src) and not _is_neg(src) and not _is_conj(src):
+        return src  # memory of the harness's own already, holding the values as they read
     out = _empty(_size(t), dtype=_dtype_of(t), device="cpu")
-    _copy_into(out, _detach(t))
+    _copy_into(out, src)
+    return out
+
+
+def _read_masked(t):
+    """CPU tensor t's bytes, every one its size and strides reach, copied by kjudge's C++ with
+    every signal blocked on this thread (_kjudge.copy_masked), into memory of the harness's own
+    viewed with t's size, strides, dtype and negative or conjugate bit; t itself (detached) where
+    it has no memory to read (no elements, a ZeroTensor). The first read of a forward's CPU
+    outputs: a candidate returned memory it had made unreadable (mprotect) with a SIGSEGV handler
+    of its own that computed the softmax into a page when something first read it, so that its
+    timed calls computed nothing and every copy kjudge made of them (trials, audits) computed it
+    there, outside the timed region: correct at 34-78x. Read so, the fault ends the worker (the
+    candidate's crash); torch's copy_, on its own threads, ran the handler. (Memory filled by a
+    userfaultfd, which needs no signal, is refused by the worker's fence.)"""
+    if _numel(t) == 0 or (_is_zerotensor is not None and _is_zerotensor(t)):
+        return _detach(t)
+    size, stride, element = _tuple(_size(t)), _tuple(_stride(t)), _element_size(t)
+    span = 1  # elements from the first to the last that the strides reach (never negative)
+    for n, step in zip(size, stride):
+        span += (n - 1) * step
+    if (_offset_of(t) + span) * element > _storage_nbytes(_storage_of(t)):
+        raise RuntimeError("its size and strides reach past the end of its storage")
+    buffer = _empty((span * element,), dtype=_uint8, device="cpu")
+    _copy_masked(_data_ptr(t), span * element, _data_ptr(buffer))
+    out = _as_strided(_view(buffer, _dtype_of(t)), size, stride, 0)
+    if _is_neg(t):
+        out = _neg_view(out)
+    if _is_conj(t):
+        out = _conj(out)
     return out
 
 
@@ -1675,6 +1707,9 @@ _detach, _contiguous, _reshape, _view = (_TensorBase.detach, _TensorBase.contigu
 _resolve_conj, _resolve_neg, _item, _to = (_TensorBase.resolve_conj, _TensorBase.resolve_neg,
                                            _TensorBase.__getitem__, _TensorBase.to)
 _uint8, _int64 = torch.uint8, torch.int64
+# _read_masked's.
+_copy_masked, _as_strided, _conj = _kjudge.copy_masked, _TensorBase.as_strided, _TensorBase.conj
+_neg_view = torch._neg_view
 _value, _str, _slice = _TensorBase.item, str, slice
 # The timing key's hash (bridge.cpp): kjudge's C++ keeps the key and answers only for the sample
 # numbers and lanes of the call it has in progress.

@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -50,6 +51,10 @@ std::vector<fenced_process> ancestry(pid_t pid) {
 }
 
 namespace {
+
+/** /dev/userfaultfd's ioctl that makes a userfaultfd (USERFAULTFD_IOC_NEW, _IO(0xAA, 0x00);
+ *  Linux 6.1's header, spelled out for older ones). */
+constexpr std::uint32_t k_userfaultfd_ioc_new = _IO(0xAA, 0x00);
 
 #if defined(__x86_64__)
 constexpr std::uint32_t k_arch = AUDIT_ARCH_X86_64;
@@ -203,10 +208,13 @@ std::vector<std::uint64_t> fence_program(const std::vector<fenced_process>& keep
 #ifdef SYS_process_madvise
   add_deny(code, SYS_process_madvise);
 #endif
+#ifdef SYS_userfaultfd
+  add_deny(code, SYS_userfaultfd);
+#endif
   add_rule(code, SYS_fcntl, deny_values_block(1, {F_SETOWN, F_SETOWN_EX}));
   add_rule(code, SYS_ioctl,
-           deny_values_block(
-               1, {static_cast<std::uint32_t>(FIOSETOWN), static_cast<std::uint32_t>(SIOCSPGRP)}));
+           deny_values_block(1, {static_cast<std::uint32_t>(FIOSETOWN),
+                                 static_cast<std::uint32_t>(SIOCSPGRP), k_userfaultfd_ioc_new}));
   add_rule(code, SYS_prlimit64, deny_values_block(0, t.pids));
   code.push_back(BPF_STMT(BPF_RET | BPF_K, k_allow));
   // The kernel's limit (BPF_MAXINSNS): four signal blocks and prlimit64's hold every id, about
@@ -234,6 +242,16 @@ std::string install_fence(const std::vector<fenced_process>& keep) {
 
 bool set_not_dumpable(bool not_dumpable) {
   return ::prctl(PR_SET_DUMPABLE, not_dumpable ? 0 : 1, 0, 0, 0) == 0;
+}
+
+signals_blocked::signals_blocked() {
+  sigset_t all;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &m_before);
+}
+
+signals_blocked::~signals_blocked() {
+  ::pthread_sigmask(SIG_SETMASK, &m_before, nullptr);
 }
 
 }  // namespace kj::runner

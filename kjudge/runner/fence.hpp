@@ -20,7 +20,12 @@
  *    FIOSETOWN, SIOCSPGRP), refused whatever the process (its own too: the owner's pid is not
  *    told from a protected one's by a filter on every thread's calls), since another would
  *    be signalled by the kernel;
- *  - prlimit64 on a protected process (an open-files limit of 0 in `kjudge eval`, say).
+ *  - prlimit64 on a protected process (an open-files limit of 0 in `kjudge eval`, say);
+ *  - userfaultfd (the system call, and /dev/userfaultfd's USERFAULTFD_IOC_NEW): memory whose
+ *    pages a thread of the candidate's fills when they are first read would let a forward
+ *    return outputs it never computed, computed only when kjudge reads them, outside every
+ *    timed region (kjudge reads outputs with every signal blocked, so a SIGSEGV handler cannot
+ *    do the same: signals_blocked below).
  *  System calls of another ABI than the process's own (x86's int 0x80 and x32) get ENOSYS.
  *  The protected processes are the worker's ancestors and `kjudge eval`'s (the worker forked
  *  by a pool is not its child), each with its process group unless that group is the worker's
@@ -28,6 +33,7 @@
  *  filter can tell apart; kjudge's own processes that a candidate must not reach that way make
  *  themselves non-dumpable (set_not_dumpable). */
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -66,5 +72,24 @@ struct fenced_process {
  *  no longer attach to it, read or write its memory through /proc/<pid>/mem, or take its
  *  descriptors. Inherited by fork, reset by execve. False where the kernel refused. */
 bool set_not_dumpable(bool not_dumpable = true);
+
+/** While it lives, every signal that can be blocked is blocked on the thread that made it
+ *  (pthread_sigmask), so that no handler runs on that thread: kjudge reads the memory a
+ *  candidate hands over (a Python candidate's CPU outputs) under one. A page there that the
+ *  candidate left unreadable (mprotect, a protection key) then ends the process with SIGSEGV,
+ *  as the kernel ends a synchronous fault whose signal is blocked, where a handler of the
+ *  candidate's would have computed what the page holds and let the read go on: outputs computed
+ *  when kjudge reads them, not in the call that returned them (with the fence's refusal of
+ *  userfaultfd, which needs no signal). SIGKILL and SIGSTOP cannot be blocked. */
+class signals_blocked {
+ public:
+  signals_blocked();
+  ~signals_blocked();
+  signals_blocked(const signals_blocked&) = delete;
+  signals_blocked& operator=(const signals_blocked&) = delete;
+
+ private:
+  sigset_t m_before{};
+};
 
 }  // namespace kj::runner

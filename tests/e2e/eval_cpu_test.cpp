@@ -868,6 +868,21 @@ TEST(EvalCpu, AThreadCannotRewriteATrialsOutputsBeforeTheirComparison) {
     EXPECT_FALSE(t["outputs"][0]["passed"].get<bool>()) << t.dump().substr(0, 300);
 }
 
+TEST(EvalCpu, AnOutputComputedWhenFirstReadEndsTheWorker) {
+  // Unreadable memory returned as the output, and a SIGSEGV handler of the candidate's that
+  // computes the softmax into it when it is first read: every copy kjudge made of the outputs
+  // ran the handler, outside every timed region, and it read correct (34-78x with the handler
+  // in C). kjudge reads a forward's CPU outputs first with every signal blocked, so the fault
+  // ends the worker: the candidate's crash, in its first trial.
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/computes_on_page_fault.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "crashed") << r.output;
+  EXPECT_NE(r.result.value("message", "").find("SIGSEGV"), std::string::npos)
+      << r.result.value("message", "");
+  EXPECT_TRUE(r.result["trials"].empty()) << r.result["trials"].dump().substr(0, 300);
+}
+
 TEST(EvalCpu, TheTimingWaitsForAHelperProcessBusyOnlyAtItsStart) {
   // The helper spins for its first 2.5 s (from the fourth call), then idles, as torch.compile's
   // compile workers do after they import torch: the timing waits for it, and both sides' host

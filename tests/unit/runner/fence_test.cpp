@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -122,6 +124,8 @@ TEST(fence, RefusesStopsSignalsToProtectedProcessesAndReachingIntoThem) {
       {"prlimit(protected, RLIMIT_NOFILE) (read only)", EPERM},
       {"prlimit(0, RLIMIT_NOFILE) (read only)", 0},
       {"pidfd_send_signal", EPERM},
+      {"userfaultfd(UFFD_USER_MODE_ONLY)", EPERM},
+      {"ioctl(USERFAULTFD_IOC_NEW) (on a pipe: ENOTTY unfenced)", EPERM},
   };
   const pid_t fenced = ::fork();
   if (fenced == 0) {
@@ -177,6 +181,12 @@ TEST(fence, RefusesStopsSignalsToProtectedProcessesAndReachingIntoThem) {
 #else
     got.push_back(EPERM);
 #endif
+#ifdef SYS_userfaultfd
+    put(::syscall(SYS_userfaultfd, 1));  // UFFD_USER_MODE_ONLY: open to every user otherwise
+#else
+    got.push_back(EPERM);
+#endif
+    put(::ioctl(out[1], _IO(0xAA, 0x00)));
     (void)!::write(out[1], got.data(), got.size());
     ::_exit(killed == 0 ? 0 : 3);
   }
@@ -244,6 +254,50 @@ TEST(fence, RefusesTheOtherSystemCallAbis) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "3: int 0x80 ran; 4: an x32 number ran";
 }
 #endif
+
+/** The page that on_fault() makes readable and fills with 42 (a candidate's handler that
+ *  computes its output when it is first read). */
+volatile char* g_unreadable = nullptr;
+
+void on_fault(int /*signo*/) {
+  ::mprotect(const_cast<char*>(g_unreadable), 4096, PROT_READ | PROT_WRITE);
+  g_unreadable[0] = 42;
+}
+
+TEST(fence, AReadWithSignalsBlockedEndsAtAnUnreadablePageInsteadOfRunningAHandler) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    struct sigaction action {};
+    action.sa_handler = on_fault;
+    action.sa_flags = SA_NODEFER;
+    ::sigaction(SIGSEGV, &action, nullptr);
+    const auto unreadable = [] {
+      return static_cast<char*>(
+          ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    };
+    // Without the guard the handler runs and the read goes on with what it wrote.
+    g_unreadable = unreadable();
+    if (g_unreadable[0] != 42) ::_exit(3);
+    g_unreadable = unreadable();
+    {
+      const kj::runner::signals_blocked guard;
+      (void)g_unreadable[0];  // a synchronous fault with SIGSEGV blocked: the default action
+    }
+    ::_exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_FALSE(WIFEXITED(status)) << "3: the handler did not fill the page; 4: the guarded read "
+                                     "went on";
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+  // The guard puts the thread's mask back as it was.
+  sigset_t before, after;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &before);
+  { const kj::runner::signals_blocked guard; }
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &after);
+  for (int s = 1; s < NSIG; ++s) EXPECT_EQ(::sigismember(&before, s), ::sigismember(&after, s));
+}
 
 TEST(fence, MakesAProcessNonDumpableAndBack) {
   ASSERT_TRUE(kj::runner::set_not_dumpable());
