@@ -111,6 +111,22 @@ std::string unexpected_text(const CLI::App& app, int argc, char** argv) {
                      fmt::join(named, " "));
 }
 
+/** "--name=" with nothing after the "=" and a word after it, before any "--": CLI11 takes that
+ *  word as the value (`--json= 3` wrote the result to a file called 3, `--nvcc-flag=
+ *  --no-timing` took the flag for nvcc's), where an empty value is refused everywhere else
+ *  (docs/cli.md). Given last, CLI11's own "no value given" says it. */
+std::string empty_assignment_text(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1)
+      return fmt::format("{}: an empty value after '=' (an empty value is refused; write {} "
+                         "VALUE or {}VALUE)",
+                         a.substr(0, a.size() - 1), a.substr(0, a.size() - 1), a);
+  }
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,6 +184,11 @@ int main(int argc, char** argv) {
                    kj::terminal_safe_line(word).c_str(), names.c_str());
       return kj::exit_code::usage;
     }
+  }
+  if (const std::string empty = empty_assignment_text(argc, argv); !empty.empty()) {
+    std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", kj::terminal_safe(empty).c_str(),
+                 command.empty() ? "" : (command + " ").c_str());
+    return kj::exit_code::usage;
   }
   try {
     app.parse(argc, argv);

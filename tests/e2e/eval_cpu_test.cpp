@@ -2992,6 +2992,20 @@ TEST(EvalCpu, AJsonPathThatIsAnInputAndEmptyPathsAreUsageErrors) {
   EXPECT_NE(missing.output.find("--quiet looks like an option"), std::string::npos)
       << missing.output;
   EXPECT_FALSE(std::filesystem::exists("--quiet"));
+  // "--option=" with nothing after the "=" took the next word as its value: `--json= 3` wrote
+  // the result to a file called 3, and `--nvcc-flag= --no-timing` took the flag for nvcc's.
+  const auto made = dir / "made";
+  const auto empty_json =
+      run_raw({"eval", problem, candidate.string(), "--device", "cpu", "--json=", made.string()});
+  EXPECT_EQ(empty_json.exit_code, 2) << empty_json.output;
+  EXPECT_NE(empty_json.output.find("--json: an empty value after '='"), std::string::npos)
+      << empty_json.output;
+  EXPECT_FALSE(std::filesystem::exists(made));
+  const auto empty_flag = run_raw({"eval", problem, candidate.string(), "--device", "cpu",
+                                   "--nvcc-flag=", "--no-timing"});
+  EXPECT_EQ(empty_flag.exit_code, 2) << empty_flag.output;
+  EXPECT_NE(empty_flag.output.find("--nvcc-flag: an empty value"), std::string::npos)
+      << empty_flag.output;
   // An option given twice says so in kjudge's words.
   const auto twice = run_raw(
       {"eval", problem, candidate.string(), "--device", "cpu", "--trials", "3", "--trials", "4"});
