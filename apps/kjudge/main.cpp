@@ -120,9 +120,10 @@ std::string empty_assignment_text(int argc, char** argv) {
     const std::string_view a = argv[i];
     if (a == "--") break;
     if (a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1)
-      return fmt::format("{}: an empty value after '=' (an empty value is refused; write {} "
-                         "VALUE or {}VALUE)",
-                         a.substr(0, a.size() - 1), a.substr(0, a.size() - 1), a);
+      return fmt::format(
+          "{}: an empty value after '=' (an empty value is refused; write {} "
+          "VALUE or {}VALUE)",
+          a.substr(0, a.size() - 1), a.substr(0, a.size() - 1), a);
   }
   return {};
 }

@@ -3001,8 +3001,8 @@ TEST(EvalCpu, AJsonPathThatIsAnInputAndEmptyPathsAreUsageErrors) {
   EXPECT_NE(empty_json.output.find("--json: an empty value after '='"), std::string::npos)
       << empty_json.output;
   EXPECT_FALSE(std::filesystem::exists(made));
-  const auto empty_flag = run_raw({"eval", problem, candidate.string(), "--device", "cpu",
-                                   "--nvcc-flag=", "--no-timing"});
+  const auto empty_flag = run_raw(
+      {"eval", problem, candidate.string(), "--device", "cpu", "--nvcc-flag=", "--no-timing"});
   EXPECT_EQ(empty_flag.exit_code, 2) << empty_flag.output;
   EXPECT_NE(empty_flag.output.find("--nvcc-flag: an empty value"), std::string::npos)
       << empty_flag.output;
