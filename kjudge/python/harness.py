@@ -1550,19 +1550,22 @@ def _host(t):
     from .to("cpu").contiguous(), lazy flags and all (a negative or conjugate view, a ZeroTensor
     with no storage), and the comparison reads raw memory: -x read as x, a zero tensor as a null
     pointer. copy_ resolves them. A CPU tensor's memory is read first by _read_masked."""
-    src = _read_masked(t) if _device_of(t).type == "cpu" else _detach(t)
-    if src is not t and _is_contiguous(src) and not _is_neg(src) and not _is_conj(src):
-        return src  # memory of the harness's own already, holding the values as they read
+    if _device_of(t).type == "cpu":
+        copied = _read_masked(t)
+        if copied is not None:
+            if _is_contiguous(copied) and not _is_neg(copied) and not _is_conj(copied):
+                return copied  # memory of the harness's own, holding the values as they read
+            t = copied
     out = _empty(_size(t), dtype=_dtype_of(t), device="cpu")
-    _copy_into(out, src)
+    _copy_into(out, _detach(t))
     return out
 
 
 def _read_masked(t):
     """CPU tensor t's bytes, every one its size and strides reach, copied by kjudge's C++ with
     every signal blocked on this thread (_kjudge.copy_masked), into memory of the harness's own
-    viewed with t's size, strides, dtype and negative or conjugate bit; t itself (detached) where
-    it has no memory to read (no elements, a ZeroTensor). The first read of a forward's CPU
+    viewed with t's size, strides, dtype and negative or conjugate bit; None where it has no
+    memory to read (no elements, a ZeroTensor). The first read of a forward's CPU
     outputs: a candidate returned memory it had made unreadable (mprotect) with a SIGSEGV handler
     of its own that computed the softmax into a page when something first read it, so that its
     timed calls computed nothing and every copy kjudge made of them (trials, audits) computed it
@@ -1570,7 +1573,7 @@ def _read_masked(t):
     candidate's crash); torch's copy_, on its own threads, ran the handler. (Memory filled by a
     userfaultfd, which needs no signal, is refused by the worker's fence.)"""
     if _numel(t) == 0 or (_is_zerotensor is not None and _is_zerotensor(t)):
-        return _detach(t)
+        return None
     size, stride, element = _tuple(_size(t)), _tuple(_stride(t)), _element_size(t)
     span = 1  # elements from the first to the last that the strides reach (never negative)
     for n, step in zip(size, stride):
