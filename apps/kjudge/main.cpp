@@ -111,19 +111,28 @@ std::string unexpected_text(const CLI::App& app, int argc, char** argv) {
                      fmt::join(named, " "));
 }
 
-/** "--name=" with nothing after the "=" and a word after it, before any "--": CLI11 takes that
- *  word as the value (`--json= 3` wrote the result to a file called 3, `--nvcc-flag=
- *  --no-timing` took the flag for nvcc's), where an empty value is refused everywhere else
- *  (docs/cli.md). Given last, CLI11's own "no value given" says it. */
-std::string empty_assignment_text(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i) {
+/** "--name=" with nothing after the "=" and a word after it, before any "--", where --name is
+ *  an option of the command that takes a value: CLI11 takes that word as the value (`--json= 3`
+ *  wrote the result to a file called 3, `--nvcc-flag= --no-timing` took the flag for nvcc's),
+ *  where an empty value is refused everywhere else (docs/cli.md). Given last, CLI11's own "no
+ *  value given" says it; an unknown option or a flag is CLI11's to refuse. */
+std::string empty_assignment_text(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return {};
+  const std::string name = argv[1];
+  const auto commands = app.get_subcommands([&](const CLI::App* c) { return c->check_name(name); });
+  if (commands.empty()) return {};
+  const CLI::App& command = *commands.front();
+  for (int i = 2; i + 1 < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--") break;
-    if (a.size() > 3 && a.starts_with("--") && a.find('=') == a.size() - 1)
-      return fmt::format(
-          "{}: an empty value after '=' (an empty value is refused; write {} "
-          "VALUE or {}VALUE)",
-          a.substr(0, a.size() - 1), a.substr(0, a.size() - 1), a);
+    if (a.size() < 4 || !a.starts_with("--") || a.find('=') != a.size() - 1) continue;
+    const std::string option(a.substr(0, a.size() - 1));
+    const CLI::Option* o = command.get_option_no_throw(option);
+    if (o == nullptr || o->get_expected_max() == 0) continue;  // unknown, or a flag
+    return fmt::format(
+        "{}: an empty value after '=' (an empty value is refused; write {} VALUE "
+        "or {}VALUE)",
+        option, option, a);
   }
   return {};
 }
@@ -186,7 +195,7 @@ int main(int argc, char** argv) {
       return kj::exit_code::usage;
     }
   }
-  if (const std::string empty = empty_assignment_text(argc, argv); !empty.empty()) {
+  if (const std::string empty = empty_assignment_text(app, argc, argv); !empty.empty()) {
     std::fprintf(stderr, "kjudge: %s\n(see kjudge %s--help)\n", kj::terminal_safe(empty).c_str(),
                  command.empty() ? "" : (command + " ").c_str());
     return kj::exit_code::usage;

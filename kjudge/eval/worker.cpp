@@ -46,6 +46,7 @@
 #include <kjudge/profile/invariants.hpp>
 #include <kjudge/profile/ncu_csv.hpp>
 #include <kjudge/python/bridge.hpp>
+#include <kjudge/runner/fence.hpp>
 #include <kjudge/runner/file_lock.hpp>
 #include <kjudge/runner/gpu_neighbours.hpp>
 #include <kjudge/runner/process.hpp>
@@ -1392,6 +1393,12 @@ class pipeline {
                                 "(docs/methodology.md, Timing 8)",
                                 sets));
 
+    // This thread keeps every signal blocked while it times and checks the timed calls: a C
+    // signal handler of the candidate's, on a timer its forward armed, ran here after the clock
+    // stopped and computed the output the call had returned empty (correct at 22-57x, the timed
+    // calls doing nothing). Signals for this thread wait until the checks are done (Python
+    // handlers and pending calls that come due during a call run in that call: bridge.cpp).
+    std::optional<runner::signals_blocked> unhandled(std::in_place);
     auto [reference, candidate] = make_targets(sets);
     measure::device_facts facts;
     if (m_device) facts.l2_bytes = m_device->l2_bytes;
@@ -1411,6 +1418,7 @@ class pipeline {
     auto withheld = check_timed_outputs(replayed(cmp.reference),
                                         replayed(cmp.candidate) ? &*candidate : nullptr);
     if (withheld.candidate.empty()) withheld.candidate = audit_timed_calls(audits);
+    unhandled.reset();
     // The graphs and their memory pools go before the CUPTI forward measures peak memory.
     reference->drop_graphs();
     candidate->drop_graphs();

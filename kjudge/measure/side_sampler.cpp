@@ -161,6 +161,14 @@ void side_sampler::run_target(bool graph) {
   }
 }
 
+void side_sampler::after_target() {
+  try {
+    m_target.after_run();
+  } catch (...) {
+    rethrow_with_side("after run()");
+  }
+}
+
 std::string side_sampler::capture_graphs() {
   try {
     return m_target.capture_graphs();
@@ -176,6 +184,7 @@ void side_sampler::use_graphs() {
     prepare_next();
     run_target(true);
     synchronize("run_graph()");
+    after_target();
   }
 }
 
@@ -237,6 +246,7 @@ void side_sampler::warm_up() {
     run_target();
     if (m_gpu != nullptr) synchronize("run()");
     if (runs == 0) m_result.warmup_first_call_ms = milliseconds(clock::now() - t0).count();
+    after_target();
     ++runs;
   }
   m_result.warmup_runs = runs;
@@ -256,6 +266,7 @@ std::optional<double> side_sampler::sample_device() {
     m_gpu->end.record(m_gpu->stream);
   }
   synchronize(m_graphs ? "run_graph()" : "run()");
+  after_target();
   if (m_gpu->blocker.timed_out()) {
     // The host could not finish issuing the forward while the stream was held: the forward waited
     // for the GPU (.item(), cudaDeviceSynchronize, a device-to-host copy), or issuing it took
@@ -295,6 +306,7 @@ std::optional<double> side_sampler::sample_device() {
     // slower on the H200: the reference's stream figure read 7-10% above its host wall.
     run_target();
     synchronize("run()");
+    after_target();
   }
   return us;
 }
@@ -309,6 +321,7 @@ double side_sampler::sample_stream(std::optional<cpu_wait_window>& wait) {
   m_gpu->end.record(m_gpu->stream);
   synchronize("run()");
   if (m_turns.cpu_wait != nullptr) wait = m_turns.cpu_wait->end();
+  after_target();
   return microseconds(cuda::elapsed(m_gpu->start, m_gpu->end)).count();
 }
 
@@ -324,6 +337,7 @@ double side_sampler::sample_host_wall(std::optional<cpu_wait_window>& wait) {
   if (m_gpu != nullptr) synchronize("run()", true);
   const auto t1 = clock::now();
   if (m_turns.cpu_wait != nullptr) wait = m_turns.cpu_wait->end();
+  after_target();
   return microseconds(t1 - t0).count();
 }
 
@@ -344,6 +358,7 @@ void side_sampler::prime() {
   prepare_input(m_last_input);
   run_target();
   if (m_gpu != nullptr) synchronize("run()");
+  after_target();
 }
 
 round_samples side_sampler::take_round() {

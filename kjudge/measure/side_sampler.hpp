@@ -119,6 +119,8 @@ class side_sampler {
   void synchronize(const char* after, bool whole_device = false);
   /** t.run() (t.run_graph() when `graph`) with a failure wrapped in kj::error naming the side. */
   void run_target(bool graph = false);
+  /** The target's after_run(), right after a timed call; a throw is the side's. */
+  void after_target();
   /** The input sets the samples rotate through (a target that reports none has one). */
   [[nodiscard]] std::size_t rotated_sets() const noexcept {
     return m_result.input_sets > 0 ? m_result.input_sets : 1;

@@ -19,6 +19,11 @@ class target {
   /** Issues one forward on the timing stream. May block when the forward synchronises with the
    *  host (the engine detects that). Throws on failure (e.g. a CUDA error in the candidate). */
   virtual void run() = 0;
+  /** Called by the engine right after each run() or run_graph() has been timed (its clock read,
+   *  its work synchronised), before anything else: a target that keeps what a call returned
+   *  (a Python candidate's audits) takes it here, before code that was not timed can change it.
+   *  Its time goes to take_check_seconds(). */
+  virtual void after_run() {}
   /** Captures one forward of every input set in a CUDA graph, for the device figure. Returns ""
    *  when every set has its graph, else why the target cannot be captured (the forward waits for
    *  the host, a library refuses capture, ...), having kept none. Called once, outside timed
@@ -41,8 +46,8 @@ class target {
   }
   [[nodiscard]] virtual std::string name() const = 0;
   /** Seconds this target's calls spent on kjudge's own checks since the last call of this
-   *  (a Python candidate's audit: the copy of a drawn call's outputs, made in the next
-   *  prepare() of either side). The engine leaves them out of the side's budget, as it does
+   *  (a Python candidate's audit: the copy of a drawn call's outputs, made in after_run()).
+   *  The engine leaves them out of the side's budget, as it does
    *  a device sample that timed out: they are not the side's sampling. */
   [[nodiscard]] virtual double take_check_seconds() { return 0.0; }
 };

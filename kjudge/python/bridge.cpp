@@ -34,6 +34,7 @@
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/jitter.hpp>
 #include <kjudge/core/sha256.hpp>
+#include <kjudge/core/strided_copy.hpp>
 #include <kjudge/cuda/stream.hpp>
 #include <kjudge/runner/fence.hpp>
 #include <kjudge/runner/native_settings.hpp>
@@ -253,17 +254,22 @@ PYBIND11_EMBEDDED_MODULE(_kjudge, m) {
              return out;
            })
       .def("draws", [](const popcorn_pri& self) { return self.table.draws(); });
+  m.def(
+      "copy_masked",
+      [](std::uintptr_t from, const std::vector<std::int64_t>& sizes,
+         const std::vector<std::int64_t>& strides, std::size_t element, std::uintptr_t to) {
+        if (sizes.size() != strides.size())
+          throw std::invalid_argument("copy_masked: as many strides as sizes");
+        const kj::runner::signals_blocked unhandled;
+        kj::gather_strided(reinterpret_cast<const std::byte*>(from), sizes, strides, element,
+                           reinterpret_cast<std::byte*>(to));
+      },
+      "copy_masked(from, sizes, strides, element_bytes, to): the elements of a strided tensor "
+      "gathered into contiguous memory with every signal blocked on this thread (the harness's "
+      "first read of a CPU output: _read_masked).");
   // Process-wide native state the reference runs under (runner/native_settings.hpp): the
   // harness keeps each to the candidate's calls. The allocator's tunables are read from the
   // environment here, at the harness's import, before any code of the candidate's runs.
-  m.def(
-      "copy_masked",
-      [](std::uintptr_t from, std::size_t bytes, std::uintptr_t to) {
-        const kj::runner::signals_blocked unhandled;
-        std::memcpy(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from), bytes);
-      },
-      "copy_masked(from, bytes, to): memcpy with every signal blocked on this thread (the "
-      "harness's first read of a CPU output: _read_masked).");
   m.def("thread_cpus", [] { return kj::runner::thread_cpus(); });
   m.def("threads_off",
         [](const kj::runner::cpu_list& usual) { return kj::runner::threads_off(usual); });
@@ -965,14 +971,8 @@ class python_target final : public measure::target {
 
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
-    // The candidate's last call is copied here, if drawn, at the first prepare() of either
-    // side after it, before any Python code runs: a finalizer of the candidate's, run by a
-    // collection in the reference's turn, wrote the right answer into its zeros (correct, 40
-    // of the loop's calls zeros) while the copy waited for the candidate's next prepare().
-    // Its time is kjudge's, not this side's sampling (take_check_seconds).
-    const auto check_start = std::chrono::steady_clock::now();
-    m_impl.audit_consider();
-    m_check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start);
+    // A drawn call is copied in after_run(); here, only should a call have come without it.
+    audit_now();
     {
       const keyed_allowance allow({{sample_index, seed_lane}, {sample_index, factor_lane(m_side)}});
       guarded("preparing inputs for", [&] { m_prepare(sample_index, set_of(sample_index)); });
@@ -993,8 +993,24 @@ class python_target final : public measure::target {
       m_audits->ran = counted ? m_prepared : std::nullopt;
     }
     m_prepared.reset();
-    guarded("timing", [&] { m_run(); });
+    guarded("timing", [&] {
+      m_run();
+      // Python signal handlers and pending calls (Py_AddPendingCall) that came due during the
+      // call run in it, not in kjudge's Python after it (docs/methodology.md, the audits).
+      if (Py_MakePendingCalls() != 0) throw py::error_already_set();
+    });
   }
+
+  /** The candidate's call just timed is copied here, if drawn, before anything else runs: a
+   *  C signal handler of the candidate's, on a timer it armed in its forward, ran on this thread
+   *  after the clock stopped and wrote the softmax into the empty output the call had returned
+   *  before kjudge copied it at the next prepare(): correct at 22-57x with the timed calls doing
+   *  nothing (the worker's thread now keeps every signal blocked while it times: worker.cpp).
+   *  Before that, a finalizer of the candidate's, run by a collection in the reference's turn,
+   *  wrote the right answer into its zeros (correct, 40 of the loop's calls zeros) while the
+   *  copy waited for its next prepare(). Its time is kjudge's, not this side's sampling
+   *  (take_check_seconds). */
+  void after_run() override { audit_now(); }
 
   /** PyTorch's CUDAGraph captures on a blocking stream of kjudge's (work a forward sends to the
    *  legacy default stream instead, e.g. a load_inline kernel launched without a stream, then
@@ -1032,6 +1048,13 @@ class python_target final : public measure::target {
   double take_check_seconds() override { return std::exchange(m_check_s, {}).count(); }
 
  private:
+  void audit_now() {
+    if (m_audits == nullptr) return;
+    const auto check_start = std::chrono::steady_clock::now();
+    m_impl.audit_consider();
+    m_check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start);
+  }
+
   template <class F>
   void guarded(const char* what, F&& f) {
     try {

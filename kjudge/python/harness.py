@@ -1562,27 +1562,28 @@ def _host(t):
 
 
 def _read_masked(t):
-    """CPU tensor t's bytes, every one its size and strides reach, copied by kjudge's C++ with
-    every signal blocked on this thread (_kjudge.copy_masked), into memory of the harness's own
-    viewed with t's size, strides, dtype and negative or conjugate bit; None where it has no
-    memory to read (no elements, a ZeroTensor). The first read of a forward's CPU
-    outputs: a candidate returned memory it had made unreadable (mprotect) with a SIGSEGV handler
-    of its own that computed the softmax into a page when something first read it, so that its
-    timed calls computed nothing and every copy kjudge made of them (trials, audits) computed it
-    there, outside the timed region: correct at 34-78x. Read so, the fault ends the worker (the
-    candidate's crash); torch's copy_, on its own threads, ran the handler. (Memory filled by a
-    userfaultfd, which needs no signal, is refused by the worker's fence.)"""
+    """CPU tensor t's elements gathered by kjudge's C++ with every signal blocked on this thread
+    (_kjudge.copy_masked) into contiguous memory of the harness's own, viewed with t's size,
+    dtype and negative or conjugate bit; None where it has no memory to read (no elements, a
+    ZeroTensor). The first read of a forward's CPU outputs: a candidate returned memory it had
+    made unreadable (mprotect) with a SIGSEGV handler of its own that computed the softmax into a
+    page when something first read it, so that its timed calls computed nothing and every copy
+    kjudge made of them (trials, audits) computed it there, outside the timed region: correct at
+    34-78x. Read so, the fault ends the worker (the candidate's crash); torch's copy_, on its own
+    threads, ran the handler. (Memory filled by a userfaultfd, which needs no signal, is refused
+    by the worker's fence.) Only the elements are read: a view of 8 floats 128 MiB apart is 32
+    bytes, not the span between them."""
     if _numel(t) == 0 or (_is_zerotensor is not None and _is_zerotensor(t)):
         return None
     size, stride, element = _tuple(_size(t)), _tuple(_stride(t)), _element_size(t)
-    span = 1  # elements from the first to the last that the strides reach (never negative)
+    last = 0  # the farthest element the strides reach (they are never negative)
     for n, step in zip(size, stride):
-        span += (n - 1) * step
-    if (_offset_of(t) + span) * element > _storage_nbytes(_storage_of(t)):
+        last += (n - 1) * step
+    if (_offset_of(t) + last + 1) * element > _storage_nbytes(_storage_of(t)):
         raise RuntimeError("its size and strides reach past the end of its storage")
-    buffer = _empty((span * element,), dtype=_uint8, device="cpu")
-    _copy_masked(_data_ptr(t), span * element, _data_ptr(buffer))
-    out = _as_strided(_view(buffer, _dtype_of(t)), size, stride, 0)
+    buffer = _empty((_numel(t) * element,), dtype=_uint8, device="cpu")
+    _copy_masked(_data_ptr(t), _list(size), _list(stride), element, _data_ptr(buffer))
+    out = _view(_view(buffer, _dtype_of(t)), size)
     if _is_neg(t):
         out = _neg_view(out)
     if _is_conj(t):
@@ -1711,8 +1712,7 @@ _resolve_conj, _resolve_neg, _item, _to = (_TensorBase.resolve_conj, _TensorBase
                                            _TensorBase.__getitem__, _TensorBase.to)
 _uint8, _int64 = torch.uint8, torch.int64
 # _read_masked's.
-_copy_masked, _as_strided, _conj = _kjudge.copy_masked, _TensorBase.as_strided, _TensorBase.conj
-_neg_view = torch._neg_view
+_copy_masked, _conj, _neg_view = _kjudge.copy_masked, _TensorBase.conj, torch._neg_view
 _value, _str, _slice = _TensorBase.item, str, slice
 # The timing key's hash (bridge.cpp): kjudge's C++ keeps the key and answers only for the sample
 # numbers and lanes of the call it has in progress.

@@ -883,6 +883,24 @@ TEST(EvalCpu, AnOutputComputedWhenFirstReadEndsTheWorker) {
   EXPECT_TRUE(r.result["trials"].empty()) << r.result["trials"].dump().substr(0, 300);
 }
 
+TEST(EvalCpu, NoSignalHandlerRunsOnTheTimingThreadBetweenACallAndItsCopy) {
+  // An empty output returned at once, and a timer aimed at kjudge's thread whose handler (set
+  // from C) computes the softmax into it 30 us later, after the clock stopped: correct at 36x
+  // (22-57x with the handler in C), the timed calls doing nothing. The timing thread keeps its
+  // signals blocked while it times, and a drawn call is copied as its clock stops: the audited
+  // calls hold empty outputs. The trials, where the handler runs, pass.
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/computes_after_return.py", cpu_fast);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.result["status"], "incorrect") << r.output;
+  ASSERT_FALSE(r.result["trials"].empty()) << r.output;
+  for (const auto& t : r.result["trials"])
+    EXPECT_TRUE(t["outputs"][0]["passed"].get<bool>()) << t.dump().substr(0, 300);
+  bool differ = false;
+  for (const auto& f : r.result["flags"]) differ = differ || f["code"] == "timing_outputs_differ";
+  EXPECT_TRUE(differ) << r.result["flags"].dump();
+}
+
 TEST(EvalCpu, TheTimingWaitsForAHelperProcessBusyOnlyAtItsStart) {
   // The helper spins for its first 2.5 s (from the fourth call), then idles, as torch.compile's
   // compile workers do after they import torch: the timing waits for it, and both sides' host

@@ -1,0 +1,20 @@
+#pragma once
+/** @file The elements of a strided tensor gathered into contiguous memory. */
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace kj {
+
+/** Copies the elements of the tensor at `from` (its first element), of `sizes` and `strides`
+ *  (in elements, none negative: torch's), into `to` in row-major order, `element` bytes each:
+ *  numel(sizes) * element bytes written, and only the elements read (a view that picks 8 floats
+ *  128 MiB apart reads 32 bytes, not the span between them). Dimensions of size 1 are skipped and
+ *  dimensions laid out one after the other are merged, so a contiguous tensor is one memcpy and
+ *  every innermost run of stride 1 is one. Nothing is read or written where a size is 0.
+ *  `sizes` and `strides` have the same length (0: a single element). */
+void gather_strided(const std::byte* from, std::span<const std::int64_t> sizes,
+                    std::span<const std::int64_t> strides, std::size_t element, std::byte* to);
+
+}  // namespace kj
