@@ -80,7 +80,9 @@ bool set_not_dumpable(bool not_dumpable = true);
  *  as the kernel ends a synchronous fault whose signal is blocked, where a handler of the
  *  candidate's would have computed what the page holds and let the read go on: outputs computed
  *  when kjudge reads them, not in the call that returned them (with the fence's refusal of
- *  userfaultfd, which needs no signal). SIGKILL and SIGSTOP cannot be blocked. */
+ *  userfaultfd, which needs no signal). The worker's thread also keeps one while it times and
+ *  checks the timed calls (eval/worker.cpp): no handler of the candidate's runs there between a
+ *  call and kjudge's copy of its outputs. SIGKILL and SIGSTOP cannot be blocked. */
 class signals_blocked {
  public:
   signals_blocked();
