@@ -450,7 +450,7 @@ struct session::impl {
     std::size_t slots = 0;     ///< what audit_begin() made room for
     std::size_t eligible = 0;  ///< calls an audit may keep (the first run() after a prepare())
     std::optional<std::size_t> last;  ///< the number of the last one counted
-    /** The number of the last call counted, until the next prepare() of either side (or
+    /** The number of the last call counted, until the engine's after_run() of that call (or
      *  audit_end()) draws whether to keep it (audit_consider). */
     std::optional<std::size_t> ran;
     std::vector<kept_call> kept;  ///< at most `slots`
@@ -971,8 +971,9 @@ class python_target final : public measure::target {
 
   /** Rewrites this side's copy of the sample's input set (outside the timed region). */
   void prepare(std::size_t sample_index) override {
-    // A drawn call is copied in after_run(); here, only should a call have come without it.
-    audit_now();
+    // The harness as sealed, before every prepare() of either side (a drawn call was copied in
+    // its after_run()).
+    as_check([&] { m_impl.check_sealed(); });
     {
       const keyed_allowance allow({{sample_index, seed_lane}, {sample_index, factor_lane(m_side)}});
       guarded("preparing inputs for", [&] { m_prepare(sample_index, set_of(sample_index)); });
@@ -1008,9 +1009,10 @@ class python_target final : public measure::target {
    *  nothing (the worker's thread now keeps every signal blocked while it times: worker.cpp).
    *  Before that, a finalizer of the candidate's, run by a collection in the reference's turn,
    *  wrote the right answer into its zeros (correct, 40 of the loop's calls zeros) while the
-   *  copy waited for its next prepare(). Its time is kjudge's, not this side's sampling
-   *  (take_check_seconds). */
-  void after_run() override { audit_now(); }
+   *  copy waited for its next prepare(). */
+  void after_run() override {
+    if (m_audits != nullptr) as_check([&] { m_impl.audit_consider(); });
+  }
 
   /** PyTorch's CUDAGraph captures on a blocking stream of kjudge's (work a forward sends to the
    *  legacy default stream instead, e.g. a load_inline kernel launched without a stream, then
@@ -1048,10 +1050,11 @@ class python_target final : public measure::target {
   double take_check_seconds() override { return std::exchange(m_check_s, {}).count(); }
 
  private:
-  void audit_now() {
-    if (m_audits == nullptr) return;
+  /** f(), its time counted as kjudge's checks' (take_check_seconds), not this side's. */
+  template <class F>
+  void as_check(F&& f) {
     const auto check_start = std::chrono::steady_clock::now();
-    m_impl.audit_consider();
+    f();
     m_check_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start);
   }
 
@@ -1330,7 +1333,7 @@ void session::audit_begin() {
 
 std::size_t session::audit_end() {
   m_impl->audits.on = false;
-  m_impl->audit_consider();  // the loop's last call, which no prepare() follows
+  m_impl->audit_consider();  // a counted call the engine timed without after_run(): none now
   return m_impl->audits.kept.size();
 }
 

@@ -302,7 +302,8 @@ class session {
   [[nodiscard]] background_wait background_quiet(double max_s, double window_s);
   /** Starts keeping the outputs of some of a Python candidate's calls in the timing loop, drawn
    *  by the timing key; their copies are held here, out of Python's reach. audit_end() keeps
-   *  the loop's last call if drawn, stops, and says how many were kept. */
+   *  a counted call not yet drawn for (each is, right after its clock stops: after_run), stops,
+   *  and says how many were kept. */
   void audit_begin();
   [[nodiscard]] std::size_t audit_end();
   /** Kept audit i (< audit_end()) made ready for timing_check_finish(candidate, its number):
