@@ -2,6 +2,7 @@
 #include <kjudge/compile/nvcc.hpp>
 
 #include <kjudge/compile/cache.hpp>
+#include <kjudge/compile/shared_library_check.hpp>
 #include <kjudge/config.hpp>
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/file_io.hpp>
@@ -91,13 +92,15 @@ constexpr std::array<const char*, 11> k_build_env = {
 
 /** kjudge's own flags; they and extra_flags (but not the include, source and output paths, which
  *  vary between machines and checkouts) go into the cache key. `--no-undefined`: a symbol that
- *  nothing provides fails the link, with the linker's message, not the dlopen later. */
+ *  nothing provides fails the link, with the linker's message, not the dlopen later.
+ *  `-Bsymbolic`: the library's own references to the functions and variables it defines bind to
+ *  its own definitions, not to same-named ones the worker's process already has (libpython's,
+ *  libc's, torch's, kjudge's: RTLD_LOCAL keeps the candidate's names from leaking out, not
+ *  theirs from coming in). */
 [[nodiscard]] std::vector<std::string> base_flags(const std::string& arch) {
-  return {"-O3",      "-std=c++17",
-          "-shared",  "-Xcompiler",
-          "-fPIC",    "-lineinfo",
-          "-Xlinker", "--no-undefined",
-          "-gencode", fmt::format("arch=compute_{0},code=sm_{0}", arch)};
+  return {"-O3",      "-std=c++17", "-shared",  "-Xcompiler",
+          "-fPIC",    "-lineinfo",  "-Xlinker", "--no-undefined",
+          "-Xlinker", "-Bsymbolic", "-gencode", fmt::format("arch=compute_{0},code=sm_{0}", arch)};
 }
 
 /** The probe kjudge calls after kj_forward to read the candidate's own CUDA runtime's last error
@@ -362,7 +365,7 @@ struct context {
   return hash.hex();
 }
 
-/** The prerequisites of the make rules nvcc -M writes ("target : a b", lines continued by a
+/** The prerequisites of the make rules nvcc -M writes ("kjudge : a b", lines continued by a
  *  backslash, spaces in names escaped with one), every rule's, targets left out. */
 [[nodiscard]] std::vector<std::string> parse_depfile(std::string_view text) {
   std::vector<std::string> words;
@@ -387,10 +390,11 @@ struct context {
   }
   end_word();
   std::vector<std::string> out;
+  // The target is always "kjudge" (depfile_args): a prerequisite may end in ':' itself (a
+  // header named "h:", which nvcc writes unescaped), so only that name counts as a target.
   for (std::size_t i = 0; i < words.size(); ++i) {
-    if (words[i] == ":") continue;
-    if (i + 1 < words.size() && words[i + 1] == ":") continue;  // a target
-    if (words[i].ends_with(":")) continue;                      // "target:"
+    if (words[i] == ":" || words[i] == "kjudge:") continue;
+    if (words[i] == "kjudge" && i + 1 < words.size() && words[i + 1] == ":") continue;
     out.push_back(std::move(words[i]));
   }
   return out;
@@ -548,8 +552,9 @@ struct dependency {
  *  #error No space left on device") and the source text the compilers echo (indented) are the
  *  candidate's words, which must not pass its failure off as the tool's. A diagnostic is known
  *  by its position ("(12): error", ":12:3: "), whatever file it names: `#line` lets a source
- *  name any file (a header's, or one called "nvcc error   : "). */
-[[nodiscard]] bool tool_failure_in(const std::string& log, const fs::path& source) {
+ *  name any file (a header's, or one called "nvcc error   : "). Returns the tool's line that
+ *  says so (empty when there is none). */
+[[nodiscard]] std::string tool_failure_in(const std::string& log, const fs::path& source) {
   static const std::regex diagnostic(
       R"(\(\d+\): (error|warning|remark|catastrophic error|internal error)|:\d+:\d+: )");
   const std::string path = source.string(), name = source.filename().string();
@@ -577,7 +582,8 @@ struct dependency {
       R"(^(nvcc|g\+\+|gcc|c\+\+|cc1plus|cc1|collect2|ld|/\S*/ld|ptxas|cicc|fatbinary|nvlink)\b)");
   bool in_assembler = false;
   std::istringstream lines(log);
-  for (std::string line; std::getline(lines, line);) {
+  for (std::string raw; std::getline(lines, raw);) {
+    std::string line = raw;
     if (std::regex_search(line, assembler_header)) {
       in_assembler = true;
       continue;
@@ -593,15 +599,30 @@ struct dependency {
          line.find("fatal error: error writing to") == std::string::npos))  // the host compiler's
       continue;
     if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
-      return true;
+      return raw;
     if (line.find("fatal error: Killed signal terminated program") != std::string::npos ||
         line.find("terminated with signal") != std::string::npos)  // collect2: ld ... [Killed]
-      return true;
+      return raw;
     if (line.find("No space left on device") != std::string::npos ||
         line.find("Disk quota exceeded") != std::string::npos)
-      return true;
+      return raw;
   }
-  return false;
+  return {};
+}
+
+/** The compilers' or the linker's first error line in a build's output ("c.cu(3): error: ...",
+ *  "c.cu:3:1: error: ...", "... undefined reference to ..."), for the one-line message; empty
+ *  when none is recognised (the full output is in the log either way). */
+[[nodiscard]] std::string first_error_line(const std::string& log) {
+  static const std::regex error_line(
+      R"(\(\d+\): (catastrophic )?error|:\d+:\d+: (fatal )?error|undefined reference to|^ptxas (fatal|error))");
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (std::regex_search(line, error_line))
+      return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+  }
+  return {};
 }
 
 /** Parses "Cuda compilation tools, release 13.0, V13.0.88" into "13.0.88" (or "13.0"). */
@@ -773,6 +794,50 @@ std::string refused_flag(std::string_view flag) {
         flag);
   if (name == "-E" || name == "--preprocess")
     return fmt::format("{}: preprocessing alone builds no library", flag);
+  // Options that make nvcc stop at another phase or write something else than the shared library
+  // kjudge asks for (an object, PTX, a cubin, an archive), run what it built, only print, or
+  // write it elsewhere.
+  static constexpr std::array<std::string_view, 36> phase_or_output = {"-c",
+                                                                       "--compile",
+                                                                       "-dc",
+                                                                       "--device-c",
+                                                                       "-dw",
+                                                                       "--device-w",
+                                                                       "-ptx",
+                                                                       "--ptx",
+                                                                       "-cubin",
+                                                                       "--cubin",
+                                                                       "-fatbin",
+                                                                       "--fatbin",
+                                                                       "-lib",
+                                                                       "--lib",
+                                                                       "-run",
+                                                                       "--run",
+                                                                       "-dlink",
+                                                                       "--device-link",
+                                                                       "-optix-ir",
+                                                                       "--optix-ir",
+                                                                       "-cuda",
+                                                                       "--cuda",
+                                                                       "-dryrun",
+                                                                       "--dryrun",
+                                                                       "-V",
+                                                                       "--version",
+                                                                       "-h",
+                                                                       "--help",
+                                                                       "-o",
+                                                                       "--output-file",
+                                                                       "-odir",
+                                                                       "--output-directory",
+                                                                       "--list-gpu-arch",
+                                                                       "-arch-ls",
+                                                                       "--list-gpu-code",
+                                                                       "-code-ls"};
+  if (std::find(phase_or_output.begin(), phase_or_output.end(), name) != phase_or_output.end())
+    return fmt::format(
+        "{}: kjudge builds a shared library of its own choosing (-shared -o candidate.so); "
+        "options that choose another phase, output or action are not taken",
+        flag);
   return {};
 }
 
@@ -910,6 +975,11 @@ build_result build_native(const nvcc_request& request) {
   std::string scan_error;
   const std::vector<dependency> deps = scan_dependencies(request, ctx, scan_error);
   const std::string variant = deps.empty() ? std::string() : variant_name(deps);
+  if (!scan_error.empty() && steady::now() >= ctx.deadline) {
+    out.failure = build_failure::tool;  // as a build cut by the time limit is
+    out.error = "the build's time limit ran out during nvcc's include scan: " + scan_error;
+    return out;
+  }
 
   // Marked used before it is looked at: a prune that moved it aside meanwhile puts it back
   // (compile/cache.hpp); one that removed it first leaves this a miss, which builds again.
@@ -985,17 +1055,29 @@ build_result build_native(const nvcc_request& request) {
     const std::string scan_note =
         scan_error.empty() ? std::string()
                            : fmt::format(" (before it, the include scan failed: {})", scan_error);
-    if (built.how != runner::exit_kind::exited || tool_failure_in(out.log, request.source))
+    if (built.how != runner::exit_kind::exited)
       return fail(build_failure::tool, "nvcc " + built.describe() + scan_note);
+    if (const std::string line = tool_failure_in(out.log, request.source); !line.empty())
+      return fail(build_failure::tool,
+                  fmt::format("nvcc {}{}: {}", built.describe(), scan_note, line));
     if (!nvcc_builds_a_canary(request, ctx, work, canary_why))
       return fail(build_failure::tool,
                   fmt::format("nvcc {}, and fails on an empty source with the same flags and "
                               "environment too (not the candidate's fault): {}",
                               built.describe(), canary_why));
-    return fail(build_failure::rejected, "nvcc " + built.describe());
+    const std::string first = first_error_line(out.log);
+    return fail(build_failure::rejected,
+                "nvcc " + built.describe() + (first.empty() ? std::string() : ": " + first));
   }
   if (!fs::is_regular_file(work / "candidate.so", ec))
     return fail(build_failure::tool, "nvcc succeeded but wrote no library");
+  // An option that reached nvcc otherwise (NVCC_APPEND_FLAGS, an --options-file) can still make
+  // it write an object or PTX there: never filed, never loaded.
+  if (std::string not_library = shared_library_problem(work / "candidate.so"); !not_library.empty())
+    return fail(build_failure::tool,
+                fmt::format("nvcc succeeded but what it wrote is no shared library for this "
+                            "machine ({}): an nvcc option that chooses another phase or output?",
+                            not_library));
   out.ok = true;
   out.failure = build_failure::none;
   out.library = work / "candidate.so";

@@ -97,6 +97,29 @@ std::string elf_damage(const fs::path& path) {
   return {};
 }
 
+std::string shared_library_problem(const fs::path& path) {
+  if (std::string damage = elf_damage(path); !damage.empty()) return damage;
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header{};
+  if (!in || !read_at(in, 0, &header, sizeof header)) return "cannot read its ELF header";
+  if (header.e_type != ET_DYN)
+    return fmt::format("an ELF file of type {} ({}), not a shared object", header.e_type,
+                       header.e_type == ET_REL    ? "relocatable, an object"
+                       : header.e_type == ET_EXEC ? "an executable"
+                                                  : "other");
+#if defined(__x86_64__)
+  constexpr std::uint16_t machine = EM_X86_64;
+#elif defined(__aarch64__)
+  constexpr std::uint16_t machine = EM_AARCH64;
+#else
+  constexpr std::uint16_t machine = 0;
+#endif
+  if (machine != 0 && header.e_machine != machine)
+    return fmt::format("an ELF file for machine {}, not this one's ({})", header.e_machine,
+                       machine);
+  return {};
+}
+
 std::vector<removed_library> remove_damaged_libraries(const fs::path& dir,
                                                       std::chrono::seconds quiet) {
   std::vector<removed_library> removed;

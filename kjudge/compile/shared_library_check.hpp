@@ -16,6 +16,10 @@ namespace kj::compile {
  *  whole. A file that cannot be read gives its error. */
 [[nodiscard]] std::string elf_damage(const std::filesystem::path& path);
 
+/** Why `path` is not a shared library this process could load: elf_damage(), or an ELF file of
+ *  another type (an object, an executable) or for another machine; empty when it is one. */
+[[nodiscard]] std::string shared_library_problem(const std::filesystem::path& path);
+
 /** A shared library removed by remove_damaged_libraries, and why. */
 struct removed_library {
   std::filesystem::path path;

@@ -34,6 +34,9 @@ using kj::compile::nvcc_request;
 constexpr const char* k_valid_source = R"(#include <kjudge/candidate.h>
 extern "C" int kj_test_answer() { return 42; }
 __global__ void kj_test_kernel(float* x) { x[threadIdx.x] *= 2.0f; }
+// libc defines optind too (1 until getopt runs): the library's own use must see its own.
+int optind = 7;
+extern "C" int kj_test_optind() { return optind; }
 )";
 
 /** Line 3 uses an undeclared name. */
@@ -147,9 +150,10 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
     for (const auto& a : first.command) s += a + " ";
     return s;
   }();
-  EXPECT_NE(joined.find("-O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -Xlinker "
-                        "--no-undefined -gencode arch=compute_90,code=sm_90 -I"),
-            std::string::npos)
+  EXPECT_NE(
+      joined.find("-O3 -std=c++17 -shared -Xcompiler -fPIC -lineinfo -Xlinker "
+                  "--no-undefined -Xlinker -Bsymbolic -gencode arch=compute_90,code=sm_90 -I"),
+      std::string::npos)
       << joined;
 
   void* handle = ::dlopen(first.library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -157,6 +161,10 @@ TEST_F(nvcc_test, builds_a_loadable_library_then_hits_the_cache) {
   auto* answer = reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"));
   ASSERT_NE(answer, nullptr);
   EXPECT_EQ(answer(), 42);
+  // -Bsymbolic: the library's optind is its own, not libc's, which the process already has.
+  auto* own_optind = reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_optind"));
+  ASSERT_NE(own_optind, nullptr);
+  EXPECT_EQ(own_optind(), 7);
   ::dlclose(handle);
 
   const build_result second = build_native(request(source));
@@ -362,6 +370,8 @@ TEST_F(nvcc_test, compile_error_is_a_value_with_the_full_log) {
   EXPECT_EQ(r.error.rfind("nvcc exited with code ", 0), 0U) << r.error;
   EXPECT_EQ(r.failure, kj::compile::build_failure::rejected);
   EXPECT_NE(r.log.find("broken.cu(3): error"), std::string::npos) << r.log;
+  // The one-line message carries the first diagnostic too.
+  EXPECT_NE(r.error.find("broken.cu(3): error"), std::string::npos) << r.error;
   EXPECT_NE(r.log.find("kj_undeclared_name"), std::string::npos) << r.log;
   EXPECT_FALSE(fs::exists(m_dir / "cache" / r.key));  // nothing left of the failed build
   // Failures are not cached: a second attempt runs the compiler again.
@@ -628,7 +638,10 @@ TEST_F(nvcc_test, dependency_and_preprocessing_flags_are_refused) {
   for (const char* flag :
        {"-M", "-MM", "-MD", "-MMD", "-MF", "-MFdeps.d", "-MT=x", "-MP",
         "--generate-nonsystem-dependencies-with-compile", "--dependency-output=deps.d", "-E",
-        "--preprocess", "", "-Xcompiler=-MD", "-Xcompiler=-O2,-MMD", "--compiler-options=-MF,x.d"})
+        "--preprocess", "", "-Xcompiler=-MD", "-Xcompiler=-O2,-MMD", "--compiler-options=-MF,x.d",
+        // another phase, output or action than the shared library kjudge asks for
+        "-c", "--compile", "-dc", "--device-c", "-ptx", "-cubin", "--fatbin", "-lib", "--run",
+        "-dlink", "-dryrun", "-V", "--help", "-o", "--output-file=x.so", "-odir"})
     EXPECT_FALSE(kj::compile::refused_flag(flag).empty()) << flag;
   for (const char* flag : {"-O2", "-maxrregcount=32", "--use_fast_math", "-lineinfo", "-DMODE=1",
                            "-Xptxas=-v", "-Ifoo", "--expt-relaxed-constexpr", "-Xcompiler=-O2",
@@ -942,9 +955,10 @@ TEST_F(nvcc_test, the_time_limit_counts_for_the_whole_build) {
   EXPECT_EQ(b.failure, kj::compile::build_failure::tool) << b.error;
   EXPECT_LT(took.count(), 2.5) << b.error;
   EXPECT_LT(b.build_time.count(), 2.5) << b.error;
-  // The scan took the limit, and the build had what was left: the error says so ("nvcc timed
-  // out after 0.0 s" alone read as the build's fault).
-  EXPECT_NE(b.error.find("before it, the include scan failed: nvcc -M"), std::string::npos)
+  // The scan took the limit, so no build ran: the error says so ("nvcc timed out after 0.0 s"
+  // alone read as the build's fault).
+  EXPECT_NE(b.error.find("time limit ran out during nvcc's include scan: nvcc -M"),
+            std::string::npos)
       << b.error;
 }
 
@@ -970,6 +984,60 @@ extern "C" int kj_test_answer() { return kj_nowhere_defined(1); }
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.failure, kj::compile::build_failure::rejected);
   EXPECT_NE(r.log.find("kj_nowhere_defined"), std::string::npos) << r.log;
+  EXPECT_NE(r.error.find("undefined reference to"), std::string::npos) << r.error;
+}
+
+TEST_F(nvcc_test, what_nvcc_writes_is_filed_only_as_a_shared_library) {
+  require_nvcc();
+  // An option that reaches nvcc past refused_flag (here the environment's) makes it write an
+  // object where the library should be: the tool's failure, never filed nor loaded.
+  scoped_env append("NVCC_APPEND_FLAGS", "-c");
+  const build_result r = build_native(request(write("fine.cu", k_valid_source)));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.failure, kj::compile::build_failure::tool) << r.error << "\n" << r.log;
+  EXPECT_NE(r.error.find("no shared library"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("an object"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.library.empty());
+  EXPECT_FALSE(fs::exists(m_dir / "cache" / r.key));
+}
+
+TEST_F(nvcc_test, a_header_whose_name_ends_in_a_colon_is_in_the_key) {
+  require_nvcc();
+  // nvcc lists it unescaped ("h:"), as a target would be written.
+  const auto source = write("c/main.cu", R"(#include <kjudge/candidate.h>
+#include "h:"
+extern "C" int kj_test_answer() { return VAL; }
+)");
+  write("c/h:", "#define VAL 1\n");
+  const build_result first = build_native(request(source));
+  ASSERT_TRUE(first.ok) << first.error << "\n" << first.log;
+  write("c/h:", "#define VAL 5\n");
+  const build_result edited = build_native(request(source));
+  ASSERT_TRUE(edited.ok) << edited.error;
+  EXPECT_FALSE(edited.cached);
+  EXPECT_NE(edited.library, first.library);
+  void* handle = ::dlopen(edited.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  EXPECT_EQ(reinterpret_cast<int (*)()>(::dlsym(handle, "kj_test_answer"))(), 5);
+  ::dlclose(handle);
+}
+
+TEST_F(nvcc_test, the_tools_failure_names_the_line_that_says_so) {
+  // A compiler whose cicc the OOM killer ended: the message carries nvcc's own line, not only
+  // "nvcc exited with code 1" (the log has it all).
+  const auto fake = write("bin/nvcc",
+                          "#!/bin/sh\n"
+                          "case \"$1\" in --version) echo 'Cuda compilation tools, release 13.0, "
+                          "V13.0.88'; exit 0;; esac\n"
+                          "echo \"nvcc error   : 'cicc' died due to signal 9 (Kill signal)\" >&2\n"
+                          "exit 1\n",
+                          true);
+  auto r = request(write("ok.cu", k_valid_source));
+  r.nvcc = fake;
+  const build_result b = build_native(r);
+  EXPECT_FALSE(b.ok);
+  EXPECT_EQ(b.failure, kj::compile::build_failure::tool) << b.error;
+  EXPECT_NE(b.error.find("'cicc' died due to signal 9"), std::string::npos) << b.error;
 }
 
 TEST_F(nvcc_test, missing_or_broken_nvcc_is_a_clean_error) {
