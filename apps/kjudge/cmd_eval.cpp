@@ -271,8 +271,9 @@ eval::job make_job(const eval_args& a) {
   if (j.kind == eval::candidate_kind::native && j.device != "cuda")
     KJ_THROW(error_kind::usage,
              "{} is a native CUDA candidate and needs a GPU (--device cuda); this run is on the "
-             "CPU. Use a Python candidate for --device cpu.",
-             a.candidate);
+             "CPU{}. Use a Python candidate for --device cpu.",
+             a.candidate,
+             a.device == "auto" ? " (--device auto found no NVIDIA driver on this machine)" : "");
   // The interpreter check is part of the evaluation's time: within --timeout as well.
   j.python =
       python::choose_interpreter(a.python, std::chrono::duration_cast<std::chrono::milliseconds>(

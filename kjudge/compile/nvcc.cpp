@@ -841,6 +841,22 @@ std::string refused_flag(std::string_view flag) {
   return {};
 }
 
+std::string toolkit_newer_than_driver(std::string_view nvcc_version, int driver_version) {
+  int major = 0;
+  std::size_t i = 0;
+  for (; i < nvcc_version.size() && std::isdigit(static_cast<unsigned char>(nvcc_version[i])) != 0;
+       ++i)
+    major = major * 10 + (nvcc_version[i] - '0');
+  if (i == 0 || i > 3 || driver_version <= 0) return {};
+  const int driver_major = driver_version / 1000;
+  if (major <= driver_major) return {};
+  return fmt::format(
+      "nvcc {} built the candidate, and its CUDA runtime needs a driver of CUDA {} or newer; "
+      "this machine's driver supports CUDA {}.{} (not the candidate's fault: point kjudge at an "
+      "older toolkit with KJUDGE_NVCC or CUDA_HOME, or update the driver)",
+      nvcc_version, major, driver_major, (driver_version % 1000) / 10);
+}
+
 std::string nvcc_version(const fs::path& nvcc) {
   std::string why;
   return query_version(nvcc, why);

@@ -87,6 +87,13 @@ struct build_result {
  *  a comma in a folder's name is fine). */
 [[nodiscard]] std::string source_name_hazard(const std::filesystem::path& source);
 
+/** Why a library nvcc `nvcc_version` ("13.0.88") built cannot run on a driver of CUDA version
+ *  `driver_version` (13000 = 13.0; cudaDriverGetVersion), or empty: the library links that
+ *  toolkit's CUDA runtime, which needs a driver of at least its major version (within one major
+ *  version, CUDA's minor version compatibility holds). Empty when either version is unknown. */
+[[nodiscard]] std::string toolkit_newer_than_driver(std::string_view nvcc_version,
+                                                    int driver_version);
+
 /** Release string of an nvcc binary ("13.0.88"); cached per path for the process. */
 [[nodiscard]] std::string nvcc_version(const std::filesystem::path& nvcc);
 

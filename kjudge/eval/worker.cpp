@@ -463,6 +463,16 @@ class pipeline {
       return false;
     }
     m_events.send({{"build", b}});
+    if (m_device) {
+      // A runtime newer than the driver fails the first launch as cudaErrorInsufficientDriver,
+      // which would read as the candidate's error.
+      if (std::string why = compile::toolkit_newer_than_driver(r.nvcc_version,
+                                                               m_device->driver_version);
+          !why.empty()) {
+        m_events.final(eval_status::internal_error, why);
+        return false;
+      }
+    }
     m_native_library = r.library;  // loaded once the GPU's lock is held (run())
     // Held open until then: the wait for the GPU takes up to a third of --timeout, and a cache
     // prune (`kjudge cache clear` keeps only builds looked up in the last minute) may remove

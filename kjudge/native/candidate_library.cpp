@@ -1,5 +1,6 @@
 #include <kjudge/native/candidate_library.hpp>
 
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <cstring>
@@ -65,7 +66,26 @@ void candidate_library::forward(const kj_call& call) const {
   // unwritten: said as the CUDA error it is, not as wrong values.
   if (m_probe) {
     char what[512] = {};
-    if (m_probe(what, sizeof what) != 0)
+    const int code = m_probe(what, sizeof what);
+    // What says the machine cannot run that runtime at all (its driver, its devices) is no
+    // fault of the candidate's code.
+    switch (code) {
+      case cudaErrorInsufficientDriver:
+      case cudaErrorCallRequiresNewerDriver:
+      case cudaErrorNoDevice:
+      case cudaErrorUnsupportedPtxVersion:
+      case cudaErrorSystemNotReady:
+      case cudaErrorSystemDriverMismatch:
+      case cudaErrorCompatNotSupportedOnDevice:
+        KJ_THROW(error_kind::internal,
+                 "the CUDA runtime the candidate's library links (the build's toolkit's) cannot "
+                 "run on this machine: {} (not the candidate's fault: build with a toolkit this "
+                 "driver supports, or update the driver)",
+                 what);
+      default:
+        break;
+    }
+    if (code != 0)
       KJ_THROW(error_kind::candidate,
                "kj_forward returned 0, but the CUDA runtime it links recorded an error during the "
                "call: {} (a launch or CUDA call failed; check each with cudaGetLastError and "

@@ -1083,6 +1083,19 @@ TEST_F(nvcc_test, nvcc_version_is_parsed) {
       << kj::compile::nvcc_version(real);
 }
 
+TEST(nvcc_driver, a_toolkit_of_a_newer_major_version_than_the_driver_is_said) {
+  using kj::compile::toolkit_newer_than_driver;
+  EXPECT_EQ(toolkit_newer_than_driver("13.0.88", 13000), "");
+  EXPECT_EQ(toolkit_newer_than_driver("13.1.50", 13000), "");  // minor version compatibility
+  EXPECT_EQ(toolkit_newer_than_driver("12.8.93", 13000), "");
+  const std::string why = toolkit_newer_than_driver("13.0.88", 12080);
+  EXPECT_NE(why.find("nvcc 13.0.88"), std::string::npos) << why;
+  EXPECT_NE(why.find("CUDA 13 or newer"), std::string::npos) << why;
+  EXPECT_NE(why.find("supports CUDA 12.8"), std::string::npos) << why;
+  EXPECT_EQ(toolkit_newer_than_driver("", 12080), "");  // unknown: nothing said
+  EXPECT_EQ(toolkit_newer_than_driver("13.0", 0), "");
+}
+
 TEST_F(nvcc_test, find_nvcc_order) {
   const auto fake = write("cuda/bin/nvcc", "#!/bin/sh\n", true);
   {
