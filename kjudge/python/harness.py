@@ -2365,6 +2365,31 @@ def _problem_modules():
     return sorted(found, key=lambda m: m.__name__)
 
 
+def _modules_torch_nn_reaches():
+    """The modules, other than torch's, sys and builtins, that torch.nn's modules and the other
+    _CODE_SPACES bind, sorted by name."""
+    found, seen = [], set()
+    for name, module in sorted(sys.modules.items()):
+        if module is None or not (name in _CODE_SPACES or name.startswith("torch.nn.")):
+            continue
+        try:
+            bound = list(vars(module).values())
+        except TypeError:
+            continue
+        for v in bound:
+            mod_name = getattr(v, "__name__", None) if _isinstance(v, _ModuleType) else None
+            if (not _isinstance(mod_name, str) or mod_name in ("sys", "builtins", "_kjudge")
+                    or mod_name == "torch" or mod_name.startswith("torch.") or id(v) in seen):
+                continue
+            try:
+                vars(v)
+            except TypeError:
+                continue
+            seen.add(id(v))
+            found.append(v)
+    return sorted(found, key=lambda m: m.__name__)
+
+
 # The modules whose code bindings (_bindings(code_only)) are watched: what the reference's
 # modules and functional calls run through. torch._C among them: nn.Module's call asks
 # torch._C._get_tracing_state() whether a trace runs (a candidate that rebound it, and
@@ -2708,8 +2733,20 @@ class _Reach:
             except TypeError:
                 continue
             spaces.append((name, module, True))
+        # The modules other than torch's that those bind (math, itertools, collections.abc,
+        # warnings, ...): their functions run inside the reference's layers as they are built
+        # and called (a candidate that rebound math.sqrt at its import had kaiming_uniform_ build
+        # the reference's nn.Linear with zero weights, and its forward that returned the bias
+        # alone passed at 946x; itertools.repeat makes a Conv2d's stride and padding). The
+        # problem's own modules are watched as the problem's below.
+        problem_modules = _problem_modules()
+        own = {id(m) for m in problem_modules} | {id(space) for _, space, _ in spaces}
+        for module in _modules_torch_nn_reaches():
+            if id(module) not in own:
+                own.add(id(module))
+                spaces.append((module.__name__, module, False))
         first = len(spaces)
-        spaces += [(m.__name__, m, False) for m in _problem_modules()]
+        spaces += [(m.__name__, m, False) for m in problem_modules]
         self.module_spaces = range(first, len(spaces))
         self.spaces = spaces
 
