@@ -1321,7 +1321,8 @@ def _fresh_jitter(seed, scale, jitter):
 def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
     """get_inputs() under a fresh jitter table (_fresh_jitter)."""
     _fresh_jitter(jitter_seed, scale, jitter)
-    before = _class_bindings(_problem) if _reach.entered is not None else None
+    before = ((_class_bindings(_problem), _problem_contents()) if _reach.entered is not None
+              else None)
     try:
         _seed_generators(data_seed)
         got = _problem.get_inputs()
@@ -2651,6 +2652,7 @@ class _Reach:
         self.sealed = False        # both models built: `entered` is fixed from then on
         self.fingerprint = None    # the reference model's, once built
         self.entered = None        # what enter() saw: problem bindings, mode stacks, globals
+        self.contents = None       # _problem_contents() as enter() or seal() saw it
         self.param_values = {}     # name -> the reference's parameter as its own run left it
         self.runs_adopted = 0      # the reference's untimed runs adopt_reference_run() saw
         self.churn = set()         # what the reference changes on every run (see there)
@@ -2925,6 +2927,7 @@ class _Reach:
             problem = (_class_bindings(_problem) if _problem is not None else None)
             self.modules = _loaded_modules()
             self.entered = (problem, _in_force(), dict(globals()))
+            self.contents = _problem_contents()
         self.use("candidate")
 
     def leave(self):
@@ -2991,6 +2994,12 @@ class _Reach:
             self.churn.update(("binding", k) for k in set(before) | set(problem)
                               if problem.get(k, _ABSENT) is not before.get(k, _ABSENT))
         self.entered = (problem, self.entered[1], self.entered[2])
+        contents = _problem_contents()
+        if contents is not None and self.contents is not None:
+            if later:
+                self.churn.update(("contents", k) for k in set(contents) | set(self.contents)
+                                  if contents.get(k, _ABSENT) != self.contents.get(k, _ABSENT))
+            self.contents = contents
         # The problem's modules likewise (a helper module beside it that counts its calls in a
         # global): their data bindings as the reference's run left them are the reference's.
         # Not code (a function or class the reference would rebind on every run is no pattern
@@ -3034,6 +3043,15 @@ class _Reach:
         the baseline since earlier stays checked."""
         if before is None or self.entered is None or self.entered[0] is None:
             return
+        before, contents_before = before
+        contents_after = _problem_contents()
+        if self.contents is not None and contents_after is not None:
+            for k in set(contents_before) | set(contents_after):
+                if contents_after.get(k, _ABSENT) != contents_before.get(k, _ABSENT):
+                    if k in contents_after:
+                        self.contents[k] = contents_after[k]
+                    else:
+                        self.contents.pop(k, None)
         after = _class_bindings(_problem)
         baseline = dict(self.entered[0])
         for k in set(before) | set(after):
@@ -3057,6 +3075,7 @@ class _Reach:
         at every turn of the reference and after timing)."""
         if self.armed:
             self.entered = (_class_bindings(_problem), _in_force(), dict(globals()))
+            self.contents = _problem_contents()
             self.threads = _active_threads()
             self.modules = _loaded_modules()
             self.sealed = True
@@ -3118,6 +3137,11 @@ class _Reach:
                 found += ["the problem's %s" % k for k in set(problem) | set(now)
                           if now.get(k, _ABSENT) is not problem.get(k, _ABSENT)
                           and ("binding", k) not in self.churn]
+            if self.contents is not None:
+                now = _problem_contents()
+                found += ["the contents of the problem's %s" % k
+                          for k in set(self.contents) & set(now)
+                          if now[k] != self.contents[k] and ("contents", k) not in self.churn]
             found += self._hooks_and_modes()
         if self.modules is not None:
             found += _modules_changed(self.modules)
@@ -3206,6 +3230,62 @@ def _class_bindings(module):
             out["%s.__class__" % k] = _type(v)
             for kk, vv in vars(v).items():
                 out["%s.%s" % (k, kk)] = vv
+    return out
+
+
+_float_hex, _dict_items, _sorted = float.hex, dict.items, sorted
+_PLAIN_SCALARS = (int, bool, str, bytes, type(None))
+_CONTENT_LIMIT = 100000  # items read per check at most
+
+
+def _contents_key(v, budget, depth=0):
+    """What a container of plain values bound in the problem holds, for an exact comparison
+    later: nested lists, tuples, dicts, sets and bytearrays of ints, floats (by their bits: NaN
+    equals itself), strings, bytes, booleans and None, read through their exact types' own
+    methods (a subclass's or another object's code is never run: such an item stands for itself,
+    by identity). `budget` ([items left]) bounds the work; a container beyond it is cut short
+    (what was read is still compared)."""
+    t = _type(v)
+    if t is float:
+        return (float, _float_hex(v))
+    if t in _PLAIN_SCALARS:
+        return v
+    if t not in (list, tuple, dict, set, frozenset, bytearray):
+        return ("object", id(v))
+    if budget[0] <= 0 or depth > 32:
+        return ("cut", t, id(v))
+    if t is bytearray:
+        budget[0] -= 1
+        return (bytearray, bytes(v))
+    if t is dict:
+        items = list(_dict_items(v))
+        budget[0] -= _len(items)
+        return (dict, _tuple((_contents_key(k, budget, depth + 1),
+                              _contents_key(x, budget, depth + 1)) for k, x in items))
+    if t in (set, frozenset):
+        items = list(v)  # an exact set's iteration runs no item's code
+        budget[0] -= _len(items)
+        keys = [_contents_key(x, budget, depth + 1) for x in items]
+        return (t, _len(keys), _tuple(_sorted(map(repr, keys))))
+    items = list(v)
+    budget[0] -= _len(items)
+    return (t, _tuple(_contents_key(x, budget, depth + 1) for x in items))
+
+
+def _problem_contents():
+    """_contents_key() of each container the problem module binds, and of those its classes
+    bind: a candidate that emptied the problem's `hidden_sizes` list in place (the binding the
+    same list) had the reference built as one Linear layer, and its single Linear passed.
+    Containers only: a binding's identity is checked otherwise (_class_bindings)."""
+    if _problem is None:
+        return None
+    budget = [_CONTENT_LIMIT]
+    out = {}
+    for name, v in _class_bindings(_problem).items():
+        last = name.rsplit(".", 1)[-1]
+        if (_type(v) in (list, tuple, dict, set, frozenset, bytearray)
+                and not (last.startswith("__") and last.endswith("__"))):
+            out[name] = _contents_key(v, budget)
     return out
 
 

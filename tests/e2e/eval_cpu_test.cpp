@@ -664,6 +664,16 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
   EXPECT_NE(pc.result["message"].get<std::string>().find("the problem's __class__"),
             std::string::npos)
       << pc.result["message"];
+  // The problem's `hidden_sizes` list emptied in place at the candidate's import (the binding the
+  // same list): the reference would have been built as one Linear layer, which the candidate is.
+  const auto sizes = run_eval("problems/level3/mlp.py",
+                              "examples/faulty/shrinks_problem_list.py", cpu_fast);
+  EXPECT_EQ(sizes.exit_code, 3) << sizes.output;
+  EXPECT_EQ(sizes.result["status"], "compile_error");
+  EXPECT_NE(sizes.result["message"].get<std::string>().find(
+                "the contents of the problem's hidden_sizes"),
+            std::string::npos)
+      << sizes.result["message"];
   // The same zeroing wrapper put in place of an item of kjudge's own list of generators.
   const auto gen = run_eval("problems/level1/matmul.py",
                             "examples/faulty/replaces_harness_generator.py", cpu_fast);
