@@ -2065,6 +2065,17 @@ def _set_signal_actions(wanted):
 # mmap threshold at import made every 16 MB output of the reference a fresh mapping, paged in
 # at each call: an exact copy of the reference read 4.8x on the CPU.
 _apply_allocator_tunables = _kjudge.apply_allocator_tunables
+# MKL's and oneDNN's verbose modes have no getter either: each of their calls then prints a line
+# to the process's stdout (a descriptor the candidate may point at a file it opened O_DSYNC, where
+# every line waits for the disk: an exact copy of the reference read 1.6x when its forward turned
+# MKL's on for the reference's calls). Turned off with the tunables, at every switch of sides.
+_set_verbose = [f for f in (getattr(getattr(torch._C, "_verbose", None), n, None)
+                            for n in ("mkl_set_verbose", "mkldnn_set_verbose")) if f is not None]
+
+
+def _quiet_libraries():
+    for f in _set_verbose:
+        f(0)
 
 
 class _Pinned(tuple):
@@ -2665,6 +2676,7 @@ class _Reach:
     def arm(self):
         self.armed = True
         _apply_allocator_tunables()
+        _quiet_libraries()
         self.table = _settings_table()
         self.perf_events = _perf_events()
         # The worker a child subreaper from here on (_set_child_subreaper): a process the
@@ -2831,6 +2843,7 @@ class _Reach:
         if not self.armed or side == self.active:
             return
         _apply_allocator_tunables()
+        _quiet_libraries()
         if side == "candidate":
             self._adopt_reference_settings()
             _hold_gc(False)
@@ -3233,7 +3246,7 @@ def _class_bindings(module):
     return out
 
 
-_float_hex, _dict_items, _sorted = float.hex, dict.items, sorted
+_float_hex, _sorted = float.hex, sorted
 _PLAIN_SCALARS = (int, bool, str, bytes, type(None))
 _CONTENT_LIMIT = 100000  # items read per check at most
 
