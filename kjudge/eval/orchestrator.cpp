@@ -496,6 +496,35 @@ eval_result evaluate(const job& j, const run_options& options) {
               alone.text);
         }
       }
+      // A crash in a step where both sides run on the timing's input sets (their set-up, the
+      // nominal-size check, the timed loop) is the candidate's unless the reference crashes
+      // there as well on its own: the reference alone (k_reference_alone_all) sets up two of
+      // those sets, the nominal sizes among them, and runs its runner on each. A problem
+      // whose forward calls os._exit() at its nominal size only (the trials jitter it) was
+      // every candidate's crash.
+      const bool both_sides_step = state.last_phase == "timing_setup" ||
+                                   state.last_phase == "timing" ||
+                                   state.last_phase == "nominal sizes check";
+      if (both_sides_step && r.status == eval_status::crashed) {
+        const alone_outcome alone =
+            time_left() > std::chrono::seconds(1)
+                ? reference_alone(j, so, time_left(), std::string(k_reference_alone_all),
+                                  problem_sha256)
+                : alone_outcome{.text = "was not run (no time left)"};
+        if (alone.crashed) {
+          r.status = eval_status::problem_error;
+          r.message += fmt::format(
+              " (a step where both sides run; run alone in a fresh worker without the "
+              "candidate, through the trials and two of the timing's input sets, the reference "
+              "crashed too ({}): the problem's)",
+              alone.text);
+        } else {
+          r.message += fmt::format(
+              " (a step where both sides run: counted as the candidate's crash; the reference "
+              "alone, in a fresh worker without the candidate, {})",
+              alone.text);
+        }
+      }
       // The kernel's out-of-memory killer sends SIGKILL and says so only in its log: a worker
       // that the machine's memory could not hold read as a plain crash (a problem's 6.4 GB
       // input, with the worker at 23 GB of the machine's 24).

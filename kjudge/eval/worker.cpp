@@ -466,8 +466,8 @@ class pipeline {
     if (m_device) {
       // A runtime newer than the driver fails the first launch as cudaErrorInsufficientDriver,
       // which would read as the candidate's error.
-      if (std::string why = compile::toolkit_newer_than_driver(r.nvcc_version,
-                                                               m_device->driver_version);
+      if (std::string why =
+              compile::toolkit_newer_than_driver(r.nvcc_version, m_device->driver_version);
           !why.empty()) {
         m_events.final(eval_status::internal_error, why);
         return false;

@@ -666,13 +666,13 @@ TEST(EvalCpu, ACandidateThatReachesTheReferencesSideIsCaught) {
       << pc.result["message"];
   // The problem's `hidden_sizes` list emptied in place at the candidate's import (the binding the
   // same list): the reference would have been built as one Linear layer, which the candidate is.
-  const auto sizes = run_eval("problems/level3/mlp.py",
-                              "examples/faulty/shrinks_problem_list.py", cpu_fast);
+  const auto sizes =
+      run_eval("problems/level3/mlp.py", "examples/faulty/shrinks_problem_list.py", cpu_fast);
   EXPECT_EQ(sizes.exit_code, 3) << sizes.output;
   EXPECT_EQ(sizes.result["status"], "compile_error");
-  EXPECT_NE(sizes.result["message"].get<std::string>().find(
-                "the contents of the problem's hidden_sizes"),
-            std::string::npos)
+  EXPECT_NE(
+      sizes.result["message"].get<std::string>().find("the contents of the problem's hidden_sizes"),
+      std::string::npos)
       << sizes.result["message"];
   // The same zeroing wrapper put in place of an item of kjudge's own list of generators.
   const auto gen = run_eval("problems/level1/matmul.py",
@@ -1794,6 +1794,52 @@ TEST(EvalCpu, ACrashInTheReferencesPartIsTheProblemsWhereTheReferenceCrashesAlon
               std::string::npos)
         << r.result.value("message", "");
   }
+}
+
+TEST(EvalCpu, ACrashAtTheNominalSizeWhereBothSidesRunIsTheProblemsWhereTheReferenceCrashesAlone) {
+  // A problem whose forward ends its process at its nominal size only: the trials (jittered)
+  // pass, and the timing's set-up or the nominal-size check crashed, every candidate's crash.
+  const scratch_dir dir;
+  const std::string inputs =
+      "def get_inputs():\n"
+      "    return [torch.randn(popcorn_pri.jitter_int(1000), 32)]\n"
+      "def get_init_inputs():\n    return []\n";
+  const std::string exits_at_nominal = "        if x.shape[0] == 1000:\n            os._exit(3)\n";
+  const auto problem = dir.path / "p.py";
+  std::ofstream(problem) << "import os\nimport torch\nimport torch.nn as nn\n"
+                            "class Model(nn.Module):\n    def forward(self, x):\n"
+                         << exits_at_nominal << "        return x * 2\n"
+                         << inputs;
+  const auto candidate = dir.path / "c.py";
+  std::ofstream(candidate) << "import torch\nclass ModelNew(torch.nn.Module):\n"
+                              "    def forward(self, x):\n        return x * 2\n";
+  for (const auto& [options, phase] :
+       {std::pair{with({"--trials", "2", "--budget", "0.3"}), std::string("'timing_setup'")},
+        std::pair{with({"--trials", "2", "--no-timing"}), std::string("'nominal sizes check'")}}) {
+    const auto r = run_eval(problem.string(), candidate.string(), options);
+    EXPECT_EQ(r.exit_code, 6) << r.output;
+    EXPECT_EQ(r.result["status"], "problem_error");
+    const std::string message = r.result.value("message", "");
+    EXPECT_NE(message.find("exited with code 3 during " + phase), std::string::npos) << message;
+    EXPECT_NE(message.find("the reference crashed too"), std::string::npos) << message;
+  }
+  // A candidate that crashes there stays the candidate's: the reference alone runs through.
+  const auto honest = dir.path / "honest.py";
+  std::ofstream(honest) << "import torch\nimport torch.nn as nn\n"
+                           "class Model(nn.Module):\n    def forward(self, x):\n"
+                           "        return x * 2\n"
+                        << inputs;
+  const auto crashing = dir.path / "crashing.py";
+  std::ofstream(crashing) << "import os\nimport torch\nclass ModelNew(torch.nn.Module):\n"
+                             "    def forward(self, x):\n"
+                          << exits_at_nominal << "        return x * 2\n";
+  const auto c =
+      run_eval(honest.string(), crashing.string(), with({"--trials", "2", "--no-timing"}));
+  EXPECT_EQ(c.exit_code, 4) << c.output;
+  EXPECT_EQ(c.result["status"], "crashed");
+  EXPECT_NE(c.result.value("message", "").find("counted as the candidate's crash"),
+            std::string::npos)
+      << c.result.value("message", "");
 }
 
 TEST(EvalCpu, AProblemIsLoadedFromItsCheckedBytesNeverFromABytecodeCache) {
