@@ -125,15 +125,45 @@ CLI::Validator decimal_in(std::uint64_t min, std::uint64_t max) {
 }
 
 int write_json_last(const std::string& path, const std::string& document, const char* command,
-                    const std::string& ended) {
+                    const std::string& ended, const output_target* seen) {
   if (path.empty()) return 0;
+  std::string moved;  // where the path leads now, if not where it did
+  if (seen != nullptr && path != "-" && seen->how == output_target::kind::file) {
+    try {
+      const output_target now = resolve_output(path);
+      if (now.how != seen->how || now.path != seen->path) moved = now.path.string();
+    } catch (const kj::error& e) {
+      moved = e.message();
+    }
+  }
   try {
-    write_output(path, document);
+    if (moved.empty()) {
+      write_output(path, document);
+    } else {
+      replace_file(path, document);
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "kjudge %s: warning: --json %s led to %s when the evaluation began and to %s "
+                   "now (changed meanwhile: the candidate's code can reach it); the result "
+                   "replaced what was at %s instead\n",
+                   command, terminal_safe_line(path).c_str(),
+                   terminal_safe_line(seen->path.string()).c_str(),
+                   terminal_safe_line(moved).c_str(), terminal_safe_line(path).c_str());
+    }
   } catch (const kj::error& e) {
+    std::string removed;
+    if (!moved.empty()) {
+      std::error_code ec;
+      removed = fs::remove(path, ec) ? "; what was at it, not kjudge's, was removed"
+                                     : fmt::format(
+                                           "; what is at it is not kjudge's, and could "
+                                           "not be removed: {}",
+                                           ec ? ec.message() : std::string("gone"));
+    }
     std::fflush(stdout);
-    std::fprintf(stderr, "kjudge %s: error: the result was NOT written to --json %s: %s%s\n",
+    std::fprintf(stderr, "kjudge %s: error: the result was NOT written to --json %s: %s%s%s\n",
                  command, terminal_safe_line(path).c_str(), terminal_safe(e.message()).c_str(),
-                 ended.c_str());
+                 removed.c_str(), ended.c_str());
     return exit_code::result_not_written;
   }
   return 0;
@@ -182,8 +212,8 @@ std::string span_text(double seconds) {
 
 /** Fails early (usage) when --json cannot be written, rather than after the evaluation. The
  *  file checked is the one written: a symbolic link's target (write_file_atomic). */
-void check_json_path(const std::string& path) {
-  if (path.empty() || path == "-") return;
+output_target check_json_path(const std::string& path) {
+  if (path.empty() || path == "-") return {};
   std::error_code ec;
   if (fs::is_directory(path, ec))
     KJ_THROW(error_kind::usage, "--json {}: is a directory (name a file in it)", path);
@@ -193,11 +223,11 @@ void check_json_path(const std::string& path) {
   } catch (const kj::error& e) {
     KJ_THROW(error_kind::usage, "--json: {}", e.message());
   }
-  if (target.how == output_target::kind::descriptor) return;  // open for writing: checked
+  if (target.how == output_target::kind::descriptor) return target;  // open for writing: checked
   if (target.how == output_target::kind::direct) {
     if (::access(target.path.c_str(), W_OK) != 0)
       KJ_THROW(error_kind::usage, "--json {}: cannot write to {}", path, target.path.string());
-    return;
+    return target;
   }
   const fs::path dir = fs::absolute(target.path).parent_path();
   if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
@@ -215,6 +245,7 @@ void check_json_path(const std::string& path) {
     ::close(fd);
     ::unlink(probe.c_str());
   }
+  return target;
 }
 
 CLI::App* add_eval_command(CLI::App& app, eval_args& a) {
@@ -467,7 +498,7 @@ int run_eval(const eval_args& a) {
   // exit with 128 + the signal; what a worker's descendants leave behind is killed once it ends.
   runner::exit_on_interrupt("kjudge");
   runner::set_orphan_cleanup(true);
-  check_json_path(a.json_path);
+  const output_target json_target = check_json_path(a.json_path);
   for (const auto& [what, file] : {std::pair{"problem", &a.problem}, {"candidate", &a.candidate}}) {
     std::error_code ec;
     if (!a.json_path.empty() && a.json_path != "-" && fs::equivalent(a.json_path, *file, ec))
@@ -568,7 +599,8 @@ int run_eval(const eval_args& a) {
       a.json_path, report::render_json(result), a.profile ? "profile" : "eval",
       fmt::format(" (the evaluation ended {}, exit code {}; exiting with {} instead)",
                   to_string(result.status), exit_code_for(result.status),
-                  exit_code::result_not_written));
+                  exit_code::result_not_written),
+      &json_target);
   // Builds accumulate, one or more an evaluated candidate: the cache is kept within its limit
   // (kjudge cache, docs/cli.md), once the result is out.
   prune_after_evaluation(j.cache_dir, a.quiet);

@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <kjudge/core/file_io.hpp>
+
 namespace kj::app {
 
 /** An empty path names nothing: refused (a usage error) for --json by every command that writes
@@ -28,12 +30,17 @@ namespace kj::app {
 [[nodiscard]] std::string span_text(double seconds);
 /** Fails early (a usage error) when --json's file cannot be written, rather than after the
  *  work. "-" (standard output) and "" (no file) pass. */
-void check_json_path(const std::string& path);
+output_target check_json_path(const std::string& path);
 /** Writes --json's document (nothing for an empty path) once the report is out: 0, or
  *  exit_code::result_not_written with the reason (and `ended`, what became of the work) on
- *  stderr when the file cannot be written. */
+ *  stderr when the file cannot be written. `seen`: what the path led to when check_json_path()
+ *  looked (an evaluation's: the candidate's code, run meanwhile, may have replaced the path by a
+ *  link to a file of the user's, or to one it wrote itself where kjudge cannot write): where it
+ *  leads elsewhere now, the result replaces what is at the path itself, link or not, and where
+ *  even that fails, what is there is removed, so that no file at the path passes for kjudge's. */
 [[nodiscard]] int write_json_last(const std::string& path, const std::string& document,
-                                  const char* command, const std::string& ended = {});
+                                  const char* command, const std::string& ended = {},
+                                  const output_target* seen = nullptr);
 
 struct eval_args {
   std::string problem, candidate;

@@ -242,7 +242,10 @@ void write_file_atomic(const fs::path& path, std::string_view text) {
       KJ_THROW(error_kind::io, "cannot write {}: {}", path.string(), errno_message(errno));
     return;
   }
-  const fs::path& file = target.path;
+  replace_file(target.path, text);
+}
+
+void replace_file(const fs::path& file, std::string_view text) {
   std::error_code ec;
   if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
   if (ec)

@@ -46,6 +46,11 @@ struct output_target {
  *  removed on failure. */
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
+/** `text` as the file at `path` itself, whatever is there now (a symbolic link is replaced, not
+ *  written through): a temporary file beside it, then rename(). Throws kj::error(io); the
+ *  temporary file is removed on failure. */
+void replace_file(const std::filesystem::path& path, std::string_view text);
+
 /** A fresh folder under the system's temporary directory (mkdtemp), removed with everything in it
  *  when the object goes away, on every path; and by remove_temp_dirs_now() where the process
  *  exits without unwinding (an interrupt). */

@@ -2252,6 +2252,36 @@ TEST(EvalCpu, ChildrenKjudgeHadBeforeItsWorkerAreNotItsLeftovers) {
   ::kill(sleeper, SIGKILL);
 }
 
+TEST(EvalCpu, AJsonPathTheCandidateTurnsIntoALinkIsReplacedNotFollowed) {
+  // The candidate's code runs as the user: it replaced --json's file by a link to a file of the
+  // user's, which kjudge's result then overwrote (or, the link into a folder kjudge cannot write,
+  // left a result of its own there under the exit code 8).
+  const scratch_dir dir;
+  const auto json = dir.path / "r.json";
+  const auto victim = dir.path / "victim.txt";
+  std::ofstream(victim) << "the user's\n";
+  const auto candidate = dir.path / "swaps_json.py";
+  std::ofstream(candidate) << "import os\nimport torch\nimport torch.nn as nn\n"
+                              "p = os.environ['KJ_TEST_JSON']\n"
+                              "if os.path.lexists(p):\n    os.remove(p)\n"
+                              "os.symlink(os.environ['KJ_TEST_VICTIM'], p)\n"
+                              "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+                              "        return torch.softmax(x, dim=-1)\n";
+  const int rc = run_shell("KJ_TEST_JSON='" + json.string() + "' KJ_TEST_VICTIM='" +
+                           victim.string() + "' \"$KJ\" eval problems/level1/softmax.py '" +
+                           candidate.string() + "' --device cpu --no-timing --trials 1 --json '" +
+                           json.string() + "' > /dev/null 2>&1");
+  EXPECT_EQ(rc, 0);
+  std::ifstream v(victim);
+  std::string first;
+  std::getline(v, first);
+  EXPECT_EQ(first, "the user's");
+  EXPECT_FALSE(std::filesystem::is_symlink(json));
+  std::ifstream in(json);
+  const auto result = nlohmann::json::parse(in, nullptr, false);
+  EXPECT_EQ(result.value("status", ""), "correct") << result.dump(1);
+}
+
 TEST(EvalCpu, AnIgnoredSigchldDoesNotHideTheWorkersCrash) {
   // SIGCHLD ignored by kjudge's parent (ignored dispositions survive exec) made the kernel reap
   // the worker: its segfault read as "exited with code 0".
