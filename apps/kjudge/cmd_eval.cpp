@@ -128,7 +128,7 @@ int write_json_last(const std::string& path, const std::string& document, const 
                     const std::string& ended, const output_target* seen) {
   if (path.empty()) return 0;
   std::string moved;  // where the path leads now, if not where it did
-  if (seen != nullptr && path != "-" && seen->how == output_target::kind::file) {
+  if (seen != nullptr && path != "-" && seen->how != output_target::kind::descriptor) {
     try {
       const output_target now = resolve_output(path);
       if (now.how != seen->how || now.path != seen->path) moved = now.path.string();

@@ -581,8 +581,12 @@ struct dependency {
   static const std::regex tool_line(
       R"(^(nvcc|g\+\+|gcc|c\+\+|cc1plus|cc1|collect2|ld|/\S*/ld|ptxas|cicc|fatbinary|nvlink)\b)");
   bool in_assembler = false;
+  const auto capped = [](const std::string& line) {
+    return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+  };
   std::istringstream lines(log);
   for (std::string raw; std::getline(lines, raw);) {
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     std::string line = raw;
     if (std::regex_search(line, assembler_header)) {
       in_assembler = true;
@@ -599,13 +603,13 @@ struct dependency {
          line.find("fatal error: error writing to") == std::string::npos))  // the host compiler's
       continue;
     if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
-      return raw;
+      return capped(raw);
     if (line.find("fatal error: Killed signal terminated program") != std::string::npos ||
         line.find("terminated with signal") != std::string::npos)  // collect2: ld ... [Killed]
-      return raw;
+      return capped(raw);
     if (line.find("No space left on device") != std::string::npos ||
         line.find("Disk quota exceeded") != std::string::npos)
-      return raw;
+      return capped(raw);
   }
   return {};
 }

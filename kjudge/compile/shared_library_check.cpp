@@ -107,6 +107,17 @@ std::string shared_library_problem(const fs::path& path) {
                        header.e_type == ET_REL    ? "relocatable, an object"
                        : header.e_type == ET_EXEC ? "an executable"
                                                   : "other");
+  // A position-independent executable is ET_DYN too; it names an interpreter, which glibc's
+  // dlopen refuses.
+  for (std::uint16_t i = 0; i < header.e_phnum && header.e_phnum != PN_XNUM; ++i) {
+    Elf64_Phdr segment{};
+    if (!read_at(in, header.e_phoff + std::uint64_t{i} * header.e_phentsize, &segment,
+                 sizeof segment))
+      return "cannot read its program headers";
+    if (segment.p_type == PT_INTERP)
+      return "a position-independent executable (it names a program interpreter), not a shared "
+             "object";
+  }
 #if defined(__x86_64__)
   constexpr std::uint16_t machine = EM_X86_64;
 #elif defined(__aarch64__)

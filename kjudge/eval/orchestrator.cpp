@@ -505,7 +505,9 @@ eval_result evaluate(const job& j, const run_options& options) {
       const bool both_sides_step = state.last_phase == "timing_setup" ||
                                    state.last_phase == "timing" ||
                                    state.last_phase == "nominal sizes check";
-      if (both_sides_step && r.status == eval_status::crashed) {
+      // Not after an out-of-memory kill: the machine's memory, not the problem, may end the
+      // reference alone as well.
+      if (both_sides_step && r.status == eval_status::crashed && oom_kills_meanwhile == 0) {
         const alone_outcome alone =
             time_left() > std::chrono::seconds(1)
                 ? reference_alone(j, so, time_left(), std::string(k_reference_alone_all),

@@ -67,8 +67,10 @@ void candidate_library::forward(const kj_call& call) const {
   if (m_probe) {
     char what[512] = {};
     const int code = m_probe(what, sizeof what);
-    // What says the machine cannot run that runtime at all (its driver, its devices) is no
-    // fault of the candidate's code.
+    // Errors that say the machine cannot run that runtime (its driver, its devices): a hint, not
+    // a verdict (the candidate's code drives its runtime and could leave one of these itself;
+    // what kjudge knows of the driver it checks before loading the library: worker.cpp).
+    std::string hint;
     switch (code) {
       case cudaErrorInsufficientDriver:
       case cudaErrorCallRequiresNewerDriver:
@@ -77,11 +79,11 @@ void candidate_library::forward(const kj_call& call) const {
       case cudaErrorSystemNotReady:
       case cudaErrorSystemDriverMismatch:
       case cudaErrorCompatNotSupportedOnDevice:
-        KJ_THROW(error_kind::internal,
-                 "the CUDA runtime the candidate's library links (the build's toolkit's) cannot "
-                 "run on this machine: {} (not the candidate's fault: build with a toolkit this "
-                 "driver supports, or update the driver)",
-                 what);
+        hint =
+            "; this error usually says that the machine's driver cannot run the CUDA runtime of "
+            "the toolkit that built the library, not the code: build with a toolkit the driver "
+            "supports (KJUDGE_NVCC, CUDA_HOME), or update the driver";
+        break;
       default:
         break;
     }
@@ -89,8 +91,8 @@ void candidate_library::forward(const kj_call& call) const {
       KJ_THROW(error_kind::candidate,
                "kj_forward returned 0, but the CUDA runtime it links recorded an error during the "
                "call: {} (a launch or CUDA call failed; check each with cudaGetLastError and "
-               "return non-zero)",
-               what);
+               "return non-zero){}",
+               what, hint);
   }
 }
 

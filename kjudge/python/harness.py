@@ -2748,17 +2748,18 @@ class _Reach:
                 continue
             spaces.append((name, module, True))
         # The modules other than torch's that those bind (math, itertools, collections.abc,
-        # warnings, ...): their functions run inside the reference's layers as they are built
-        # and called (a candidate that rebound math.sqrt at its import had kaiming_uniform_ build
-        # the reference's nn.Linear with zero weights, and its forward that returned the bias
-        # alone passed at 946x; itertools.repeat makes a Conv2d's stride and padding). The
-        # problem's own modules are watched as the problem's below.
+        # warnings, ...), by their code bindings alone as torch's above (their data, such as
+        # warnings.filters, is theirs to change): their functions run inside the reference's
+        # layers as they are built and called (a candidate that rebound math.sqrt at its import
+        # had kaiming_uniform_ build the reference's nn.Linear with zero weights, and its forward
+        # that returned the bias alone passed at 946x; itertools.repeat makes a Conv2d's stride
+        # and padding). The problem's own modules are watched as the problem's below.
         problem_modules = _problem_modules()
         own = {id(m) for m in problem_modules} | {id(space) for _, space, _ in spaces}
         for module in _modules_torch_nn_reaches():
             if id(module) not in own:
                 own.add(id(module))
-                spaces.append((module.__name__, module, False))
+                spaces.append((module.__name__, module, True))
         first = len(spaces)
         spaces += [(m.__name__, m, False) for m in problem_modules]
         self.module_spaces = range(first, len(spaces))
@@ -3246,59 +3247,66 @@ def _class_bindings(module):
     return out
 
 
-_float_hex, _sorted = float.hex, sorted
-_PLAIN_SCALARS = (int, bool, str, bytes, type(None))
-_CONTENT_LIMIT = 100000  # items read per check at most
+_float_hex, _repr = float.hex, repr
+_CONTAINERS = (list, tuple, dict, set, frozenset, bytearray)
+_CONTENT_LIMIT = 100000  # items read per binding and check at most
+
+
+def _exact(t, types):
+    """Whether the type `t` is one of `types`, by identity (`in` would run a metaclass's
+    __eq__)."""
+    for k in types:
+        if t is k:
+            return True
+    return False
 
 
 def _contents_key(v, budget, depth=0):
     """What a container of plain values bound in the problem holds, for an exact comparison
     later: nested lists, tuples, dicts, sets and bytearrays of ints, floats (by their bits: NaN
-    equals itself), strings, bytes, booleans and None, read through their exact types' own
-    methods (a subclass's or another object's code is never run: such an item stands for itself,
-    by identity). `budget` ([items left]) bounds the work; a container beyond it is cut short
-    (what was read is still compared)."""
+    equals itself), strings, bytes, booleans and None, each known by its exact type (compared by
+    identity) and read through that type's own methods: no subclass's or other object's code is
+    ever run, and such an item stands for itself, by identity (its own changes are not seen).
+    `budget` ([items left]) bounds the work: a container larger than what is left, or nested
+    deeper than 32, stands for itself by identity too."""
     t = _type(v)
     if t is float:
-        return (float, _float_hex(v))
-    if t in _PLAIN_SCALARS:
+        return ("float", _float_hex(v))
+    if t is int or t is bool or t is str or t is bytes or v is None:
         return v
-    if t not in (list, tuple, dict, set, frozenset, bytearray):
+    if not _exact(t, _CONTAINERS):
         return ("object", id(v))
-    if budget[0] <= 0 or depth > 32:
-        return ("cut", t, id(v))
+    n = _len(v)
+    if n > budget[0] or depth > 32:
+        return ("cut", id(v))
+    budget[0] -= n
     if t is bytearray:
-        budget[0] -= 1
-        return (bytearray, bytes(v))
+        return ("bytearray", _bytes(v))
     if t is dict:
-        items = list(_dict_items(v))
-        budget[0] -= _len(items)
-        return (dict, _tuple((_contents_key(k, budget, depth + 1),
-                              _contents_key(x, budget, depth + 1)) for k, x in items))
-    if t in (set, frozenset):
-        items = list(v)  # an exact set's iteration runs no item's code
-        budget[0] -= _len(items)
-        keys = [_contents_key(x, budget, depth + 1) for x in items]
-        return (t, _len(keys), _tuple(_sorted(map(repr, keys))))
-    items = list(v)
-    budget[0] -= _len(items)
-    return (t, _tuple(_contents_key(x, budget, depth + 1) for x in items))
+        return ("dict", _tuple((_contents_key(k, budget, depth + 1),
+                                _contents_key(x, budget, depth + 1)) for k, x in _dict_items(v)))
+    name = t.__name__
+    if t is set or t is frozenset:
+        # An exact set's iteration runs no item's code; its order is not its contents: the keys
+        # (plain values and tuples of them, whose repr runs nothing of anyone's) sorted by repr.
+        keys = [_contents_key(x, budget, depth + 1) for x in _list(v)]
+        return (name, _tuple(_sorted(keys, key=_repr)))
+    return (name, _tuple(_contents_key(x, budget, depth + 1) for x in _list(v)))
 
 
 def _problem_contents():
     """_contents_key() of each container the problem module binds, and of those its classes
-    bind: a candidate that emptied the problem's `hidden_sizes` list in place (the binding the
-    same list) had the reference built as one Linear layer, and its single Linear passed.
-    Containers only: a binding's identity is checked otherwise (_class_bindings)."""
+    bind, each read within a budget of its own: a candidate that emptied the problem's
+    `hidden_sizes` list in place (the binding the same list) had the reference built as one
+    Linear layer, and its single Linear passed. Containers only: a binding's identity is
+    checked otherwise (_class_bindings)."""
     if _problem is None:
         return None
-    budget = [_CONTENT_LIMIT]
     out = {}
     for name, v in _class_bindings(_problem).items():
         last = name.rsplit(".", 1)[-1]
-        if (_type(v) in (list, tuple, dict, set, frozenset, bytearray)
-                and not (last.startswith("__") and last.endswith("__"))):
-            out[name] = _contents_key(v, budget)
+        if _exact(_type(v), _CONTAINERS) and not (last.startswith("__") and last.endswith("__")):
+            out[name] = _contents_key(v, [_CONTENT_LIMIT])
     return out
 
 
