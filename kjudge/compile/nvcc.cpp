@@ -546,6 +546,13 @@ struct dependency {
   return out;
 }
 
+/** A line of the compilers' output for a one-line message: without a trailing carriage return,
+ *  cut at 300 bytes. */
+[[nodiscard]] std::string message_line(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+}
+
 /** Output that says the compiler or the machine failed, not the source: nvcc's report of a
  *  child killed by a signal (the OOM killer), the host compiler's, a full disk. Only the tools'
  *  own lines count: a diagnostic about a source line ("c.cu(1): error: ...", "c.cu:1:2: error:
@@ -581,12 +588,8 @@ struct dependency {
   static const std::regex tool_line(
       R"(^(nvcc|g\+\+|gcc|c\+\+|cc1plus|cc1|collect2|ld|/\S*/ld|ptxas|cicc|fatbinary|nvlink)\b)");
   bool in_assembler = false;
-  const auto capped = [](const std::string& line) {
-    return line.size() > 300 ? line.substr(0, 300) + "..." : line;
-  };
   std::istringstream lines(log);
   for (std::string raw; std::getline(lines, raw);) {
-    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     std::string line = raw;
     if (std::regex_search(line, assembler_header)) {
       in_assembler = true;
@@ -603,13 +606,13 @@ struct dependency {
          line.find("fatal error: error writing to") == std::string::npos))  // the host compiler's
       continue;
     if (line.starts_with("nvcc error") && line.find("died due to signal") != std::string::npos)
-      return capped(raw);
+      return message_line(raw);
     if (line.find("fatal error: Killed signal terminated program") != std::string::npos ||
         line.find("terminated with signal") != std::string::npos)  // collect2: ld ... [Killed]
-      return capped(raw);
+      return message_line(raw);
     if (line.find("No space left on device") != std::string::npos ||
         line.find("Disk quota exceeded") != std::string::npos)
-      return capped(raw);
+      return message_line(raw);
   }
   return {};
 }
@@ -621,11 +624,8 @@ struct dependency {
   static const std::regex error_line(
       R"(\(\d+\): (catastrophic )?error|:\d+:\d+: (fatal )?error|undefined reference to|^ptxas (fatal|error))");
   std::istringstream lines(log);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (std::regex_search(line, error_line))
-      return line.size() > 300 ? line.substr(0, 300) + "..." : line;
-  }
+  for (std::string line; std::getline(lines, line);)
+    if (std::regex_search(line, error_line)) return message_line(line);
   return {};
 }
 

@@ -38,6 +38,21 @@ bool table_fits(std::uint64_t offset, std::uint64_t count, std::uint64_t entry,
   return offset + count * entry <= size;
 }
 
+/** Reads each of the file's program headers in turn and gives it to `look`, which returns why
+ *  the file is not what it should be (empty: go on); the first such reason, or why the headers
+ *  cannot be read, else empty. */
+template <class Look>
+std::string each_segment(std::ifstream& in, const Elf64_Ehdr& header, Look&& look) {
+  for (std::uint16_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    if (!read_at(in, header.e_phoff + std::uint64_t{i} * header.e_phentsize, &segment,
+                 sizeof segment))
+      return "cannot read its program headers";
+    if (std::string why = look(segment); !why.empty()) return why;
+  }
+  return {};
+}
+
 /** The folders directly under `dir` (torch's build folders), none when `dir` is a symlink or no
  *  folder (kjudge makes it a folder; one the candidate replaced could point anywhere); symlinks
  *  among them are left out. */
@@ -84,17 +99,13 @@ std::string elf_damage(const fs::path& path) {
   if (header.e_phnum == PN_XNUM) return {};  // the count lives elsewhere: not checked further
   if (header.e_phentsize < sizeof(Elf64_Phdr) && header.e_phnum > 0)
     return "its program headers are too small";
-  for (std::uint16_t i = 0; i < header.e_phnum; ++i) {
-    Elf64_Phdr segment{};
-    if (!read_at(in, header.e_phoff + std::uint64_t{i} * header.e_phentsize, &segment,
-                 sizeof segment))
-      return "cannot read its program headers";
+  return each_segment(in, header, [size](const Elf64_Phdr& segment) {
     if (segment.p_type == PT_LOAD && segment.p_filesz > 0 &&
         !table_fits(segment.p_offset, 1, segment.p_filesz, size))
       return fmt::format("a loadable segment ends at byte {}, past its {} bytes",
                          segment.p_offset + segment.p_filesz, size);
-  }
-  return {};
+    return std::string();
+  });
 }
 
 std::string shared_library_problem(const fs::path& path) {
@@ -109,15 +120,15 @@ std::string shared_library_problem(const fs::path& path) {
                                                   : "other");
   // A position-independent executable is ET_DYN too; it names an interpreter, which glibc's
   // dlopen refuses.
-  for (std::uint16_t i = 0; i < header.e_phnum && header.e_phnum != PN_XNUM; ++i) {
-    Elf64_Phdr segment{};
-    if (!read_at(in, header.e_phoff + std::uint64_t{i} * header.e_phentsize, &segment,
-                 sizeof segment))
-      return "cannot read its program headers";
-    if (segment.p_type == PT_INTERP)
-      return "a position-independent executable (it names a program interpreter), not a shared "
-             "object";
-  }
+  const auto names_an_interpreter = [](const Elf64_Phdr& segment) {
+    return segment.p_type == PT_INTERP ? std::string(
+                                             "a position-independent executable (it "
+                                             "names a program interpreter), not a "
+                                             "shared object")
+                                       : std::string();
+  };
+  if (header.e_phnum != PN_XNUM)
+    if (std::string why = each_segment(in, header, names_an_interpreter); !why.empty()) return why;
 #if defined(__x86_64__)
   constexpr std::uint16_t machine = EM_X86_64;
 #elif defined(__aarch64__)

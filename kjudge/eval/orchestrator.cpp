@@ -472,59 +472,45 @@ eval_result evaluate(const job& j, const run_options& options) {
       r.status = in_reference && !state.candidate_forward_seen ? eval_status::problem_error
                                                                : eval_status::crashed;
       r.message = fmt::format("the worker {}{}", worker_ending(p), during);
-      // After a candidate's forward, a crash in a trial's reference part is the candidate's
-      // unless the reference crashes as well on its own: run alone in a fresh worker (no
-      // candidate loaded), through the same trials up to the same part. A problem whose forward
-      // calls os._exit() was every candidate's crash.
-      if (in_reference && state.candidate_forward_seen) {
+      // Two crashes are the candidate's unless the reference crashes as well on its own, run
+      // alone in a fresh worker (no candidate loaded): one in a trial's reference part after a
+      // candidate's forward (the reference alone runs through the same trials up to the same
+      // part; a problem whose forward calls os._exit() was every candidate's crash), and one in a
+      // step where both sides run on the timing's input sets, their set-up, the nominal-size
+      // check or the timed loop (the reference alone, k_reference_alone_all, sets up two of
+      // those sets, the nominal sizes among them, and runs its runner on each; a forward that
+      // exits at its nominal size only, which the trials jitter away from, was every
+      // candidate's crash), unless an out-of-memory kill came meanwhile (the machine's memory,
+      // not the problem, may end the reference alone as well).
+      const bool trial_part = in_reference && state.candidate_forward_seen;
+      const bool both_sides_step =
+          r.status == eval_status::crashed && oom_kills_meanwhile == 0 &&
+          (state.last_phase == "timing_setup" || state.last_phase == "timing" ||
+           state.last_phase == "nominal sizes check");
+      if (trial_part || both_sides_step) {
+        const bool runnable = (both_sides_step || state.last_phase.starts_with("trial ")) &&
+                              time_left() > std::chrono::seconds(1);
         const alone_outcome alone =
-            state.last_phase.starts_with("trial ") && time_left() > std::chrono::seconds(1)
-                ? reference_alone(j, so, time_left(), state.last_phase, problem_sha256)
-                : alone_outcome{.text = "was not run (no time left, or not in a trial)"};
+            runnable ? reference_alone(
+                           j, so, time_left(),
+                           trial_part ? state.last_phase : std::string(k_reference_alone_all),
+                           problem_sha256)
+                     : alone_outcome{.text = "was not run (no time left, or not in a trial)"};
+        const char* where =
+            trial_part
+                ? "the reference's part of a trial, after the candidate's code had run a forward"
+                : "a step where both sides run, on the timing's input sets";
         if (alone.crashed) {
           r.status = eval_status::problem_error;
           r.message += fmt::format(
-              " (the reference's part of a trial, after the candidate's code had run a forward; "
-              "run alone in a fresh worker without the candidate, the reference crashed there "
-              "too ({}): the problem's)",
-              alone.text);
+              " ({}; run alone in a fresh worker without the candidate, the reference crashed "
+              "there too ({}): the problem's)",
+              where, alone.text);
         } else {
           r.message += fmt::format(
-              " (the reference's part of a trial, after the candidate's code had run a forward: "
-              "counted as the candidate's crash; the reference alone, in a fresh worker without "
-              "the candidate, {})",
-              alone.text);
-        }
-      }
-      // A crash in a step where both sides run on the timing's input sets (their set-up, the
-      // nominal-size check, the timed loop) is the candidate's unless the reference crashes
-      // there as well on its own: the reference alone (k_reference_alone_all) sets up two of
-      // those sets, the nominal sizes among them, and runs its runner on each. A problem
-      // whose forward calls os._exit() at its nominal size only (the trials jitter it) was
-      // every candidate's crash.
-      const bool both_sides_step = state.last_phase == "timing_setup" ||
-                                   state.last_phase == "timing" ||
-                                   state.last_phase == "nominal sizes check";
-      // Not after an out-of-memory kill: the machine's memory, not the problem, may end the
-      // reference alone as well.
-      if (both_sides_step && r.status == eval_status::crashed && oom_kills_meanwhile == 0) {
-        const alone_outcome alone =
-            time_left() > std::chrono::seconds(1)
-                ? reference_alone(j, so, time_left(), std::string(k_reference_alone_all),
-                                  problem_sha256)
-                : alone_outcome{.text = "was not run (no time left)"};
-        if (alone.crashed) {
-          r.status = eval_status::problem_error;
-          r.message += fmt::format(
-              " (a step where both sides run; run alone in a fresh worker without the "
-              "candidate, through the trials and two of the timing's input sets, the reference "
-              "crashed too ({}): the problem's)",
-              alone.text);
-        } else {
-          r.message += fmt::format(
-              " (a step where both sides run: counted as the candidate's crash; the reference "
-              "alone, in a fresh worker without the candidate, {})",
-              alone.text);
+              " ({}: counted as the candidate's crash; the reference alone, in a fresh worker "
+              "without the candidate, {})",
+              where, alone.text);
         }
       }
       // The kernel's out-of-memory killer sends SIGKILL and says so only in its log: a worker

@@ -1321,8 +1321,8 @@ def _fresh_jitter(seed, scale, jitter):
 def _make_inputs(data_seed, jitter_seed, scale, jitter=True):
     """get_inputs() under a fresh jitter table (_fresh_jitter)."""
     _fresh_jitter(jitter_seed, scale, jitter)
-    before = ((_class_bindings(_problem), _problem_contents()) if _reach.entered is not None
-              else None)
+    bindings = _class_bindings(_problem) if _reach.entered is not None else None
+    before = (bindings, _problem_contents(bindings)) if bindings is not None else None
     try:
         _seed_generators(data_seed)
         got = _problem.get_inputs()
@@ -2344,6 +2344,29 @@ def _bindings(space, code_only):
     return out
 
 
+def _bound_modules(namespaces, seen):
+    """The modules bound in `namespaces` (each read with vars()), other than torch's, sys,
+    builtins, kjudge's and this harness's, and other than those whose id is in `seen`, to which
+    theirs are added; in the order found."""
+    skip = {"sys", "builtins", "_kjudge", __name__}
+    found = []
+    for space in namespaces:
+        for module in list(vars(space).values()):
+            if not _isinstance(module, _ModuleType):
+                continue
+            name = getattr(module, "__name__", None)
+            if (not _isinstance(name, str) or name in skip or name == "torch"
+                    or name.startswith("torch.") or id(module) in seen):
+                continue
+            try:
+                vars(module)
+            except TypeError:
+                continue
+            seen.add(id(module))
+            found.append(module)
+    return found
+
+
 def _problem_modules():
     """The modules, other than torch's, the problem's code reaches by name: those bound in its
     module (math, numpy, a helper beside it) and the modules bound in theirs (numpy.linalg,
@@ -2353,53 +2376,9 @@ def _problem_modules():
     problem's."""
     if _problem is None:
         return []
-    skip = {"sys", "builtins", "_kjudge", __name__}
-    found, seen = [], set()
-
-    def take(module):
-        name = getattr(module, "__name__", None)
-        if (not _isinstance(name, str) or name in skip or name == "torch"
-                or name.startswith("torch.") or id(module) in seen):
-            return False
-        try:
-            vars(module)
-        except TypeError:
-            return False
-        seen.add(id(module))
-        found.append(module)
-        return True
-
-    first = [m for m in vars(_problem).values() if _isinstance(m, _ModuleType) and take(m)]
-    for module in first:
-        for v in list(vars(module).values()):
-            if _isinstance(v, _ModuleType):
-                take(v)
-    return sorted(found, key=lambda m: m.__name__)
-
-
-def _modules_torch_nn_reaches():
-    """The modules, other than torch's, sys and builtins, that torch.nn's modules and the other
-    _CODE_SPACES bind, sorted by name."""
-    found, seen = [], set()
-    for name, module in sorted(sys.modules.items()):
-        if module is None or not (name in _CODE_SPACES or name.startswith("torch.nn.")):
-            continue
-        try:
-            bound = list(vars(module).values())
-        except TypeError:
-            continue
-        for v in bound:
-            mod_name = getattr(v, "__name__", None) if _isinstance(v, _ModuleType) else None
-            if (not _isinstance(mod_name, str) or mod_name in ("sys", "builtins", "_kjudge")
-                    or mod_name == "torch" or mod_name.startswith("torch.") or id(v) in seen):
-                continue
-            try:
-                vars(v)
-            except TypeError:
-                continue
-            seen.add(id(v))
-            found.append(v)
-    return sorted(found, key=lambda m: m.__name__)
+    seen = set()
+    first = _bound_modules([_problem], seen)
+    return sorted(first + _bound_modules(first, seen), key=lambda m: m.__name__)
 
 
 # The modules whose code bindings (_bindings(code_only)) are watched: what the reference's
@@ -2739,6 +2718,7 @@ class _Reach:
         # The modules the reference's layers run through, private names too (a candidate that
         # replaced torch.nn.modules.linear's `F` made every nn.Linear of the reference compute
         # what it chose), by their code bindings alone.
+        torch_code = []
         for name, module in sorted(sys.modules.items()):
             if module is None or not (name in _CODE_SPACES or name.startswith("torch.nn.")):
                 continue
@@ -2747,6 +2727,7 @@ class _Reach:
             except TypeError:
                 continue
             spaces.append((name, module, True))
+            torch_code.append(module)
         # The modules other than torch's that those bind (math, itertools, collections.abc,
         # warnings, ...), by their code bindings alone as torch's above (their data, such as
         # warnings.filters, is theirs to change): their functions run inside the reference's
@@ -2756,10 +2737,8 @@ class _Reach:
         # and padding). The problem's own modules are watched as the problem's below.
         problem_modules = _problem_modules()
         own = {id(m) for m in problem_modules} | {id(space) for _, space, _ in spaces}
-        for module in _modules_torch_nn_reaches():
-            if id(module) not in own:
-                own.add(id(module))
-                spaces.append((module.__name__, module, True))
+        spaces += [(m.__name__, m, True)
+                   for m in sorted(_bound_modules(torch_code, own), key=lambda m: m.__name__)]
         first = len(spaces)
         spaces += [(m.__name__, m, False) for m in problem_modules]
         self.module_spaces = range(first, len(spaces))
@@ -2941,7 +2920,7 @@ class _Reach:
             problem = (_class_bindings(_problem) if _problem is not None else None)
             self.modules = _loaded_modules()
             self.entered = (problem, _in_force(), dict(globals()))
-            self.contents = _problem_contents()
+            self.contents = _problem_contents(problem)
         self.use("candidate")
 
     def leave(self):
@@ -3008,7 +2987,7 @@ class _Reach:
             self.churn.update(("binding", k) for k in set(before) | set(problem)
                               if problem.get(k, _ABSENT) is not before.get(k, _ABSENT))
         self.entered = (problem, self.entered[1], self.entered[2])
-        contents = _problem_contents()
+        contents = _problem_contents(problem)
         if contents is not None and self.contents is not None:
             if later:
                 self.churn.update(("contents", k) for k in set(contents) | set(self.contents)
@@ -3058,7 +3037,8 @@ class _Reach:
         if before is None or self.entered is None or self.entered[0] is None:
             return
         before, contents_before = before
-        contents_after = _problem_contents()
+        after = _class_bindings(_problem)
+        contents_after = _problem_contents(after)
         if self.contents is not None and contents_after is not None:
             for k in set(contents_before) | set(contents_after):
                 if contents_after.get(k, _ABSENT) != contents_before.get(k, _ABSENT):
@@ -3066,7 +3046,6 @@ class _Reach:
                         self.contents[k] = contents_after[k]
                     else:
                         self.contents.pop(k, None)
-        after = _class_bindings(_problem)
         baseline = dict(self.entered[0])
         for k in set(before) | set(after):
             if after.get(k, _ABSENT) is not before.get(k, _ABSENT):
@@ -3089,7 +3068,7 @@ class _Reach:
         at every turn of the reference and after timing)."""
         if self.armed:
             self.entered = (_class_bindings(_problem), _in_force(), dict(globals()))
-            self.contents = _problem_contents()
+            self.contents = _problem_contents(self.entered[0])
             self.threads = _active_threads()
             self.modules = _loaded_modules()
             self.sealed = True
@@ -3151,11 +3130,11 @@ class _Reach:
                 found += ["the problem's %s" % k for k in set(problem) | set(now)
                           if now.get(k, _ABSENT) is not problem.get(k, _ABSENT)
                           and ("binding", k) not in self.churn]
-            if self.contents is not None:
-                now = _problem_contents()
-                found += ["the contents of the problem's %s" % k
-                          for k in set(self.contents) & set(now)
-                          if now[k] != self.contents[k] and ("contents", k) not in self.churn]
+                if self.contents is not None:
+                    held = _problem_contents(now)
+                    found += ["the contents of the problem's %s" % k
+                              for k in set(self.contents) & set(held)
+                              if held[k] != self.contents[k] and ("contents", k) not in self.churn]
             found += self._hooks_and_modes()
         if self.modules is not None:
             found += _modules_changed(self.modules)
@@ -3294,16 +3273,16 @@ def _contents_key(v, budget, depth=0):
     return (name, _tuple(_contents_key(x, budget, depth + 1) for x in _list(v)))
 
 
-def _problem_contents():
+def _problem_contents(bindings=None):
     """_contents_key() of each container the problem module binds, and of those its classes
     bind, each read within a budget of its own: a candidate that emptied the problem's
     `hidden_sizes` list in place (the binding the same list) had the reference built as one
     Linear layer, and its single Linear passed. Containers only: a binding's identity is
-    checked otherwise (_class_bindings)."""
+    checked otherwise (_class_bindings; `bindings`: what it gave just now, else read here)."""
     if _problem is None:
         return None
     out = {}
-    for name, v in _class_bindings(_problem).items():
+    for name, v in (bindings if bindings is not None else _class_bindings(_problem)).items():
         last = name.rsplit(".", 1)[-1]
         if _exact(_type(v), _CONTAINERS) and not (last.startswith("__") and last.endswith("__")):
             out[name] = _contents_key(v, [_CONTENT_LIMIT])
