@@ -29,6 +29,12 @@ struct host_tensor {
   dtype type = dtype::f32;
   std::vector<std::int64_t> shape;  ///< empty for a 0-dim (scalar) tensor
   const void* data = nullptr;
+  /** Nonzero where `data` holds only the elements an expanded tensor's strides reach (this
+   *  many, from its first), not the tensor written out: a candidate output whose shape is not
+   *  the reference's, which kjudge does not write out (python/bridge.cpp, kept_view). compare()
+   *  takes it as `actual` only with a shape other than `expected`'s, and reads its values (hash,
+   *  constant) from those elements. */
+  std::size_t reached = 0;
   [[nodiscard]] std::size_t numel() const noexcept;
 };
 

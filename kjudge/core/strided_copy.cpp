@@ -1,6 +1,8 @@
 #include <kjudge/core/strided_copy.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace kj {
@@ -54,6 +56,20 @@ void gather_strided(const std::byte* from, std::span<const std::int64_t> sizes,
     }
     if (outer == 0) return;
   }
+}
+
+std::size_t strided_reach(std::span<const std::int64_t> sizes,
+                          std::span<const std::int64_t> strides) noexcept {
+  constexpr auto most = std::numeric_limits<std::size_t>::max();
+  std::size_t reach = 1;
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] <= 0) return 0;
+    const auto span = static_cast<std::size_t>(sizes[d] - 1);
+    const auto step = static_cast<std::size_t>(std::max<std::int64_t>(strides[d], 0));
+    if (step != 0 && span > (most - reach) / step) return most;
+    reach += span * step;
+  }
+  return reach;
 }
 
 }  // namespace kj

@@ -17,4 +17,12 @@ namespace kj {
 void gather_strided(const std::byte* from, std::span<const std::int64_t> sizes,
                     std::span<const std::int64_t> strides, std::size_t element, std::byte* to);
 
+/** The elements from a tensor's first element to the farthest its `sizes` and `strides` (in
+ *  elements, none negative) reach: 1 + sum of (size - 1) * stride; 0 where a size is 0. At least
+ *  the tensor's element count when no two of its indices share an element (a contiguous or
+ *  sliced tensor), fewer for an expansion (stride 0) or another overlap. Saturates at SIZE_MAX.
+ *  `sizes` and `strides` have the same length. */
+[[nodiscard]] std::size_t strided_reach(std::span<const std::int64_t> sizes,
+                                        std::span<const std::int64_t> strides) noexcept;
+
 }  // namespace kj

@@ -57,7 +57,7 @@ namespace {
 
 /** Host tensor view for the comparison code. */
 check::host_tensor to_host(const python::tensor_view& v) {
-  return check::host_tensor{v.type, v.shape, v.data};
+  return check::host_tensor{v.type, v.shape, v.data, v.reached};
 }
 
 output_check to_output_check(int index, const check::output_comparison& c) {

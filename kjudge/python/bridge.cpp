@@ -436,6 +436,10 @@ struct session::impl {
       std::vector<std::int64_t> shape;
       std::vector<std::byte> bytes;  ///< contiguous; none for a dtype kjudge does not compare
       std::string python_number;     ///< tensor_view::python_number
+      /** An expansion (its strides reach fewer elements than it has: harness.py, _reached):
+       *  its strides, `bytes` holding the elements they reach until kept_view writes it out.
+       *  Empty otherwise. */
+      std::vector<std::int64_t> strides;
     };
     std::size_t sample = 0;
     std::string why;  ///< why its outputs could not be read (then it has none), or ""
@@ -848,8 +852,21 @@ void session::synchronize_candidate() {
 
 namespace {
 
-/** A kept output as the comparison reads it: its bytes where C++ holds them (contiguous). */
-tensor_view kept_view(const session::impl::kept_call::output& o) {
+/** An expansion kept as the elements its strides reach (copy_into), written out: contiguous. */
+void write_out(session::impl::kept_call::output& o, std::size_t element) {
+  std::size_t n = 1;
+  for (const auto d : o.shape) n *= static_cast<std::size_t>(d);
+  std::vector<std::byte> out(n * element);
+  kj::gather_strided(o.bytes.data(), o.shape, o.strides, element, out.data());
+  o.bytes = std::move(out);
+  o.strides.clear();
+}
+
+/** A kept output as the comparison reads it: its bytes where C++ holds them, contiguous. An
+ *  expansion is written out first where `write` (it is compared element by element), and read
+ *  as the elements it reaches otherwise (reached): a wrong shape is said with no more memory
+ *  than the candidate gave the output. */
+tensor_view kept_view(session::impl::kept_call::output& o, bool write) {
   tensor_view v;
   v.shape = o.shape;
   v.strides.assign(o.shape.size(), 1);
@@ -861,15 +878,27 @@ tensor_view kept_view(const session::impl::kept_call::output& o) {
     return v;
   }
   v.type = *t;
+  if (!o.strides.empty()) {
+    if (write)
+      write_out(o, element_size(*t));
+    else
+      v.reached = o.bytes.size() / element_size(*t);
+  }
   v.data = const_cast<std::byte*>(o.bytes.data());  // read only: the comparison's views
   v.python_number = o.python_number;
   return v;
 }
 
-/** Views of a kept call's outputs (valid while it is kept, unchanged). */
-std::vector<tensor_view> kept_views(const session::impl::kept_call& c) {
+/** Views of a kept call's outputs (valid while it is kept, unchanged). With `expected` (the
+ *  reference's outputs they are compared with), an expansion is written out only where its
+ *  shape is that of the same output of `expected`: the only case its elements are compared. */
+std::vector<tensor_view> kept_views(session::impl::kept_call& c,
+                                    const std::vector<tensor_view>* expected = nullptr) {
   std::vector<tensor_view> out;
-  for (const auto& o : c.outputs) out.push_back(kept_view(o));
+  for (std::size_t i = 0; i < c.outputs.size(); ++i)
+    out.push_back(kept_view(
+        c.outputs[i], expected == nullptr ||
+                          (i < expected->size() && (*expected)[i].shape == c.outputs[i].shape)));
   return out;
 }
 
@@ -902,7 +931,7 @@ trial_outputs session::trial_finish() {
       KJ_THROW(error_kind::internal, "the trial's {} outputs were not copied",
                m_impl->trial_reference ? "candidate's" : "reference's");
     out.reference = kept_views(*m_impl->trial_reference);
-    out.candidate = kept_views(*m_impl->trial_candidate);
+    out.candidate = kept_views(*m_impl->trial_candidate, &out.reference);
     return out;
   });
 }
@@ -921,7 +950,7 @@ trial_outputs session::trial_reference_again(std::uint64_t seed, std::int64_t sh
     trial_outputs out = to_trial_outputs(t[0]);
     m_impl->trial_candidate = impl::copy_of(t[2], 0, error_kind::problem);
     out.reference = kept_views(*m_impl->trial_reference);
-    out.candidate = kept_views(*m_impl->trial_candidate);
+    out.candidate = kept_views(*m_impl->trial_candidate, &out.reference);
     return out;
   });
 }
@@ -1197,7 +1226,7 @@ trial_outputs session::timing_check_finish(check_source source, std::size_t samp
     return to_trial_outputs(m_impl->harness.attr("timing_check_finish")(name, sample));
   });
   if (source == check_source::candidate)
-    for (const auto& o : m_impl->compared.outputs) out.candidate.push_back(kept_view(o));
+    out.candidate = kept_views(m_impl->compared, &out.reference);
   return out;
 }
 
@@ -1268,15 +1297,21 @@ void session::impl::copy_into(kept_call& c, const py::handle& described, std::si
   const bool candidate = owner == error_kind::candidate;
   for (const auto& d : described) {
     const tensor_view v = to_view(d, owner, /*compared=*/candidate);
-    kept_call::output o{d["dtype"].cast<std::string>(), v.shape,
+    kept_call::output o{d["dtype"].cast<std::string>(),
+                        v.shape,
                         i < old.size() ? std::move(old[i].bytes) : std::vector<std::byte>{},
-                        v.python_number};
+                        v.python_number,
+                        {}};
     ++i;
     if (v.unsupported_dtype.empty() && v.numel() > 0) {
       if (v.data == nullptr)
         KJ_THROW(owner, "an output of the {} ({} elements) has no memory to copy",
                  candidate ? "candidate" : "reference", v.numel());
-      const std::size_t n = v.numel() * element_size(v.type);
+      // An expansion keeps the elements its strides reach: written out, 2^28 elements of one
+      // float were copied here before their shape was compared.
+      const std::size_t reach = kj::strided_reach(v.shape, v.strides);
+      if (reach < v.numel()) o.strides = v.strides;
+      const std::size_t n = std::min(reach, v.numel()) * element_size(v.type);
       const auto* p = static_cast<const std::byte*>(v.data);
       // A plain CPU output is read here first, straight from the candidate's memory
       // (_host_at_once): with every signal blocked, so that a page it left unreadable ends the

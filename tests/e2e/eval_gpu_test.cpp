@@ -273,6 +273,45 @@ def get_init_inputs():
   std::filesystem::remove_all(dir);
 }
 
+TEST_F(EvalGpu, ExpandedCudaOutputsAreCopiedAsTheElementsTheyReach) {
+  // A CUDA output of 2^30 elements in 4 bytes: the wrong shape, said without writing it out on
+  // the GPU or the host.
+  const auto wrong =
+      run_eval("problems/level1/softmax.py", "examples/faulty/expanded_wrong_shape.py",
+               {"--no-timing", "--trials", "2"});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+  EXPECT_EQ(wrong.result["status"], "incorrect") << wrong.result.dump(1);
+  EXPECT_NE(
+      wrong.result["trials"][0]["outputs"][0]["message"].get<std::string>().find("shape mismatch"),
+      std::string::npos)
+      << wrong.result["trials"][0].dump();
+  EXPECT_LT(wrong.result["worker"]["max_rss_kb"].get<std::uint64_t>(), 4'000'000U)
+      << wrong.result["worker"].dump();
+  // The right shape: written out and compared in the trials, the timing's audits and its check.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kjudge_expanded_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto problem = (dir / "row_sums.py").string();
+  const auto candidate = (dir / "row_sums_new.py").string();
+  const char* forward = R"(
+    def forward(self, x):
+        return x.sum(dim=1, keepdim=True).expand(-1, 4096)
+)";
+  std::ofstream(problem) << "import torch\nimport torch.nn as nn\nclass Model(nn.Module):"
+                         << forward << R"(def get_inputs():
+    return [torch.randn(64, 256)]
+def get_init_inputs():
+    return []
+)";
+  std::ofstream(candidate) << "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):"
+                           << forward;
+  const auto right = run_eval(problem, candidate, {"--budget", "0.3"});
+  EXPECT_EQ(right.exit_code, 0) << right.output;
+  EXPECT_EQ(right.result["status"], "correct") << right.result.dump(1);
+  EXPECT_TRUE(right.result["timing"]["candidate"]["device"]["valid"].get<bool>()) << right.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(EvalGpu, ARefusedLaunchIsARuntimeErrorNamingTheCudaError) {
   // The candidate's static CUDA runtime refused the launch and kj_forward returned 0: it was
   // an incorrect result with NaN outputs, the CUDA error nowhere. (CUDA 13.0 on the H200 names

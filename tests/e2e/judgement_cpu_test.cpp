@@ -1533,6 +1533,68 @@ class ModelNew(nn.Module):
       << r.result["options"]["timing_inputs"].dump();
 }
 
+TEST(JudgementCpu, AnExpandedOutputOfTheWrongShapeIsJudgedWithoutWritingItOut) {
+  // One float expanded to 2^15 x 2^15 (4 GiB written out, 4 bytes of memory): its host copy was
+  // written out whole before its shape was compared (2^28 elements: 39 s and 2.8 GB of memory
+  // over three trials). Now the elements its strides reach are kept, and the wrong shape is said
+  // with them: incorrect, as constant as it is, in a worker far below the 4 GiB.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+def get_inputs():
+    return [torch.randn(16, 64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.zeros(()).expand(2**15, 2**15)
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  const auto& check = r.result["trials"][0]["outputs"][0];
+  EXPECT_EQ(check["actual_shape"], (std::vector<int>{32768, 32768})) << check.dump();
+  EXPECT_NE(check["message"].get<std::string>().find("shape mismatch"), std::string::npos);
+  EXPECT_NE(r.output.find("constant_output"), std::string::npos) << r.output;
+  EXPECT_LT(r.result["worker"]["max_rss_kb"].get<std::uint64_t>(), 2'000'000U)
+      << r.result["worker"].dump();
+}
+
+TEST(JudgementCpu, AnExpandedOutputOfTheRightShapeIsComparedElementByElement) {
+  // Written out where its shape is the reference's: compared as any output, in the trials and
+  // in the check after timing.
+  const auto p = write_case("p.py", R"(import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+def get_inputs():
+    return [torch.randn(16, 64)]
+def get_init_inputs():
+    return []
+)");
+  const auto c = write_case("c.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.full((1, 1), 1.0 / 64).expand(x.shape[0], x.shape[1])
+)");
+  const auto r = run_eval(p, c, quick);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_EQ(r.result["status"], "incorrect") << r.result.dump(1);
+  const auto& check = r.result["trials"][0]["outputs"][0];
+  EXPECT_EQ(check["actual_shape"], (std::vector<int>{16, 64})) << check.dump();
+  // Values compared: the uniform 1/64 against the softmax's peaked rows.
+  EXPECT_GT(check["mismatch_count"].get<int>(), 0) << check.dump();
+  EXPECT_GT(check["max_abs_err"].get<double>(), 0.01) << check.dump();
+  EXPECT_NE(r.output.find("constant_output"), std::string::npos) << r.output;
+}
+
 TEST(JudgementCpu, DropoutMatchesInTheTrialsAndInThePostTimingCheck) {
   // Each side's forward starts from the same generator state in the trials and, since this
   // test, in the check after timing (it compared two different dropout masks there).

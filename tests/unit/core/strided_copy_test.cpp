@@ -86,4 +86,18 @@ TEST(strided_copy, CopiesElementsOfAnySize) {
   EXPECT_EQ(out, (std::vector<unsigned char>{1, 2, 3, 4, 5, 6, 7, 8, 0}));
 }
 
+TEST(strided_copy, ReachCountsTheElementsFromTheFirstToTheFarthest) {
+  using sizes = std::vector<std::int64_t>;
+  EXPECT_EQ(kj::strided_reach(sizes{}, sizes{}), 1U);                  // a 0-dim tensor
+  EXPECT_EQ(kj::strided_reach(sizes{4, 5}, sizes{5, 1}), 20U);         // contiguous
+  EXPECT_EQ(kj::strided_reach(sizes{4, 5}, sizes{10, 1}), 35U);        // rows of a wider matrix
+  EXPECT_EQ(kj::strided_reach(sizes{1, 5}, sizes{999, 1}), 5U);        // a size-1 dimension
+  EXPECT_EQ(kj::strided_reach(sizes{16384, 16384}, sizes{0, 0}), 1U);  // one float expanded
+  EXPECT_EQ(kj::strided_reach(sizes{1000, 8}, sizes{0, 1}), 8U);       // a row expanded
+  EXPECT_EQ(kj::strided_reach(sizes{3, 3}, sizes{1, 1}), 5U);          // overlapping rows
+  EXPECT_EQ(kj::strided_reach(sizes{3, 0}, sizes{1, 1}), 0U);          // no elements
+  const std::int64_t big = std::int64_t{1} << 62;
+  EXPECT_EQ(kj::strided_reach(sizes{big, 8}, sizes{big, 1}), SIZE_MAX);  // saturates
+}
+
 }  // namespace
