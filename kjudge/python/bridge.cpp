@@ -1309,7 +1309,8 @@ void session::impl::copy_into(kept_call& c, const py::handle& described, std::si
                  candidate ? "candidate" : "reference", v.numel());
       // An expansion keeps the elements its strides reach: written out, 2^28 elements of one
       // float were copied here before their shape was compared.
-      const std::size_t reach = kj::strided_reach(v.shape, v.strides);
+      const std::size_t reach =
+          v.strides.size() == v.shape.size() ? kj::strided_reach(v.shape, v.strides) : v.numel();
       if (reach < v.numel()) o.strides = v.strides;
       const std::size_t n = std::min(reach, v.numel()) * element_size(v.type);
       const auto* p = static_cast<const std::byte*>(v.data);
