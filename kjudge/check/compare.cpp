@@ -534,7 +534,7 @@ output_comparison compare(const host_tensor& expected, const host_tensor& actual
                           std::size_t max_mismatches) {
   KJ_EXPECTS(expected.data != nullptr || expected.numel() == 0);
   KJ_EXPECTS(actual.data != nullptr || actual.numel() == 0);
-  KJ_EXPECTS(actual.reached == 0 || actual.shape != expected.shape);
+  KJ_EXPECTS(actual.reached == 0 || actual.shape != expected.shape || actual.type != expected.type);
   output_comparison out;
   out.expected_shape = expected.shape;
   out.actual_shape = actual.shape;
@@ -550,10 +550,14 @@ output_comparison compare(const host_tensor& expected, const host_tensor& actual
   } else {
     // The elements reached stand for the values: every one of them is some index's in an
     // expansion (a stride-0 dimension over a dense tensor); with gaps between the reached
-    // ones (other overlaps), a constant output can read as varying, never the reverse.
+    // ones (other overlaps), a constant output can read as varying, never the reverse, and
+    // the gaps' bytes count in the hash.
     const host_tensor reached{
         actual.type, {static_cast<std::int64_t>(actual.reached)}, actual.data};
+    // With its shape: different expansions of one element are different outputs.
     out.actual_hash = value_hash(reached);
+    for (const auto d : actual.shape)
+      out.actual_hash = fnv1a_bytes(out.actual_hash, static_cast<std::uint64_t>(d), 8);
     out.constant_output = actual.numel() > 1 && (actual.reached == 1 || is_constant(reached));
   }
 

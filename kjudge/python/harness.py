@@ -1603,12 +1603,20 @@ def _reached(t):
     viewed with its size and strides; None for any other. Written out, such a candidate output
     was copied whole before its shape was compared: a 2^14 x 2^14 expansion of one float
     returned for a softmax took 39 s and 2.8 GB over three trials on the CPU machine. kjudge's
-    C++ keeps the elements reached and writes the tensor out only where its shape is the
-    reference's (bridge.cpp, kept_view)."""
+    C++ keeps the elements reached and writes the tensor out only where its shape and dtype are
+    the reference's (bridge.cpp, kept_views). A ZeroTensor (no memory, every element zero) is
+    one zero viewed with strides 0: an expansion of one was written out whole here, 1:45 and
+    8.9 GB for a 2^15 x 2^15 one (a reviewer's)."""
     n = _numel(t)
-    if n == 0 or (_is_zerotensor is not None and _is_zerotensor(t)):
+    if n == 0:
         return None
     size, stride = _tuple(_size(t)), _tuple(_stride(t))
+    if _is_zerotensor is not None and _is_zerotensor(t):
+        if n == 1:
+            return None
+        zero = _empty((1,), dtype=_dtype_of(t), device="cpu")
+        _zero_fill(zero)
+        return _as_strided(zero, size, (0,) * _len(size), 0)
     reach = 1
     for k, step in zip(size, stride):
         reach += (k - 1) * step
@@ -1730,7 +1738,8 @@ _dtype_of, _device_of = _TensorBase.dtype.__get__, _TensorBase.device.__get__
 _is_floating_point = _TensorBase.is_floating_point
 _storage_of, _offset_of, _set = (_TensorBase.untyped_storage, _TensorBase.storage_offset,
                                  _TensorBase.set_)
-_copy_into, _as_strided = _TensorBase.copy_, _TensorBase.as_strided
+_copy_into, _as_strided, _zero_fill = (_TensorBase.copy_, _TensorBase.as_strided,
+                                       _TensorBase.zero_)
 _tuple = tuple
 # Floating dtypes without a mul of their own (float8): rescaled through float32.
 _as_float32 = _TensorBase.float

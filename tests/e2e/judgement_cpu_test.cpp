@@ -1563,6 +1563,18 @@ class ModelNew(nn.Module):
   EXPECT_NE(r.output.find("constant_output"), std::string::npos) << r.output;
   EXPECT_LT(r.result["worker"]["max_rss_kb"].get<std::uint64_t>(), 2'000'000U)
       << r.result["worker"].dump();
+  // The same of a ZeroTensor, which has no memory (a reviewer's: 1:45 and 8.9 GB).
+  const auto z = write_case("z.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch._efficientzerotensor(()).expand(2**15, 2**15)
+)");
+  const auto zr = run_eval(p, z, quick);
+  EXPECT_EQ(zr.exit_code, 1) << zr.output;
+  EXPECT_EQ(zr.result["status"], "incorrect") << zr.result.dump(1);
+  EXPECT_LT(zr.result["worker"]["max_rss_kb"].get<std::uint64_t>(), 2'000'000U)
+      << zr.result["worker"].dump();
 }
 
 TEST(JudgementCpu, AnExpandedOutputOfTheRightShapeIsComparedElementByElement) {

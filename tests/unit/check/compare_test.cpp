@@ -530,3 +530,27 @@ TEST(compare, a_large_outputs_hash_is_fnv1a_over_its_runs_hashes) {
   for (std::size_t i = 0; i < run; ++i) one_run = fnv(one_run, v[i], 1);
   EXPECT_EQ(kj::check::value_hash(view(v, dtype::u8, {static_cast<std::int64_t>(run)})), one_run);
 }
+
+TEST(compare, an_expansion_of_another_shape_is_read_from_the_elements_it_reaches) {
+  // A candidate output kept as the elements its strides reach (host_tensor::reached): only its
+  // shape is compared; constant and hash come from those elements, the hash with the shape.
+  const std::vector<float> e(6, 0.5F);
+  const std::vector<float> one = {0.25F};
+  auto a = view(one, dtype::f32, {1000, 1000});
+  a.reached = 1;
+  const auto r = compare(view(e, dtype::f32, {2, 3}), a, {});
+  EXPECT_FALSE(r.passed);
+  EXPECT_FALSE(r.shape_ok);
+  EXPECT_NE(r.message.find("shape mismatch"), std::string::npos) << r.message;
+  EXPECT_TRUE(r.constant_output);
+  auto b = view(one, dtype::f32, {1000, 999});
+  b.reached = 1;
+  EXPECT_NE(compare(view(e, dtype::f32, {2, 3}), b, {}).actual_hash, r.actual_hash);
+  // Two reached elements that differ: not constant; the same shape, another dtype: allowed.
+  const std::vector<double> two = {1.0, 2.0};
+  auto c = view(two, dtype::f64, {2, 3});
+  c.reached = 2;
+  const auto d = compare(view(e, dtype::f32, {2, 3}), c, {});
+  EXPECT_FALSE(d.dtype_ok);
+  EXPECT_FALSE(d.constant_output);
+}
