@@ -30,10 +30,10 @@ struct host_tensor {
   std::vector<std::int64_t> shape;  ///< empty for a 0-dim (scalar) tensor
   const void* data = nullptr;
   /** Nonzero where `data` holds only the elements an expanded tensor's strides reach (this
-   *  many, from its first), not the tensor written out: a candidate output whose shape is not
-   *  the reference's, which kjudge does not write out (python/bridge.cpp, kept_view). compare()
-   *  takes it as `actual` only with a shape other than `expected`'s, and reads its values (hash,
-   *  constant) from those elements. */
+   *  many, from its first), not the tensor written out: a candidate output whose shape or dtype
+   *  is not the reference's, which kjudge does not write out (python/bridge.cpp, kept_views).
+   *  compare() takes it as `actual` only with a shape or dtype other than `expected`'s, and
+   *  reads its values (hash, constant) from those elements. */
   std::size_t reached = 0;
   [[nodiscard]] std::size_t numel() const noexcept;
 };

@@ -891,14 +891,18 @@ tensor_view kept_view(session::impl::kept_call::output& o, bool write) {
 
 /** Views of a kept call's outputs (valid while it is kept, unchanged). With `expected` (the
  *  reference's outputs they are compared with), an expansion is written out only where its
- *  shape is that of the same output of `expected`: the only case its elements are compared. */
+ *  shape and dtype are those of the same output of `expected`: the only case its elements are
+ *  compared. */
 std::vector<tensor_view> kept_views(session::impl::kept_call& c,
                                     const std::vector<tensor_view>* expected = nullptr) {
   std::vector<tensor_view> out;
-  for (std::size_t i = 0; i < c.outputs.size(); ++i)
-    out.push_back(kept_view(
-        c.outputs[i], expected == nullptr ||
-                          (i < expected->size() && (*expected)[i].shape == c.outputs[i].shape)));
+  for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+    auto& o = c.outputs[i];
+    const bool compared =
+        expected == nullptr || (i < expected->size() && (*expected)[i].shape == o.shape &&
+                                dtype_from_string(o.dtype) == (*expected)[i].type);
+    out.push_back(kept_view(o, compared));
+  }
   return out;
 }
 

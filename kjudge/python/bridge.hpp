@@ -70,7 +70,8 @@ struct tensor_view {
    *  float"), compared as a 0-dim tensor of `type` (float64, int64 or bool). Empty otherwise. */
   std::string python_number;
   /** check::host_tensor::reached: nonzero where `data` holds only the elements a candidate
-   *  output's strides reach (an expansion whose shape is not the reference's, kept so). */
+   *  output's strides reach (an expansion whose shape or dtype is not the reference's, kept
+   *  so). */
   std::size_t reached = 0;
   [[nodiscard]] std::size_t numel() const noexcept;
 };

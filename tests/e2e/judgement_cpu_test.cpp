@@ -1605,6 +1605,21 @@ class ModelNew(nn.Module):
   EXPECT_GT(check["mismatch_count"].get<int>(), 0) << check.dump();
   EXPECT_GT(check["max_abs_err"].get<double>(), 0.01) << check.dump();
   EXPECT_NE(r.output.find("constant_output"), std::string::npos) << r.output;
+  // The right shape in another dtype: said from the elements reached, not written out.
+  const auto d = write_case("d.py", R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.full((1, 1), 1.0 / 64, dtype=torch.float64).expand(x.shape[0], x.shape[1])
+)");
+  const auto dr = run_eval(p, d, quick);
+  EXPECT_EQ(dr.exit_code, 1) << dr.output;
+  const auto& dcheck = dr.result["trials"][0]["outputs"][0];
+  EXPECT_NE(dcheck["message"].get<std::string>().find("dtype mismatch: expected float32, got "
+                                                      "float64"),
+            std::string::npos)
+      << dcheck.dump();
+  EXPECT_TRUE(dcheck["constant_output"].get<bool>()) << dcheck.dump();
 }
 
 TEST(JudgementCpu, DropoutMatchesInTheTrialsAndInThePostTimingCheck) {
