@@ -1582,10 +1582,7 @@ def _read_masked(t):
     if _numel(t) == 0 or (_is_zerotensor is not None and _is_zerotensor(t)):
         return None
     size, stride, element = _tuple(_size(t)), _tuple(_stride(t)), _element_size(t)
-    last = 0  # the farthest element the strides reach (they are never negative)
-    for n, step in zip(size, stride):
-        last += (n - 1) * step
-    if (_offset_of(t) + last + 1) * element > _storage_nbytes(_storage_of(t)):
+    if (_offset_of(t) + _strided_reach(size, stride)) * element > _storage_nbytes(_storage_of(t)):
         raise RuntimeError("its size and strides reach past the end of its storage")
     buffer = _empty((_numel(t) * element,), dtype=_uint8, device="cpu")
     _copy_masked(_data_ptr(t), _list(size), _list(stride), element, _data_ptr(buffer))
@@ -1595,6 +1592,16 @@ def _read_masked(t):
     if _is_conj(t):
         out = _conj(out)
     return out
+
+
+def _strided_reach(size, stride):
+    """The elements from a tensor's first to the farthest its size and strides reach: 1 + the
+    sum of (size - 1) * |stride| (core/strided_copy.hpp's strided_reach); at least its element
+    count unless two of its indices share an element (an expansion). Sizes are not 0."""
+    reach = 1
+    for n, step in zip(size, stride):
+        reach += (n - 1) * (step if step >= 0 else -step)
+    return reach
 
 
 def _reached(t):
@@ -1617,9 +1624,7 @@ def _reached(t):
         zero = _empty((1,), dtype=_dtype_of(t), device="cpu")
         _zero_fill(zero)
         return _as_strided(zero, size, (0,) * _len(size), 0)
-    reach = 1
-    for k, step in zip(size, stride):
-        reach += (k - 1) * step
+    reach = _strided_reach(size, stride)
     if reach >= n:
         return None
     span = _as_strided(_detach(t), (reach,), (1,))  # from t's first element, in its storage
@@ -3931,7 +3936,7 @@ def _distinct_bytes(tensors):
         if key in seen:
             continue
         seen.add(key)
-        reach = 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape, x.stride()))
+        reach = _strided_reach(x.shape, x.stride())
         total += min(x.numel(), reach) * x.element_size()
     return total
 
