@@ -12,8 +12,9 @@ import tempfile
 import torch
 import torch.nn as nn
 
-_fd = os.open(os.path.join(tempfile.gettempdir(), "kjudge_faulty_verbose_%d.log" % os.getpid()),
-              os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DSYNC, 0o600)
+_path = os.path.join(tempfile.gettempdir(), "kjudge_faulty_verbose_%d.log" % os.getpid())
+_fd = os.open(_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DSYNC, 0o600)
+os.unlink(_path)  # the descriptor keeps the file while the process lives; nothing is left behind
 os.dup2(_fd, 1)
 os.close(_fd)
 _libc = ctypes.CDLL(None)
