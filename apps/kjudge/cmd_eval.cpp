@@ -547,6 +547,10 @@ int run_eval(const eval_args& a) {
   // timing pooled (eval/combine.hpp). The pool, where used, makes each later one quick.
   std::vector<eval_result> runs;
   for (std::size_t p = 0; p < a.processes; ++p) {
+    // Each process its own timing key, so its timed inputs' values are its own: with one key
+    // for all, every process timed the same values in the same order, and a candidate that
+    // kept its outputs in a file replayed them in the later processes (correct, 8.6x).
+    if (p > 0) j.timing_key = eval::fresh_secret();
     runs.push_back(eval::evaluate(j, ro));
     if (p == 0) j.problem_sha256 = runs.front().problem.sha256;  // later workers load those bytes
     if (p > 0) eval::stop_if_files_changed(runs.front(), runs.back());

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -258,6 +259,39 @@ TEST(EvalCpu, ProcessesPoolTheirTimingAndSayEachOnesMedian) {
   EXPECT_EQ(t["speedups"][0]["over_processes"], true);
   EXPECT_NE(r.output.find("host_wall median by process: reference "), std::string::npos)
       << r.output;
+}
+
+TEST(EvalCpu, EachProcessTimesInputValuesOfItsOwn) {
+  // A candidate that keeps its answers in a folder named after the evaluation, and answers a
+  // later process's calls from it where it can (examples/faulty/replays_across_processes.py,
+  // which writes how many calls each process answered so). With one timing key for every
+  // process, every later process timed the same values as the first, in the same order: 32 of
+  // its 43 calls answered, and a reviewer's version read correct at 8.6x. Only the trials
+  // (their inputs follow from --seed) may repeat now.
+  const scratch_dir dir;
+  ::setenv("TMPDIR", dir.path.c_str(), 1);  // where the candidate keeps its answers
+  const auto r =
+      run_eval("problems/level1/mse_loss.py", "examples/faulty/replays_across_processes.py",
+               {"--device", "cpu", "--trials", "2", "--budget", "0.3", "--processes", "2"});
+  ::unsetenv("TMPDIR");
+  ASSERT_EQ(r.result["status"], "correct") << r.output;
+  std::vector<std::pair<int, int>> stats;  // each process's calls, and those answered
+  for (const auto& folder : std::filesystem::directory_iterator(dir.path))
+    for (const auto& f : std::filesystem::directory_iterator(folder.path()))
+      if (f.path().filename().string().starts_with("stats-")) {
+        std::ifstream in(f.path());
+        int calls = -1, answered = -1;
+        in >> calls >> answered;
+        stats.emplace_back(calls, answered);
+      }
+  ASSERT_EQ(stats.size(), 2u) << "one stats file a process";
+  std::sort(stats.begin(), stats.end(), [](auto a, auto b) { return a.second < b.second; });
+  EXPECT_EQ(stats[0].second, 0) << "the first process has no earlier answers";
+  const auto [calls, answered] = stats[1];
+  EXPECT_GE(calls, 20) << "the later process's calls";
+  EXPECT_GE(answered, 1) << "the trials' inputs repeat across processes: the test's means work";
+  EXPECT_LE(answered, 5) << answered << " of " << calls
+                         << " calls of the later process were answered from the first's";
 }
 
 TEST(EvalCpu, WrongValuesAreIncorrectWithMismatches) {
