@@ -285,6 +285,56 @@ void check_problem_error(const job& j, const runner::spawn_options& so,
   }
 }
 
+/** A stress trial the worker skipped because the problem failed on its sizes (run_trials): the
+ *  candidate's code had run in that worker by then, and could have made the reference fail there
+ *  (an exception raised into its forward from a thread: a candidate hard-coded to the nominal
+ *  shape had its stress trials skipped and read correct). The skip stands where the reference
+ *  alone, in a fresh worker without the candidate's code, fails on that trial too; where it runs
+ *  the trial's reference part through, the failure is the candidate's; otherwise (no time left,
+ *  timed out) the skip stands, flagged. */
+void check_stress_skip(const job& j, const runner::spawn_options& so,
+                       std::chrono::milliseconds left, const std::string& problem_sha256,
+                       eval_result& r) {
+  // The first stress trial skipped by a failure (the later ones are sent "not run: ..."; so are
+  // all of them where their inputs were judged too large before any ran).
+  const auto skipped = std::find_if(r.trials.begin(), r.trials.end(), [](const trial_result& t) {
+    return t.kind == "stress" && t.skipped && !t.error.starts_with("not run: ");
+  });
+  if (skipped == r.trials.end()) return;
+  const std::string phase = fmt::format("trial stress {} reference", skipped->index);
+  const alone_outcome alone = left > std::chrono::seconds(1)
+                                  ? reference_alone(j, so, left, phase, problem_sha256)
+                                  : alone_outcome{.text = "was not run (no time left)"};
+  const std::string failure = skipped->error.substr(0, skipped->error.find('\n'));
+  if (alone.crashed || alone.failed) {
+    for (auto& f : r.flags)
+      if (f.code == "stress_not_applicable")
+        f.message += fmt::format(
+            " (the reference alone, in a fresh worker without the "
+            "candidate's code, {} there too)",
+            alone.crashed ? "crashed" : "failed");
+    return;
+  }
+  if (alone.ran_through) {
+    r.status = eval_status::runtime_error;
+    r.message = fmt::format(
+        "stress trial {} failed in the problem's part ({}) after the candidate's code had run, "
+        "which would have skipped the stress trials; the reference alone, in a fresh worker "
+        "without the candidate's code, ran that trial: counted as the candidate's error{}",
+        skipped->index + 1, failure, r.timing ? " (its timing is not reported)" : "");
+    r.timing.reset();
+    // The skip's flag said the problem cannot run at those sizes: not so.
+    std::erase_if(r.flags, [](const flag& f) { return f.code == "stress_not_applicable"; });
+    r.add_flag("problem_error_not_reproduced", "error", r.message);
+    return;
+  }
+  r.add_flag("stress_skip_unconfirmed", "warning",
+             fmt::format("stress trial {} failed in the problem's part after the candidate's code "
+                         "had run, and the reference alone, in a fresh worker without the "
+                         "candidate's code, {}: the stress trials are skipped without that check",
+                         skipped->index + 1, alone.text));
+}
+
 }  // namespace
 
 eval_result evaluate(const job& j, const run_options& options) {
@@ -618,6 +668,8 @@ eval_result evaluate(const job& j, const run_options& options) {
     check_problem_error(j, so, time_left(), problem_sha256, state.last_phase, r);
   summarize_correctness(r);
   if (state.final_seen) check_verdict(j, p, state, r);
+  if (state.final_seen && r.status == eval_status::correct && state.candidate_code_seen && j.stress)
+    check_stress_skip(j, so, time_left(), problem_sha256, r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -745,7 +745,30 @@ class ModelNew(nn.Module):
       const std::string m = f["message"].get<std::string>();
       EXPECT_EQ(m.find(":;"), std::string::npos) << m;
       EXPECT_NE(m.find("Error"), std::string::npos) << m;
+      // The candidate's code had run in that worker: the skip stands once the reference alone,
+      // in a fresh worker, fails there as well.
+      EXPECT_NE(m.find("the reference alone, in a fresh worker without the candidate's code, "
+                       "failed there too"),
+                std::string::npos)
+          << m;
     }
+}
+
+TEST(JudgementCpu, AStressTrialWhoseReferenceTheCandidateMadeFailIsTheCandidatesError) {
+  // Zeros at the stress sizes, and an exception raised into the reference's forward there from
+  // a thread (examples/faulty/fails_reference_in_stress.py): the stress trials were skipped as
+  // the problem's, and a candidate written for the nominal sizes read correct, exit 0. The
+  // reference alone, in a fresh worker, runs that trial through.
+  const auto r =
+      run_eval("problems/level1/softmax.py", "examples/faulty/fails_reference_in_stress.py",
+               with({"--shapes", "stress"}));
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(r.result["status"], "runtime_error") << r.output;
+  EXPECT_TRUE(has_flag(r.result, "problem_error_not_reproduced")) << r.result.dump(1);
+  EXPECT_FALSE(has_flag(r.result, "stress_not_applicable")) << r.result.dump(1);
+  EXPECT_NE(r.result["message"].get<std::string>().find("stress trial 1 failed in the problem's"),
+            std::string::npos)
+      << r.result["message"];
 }
 
 TEST(JudgementCpu, AReferenceThatCannotRunItsOwnTrialIsTheProblemsErrorNotTheCandidates) {
