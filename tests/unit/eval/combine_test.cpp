@@ -167,6 +167,28 @@ TEST(CombineRuns, AProcessWithMostOfTheSamplesCarriesTheSpreadAlmostWhole) {
   EXPECT_GT(k.hi, k.ratio);
 }
 
+TEST(CombineRuns, ProcessesFarApartAreSaidToDisagree) {
+  // The candidate 4x slower from its second process on, with fewer samples there (a time
+  // budget): the pooled median leans to the first process, and a warning names each median.
+  auto first = make_run(100, 50, 1);
+  first.timing->candidate.host_wall = make_figure(50, 400, 4, 2);
+  auto second = make_run(100, 200, 3), third = make_run(100, 200, 5);
+  second.timing->candidate.host_wall = make_figure(200, 100, 4, 4);
+  third.timing->candidate.host_wall = make_figure(200, 100, 4, 6);
+  const auto apart = eval::combine_runs({first, second, third}, 3, options());
+  EXPECT_LT(apart.timing->candidate.host_wall.summary.median, 60.0);  // what the warning is for
+  std::string message;
+  for (const auto& f : apart.flags)
+    if (f.code == "processes_disagree") message = f.message;
+  EXPECT_NE(message.find("candidate host_wall figure"), std::string::npos) << message;
+  EXPECT_NE(message.find("(400 samples)"), std::string::npos) << message;
+  EXPECT_NE(message.find("(100 samples)"), std::string::npos) << message;
+  // Processes 3% apart (and the reference's identical ones) are not.
+  const auto near = eval::combine_runs(
+      {make_run(100, 50, 1), make_run(100, 51.5, 3), make_run(100, 49, 5)}, 3, options());
+  EXPECT_FALSE(near.has_flag("processes_disagree"));
+}
+
 TEST(CombineRuns, AFigureTakenByAnotherMethodInOneProcessIsNotPooled) {
   // A graph capture that failed in one process: its eager launches are not mixed into the
   // others' replays.
