@@ -265,7 +265,7 @@ TEST(EvalCpu, EachProcessTimesInputValuesOfItsOwn) {
   // A candidate that keeps its answers in a folder named after the evaluation, and answers a
   // later process's calls from it where it can (examples/faulty/replays_across_processes.py,
   // which writes how many calls each process answered so). With one timing key for every
-  // process, every later process timed the same values as the first, in the same order: 32 of
+  // process, every later process timed the same values as the first, in the same order: 31 of
   // its 43 calls answered, and a reviewer's version read correct at 8.6x. Only the trials
   // (their inputs follow from --seed) may repeat now.
   const scratch_dir dir;
