@@ -181,7 +181,8 @@ struct alone_outcome {
   bool failed = false;
   bool ran_through = false;
   std::string text;
-  std::string verdict{};  ///< the first line of its verdict's message, where it sent one
+  std::string verdict{};     ///< the first line of its verdict's message, where it sent one
+  std::string last_phase{};  ///< the last phase it reported (where a verdict came: its step)
 };
 
 /** The reference alone (job::reference_alone_until) in a fresh worker started as `so` starts one,
@@ -211,7 +212,8 @@ alone_outcome reference_alone(const job& j, runner::spawn_options so,
     std::string verdict = seen.message.substr(0, seen.message.find('\n'));
     return {.failed = seen.status == eval_status::problem_error,
             .text = fmt::format("ended {}: {}", to_string(seen.status), verdict),
-            .verdict = std::move(verdict)};
+            .verdict = std::move(verdict),
+            .last_phase = state.last_phase};
   }
   if (p.how == runner::exit_kind::timed_out) return {.text = "timed out: nothing decided"};
   // The whole run's crash counts in the problem's own steps only (not in the interpreter's or
@@ -285,13 +287,30 @@ void check_problem_error(const job& j, const runner::spawn_options& so,
   }
 }
 
+/** Whether a failure's text says that memory ran out (torch's, Python's or the C++ allocator's,
+ *  or kjudge's copies that could not be made). */
+bool memory_failure(std::string_view text) {
+  static constexpr std::string_view signs[] = {"out of memory",
+                                               "OutOfMemoryError",
+                                               "MemoryError",
+                                               "can't allocate memory",
+                                               "Cannot allocate memory",
+                                               "could not be allocated",
+                                               "could not be copied",
+                                               "bad_alloc"};
+  return std::any_of(std::begin(signs), std::end(signs),
+                     [&](std::string_view s) { return text.find(s) != std::string_view::npos; });
+}
+
 /** A stress trial the worker skipped because the problem failed on its sizes (run_trials): the
  *  candidate's code had run in that worker by then, and could have made the reference fail there
  *  (an exception raised into its forward from a thread: a candidate hard-coded to the nominal
  *  shape had its stress trials skipped and read correct). The skip stands where the reference
- *  alone, in a fresh worker without the candidate's code, fails on that trial too; where it runs
- *  the trial's reference part through, the failure is the candidate's; otherwise (no time left,
- *  timed out) the skip stands, flagged. */
+ *  alone, in a fresh worker without the candidate's code, fails in that trial's step too; where
+ *  it runs the step through, the failure is the candidate's, unless memory ran out (the worker
+ *  held the candidate's memory as well, the fresh one none of it: the skip stands, flagged);
+ *  otherwise (no time left, timed out, a failure in another step) the skip stands, flagged.
+ *  Skips decided before any stress trial ran (the inputs' estimated size) are not checked. */
 void check_stress_skip(const job& j, const runner::spawn_options& so,
                        std::chrono::milliseconds left, const std::string& problem_sha256,
                        eval_result& r) {
@@ -306,33 +325,46 @@ void check_stress_skip(const job& j, const runner::spawn_options& so,
                                   ? reference_alone(j, so, left, phase, problem_sha256)
                                   : alone_outcome{.text = "was not run (no time left)"};
   const std::string failure = skipped->error.substr(0, skipped->error.find('\n'));
-  if (alone.crashed || alone.failed) {
+  const int number = skipped->index + 1;
+  const auto unconfirmed = [&](const std::string& why) {
+    r.add_flag("stress_skip_unconfirmed", "warning",
+               fmt::format("stress trial {} failed in the problem's part after the candidate's "
+                           "code had run ({}), and the reference alone, in a fresh worker without "
+                           "the candidate's code, {}: the stress trials stay skipped, "
+                           "unconfirmed",
+                           number, failure, why));
+  };
+  if (alone.crashed || (alone.failed && alone.last_phase == phase)) {
     for (auto& f : r.flags)
       if (f.code == "stress_not_applicable")
         f.message += fmt::format(
-            " (the reference alone, in a fresh worker without the "
-            "candidate's code, {} there too)",
+            " (the reference alone, in a fresh worker without the candidate's code, {} there "
+            "too)",
             alone.crashed ? "crashed" : "failed");
     return;
   }
-  if (alone.ran_through) {
-    r.status = eval_status::runtime_error;
-    r.message = fmt::format(
-        "stress trial {} failed in the problem's part ({}) after the candidate's code had run, "
-        "which would have skipped the stress trials; the reference alone, in a fresh worker "
-        "without the candidate's code, ran that trial: counted as the candidate's error{}",
-        skipped->index + 1, failure, r.timing ? " (its timing is not reported)" : "");
-    r.timing.reset();
-    // The skip's flag said the problem cannot run at those sizes: not so.
-    std::erase_if(r.flags, [](const flag& f) { return f.code == "stress_not_applicable"; });
-    r.add_flag("problem_error_not_reproduced", "error", r.message);
-    return;
-  }
-  r.add_flag("stress_skip_unconfirmed", "warning",
-             fmt::format("stress trial {} failed in the problem's part after the candidate's code "
-                         "had run, and the reference alone, in a fresh worker without the "
-                         "candidate's code, {}: the stress trials are skipped without that check",
-                         skipped->index + 1, alone.text));
+  if (alone.failed)
+    return unconfirmed(
+        fmt::format("failed in another step ('{}'): {}", alone.last_phase, alone.verdict));
+  if (!alone.ran_through) return unconfirmed(alone.text);
+  if (memory_failure(skipped->error))
+    return unconfirmed(
+        "ran that trial, but the failure was memory running out, and the worker held the "
+        "candidate's memory as well");
+  r.status = eval_status::runtime_error;
+  r.message = fmt::format(
+      "stress trial {} failed in the problem's part ({}) after the candidate's code had run, "
+      "which would have skipped the stress trials; the reference alone, in a fresh worker "
+      "without the candidate's code, ran that trial: counted as the candidate's error{}",
+      number, failure, r.timing ? " (its timing is not reported)" : "");
+  r.timing.reset();
+  // Not skipped after all: the stress trials are the candidate's failure, and the skip's flag
+  // (the problem cannot run at those sizes) is not so.
+  for (auto& t : r.trials)
+    if (t.kind == "stress") t.skipped = false;
+  std::erase_if(r.flags, [](const flag& f) { return f.code == "stress_not_applicable"; });
+  r.add_flag("problem_error_not_reproduced", "error", r.message);
+  summarize_correctness(r);
 }
 
 }  // namespace

@@ -385,7 +385,12 @@ class pipeline {
       const std::string phase = fmt::format("trial {} {} reference", t.kind, t.index);
       m_events.phase(phase);
       static_cast<void>(m_session->trial_begin(t.seed, t.scale));
-      if (all && m_job.kind == candidate_kind::python)  // drawn twice only in its trials
+      // A Python candidate's trial draws its inputs twice (the problem fails where the draws
+      // differ): so does this run, in every trial of k_reference_alone_all and in the stress
+      // trial whose skip it checks (the orchestrator's check_stress_skip).
+      const bool checked_stress =
+          phase == m_job.reference_alone_until && std::string_view(t.kind) == "stress";
+      if ((all || checked_stress) && m_job.kind == candidate_kind::python)
         m_session->trial_inputs_again(t.seed, t.scale);
       if (phase == m_job.reference_alone_until) break;
     }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -269,11 +270,16 @@ TEST(EvalCpu, EachProcessTimesInputValuesOfItsOwn) {
   // its 43 calls answered, and a reviewer's version read correct at 8.6x. Only the trials
   // (their inputs follow from --seed) may repeat now.
   const scratch_dir dir;
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string before = tmpdir != nullptr ? tmpdir : "";
   ::setenv("TMPDIR", dir.path.c_str(), 1);  // where the candidate keeps its answers
   const auto r =
       run_eval("problems/level1/mse_loss.py", "examples/faulty/replays_across_processes.py",
-               {"--device", "cpu", "--trials", "2", "--budget", "0.3", "--processes", "2"});
-  ::unsetenv("TMPDIR");
+               {"--device", "cpu", "--trials", "2", "--budget", "0.6", "--processes", "2"});
+  if (tmpdir != nullptr)
+    ::setenv("TMPDIR", before.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
   ASSERT_EQ(r.result["status"], "correct") << r.output;
   std::vector<std::pair<int, int>> stats;  // each process's calls, and those answered
   for (const auto& folder : std::filesystem::directory_iterator(dir.path)) {
@@ -292,7 +298,7 @@ TEST(EvalCpu, EachProcessTimesInputValuesOfItsOwn) {
   std::sort(stats.begin(), stats.end(), [](auto a, auto b) { return a.second < b.second; });
   EXPECT_EQ(stats[0].second, 0) << "the first process has no earlier answers";
   const auto [calls, answered] = stats[1];
-  EXPECT_GE(calls, 20) << "the later process's calls";
+  EXPECT_GE(calls, 15) << "the later process's calls";
   EXPECT_GE(answered, 1) << "the trials' inputs repeat across processes: the test's means work";
   EXPECT_LE(answered, 5) << answered << " of " << calls
                          << " calls of the later process were answered from the first's";
