@@ -1,5 +1,7 @@
 #include <kjudge/eval/job.hpp>
 
+#include <fmt/format.h>
+
 #include <kjudge/core/error.hpp>
 #include <kjudge/core/jitter.hpp>
 
@@ -149,6 +151,10 @@ job job_from_json(const nlohmann::json& in) {
   } catch (const nlohmann::json::exception& e) {
     KJ_THROW(error_kind::protocol, "malformed job: {}", e.what());
   }
+}
+
+std::string trial_reference_phase(std::string_view kind, int index) {
+  return fmt::format("trial {} {} reference", kind, index);
 }
 
 std::uint64_t trial_seed(std::uint64_t base_seed, int i) noexcept {

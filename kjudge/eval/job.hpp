@@ -33,6 +33,14 @@ inline constexpr std::size_t max_input_sets = 256;
  *  named so). */
 inline constexpr std::string_view k_reference_alone_all = "*";
 
+/** The phase a trial's reference part reports ("trial stress 0 reference", index from 0): the
+ *  worker sends it, and job::reference_alone_until names a step by it. */
+[[nodiscard]] std::string trial_reference_phase(std::string_view kind, int index);
+
+/** How the error of a trial that was not run begins (the stress trials after the first that
+ *  failed, or all of them where their inputs were judged too large before any ran). */
+inline constexpr std::string_view k_trial_not_run = "not run: ";
+
 /** Named timing budgets: "agent" (about a second per side) and "precise" (leaderboard). */
 [[nodiscard]] measure::timing_options timing_preset(const std::string& name);
 

@@ -314,13 +314,13 @@ bool memory_failure(std::string_view text) {
 void check_stress_skip(const job& j, const runner::spawn_options& so,
                        std::chrono::milliseconds left, const std::string& problem_sha256,
                        eval_result& r) {
-  // The first stress trial skipped by a failure (the later ones are sent "not run: ..."; so are
+  // The first stress trial skipped by a failure (the later ones are sent k_trial_not_run; so are
   // all of them where their inputs were judged too large before any ran).
   const auto skipped = std::find_if(r.trials.begin(), r.trials.end(), [](const trial_result& t) {
-    return t.kind == "stress" && t.skipped && !t.error.starts_with("not run: ");
+    return t.kind == "stress" && t.skipped && !t.error.starts_with(k_trial_not_run);
   });
   if (skipped == r.trials.end()) return;
-  const std::string phase = fmt::format("trial stress {} reference", skipped->index);
+  const std::string phase = trial_reference_phase("stress", skipped->index);
   const alone_outcome alone = left > std::chrono::seconds(1)
                                   ? reference_alone(j, so, left, phase, problem_sha256)
                                   : alone_outcome{.text = "was not run (no time left)"};

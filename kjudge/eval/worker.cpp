@@ -382,7 +382,7 @@ class pipeline {
       for (int i = 0; i < stress_trials; ++i)
         order.push_back({"stress", i, trial_seed(m_job.base_seed + 1, i), m_job.stress_scale});
     for (const auto& t : order) {
-      const std::string phase = fmt::format("trial {} {} reference", t.kind, t.index);
+      const std::string phase = trial_reference_phase(t.kind, t.index);
       m_events.phase(phase);
       static_cast<void>(m_session->trial_begin(t.seed, t.scale));
       // A Python candidate's trial draws its inputs twice (the problem fails where the draws
@@ -673,7 +673,7 @@ class pipeline {
    *  else empty. */
   std::string reference_fails_too(const std::string& kind, int index, std::uint64_t seed,
                                   std::int64_t scale) {
-    m_events.phase(fmt::format("trial {} {} reference", kind, index));
+    m_events.phase(trial_reference_phase(kind, index));
     try {
       m_session->trial_run_reference(seed, scale);
     } catch (const kj::error& e) {
@@ -1067,7 +1067,7 @@ class pipeline {
             rest.seed = trial_seed(m_job.base_seed + 1, k);
             rest.shape_scale = m_job.stress_scale;
             rest.skipped = true;
-            rest.error = "not run: " + skip_why;
+            rest.error = std::string(k_trial_not_run) + skip_why;
             m_events.send({{"trial", rest}});
           }
           m_events.flag("stress_not_applicable", "warning",
