@@ -33,14 +33,33 @@ struct kjudge_run {
   nlohmann::json result;  // null when no JSON was written
 };
 
-/** Tests run without the worker pool (so no pool outlives them), whatever the caller's
- *  environment says, unless they ask for it: by --pool in `args`, or, in the pool's own tests
- *  (which set KJ_POOL_TEST_MARKER and stop their pools), through KJUDGE_POOL. */
-inline void without_pool_unless_asked(runner::spawn_options& o,
-                                      const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--pool") == args.end() &&
-      std::getenv("KJ_POOL_TEST_MARKER") == nullptr)
-    o.env.emplace_back("KJUDGE_POOL", "0");
+/** This process's environment, sorted. */
+inline std::vector<std::string> environment_now() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  std::sort(env.begin(), env.end());
+  return env;
+}
+
+/** The environment the test program started with, before any test set a variable. */
+inline const std::vector<std::string> g_start_environment = environment_now();
+
+/** Which worker kjudge runs. An evaluation whose arguments say (--pool, --no-pool), or that the
+ *  pool's own tests run (they set KJ_POOL_TEST_MARKER and stop their pools), or that the caller
+ *  chose for every test (KJUDGE_POOL set in ctest's environment: `KJUDGE_POOL=0 ctest` runs them
+ *  all on exec'd workers), is left as it is. Otherwise one worker pool serves the tests' runs
+ *  (forked workers, torch imported once, as `kjudge eval` does by default): every run whose
+ *  environment is the one the test program started with, in every test program, asks the same
+ *  pool; a fixture stops it after the last test (tests/e2e/stop_pools.cmake). A run whose test
+ *  has set a variable or adds its own gets an exec'd worker, so that no test starts a pool of
+ *  its own that would outlive it. */
+inline void choose_worker(runner::spawn_options& o, const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--pool") != args.end() ||
+      std::find(args.begin(), args.end(), "--no-pool") != args.end() ||
+      std::getenv("KJ_POOL_TEST_MARKER") != nullptr || std::getenv("KJUDGE_POOL") != nullptr)
+    return;
+  const bool shared = o.env.empty() && environment_now() == g_start_environment;
+  o.env.emplace_back("KJUDGE_POOL", shared ? "1" : "0");
 }
 
 /** `kjudge <command> <problem> <candidate> <extra...> --json <tmp>` (command: eval, profile);
@@ -62,7 +81,7 @@ inline kjudge_run run_command(const std::string& command, const std::string& pro
             (source_dir() / candidate).string(),
             "--json",
             json_path.string()};
-  without_pool_unless_asked(o, extra);
+  choose_worker(o, extra);
   for (auto& e : extra) o.argv.push_back(std::move(e));
   o.timeout = limit;
   o.output_tail_bytes = 1 << 20;
@@ -92,7 +111,7 @@ inline kjudge_run run_raw(std::vector<std::string> args,
                           std::chrono::seconds limit = std::chrono::seconds(60)) {
   runner::spawn_options o;
   o.argv = {KJ_KJUDGE_EXE};
-  without_pool_unless_asked(o, args);
+  choose_worker(o, args);
   for (auto& a : args) o.argv.push_back(std::move(a));
   o.timeout = limit;
   const auto p = runner::run_process(o);

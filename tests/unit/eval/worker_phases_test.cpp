@@ -1,5 +1,6 @@
 // The worker's phases through the real executable on the CPU: Python's start-up is split into
-// its steps (the interpreter, importing torch, device setup), in order, before load_problem.
+// its steps (the interpreter, importing torch, device setup), in order, before load_problem, in
+// an exec'd worker (--no-pool; a pooled one starts at python_prewarmed, tests/e2e/pool_cpu_test).
 // Needs the PyTorch the build was configured with, like tests/e2e.
 
 #include <algorithm>
@@ -11,7 +12,7 @@ namespace {
 
 TEST(WorkerPhases, PythonStartUpStepsAreReportedInOrder) {
   const auto r = run_eval("problems/level1/softmax.py", "examples/softmax/naive.py",
-                          {"--device", "cpu", "--trials", "1", "--no-timing"});
+                          {"--device", "cpu", "--trials", "1", "--no-timing", "--no-pool"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> names;
   std::vector<double> starts;
