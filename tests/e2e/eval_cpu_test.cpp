@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -363,19 +364,43 @@ TEST(EvalCpu, InputMutationIsReported) {
   }
 }
 
+// The isolation tests below (a crash, exit() and running out of memory in the candidate) run
+// in both kinds of worker: exec'd (--no-pool) and forked from the tests' pool (--pool, the
+// default's). A hang is timed out in an exec'd worker here and in a pooled one in
+// PoolCpu.FirstStartsThePoolThenEvaluationsAreForkedFromIt.
+const char* const k_workers[] = {"--no-pool", "--pool"};
+
+/** run_eval() with cpu_fast in `worker` (an entry of k_workers), checked to have run there: a
+ *  pooled run that found no pool running ran its own worker and started one, so it is run again,
+ *  forked from that pool (an evaluation waits for a pool that is still starting). */
+kjudge_run run_in_worker(const char* worker, const std::string& problem,
+                         const std::string& candidate) {
+  const bool pooled = std::string_view(worker) == "--pool";
+  auto r = run_eval(problem, candidate, with({worker}));
+  if (pooled && r.result["worker"].value("started_by", "") == "exec+pool_started")
+    r = run_eval(problem, candidate, with({worker}));
+  EXPECT_EQ(r.result["worker"].value("started_by", ""), pooled ? "pool" : "exec")
+      << worker << ": " << r.result["worker"].dump();
+  return r;
+}
+
 TEST(EvalCpu, SegfaultBecomesACrashResult) {
-  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/segfault.py", cpu_fast);
-  EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_EQ(r.result["status"], "crashed");
-  EXPECT_EQ(r.result["worker"]["signal"], 11);
-  EXPECT_NE(r.result["message"].get<std::string>().find("SIGSEGV"), std::string::npos);
-  EXPECT_NE(r.result["worker"]["last_phase"].get<std::string>().find("candidate"),
-            std::string::npos);
-  // The report says where it stopped, not "(0/0 trials)".
-  EXPECT_EQ(r.output.find("0/0 trials"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("CRASHED  (no trial completed, stopped in trial 1 of 3)"),
-            std::string::npos)
-      << r.output;
+  for (const char* worker : k_workers) {
+    const auto r =
+        run_in_worker(worker, "problems/level1/softmax.py", "examples/faulty/segfault.py");
+    EXPECT_EQ(r.exit_code, 4) << worker << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "crashed") << worker;
+    EXPECT_EQ(r.result["worker"]["signal"], 11) << worker;
+    EXPECT_NE(r.result["message"].get<std::string>().find("SIGSEGV"), std::string::npos);
+    EXPECT_NE(r.result["worker"]["last_phase"].get<std::string>().find("candidate"),
+              std::string::npos)
+        << worker;
+    // The report says where it stopped, not "(0/0 trials)".
+    EXPECT_EQ(r.output.find("0/0 trials"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("CRASHED  (no trial completed, stopped in trial 1 of 3)"),
+              std::string::npos)
+        << r.output;
+  }
 }
 
 TEST(EvalCpu, ForgedVerdictIsNotBelieved) {
@@ -1167,8 +1192,8 @@ TEST(EvalCpu, ABudgetLongerThanTheTimeoutEndsInFiguresNotATimeout) {
 }
 
 TEST(EvalCpu, HangBecomesATimeout) {
-  const auto r =
-      run_eval("problems/level1/softmax.py", "examples/faulty/hang.py", with({"--timeout", "25"}));
+  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/hang.py",
+                          with({"--timeout", "25", "--no-pool"}));
   EXPECT_EQ(r.exit_code, 5) << r.output;
   EXPECT_EQ(r.result["status"], "timed_out");
   // The message names the phase the timeout struck in (the candidate hangs in its first trial).
@@ -2403,16 +2428,21 @@ TEST(EvalCpu, WorkerByHandIsAUsageError) {
 }
 
 TEST(EvalCpu, ExitInCandidateBecomesACrashResult) {
-  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/exits.py", cpu_fast);
-  EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_EQ(r.result["status"], "crashed");
-  EXPECT_NE(r.result["message"].get<std::string>().find("exited with code"), std::string::npos);
+  for (const char* worker : k_workers) {
+    const auto r = run_in_worker(worker, "problems/level1/softmax.py", "examples/faulty/exits.py");
+    EXPECT_EQ(r.exit_code, 4) << worker << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "crashed") << worker;
+    EXPECT_NE(r.result["message"].get<std::string>().find("exited with code"), std::string::npos)
+        << worker << ": " << r.result["message"];
+  }
 }
 
 TEST(EvalCpu, OutOfMemoryIsARuntimeError) {
-  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/oom.py", cpu_fast);
-  EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_EQ(r.result["status"], "runtime_error");
+  for (const char* worker : k_workers) {
+    const auto r = run_in_worker(worker, "problems/level1/softmax.py", "examples/faulty/oom.py");
+    EXPECT_EQ(r.exit_code, 4) << worker << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "runtime_error") << worker;
+  }
 }
 
 TEST(EvalCpu, ExceptionInConstructorIsARuntimeError) {
