@@ -364,21 +364,22 @@ TEST(EvalCpu, InputMutationIsReported) {
   }
 }
 
-// The isolation tests below (a crash, exit() and running out of memory in the candidate) run
-// in both kinds of worker: exec'd (--no-pool) and forked from the tests' pool (--pool, the
-// default's). A hang is timed out in an exec'd worker here and in a pooled one in
-// PoolCpu.FirstStartsThePoolThenEvaluationsAreForkedFromIt.
+// The isolation tests below (a crash, exit() and running out of memory in the candidate, and
+// its signals to the processes that judge it) run in both kinds of worker: exec'd (--no-pool)
+// and forked from the tests' pool (--pool, the default's). A hang is timed out in an exec'd
+// worker here and in a pooled one in PoolCpu.FirstStartsThePoolThenEvaluationsAreForkedFromIt.
 const char* const k_workers[] = {"--no-pool", "--pool"};
 
-/** run_eval() with cpu_fast in `worker` (an entry of k_workers), checked to have run there: a
- *  pooled run that found no pool running ran its own worker and started one, so it is run again,
- *  forked from that pool (an evaluation waits for a pool that is still starting). */
+/** run_eval() with cpu_fast and `extra` in `worker` (an entry of k_workers), checked to have
+ *  run there: a pooled run that found no pool running ran its own worker and started one, so it
+ *  is run again, forked from that pool (an evaluation waits for a pool that is still starting). */
 kjudge_run run_in_worker(const char* worker, const std::string& problem,
-                         const std::string& candidate) {
+                         const std::string& candidate, std::vector<std::string> extra = {}) {
   const bool pooled = std::string_view(worker) == "--pool";
-  auto r = run_eval(problem, candidate, with({worker}));
+  extra.emplace_back(worker);
+  auto r = run_eval(problem, candidate, with(extra));
   if (pooled && r.result["worker"].value("started_by", "") == "exec+pool_started")
-    r = run_eval(problem, candidate, with({worker}));
+    r = run_eval(problem, candidate, with(extra));
   EXPECT_EQ(r.result["worker"].value("started_by", ""), pooled ? "pool" : "exec")
       << worker << ": " << r.result["worker"].dump();
   return r;
@@ -930,10 +931,14 @@ TEST(EvalCpu, ACandidateCannotStopOrSignalTheProcessesThatJudgeIt) {
   // from a forked child (which stretched the reference's timed calls: 2.5-2.8x for an exact
   // copy): each is refused by the worker's fence, and the candidate, a softmax that returns
   // zeros where any signal got through, reads correct. Without the fence it read incorrect.
-  const auto r = run_eval("problems/level1/softmax.py", "examples/faulty/signals_kjudge.py",
-                          with({"--no-timing"}));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.result["status"], "correct") << r.output;
+  // In both workers: an exec'd one is kjudge eval's grandchild; a pooled one's ancestors are the
+  // pool's processes, and kjudge eval is reached only by kill(-1).
+  for (const char* worker : k_workers) {
+    const auto r = run_in_worker(worker, "problems/level1/softmax.py",
+                                 "examples/faulty/signals_kjudge.py", {"--no-timing"});
+    EXPECT_EQ(r.exit_code, 0) << worker << "\n" << r.output;
+    EXPECT_EQ(r.result["status"], "correct") << worker << "\n" << r.output;
+  }
 }
 
 TEST(EvalCpu, AThreadCannotRewriteATrialsOutputsBeforeTheirComparison) {

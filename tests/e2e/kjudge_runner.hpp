@@ -45,25 +45,29 @@ inline std::vector<std::string> environment_now() {
 inline const std::vector<std::string> g_start_environment = environment_now();
 
 /** Which worker kjudge runs. An evaluation with --no-pool, or that the pool's own tests run
- *  (they set KJ_POOL_TEST_MARKER and stop their pools), or whose worker the caller chose for
- *  every test (KJUDGE_POOL set in ctest's environment: `KJUDGE_POOL=0 ctest` runs them all on
- *  exec'd workers), is left as it is. Otherwise one worker pool serves the tests' runs (forked
- *  workers, torch imported once, as `kjudge eval` does by default): every run whose environment
- *  is the one the test program started with, in every test program, asks the same pool, which
- *  the user's other pools do not keep from starting (KJUDGE_POOL_MAX, unless set, is raised; it
- *  is not part of a pool's address); a fixture stops it after the last test
- *  (tests/e2e/stop_pools.cmake). A run whose test has set a variable or adds its own gets an
- *  exec'd worker, so that no test starts a pool of its own that would outlive it, unless it
- *  passes --pool. */
+ *  (they set KJ_POOL_TEST_MARKER and stop their pools), is left as it is, as is the worker of
+ *  one whose caller chose for every test (KJUDGE_POOL set in ctest's environment:
+ *  `KJUDGE_POOL=0 ctest` runs on exec'd workers every evaluation that does not pass --pool).
+ *  Otherwise one worker pool serves the tests' runs (forked workers, torch imported once, as
+ *  `kjudge eval` does by default): every run whose environment is the one the test program
+ *  started with, in every test program, asks the same pool, which the user's other pools do not
+ *  keep from starting (KJUDGE_POOL_MAX, unless set, is raised; it is not part of a pool's
+ *  address); a fixture stops it after the last test (tests/e2e/stop_pools.cmake). A run whose
+ *  test has set a variable or adds its own gets an exec'd worker, so that no test starts a pool
+ *  of its own that would outlive it, unless it passes --pool; so does every run under a preload
+ *  or an injected CUDA tool (a sanitizer, Nsight), where kjudge starts no pool by default. */
 inline void choose_worker(runner::spawn_options& o, const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--no-pool") != args.end() ||
-      std::getenv("KJ_POOL_TEST_MARKER") != nullptr || std::getenv("KJUDGE_POOL") != nullptr)
+      std::getenv("KJ_POOL_TEST_MARKER") != nullptr)
     return;
   const bool asked = std::find(args.begin(), args.end(), "--pool") != args.end();
+  const bool chosen = std::getenv("KJUDGE_POOL") != nullptr;
+  const bool tooled =
+      std::getenv("LD_PRELOAD") != nullptr || std::getenv("CUDA_INJECTION64_PATH") != nullptr;
   const bool shared = o.env.empty() && environment_now() == g_start_environment;
-  if (shared && std::getenv("KJUDGE_POOL_MAX") == nullptr)
+  if (shared && (asked || !chosen) && std::getenv("KJUDGE_POOL_MAX") == nullptr)
     o.env.emplace_back("KJUDGE_POOL_MAX", "64");
-  if (!asked) o.env.emplace_back("KJUDGE_POOL", shared ? "1" : "0");
+  if (!asked && !chosen) o.env.emplace_back("KJUDGE_POOL", shared && !tooled ? "1" : "0");
 }
 
 /** `kjudge <command> <problem> <candidate> <extra...> --json <tmp>` (command: eval, profile);

@@ -1,7 +1,8 @@
 # Stops the worker pools of this build's kjudge, once the end-to-end tests have run (ctest runs it
 # as the cleanup of the fixture kj_e2e_pool, which every end-to-end test requires): the tests'
 # evaluations are forked from a pool (kjudge_runner.hpp, choose_worker()), which would otherwise
-# wait 10 minutes for another request. Pools of any other kjudge executable are left alone.
+# wait 10 minutes for another request. Every pool of this executable is stopped, a developer's
+# own (started by build/kjudge eval) included; pools of any other kjudge executable are left.
 #   cmake -DKJ_KJUDGE_EXE=<build>/kjudge -P stop_pools.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT EXISTS "${KJ_KJUDGE_EXE}")
@@ -23,7 +24,8 @@ function(pools_of_this_build out)
     foreach(i RANGE ${last})
       string(JSON pool_exe GET "${listing}" pools ${i} executable)
       string(JSON pid GET "${listing}" pools ${i} pid)
-      if(pool_exe STREQUAL exe)
+      # A pool of an earlier link of this path reads "<path> (deleted)".
+      if(pool_exe STREQUAL exe OR pool_exe STREQUAL "${exe} (deleted)")
         list(APPEND pids ${pid})
       endif()
     endforeach()
@@ -36,11 +38,17 @@ if(pids STREQUAL "")
   message(STATUS "stop_pools: no pool of ${exe} runs")
   return()
 endif()
-# A pool that ended by itself between the listing and the stop makes `pool stop` a usage error
-# (a pid that is no pool): not a failure here, so its status is only shown; what fails the
-# cleanup is a pool of the list that still runs after it.
-execute_process(COMMAND "${exe}" pool stop ${pids}
-  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+# One pool at a time: `pool stop` checks every pid it is given before it stops any, so a pool
+# that ended by itself after the listing (its idle exit, or a PoolCpu test's own pool, stopped
+# by its suite just before) would keep the others running. Such a refusal is not a failure
+# here; what fails the cleanup is a pool of the list that still runs after it (one serving an
+# evaluation, or stopped: `pool stop` leaves those alone without --force).
+set(out "")
+foreach(pid IN LISTS pids)
+  execute_process(COMMAND "${exe}" pool stop ${pid}
+    OUTPUT_VARIABLE o ERROR_VARIABLE e RESULT_VARIABLE rc)
+  string(APPEND out "pool stop ${pid}: ${rc} ${o}${e}")
+endforeach()
 pools_of_this_build(after)
 set(left "")
 foreach(pid IN LISTS after)
@@ -49,6 +57,7 @@ foreach(pid IN LISTS after)
   endif()
 endforeach()
 if(NOT left STREQUAL "")
-  message(FATAL_ERROR "stop_pools: pools ${left} of ${exe} still run (pool stop: ${rc}): ${out}${err}")
+  message(FATAL_ERROR "stop_pools: pools ${left} of ${exe} still run:\n${out}")
 endif()
-message(STATUS "stop_pools: stopped ${pids} (${exe})")
+list(JOIN pids ", " stopped)
+message(STATUS "stop_pools: stopped ${stopped} (${exe})")
