@@ -52,22 +52,21 @@ inline const std::vector<std::string> g_start_environment = environment_now();
  *  `kjudge eval` does by default): every run whose environment is the one the test program
  *  started with, in every test program, asks the same pool, which the user's other pools do not
  *  keep from starting (KJUDGE_POOL_MAX, unless set, is raised; it is not part of a pool's
- *  address); a fixture stops it after the last test (tests/e2e/stop_pools.cmake). A run whose
- *  test has set a variable or adds its own gets an exec'd worker, so that no test starts a pool
- *  of its own that would outlive it, unless it passes --pool; so does every run under a preload
- *  or an injected CUDA tool (a sanitizer, Nsight), where kjudge starts no pool by default. */
+ *  address), and which kjudge's own default chooses (so that under a preload or an injected
+ *  CUDA tool, a sanitizer or Nsight, there is none, as kjudge decides); a fixture stops it after
+ *  the last test (tests/e2e/stop_pools.cmake). A run whose test has set a variable or adds its
+ *  own gets an exec'd worker, so that no test starts a pool of its own that would outlive it,
+ *  unless it passes --pool. */
 inline void choose_worker(runner::spawn_options& o, const std::vector<std::string>& args) {
   if (std::find(args.begin(), args.end(), "--no-pool") != args.end() ||
       std::getenv("KJ_POOL_TEST_MARKER") != nullptr)
     return;
   const bool asked = std::find(args.begin(), args.end(), "--pool") != args.end();
   const bool chosen = std::getenv("KJUDGE_POOL") != nullptr;
-  const bool tooled =
-      std::getenv("LD_PRELOAD") != nullptr || std::getenv("CUDA_INJECTION64_PATH") != nullptr;
   const bool shared = o.env.empty() && environment_now() == g_start_environment;
   if (shared && (asked || !chosen) && std::getenv("KJUDGE_POOL_MAX") == nullptr)
     o.env.emplace_back("KJUDGE_POOL_MAX", "64");
-  if (!asked && !chosen) o.env.emplace_back("KJUDGE_POOL", shared && !tooled ? "1" : "0");
+  if (!shared && !asked && !chosen) o.env.emplace_back("KJUDGE_POOL", "0");
 }
 
 /** `kjudge <command> <problem> <candidate> <extra...> --json <tmp>` (command: eval, profile);
